@@ -1,0 +1,210 @@
+"""Norm + adaptive modulation in one pass: ``norm(x) * (1 + scale) + shift``.
+
+* :func:`adaln_rms`: LTX-Video's ``norm1``/``norm2`` (diffusers ``RMSNorm`` without weight, eps 1e-6) followed by
+  the block's ``* (1 + scale) + shift``.
+* :func:`adaln_layer_norm`: SD3/FLUX ``AdaLayerNormZero`` (``nn.LayerNorm(eps=1e-6)`` without affine) followed by
+  the same modulation.
+
+``x`` is ``[B, S, C]``; ``scale``/``shift`` are ``[B, 1, C]`` (one row per batch element, broadcast over the
+tokens) or ``[B, S, C]`` (per token, as LTX's image-to-video pipelines give).  Rounding mirrors eager exactly: the
+norm rounds to ``x.dtype`` as the module does, then ``1 + scale``, the product and the sum each round, as the three
+separate eager ops do, so the result equals eager bit for bit up to the order of the fp32 row sum.
+"""
+from typing import Optional
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.launch import check_device, check_float, no_backward
+from kernels.rmsnorm import (check_eps, check_out, check_row_count, check_same_device, out_rows_3d, resolve_config,
+                             round_code, round_trip, row_offsets, strides_3d)
+
+
+@triton.jit
+def modulate(normed, scale, shift, CODE: tl.constexpr):
+    """``normed * (1 + scale) + shift`` rounding after each of the three eager ops (``CODE``: the dtype's code)."""
+    one_plus_scale = round_trip(1.0 + scale, CODE)
+    return round_trip(round_trip(normed * one_plus_scale, CODE) + shift, CODE)
+
+
+@triton.jit
+def _adaln_kernel(
+    x_ptr, scale_ptr, shift_ptr, w_ptr, bias_ptr, out_ptr,
+    n_rows, seq, width,
+    sx_b, sx_s, sx_d,
+    sc_b, sc_s, sc_d,
+    sh_b, sh_s, sh_d,
+    so_b, so_s, so_d,
+    sw, sbias,
+    eps,
+    LAYER_NORM: tl.constexpr,
+    HAS_WEIGHT: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    ROUND: tl.constexpr,
+    ROWS: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+):
+    rows, b, s = row_offsets(tl.program_id(0), seq, ROWS)
+    cols = tl.arange(0, BLOCK_D)
+    col_ok = cols < width
+    mask = (rows < n_rows)[:, None] & col_ok[None, :]
+
+    x = tl.load(x_ptr + (b * sx_b + s * sx_s)[:, None] + cols[None, :] * sx_d, mask=mask, other=0.0).to(tl.float32)
+    if LAYER_NORM:
+        # nn.LayerNorm: biased variance, (x - mean) * rstd [* w] [+ b] in fp32, one rounding
+        mean = tl.sum(x, axis=1) / width
+        centred = tl.where(mask, x - mean[:, None], 0.0)
+        rstd = tl.rsqrt(tl.sum(centred * centred, axis=1) / width + eps)
+        y = centred * rstd[:, None]
+        if HAS_WEIGHT:
+            y = y * tl.load(w_ptr + cols * sw, mask=col_ok, other=0.0).to(tl.float32)[None, :]
+        if HAS_BIAS:
+            y = y + tl.load(bias_ptr + cols * sbias, mask=col_ok, other=0.0).to(tl.float32)[None, :]
+    else:
+        # diffusers RMSNorm: x * rstd in fp32; with a weight (same dtype as x) round, then multiply
+        rstd = tl.rsqrt(tl.sum(x * x, axis=1) / width + eps)
+        y = x * rstd[:, None]
+        if HAS_WEIGHT:
+            w = tl.load(w_ptr + cols * sw, mask=col_ok, other=0.0).to(tl.float32)
+            y = round_trip(y, ROUND) * w[None, :]
+    normed = round_trip(y, ROUND)
+
+    scale = tl.load(scale_ptr + (b * sc_b + s * sc_s)[:, None] + cols[None, :] * sc_d, mask=mask, other=0.0)
+    shift = tl.load(shift_ptr + (b * sh_b + s * sh_s)[:, None] + cols[None, :] * sh_d, mask=mask, other=0.0)
+    out = modulate(normed, scale.to(tl.float32), shift.to(tl.float32), ROUND)
+    tl.store(out_ptr + (b * so_b + s * so_s)[:, None] + cols[None, :] * so_d, out.to(out_ptr.dtype.element_ty),
+             mask=mask)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Validation shared with kernels.residual_norm
+# ----------------------------------------------------------------------------------------------------------------
+def check_rows_input(name: str, x) -> None:
+    check_float(name, x)
+    check_device(name, x)
+    if x.dim() != 3:
+        raise ValueError(f"{name} has shape {list(x.shape)}; expected 3 dimensions [B, S, C]")
+    check_row_count(x)
+
+
+def check_modulation(name: str, t, x: torch.Tensor) -> None:
+    """``t`` (scale or shift) must be ``[B, 1, C]`` or ``[B, S, C]`` for x ``[B, S, C]``, in x's dtype."""
+    check_float(name, t)
+    check_same_device(name, t, x)
+    n_b, seq, width = x.shape
+    if t.dtype != x.dtype:
+        raise TypeError(f"{name} has dtype {t.dtype}; expected x's dtype {x.dtype}")
+    if t.dim() != 3 or t.shape[0] not in (1, n_b) or t.shape[1] not in (1, seq) or t.shape[2] != width:
+        raise ValueError(f"{name} has shape {list(t.shape)}; expected [B, 1, C] = {[n_b, 1, width]} "
+                         f"or [B, S, C] = {[n_b, seq, width]}")
+
+
+def check_affine(name: str, t, x: torch.Tensor) -> None:
+    if t is None:
+        return
+    check_float(name, t)
+    check_same_device(name, t, x)
+    if t.dtype != x.dtype:
+        raise TypeError(f"{name} has dtype {t.dtype}; expected x's dtype {x.dtype}")
+    if t.dim() != 1 or t.shape[0] != x.shape[-1]:
+        raise ValueError(f"{name} has shape {list(t.shape)}; expected [{x.shape[-1]}] (x's last dimension)")
+
+
+def _check_adaln_args(x, scale, shift, weight, bias, eps) -> None:
+    check_rows_input("x", x)
+    check_modulation("scale", scale, x)
+    check_modulation("shift", shift, x)
+    check_affine("weight", weight, x)
+    check_affine("bias", bias, x)
+    check_eps(eps)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Launch
+# ----------------------------------------------------------------------------------------------------------------
+def _launch(out, x, scale, shift, weight, bias, eps, layer_norm: bool, config=None) -> torch.Tensor:
+    if x.numel() == 0:
+        return out
+    out3 = out_rows_3d(out, x.shape)
+    n_b, seq, width = x.shape
+    n_rows = n_b * seq
+    block_d = triton.next_power_of_2(width)
+    cfg = resolve_config(config, block_d, n_rows, x.device)
+    grid = (triton.cdiv(n_rows, cfg.rows_per_program),)
+    torch.library.wrap_triton(_adaln_kernel)[grid](
+        x, scale, shift, x if weight is None else weight, x if bias is None else bias, out3,
+        n_rows, seq, width,
+        *strides_3d(x), *strides_3d(scale), *strides_3d(shift), *strides_3d(out3),
+        0 if weight is None else weight.stride(0), 0 if bias is None else bias.stride(0),
+        eps,
+        LAYER_NORM=layer_norm,
+        HAS_WEIGHT=weight is not None,
+        HAS_BIAS=bias is not None,
+        ROUND=round_code(x.dtype),
+        ROWS=cfg.rows_per_program,
+        BLOCK_D=block_d,
+        num_warps=cfg.num_warps,
+    )
+    return out
+
+
+@torch.library.triton_op("kernelfleet::adaln_rms", mutates_args=())
+def _adaln_rms_op(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight: Optional[torch.Tensor],
+                  eps: float) -> torch.Tensor:
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    return _launch(out, x, scale, shift, weight, None, eps, False)
+
+
+@torch.library.triton_op("kernelfleet::adaln_layer_norm", mutates_args=())
+def _adaln_layer_norm_op(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight: Optional[torch.Tensor],
+                         bias: Optional[torch.Tensor], eps: float) -> torch.Tensor:
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    return _launch(out, x, scale, shift, weight, bias, eps, True)
+
+
+for _op in ("kernelfleet::adaln_rms", "kernelfleet::adaln_layer_norm"):
+    _backward, _setup_context = no_backward(_op)
+    torch.library.register_autograd(_op, _backward, setup_context=_setup_context)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Public API
+# ----------------------------------------------------------------------------------------------------------------
+def adaln_rms(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight: Optional[torch.Tensor] = None,
+              eps: float = 1e-6) -> torch.Tensor:
+    """``RMSNorm(x) * (1 + scale) + shift`` with LTX-Video's rounding (diffusers RMSNorm, then eager modulate).
+
+    ``x``: ``[B, S, C]``; ``scale``, ``shift``: ``[B, 1, C]`` or ``[B, S, C]`` in x's dtype; ``weight``: ``[C]``
+    (x's dtype) or None.  Any strides.  Forward only.
+    """
+    _check_adaln_args(x, scale, shift, weight, None, eps)
+    return torch.ops.kernelfleet.adaln_rms(x, scale, shift, weight, float(eps))
+
+
+def adaln_layer_norm(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
+                     weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
+                     eps: float = 1e-6) -> torch.Tensor:
+    """``LayerNorm(x) * (1 + scale) + shift`` with SD3/FLUX ``AdaLayerNormZero``'s rounding.
+
+    Shapes as :func:`adaln_rms`; ``weight``/``bias``: the LayerNorm's affine ``[C]`` or None.  Forward only.
+    """
+    _check_adaln_args(x, scale, shift, weight, bias, eps)
+    return torch.ops.kernelfleet.adaln_layer_norm(x, scale, shift, weight, bias, float(eps))
+
+
+def _adaln_rms_into(out: torch.Tensor, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
+                    weight: Optional[torch.Tensor] = None, eps: float = 1e-6, *, _config=None) -> torch.Tensor:
+    """:func:`adaln_rms` written into ``out`` (x's shape and dtype); returns ``out``."""
+    _check_adaln_args(x, scale, shift, weight, None, eps)
+    check_out(out, x.shape, x.dtype, x.device)
+    return _launch(out, x, scale, shift, weight, None, float(eps), False, _config)
+
+
+def _adaln_layer_norm_into(out: torch.Tensor, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
+                           weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
+                           eps: float = 1e-6, *, _config=None) -> torch.Tensor:
+    """:func:`adaln_layer_norm` written into ``out`` (x's shape and dtype); returns ``out``."""
+    _check_adaln_args(x, scale, shift, weight, bias, eps)
+    check_out(out, x.shape, x.dtype, x.device)
+    return _launch(out, x, scale, shift, weight, bias, float(eps), True, _config)

@@ -1,0 +1,139 @@
+"""Registry entries ``adaln`` (RMSNorm + modulate, LTX-Video norm1) and ``adaln_layer_norm`` (LayerNorm +
+modulate, SD3/FLUX AdaLayerNormZero).
+
+Shape ``[B, S, C]``; ``scale``/``shift`` are ``[B, 1, C]`` (one modulation row per batch element, as LTXPipeline's
+text-to-video gives).  The per-token ``[B, S, C]`` case is covered by the kernel tests.
+"""
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+
+from kernels.adaln import _adaln_layer_norm_into, _adaln_rms_into, adaln_layer_norm, adaln_rms
+from kernels.entries.common import compile_impls, numel, randn, triton_unavailable, upcast
+from kernels.registry import Impl, KernelEntry
+
+MODULATION_STD = 0.25  # scale/shift ~ N(0, 0.25^2): 1 + scale stays positive almost always, as in the models
+
+
+def check_shape_bsc(name: str):
+    def check(shape: Sequence[int]) -> None:
+        if len(shape) != 3 or any(not isinstance(s, int) or s < 1 for s in shape):
+            raise ValueError(f"{name} expects a shape [B, S, C] of 3 positive ints; got {list(shape)}")
+
+    return check
+
+
+def make_modulated_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device,
+                          gen: torch.Generator) -> dict:
+    n_b, _, width = shape
+    return {
+        "x": randn(shape, dtype, device, gen),
+        "scale": randn((n_b, 1, width), dtype, device, gen, scale=MODULATION_STD),
+        "shift": randn((n_b, 1, width), dtype, device, gen, scale=MODULATION_STD),
+        "eps": 1e-6,
+    }
+
+
+def alloc_like_x(inputs: dict) -> torch.Tensor:
+    return torch.empty_like(inputs["x"], memory_format=torch.contiguous_format)
+
+
+def rms_normalised(x: torch.Tensor, eps: float) -> torch.Tensor:
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+
+def reference_rms(inputs: dict) -> torch.Tensor:
+    up = upcast(inputs)
+    return rms_normalised(up["x"], up["eps"]) * (1 + up["scale"]) + up["shift"]
+
+
+def reference_layer_norm(inputs: dict) -> torch.Tensor:
+    up = upcast(inputs)
+    x = up["x"]
+    centred = x - x.mean(-1, keepdim=True)
+    normed = centred * torch.rsqrt(centred.pow(2).mean(-1, keepdim=True) + up["eps"])
+    return normed * (1 + up["scale"]) + up["shift"]
+
+
+def eager_rms(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, eps: float) -> torch.Tensor:
+    """LTX-Video block: ``norm1`` (diffusers RMSNorm, no weight) then ``* (1 + scale_msa) + shift_msa``."""
+    variance = x.to(torch.float32).pow(2).mean(-1, keepdim=True)
+    norm_hidden_states = (x * torch.rsqrt(variance + eps)).to(x.dtype)
+    return norm_hidden_states * (1 + scale) + shift
+
+
+def eager_layer_norm(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, eps: float) -> torch.Tensor:
+    """AdaLayerNormZero: ``nn.LayerNorm(C, eps, elementwise_affine=False)(x) * (1 + scale) + shift``."""
+    return F.layer_norm(x, (x.shape[-1],), None, None, eps) * (1 + scale) + shift
+
+
+def triton_adaln_rms(x, scale, shift, eps, out=None):
+    if out is None:
+        return adaln_rms(x, scale, shift, eps=eps)
+    return _adaln_rms_into(out, x, scale, shift, eps=eps)
+
+
+def triton_adaln_layer_norm(x, scale, shift, eps, out=None):
+    if out is None:
+        return adaln_layer_norm(x, scale, shift, eps=eps)
+    return _adaln_layer_norm_into(out, x, scale, shift, eps=eps)
+
+
+def bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
+    n_b, _, width = shape
+    return (2 * numel(shape) + 2 * n_b * width) * dtype.itemsize  # x read, out written, scale + shift read
+
+
+def flops_rms(shape: Sequence[int]) -> int:
+    return 6 * numel(shape)  # square + sum, * rstd, 1 + scale, *, +
+
+
+def flops_layer_norm(shape: Sequence[int]) -> int:
+    return 8 * numel(shape)  # sum, - mean, square + sum, * rstd, 1 + scale, *, +
+
+
+TOLERANCES = {"fp32": (1e-5, 1e-4), "bf16": (1e-2, 0.125), "fp16": (2e-3, 2e-2)}
+DEFAULT_IMPLS = ("triton", "eager", "compile", "compile_max")
+
+ENTRIES = [
+    KernelEntry(
+        name="adaln",
+        description="LTX-Video norm1/norm2: diffusers RMSNorm (no weight, eps 1e-6) * (1 + scale) + shift, "
+                    "scale/shift [B,1,C]",
+        check_shape=check_shape_bsc("adaln"),
+        make_inputs=make_modulated_inputs,
+        reference=reference_rms,
+        alloc_out=alloc_like_x,
+        impls={
+            "triton": Impl("triton", lambda: triton_adaln_rms, triton_unavailable, accepts_out=True,
+                           description="kernels.adaln_rms"),
+            "eager": Impl("eager", lambda: eager_rms, description="LTX block lines: norm1(x) * (1 + scale) + shift"),
+            **compile_impls(eager_rms),
+        },
+        bytes_moved=bytes_moved,
+        flops=flops_rms,
+        tolerances=TOLERANCES,
+        default_impls=DEFAULT_IMPLS,
+    ),
+    KernelEntry(
+        name="adaln_layer_norm",
+        description="SD3/FLUX AdaLayerNormZero: LayerNorm (no affine, eps 1e-6) * (1 + scale) + shift, "
+                    "scale/shift [B,1,C]",
+        check_shape=check_shape_bsc("adaln_layer_norm"),
+        make_inputs=make_modulated_inputs,
+        reference=reference_layer_norm,
+        alloc_out=alloc_like_x,
+        impls={
+            "triton": Impl("triton", lambda: triton_adaln_layer_norm, triton_unavailable, accepts_out=True,
+                           description="kernels.adaln_layer_norm"),
+            "eager": Impl("eager", lambda: eager_layer_norm,
+                          description="F.layer_norm(x) * (1 + scale) + shift (AdaLayerNormZero)"),
+            **compile_impls(eager_layer_norm),
+        },
+        bytes_moved=bytes_moved,
+        flops=flops_layer_norm,
+        tolerances=TOLERANCES,
+        default_impls=DEFAULT_IMPLS,
+    ),
+]

@@ -1,0 +1,84 @@
+"""Pieces every registry entry builds its implementations from."""
+from __future__ import annotations
+
+import functools
+import importlib.util
+from typing import Callable, Sequence
+
+import torch
+
+from kernels.launch import interpreting
+from kernels.registry import Impl
+
+
+def triton_unavailable(device: torch.device) -> str | None:
+    if device.type == "cpu" and not interpreting():
+        return "Triton needs a GPU, or TRITON_INTERPRET=1 on the CPU"
+    return None
+
+
+def compile_unavailable(mode: str | None) -> Callable[[torch.device], str | None]:
+    def check(device: torch.device) -> str | None:
+        if mode is not None and device.type == "cpu":
+            return f"torch.compile mode={mode} tunes GPU kernels; not run on the CPU"
+        return None
+
+    return check
+
+
+def liger_unavailable(device: torch.device) -> str | None:
+    if importlib.util.find_spec("liger_kernel") is None:
+        return "liger-kernel is not installed"
+    if device.type != "cuda":
+        return "liger-kernel runs on a GPU only"
+    return None
+
+
+def compiled(fn: Callable, mode: str | None = None) -> Callable[[], Callable]:
+    """A ``make`` for torch.compile of ``fn`` (built once per process, compiled on first call)."""
+
+    @functools.cache
+    def make() -> Callable:
+        if mode is None:
+            return torch.compile(fn, dynamic=False)
+        return torch.compile(fn, mode=mode, dynamic=False)
+
+    return make
+
+
+def compile_impls(eager: Callable) -> dict[str, Impl]:
+    """torch.compile of the eager chain in its default mode and in max-autotune-no-cudagraphs (timed side by side)."""
+    return {
+        "compile": Impl("compile", compiled(eager), compile_unavailable(None),
+                        description="torch.compile(eager), default mode"),
+        "compile_max": Impl("compile_max", compiled(eager, "max-autotune-no-cudagraphs"),
+                            compile_unavailable("max-autotune-no-cudagraphs"),
+                            description="torch.compile(eager, mode='max-autotune-no-cudagraphs')"),
+    }
+
+
+def numel(shape: Sequence[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+def randn(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator,
+          scale: float = 1.0, offset: float = 0.0) -> torch.Tensor:
+    """Fresh standard-normal data drawn on the CPU generator (reproducible from the seed on any device)."""
+    t = torch.randn(tuple(shape), generator=gen, dtype=torch.float32)
+    if scale != 1.0 or offset != 0.0:
+        t = t * scale + offset
+    return t.to(device=device, dtype=dtype)
+
+
+def upcast(inputs: dict) -> dict:
+    """Every floating tensor to float64 (on its own device): the reference's view of the inputs."""
+    out = {}
+    for k, v in inputs.items():
+        if isinstance(v, torch.Tensor) and v.is_floating_point():
+            out[k] = v.detach().to(dtype=torch.float64)
+        else:
+            out[k] = v
+    return out

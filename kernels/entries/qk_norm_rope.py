@@ -1,0 +1,102 @@
+"""Registry entry ``qk_norm_rope``: LTX-Video attn1's ``norm_q``/``norm_k`` + RoPE on q and k.
+
+Inputs mirror the model: q, k ``[B, S, C]`` (the to_q/to_k outputs before the head split), the two
+``torch.nn.RMSNorm(C, eps=1e-5)`` weights (in the model's dtype; drawn around 1), and LTX's per-batch fp32 cos/sin
+``[B, S, C]`` (built as in :mod:`kernels.entries.rope`).  The eager implementation is the processor's lines:
+``norm_q(q)``, ``norm_k(k)`` (``torch.nn.RMSNorm.forward`` is ``F.rms_norm``) then ``apply_rotary_emb`` on each.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+
+from kernels.entries.common import compile_impls, numel, randn, triton_unavailable, upcast
+from kernels.entries.rope import interleaved_reference, ltx_apply_rotary_emb, ltx_rope_tables
+from kernels.qk_norm_rope import _qk_norm_rope_into, qk_norm_rope
+from kernels.registry import Impl, KernelEntry
+
+LTX_QK_EPS = 1e-5
+
+
+def check_shape(shape: Sequence[int]) -> None:
+    if len(shape) != 3 or any(not isinstance(s, int) or s < 1 for s in shape) or shape[-1] % 2:
+        raise ValueError(f"qk_norm_rope expects q/k [B, S, C] (LTX, across heads) with an even C >= 2; "
+                         f"got {list(shape)}")
+
+
+def make_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> dict:
+    batch, seq, dim = shape
+    cos, sin = ltx_rope_tables(torch.randint(0, 16, (batch,), generator=gen), seq, dim)
+    return {
+        "q": randn(shape, dtype, device, gen, scale=2.0),
+        "k": randn(shape, dtype, device, gen, scale=3.0),
+        "q_weight": randn((dim,), dtype, device, gen, scale=0.1, offset=1.0),
+        "k_weight": randn((dim,), dtype, device, gen, scale=0.1, offset=1.0),
+        "cos": cos.to(device),
+        "sin": sin.to(device),
+        "eps": LTX_QK_EPS,
+    }
+
+
+def _rms_norm64(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+def reference(inputs: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    up = upcast(inputs)
+    q = _rms_norm64(up["q"], up["q_weight"], up["eps"])
+    k = _rms_norm64(up["k"], up["k_weight"], up["eps"])
+    return interleaved_reference(q, up["cos"], up["sin"]), interleaved_reference(k, up["cos"], up["sin"])
+
+
+def eager(q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tensor, cos: torch.Tensor,
+          sin: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """LTXVideoAttnProcessor: ``attn.norm_q(q)``, ``attn.norm_k(k)``, then ``apply_rotary_emb`` on both."""
+    q = F.rms_norm(q, (q.shape[-1],), q_weight, eps)
+    k = F.rms_norm(k, (k.shape[-1],), k_weight, eps)
+    return ltx_apply_rotary_emb(q, cos, sin), ltx_apply_rotary_emb(k, cos, sin)
+
+
+def triton_qk_norm_rope(q, k, q_weight, k_weight, cos, sin, eps, out=None):
+    if out is None:
+        return qk_norm_rope(q, k, q_weight, k_weight, cos, sin, eps)
+    return _qk_norm_rope_into(out, q, k, q_weight, k_weight, cos, sin, eps)
+
+
+def alloc_out(inputs: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.empty_like(inputs["q"]), torch.empty_like(inputs["k"])
+
+
+def bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
+    n = numel(shape)
+    # q, k read and written; fp32 cos/sin [B, S, C] read once for both; the two weights
+    return 4 * n * dtype.itemsize + 2 * n * 4 + 2 * shape[-1] * dtype.itemsize
+
+
+def flops(shape: Sequence[int]) -> int:
+    return 2 * 7 * numel(shape)  # per element of q and of k: square+sum, *rstd, *w, RoPE (2 mul + add)
+
+
+ENTRIES = [
+    KernelEntry(
+        name="qk_norm_rope",
+        description="LTX attn1 q/k: torch.nn.RMSNorm across heads (eps 1e-5, weight) + interleaved RoPE, one pass",
+        check_shape=check_shape,
+        make_inputs=make_inputs,
+        reference=reference,
+        alloc_out=alloc_out,
+        impls={
+            "triton": Impl("triton", lambda: triton_qk_norm_rope, triton_unavailable, accepts_out=True,
+                           description="kernels.qk_norm_rope"),
+            "eager": Impl("eager", lambda: eager,
+                          description="LTX processor: torch.nn.RMSNorm (F.rms_norm) + apply_rotary_emb, q and k"),
+            **compile_impls(eager),
+        },
+        bytes_moved=bytes_moved,
+        flops=flops,
+        tolerances={"fp32": (5e-6, 1e-4), "bf16": (1e-2, 1.25e-1), "fp16": (2e-3, 1.6e-2)},
+        default_impls=("triton", "eager", "compile", "compile_max"),
+    ),
+]

@@ -1,0 +1,217 @@
+"""Registry entries ``rope`` (LTX-Video interleaved RoPE) and ``rope_rotate_half`` (transformers/Llama, the seed).
+
+``rope``: x ``[B, S, C]`` (LTX applies RoPE before the head split) with per-batch fp32 cos/sin ``[B, S, C]``
+built the way ``LTXVideoRotaryPosEmbed`` builds them (frequency table ``theta ** linspace(0, 1, C // 6)``,
+``* pi/2 * (2*coord - 1)``, interleaved over (frame, height, width), ``repeat_interleave(2)``, the first
+``C % 6`` channels padded with cos = 1, sin = 0).  Tokens walk a 22-wide, 15-high latent grid (480x704 video)
+frame after frame; each batch element starts at a random frame, so the rows of the table differ per batch.
+The eager implementation is diffusers' ``apply_rotary_emb`` from ``transformer_ltx.py``, line for line.
+
+``rope_rotate_half``: x ``[B, S, H, D]`` (the seed's layout) with cos/sin ``[S, D]`` built like
+``LlamaRotaryEmbedding`` (``1/10000**(arange(0, D, 2)/D)``, ``cat(freqs, freqs)``) and cast to x's dtype, as
+transformers hands them to ``apply_rotary_pos_emb``; positions start at a random offset.  The eager
+implementation is transformers' ``q * cos + rotate_half(q) * sin`` (``unsqueeze_dim=2`` for this layout).
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+
+from kernels.entries.common import compile_impls, numel, randn, triton_unavailable, upcast
+from kernels.registry import Impl, KernelEntry
+from kernels.rope import _rope_interleaved_into, _rope_rotate_half_into, rope_interleaved, rope_rotate_half
+
+# LTXPipeline's RoPE setting: rope_interpolation_scale = (8 / frame_rate, 32, 32) at 25 fps, patch 1x1,
+# base (frames, height, width) = (20, 2048, 2048), theta = 10000; latent 15 x 22 for a 480x704 video.
+LTX_THETA = 10000.0
+LTX_BASE = (20.0, 2048.0, 2048.0)
+LTX_SCALE = (8.0 / 25.0, 32.0, 32.0)
+LTX_LATENT_HW = (15, 22)
+LLAMA_THETA = 10000.0
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Tables
+
+
+def ltx_rope_tables(frame_starts: torch.Tensor, seq_len: int, dim: int,
+                    latent_hw: tuple[int, int] = LTX_LATENT_HW) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp32 cos/sin [B, S, dim] as ``LTXVideoRotaryPosEmbed`` computes them for tokens in (frame, h, w) order.
+
+    ``frame_starts`` [B]: the frame index each batch element's first token sits at.
+    """
+    height, width = latent_hw
+    token = torch.arange(seq_len, dtype=torch.int64)
+    coords = torch.stack([token // (height * width), (token // width) % height, token % width], dim=-1)
+    grid = coords.to(torch.float32).unsqueeze(0).repeat(frame_starts.shape[0], 1, 1)  # [B, S, 3]
+    grid[..., 0] = grid[..., 0] + frame_starts.to(torch.float32)[:, None]
+    for axis in range(3):
+        grid[..., axis] = grid[..., axis] * LTX_SCALE[axis] / LTX_BASE[axis]
+    freqs = LTX_THETA ** torch.linspace(math.log(1.0, LTX_THETA), math.log(LTX_THETA, LTX_THETA), dim // 6,
+                                        dtype=torch.float32)
+    freqs = freqs * math.pi / 2.0
+    freqs = freqs * (grid.unsqueeze(-1) * 2 - 1)  # [B, S, 3, dim // 6]
+    freqs = freqs.transpose(-1, -2).flatten(2)  # interleave the three axes
+    cos = freqs.cos().repeat_interleave(2, dim=-1)
+    sin = freqs.sin().repeat_interleave(2, dim=-1)
+    pad = dim % 6
+    if pad:
+        cos = torch.cat([torch.ones_like(cos[:, :, :pad]), cos], dim=-1)
+        sin = torch.cat([torch.zeros_like(sin[:, :, :pad]), sin], dim=-1)
+    return cos, sin
+
+
+def llama_rope_tables(positions: torch.Tensor, dim: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin [S, dim] as ``LlamaRotaryEmbedding`` computes them (fp32), cast to ``dtype``."""
+    inv_freq = 1.0 / (LLAMA_THETA ** (torch.arange(0, dim, 2, dtype=torch.int64).to(torch.float32) / dim))
+    freqs = positions.to(torch.float32)[:, None] * inv_freq[None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The model code paths (eager) and their float64 references
+
+
+def ltx_apply_rotary_emb(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """diffusers ``transformer_ltx.apply_rotary_emb(x, (cos, sin))`` for x [B, S, C]."""
+    x_real, x_imag = x.unflatten(2, (-1, 2)).unbind(-1)
+    x_rotated = torch.stack([-x_imag, x_real], dim=-1).flatten(2)
+    return (x.float() * cos + x_rotated.float() * sin).to(x.dtype)
+
+
+def interleaved_reference(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Interleaved-pair RoPE in the inputs' dtype (float64 for a reference), no rounding in between."""
+    pairs = x.unflatten(-1, (-1, 2))
+    rotated = torch.stack([-pairs[..., 1], pairs[..., 0]], dim=-1).flatten(-2)
+    return x * cos + rotated * sin
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """transformers' ``rotate_half``."""
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def llama_apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """transformers' ``apply_rotary_pos_emb`` for one tensor in the [B, S, H, D] layout (cos/sin [S, D])."""
+    cos = cos.unsqueeze(1)
+    sin = sin.unsqueeze(1)
+    return (x * cos) + (rotate_half(x) * sin)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# rope (LTX)
+
+
+def check_ltx_shape(shape: Sequence[int]) -> None:
+    if len(shape) != 3 or any(not isinstance(s, int) or s < 1 for s in shape) or shape[-1] % 2:
+        raise ValueError(f"rope expects x [B, S, C] (LTX, before the head split) with an even C >= 2; "
+                         f"got {list(shape)}")
+
+
+def make_ltx_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> dict:
+    batch, seq, dim = shape
+    cos, sin = ltx_rope_tables(torch.randint(0, 16, (batch,), generator=gen), seq, dim)
+    return {"x": randn(shape, dtype, device, gen), "cos": cos.to(device), "sin": sin.to(device)}
+
+
+def ltx_reference(inputs: dict) -> torch.Tensor:
+    up = upcast(inputs)
+    return interleaved_reference(up["x"], up["cos"], up["sin"])
+
+
+def triton_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out=None) -> torch.Tensor:
+    if out is None:
+        return rope_interleaved(x, cos, sin)
+    return _rope_interleaved_into(out, x, cos, sin)
+
+
+def ltx_bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
+    return 2 * numel(shape) * dtype.itemsize + 2 * numel(shape) * 4  # x read, out written; fp32 cos, sin read
+
+
+def rope_flops(shape: Sequence[int]) -> int:
+    return 3 * numel(shape)  # x*cos, x_rot*sin, add
+
+
+# --------------------------------------------------------------------------------------------------------------
+# rope_rotate_half (transformers / seed)
+
+
+def check_rotate_half_shape(shape: Sequence[int]) -> None:
+    if len(shape) != 4 or any(not isinstance(s, int) or s < 1 for s in shape) or shape[-1] % 2:
+        raise ValueError(f"rope_rotate_half expects x [B, S, H, D] with an even head dim D; got {list(shape)}")
+
+
+def make_rotate_half_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device,
+                            gen: torch.Generator) -> dict:
+    _, seq, _, dim = shape
+    start = int(torch.randint(0, 4096, (1,), generator=gen))
+    cos, sin = llama_rope_tables(torch.arange(start, start + seq), dim, dtype)
+    return {"x": randn(shape, dtype, device, gen), "cos": cos.to(device), "sin": sin.to(device)}
+
+
+def rotate_half_reference(inputs: dict) -> torch.Tensor:
+    up = upcast(inputs)
+    return llama_apply_rotary(up["x"], up["cos"], up["sin"])
+
+
+def triton_rope_rotate_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out=None) -> torch.Tensor:
+    if out is None:
+        return rope_rotate_half(x, cos, sin)
+    return _rope_rotate_half_into(out, x, cos, sin)
+
+
+def rotate_half_bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
+    _, seq, _, dim = shape
+    return (2 * numel(shape) + 2 * seq * dim) * dtype.itemsize  # x read, out written; cos, sin [S, D] read
+
+
+def alloc_like_x(inputs: dict) -> torch.Tensor:
+    return torch.empty_like(inputs["x"])
+
+
+ENTRIES = [
+    KernelEntry(
+        name="rope",
+        description="LTX-Video RoPE: interleaved pairs over x [B,S,C], per-batch fp32 cos/sin [B,S,C] (fp32 math)",
+        check_shape=check_ltx_shape,
+        make_inputs=make_ltx_inputs,
+        reference=ltx_reference,
+        alloc_out=alloc_like_x,
+        impls={
+            "triton": Impl("triton", lambda: triton_rope, triton_unavailable, accepts_out=True,
+                           description="kernels.rope_interleaved"),
+            "eager": Impl("eager", lambda: ltx_apply_rotary_emb,
+                          description="diffusers transformer_ltx.apply_rotary_emb"),
+            **compile_impls(ltx_apply_rotary_emb),
+        },
+        bytes_moved=ltx_bytes_moved,
+        flops=rope_flops,
+        tolerances={"fp32": (2e-6, 2e-5), "bf16": (8e-3, 6.25e-2), "fp16": (1e-3, 8e-3)},
+        default_impls=("triton", "eager", "compile", "compile_max"),
+    ),
+    KernelEntry(
+        name="rope_rotate_half",
+        description="rotate-half RoPE (transformers/Llama numerics) on x [B,S,H,D], cos/sin [S,D] in x's dtype",
+        check_shape=check_rotate_half_shape,
+        make_inputs=make_rotate_half_inputs,
+        reference=rotate_half_reference,
+        alloc_out=alloc_like_x,
+        impls={
+            "triton": Impl("triton", lambda: triton_rope_rotate_half, triton_unavailable, accepts_out=True,
+                           description="kernels.rope_rotate_half"),
+            "eager": Impl("eager", lambda: llama_apply_rotary,
+                          description="transformers apply_rotary_pos_emb (q*cos + rotate_half(q)*sin)"),
+            **compile_impls(llama_apply_rotary),
+        },
+        bytes_moved=rotate_half_bytes_moved,
+        flops=rope_flops,
+        tolerances={"fp32": (2e-6, 2e-5), "bf16": (1e-2, 6.25e-2), "fp16": (2e-3, 8e-3)},
+        default_impls=("triton", "eager", "compile", "compile_max"),
+    ),
+]

@@ -1,0 +1,208 @@
+"""GELU (tanh approximation) and GEGLU kernels.
+
+* ``gelu_tanh(x)`` = ``F.gelu(x, approximate="tanh")``: ``0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x**3)))`` in
+  fp32, one rounding.  The kernel uses the identity ``0.5*(1 + tanh(a)) = 1/(1 + exp(-2a))``, i.e.
+  ``x / (1 + exp(-2a))``: one exp, no tanh (``tl.math.tanh``/libdevice are not portable to ROCm), and it stays
+  finite for any finite x (exp overflowing to inf gives x/inf = -0, as torch's 0.5*x*(1-1) does).
+* ``geglu(x)`` = ``F.gelu(x[..., :H], approximate="tanh") * x[..., H:]`` for ``x [..., 2H]`` (gate = first
+  half, the seed's convention; diffusers' GEGLU module gates with the second half).  It rounds where that eager
+  expression rounds: the GELU result to x's dtype, then the product.  Only ``approximate="tanh"`` is offered:
+  ``tl.erf`` is not known to lower on every ROCm Triton, so "none" (erf) raises.
+
+Both are purely elementwise: a program covers a [BLOCK_M, BLOCK_N] tile of the output, so rows of any width
+work (no block has to cover a whole row).  A contiguous x is processed as one flat row; other strided inputs are
+addressed through a 2-D view (copied only when the leading dims cannot be viewed as one).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+import triton
+import triton.language as tl
+from torch.library import triton_op, wrap_triton
+
+from kernels.launch import arch_launch, check_device, check_float, no_backward
+from kernels.rounding import round_to
+
+APPROXIMATIONS = ("tanh",)
+
+
+class ElementwiseConfig(NamedTuple):
+    """Per-launch knobs: the output tile of one program and its warps."""
+
+    block_m: int
+    block_n: int
+    num_warps: int
+
+
+def elementwise_config(rows: int, cols: int, device: torch.device | None = None) -> ElementwiseConfig:
+    """A tile of the architecture's elementwise block (2048 on Hopper), as wide as the row allows."""
+    tile = arch_launch(device).elementwise_block
+    block_n = min(triton.next_power_of_2(max(cols, 1)), tile)
+    block_m = min(triton.next_power_of_2(max(rows, 1)), max(1, tile // block_n))
+    num_warps = max(1, min(8, (block_m * block_n) // 512))
+    return ElementwiseConfig(block_m, block_n, num_warps)
+
+
+@triton.jit
+def _gelu_tanh_f32(x):
+    """GELU with the tanh approximation, fp32 in and out, through exp only."""
+    inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)  # sqrt(2/pi) * (x + 0.044715 x^3)
+    return x / (1.0 + tl.exp(-2.0 * inner))
+
+
+@triton.jit
+def _gelu_kernel(
+    x_ptr, out_ptr,
+    M, N,
+    sxm, sxn, som, son,
+    n_col_blocks,
+    GATED: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
+    # Output tile [BLOCK_M, BLOCK_N]; for GATED the gate is column j of x and the value column j + N.
+    pid = tl.program_id(0)
+    m0 = (pid // n_col_blocks).to(tl.int64) * BLOCK_M
+    n0 = (pid % n_col_blocks).to(tl.int64) * BLOCK_N
+    lm = tl.arange(0, BLOCK_M)[:, None]
+    ln = tl.arange(0, BLOCK_N)[None, :]
+    mask = ((m0 + lm) < M) & ((n0 + ln) < N)
+    x_tile = x_ptr + m0 * sxm + n0 * sxn + lm * sxm + ln * sxn
+    out_ty = out_ptr.dtype.element_ty
+    gate = tl.load(x_tile, mask=mask, other=0.0).to(tl.float32)
+    if GATED:
+        value = tl.load(x_tile + N * sxn, mask=mask, other=0.0).to(tl.float32)
+        out = round_to(_gelu_tanh_f32(gate), out_ty).to(tl.float32) * value
+    else:
+        out = _gelu_tanh_f32(gate)
+    tl.store(out_ptr + m0 * som + n0 * son + lm * som + ln * son, round_to(out, out_ty), mask=mask)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Launch
+
+
+def _launch(out2d: torch.Tensor, x2d: torch.Tensor, gated: bool, config: ElementwiseConfig | None = None) -> None:
+    rows, cols = out2d.shape
+    if rows == 0 or cols == 0:
+        return
+    cfg = config or elementwise_config(rows, cols, x2d.device)
+    n_col_blocks = triton.cdiv(cols, cfg.block_n)
+    wrap_triton(_gelu_kernel)[(triton.cdiv(rows, cfg.block_m) * n_col_blocks,)](
+        x2d, out2d, rows, cols,
+        x2d.stride(0), x2d.stride(1), out2d.stride(0), out2d.stride(1),
+        n_col_blocks,
+        GATED=gated, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
+        num_warps=cfg.num_warps,
+    )
+
+
+def _flat_or_rows(t: torch.Tensor) -> torch.Tensor:
+    """An input as 2-D: one flat row when contiguous, else [rows, last dim] (a view when the leading dims merge,
+    else a copy)."""
+    if t.is_contiguous():
+        return t.view(1, -1)
+    return t.reshape(-1, t.shape[-1])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Validation
+
+
+def _validate_gelu(x: torch.Tensor) -> None:
+    check_float("x", x)
+    check_device("x", x)
+
+
+def _validate_geglu(x: torch.Tensor, approximate: str) -> None:
+    check_float("x", x)
+    check_device("x", x)
+    if approximate not in APPROXIMATIONS:
+        raise ValueError(
+            f"approximate must be one of {APPROXIMATIONS}, got {approximate!r} (the erf form needs tl.erf, "
+            f"which is not portable to every ROCm Triton)")
+    if x.dim() < 1 or x.shape[-1] % 2:
+        raise ValueError(f"x must be [..., 2H] with an even last dim (gate, value); got shape {tuple(x.shape)}")
+
+
+def _check_out(out, shape: tuple[int, ...], like: torch.Tensor) -> None:
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
+    if tuple(out.shape) != shape or out.dtype != like.dtype or out.device != like.device:
+        raise ValueError(
+            f"out must be shape {shape}, dtype {like.dtype}, device {like.device}; got {tuple(out.shape)}, "
+            f"{out.dtype}, {out.device}")
+
+
+def _rows_view(out: torch.Tensor, width: int) -> torch.Tensor:
+    try:
+        return out.view(-1, width)
+    except RuntimeError:
+        raise ValueError(f"out (strides {out.stride()}) must be viewable as [rows, {width}]") from None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# PyTorch ops
+
+
+@triton_op("kernelfleet::gelu_tanh", mutates_args=())
+def _gelu_tanh_op(x: torch.Tensor) -> torch.Tensor:
+    x2d = _flat_or_rows(x)
+    out = torch.empty(x2d.shape, dtype=x.dtype, device=x.device)
+    _launch(out, x2d, gated=False)
+    return out.view(x.shape)
+
+
+@triton_op("kernelfleet::geglu", mutates_args=())
+def _geglu_op(x: torch.Tensor) -> torch.Tensor:
+    width = x.shape[-1] // 2
+    x2d = x.reshape(-1, x.shape[-1])
+    out = torch.empty((x2d.shape[0], width), dtype=x.dtype, device=x.device)
+    _launch(out, x2d, gated=True)
+    return out.view(*x.shape[:-1], width)
+
+
+for _op, _name in ((_gelu_tanh_op, "kernelfleet::gelu_tanh"), (_geglu_op, "kernelfleet::geglu")):
+    _backward, _setup_context = no_backward(_name)
+    _op.register_autograd(_backward, setup_context=_setup_context)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Public API
+
+
+def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    """``F.gelu(x, approximate="tanh")`` (fp32 math, one rounding); any shape and strides."""
+    _validate_gelu(x)
+    return torch.ops.kernelfleet.gelu_tanh(x)
+
+
+def geglu(x: torch.Tensor, approximate: str = "tanh") -> torch.Tensor:
+    """``F.gelu(x[..., :H], approximate="tanh") * x[..., H:]`` for x [..., 2H] -> [..., H]."""
+    _validate_geglu(x, approximate)
+    return torch.ops.kernelfleet.geglu(x)
+
+
+def _gelu_tanh_into(out: torch.Tensor, x: torch.Tensor, *,
+                    _config: ElementwiseConfig | None = None) -> torch.Tensor:
+    """gelu_tanh writing into ``out`` (x's shape, viewable as 2-D); ``_config`` overrides the launch knobs."""
+    _validate_gelu(x)
+    _check_out(out, tuple(x.shape), x)
+    if x.is_contiguous() and out.is_contiguous():
+        x2d, out2d = x.view(1, -1), out.view(1, -1)
+    else:
+        x2d, out2d = x.reshape(-1, x.shape[-1]), _rows_view(out, x.shape[-1])
+    _launch(out2d, x2d, gated=False, config=_config)
+    return out
+
+
+def _geglu_into(out: torch.Tensor, x: torch.Tensor, approximate: str = "tanh", *,
+                _config: ElementwiseConfig | None = None) -> torch.Tensor:
+    """geglu writing into ``out`` ([..., H], viewable as 2-D); ``_config`` overrides the launch knobs."""
+    _validate_geglu(x, approximate)
+    width = x.shape[-1] // 2
+    _check_out(out, (*x.shape[:-1], width), x)
+    _launch(_rows_view(out, width), x.reshape(-1, x.shape[-1]), gated=True, config=_config)
+    return out

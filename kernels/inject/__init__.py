@@ -1,0 +1,168 @@
+"""Put kernelfleet's Triton kernels into diffusers and transformers models, and take them out again.
+
+    from kernels.inject import inject, restore
+    report = inject(pipe)            # a diffusers pipeline, a diffusers model or a transformers model
+    print(report)                    # what was replaced (module path + kind + kernels) and what was left, and why
+    ...
+    restore(pipe)                    # the original code again: bit-identical outputs
+
+Families: LTX-Video (:mod:`kernels.inject.ltx`), FLUX (:mod:`kernels.inject.flux`), SD3/SD3.5
+(:mod:`kernels.inject.sd3`) and transformers' Llama family (:mod:`kernels.inject.llama`).  Replacement is per
+instance (a module's ``forward`` or a diffusers attention processor), so other models in the process are untouched.
+
+* Call ``inject`` before CPU offloading, cache hooks or ``torch.compile``/``compile_repeated_blocks``: a module
+  whose forward is already wrapped on the instance is left alone (the report says so).
+* ``inject`` twice is harmless: the second call finds its own record and changes nothing (with a different
+  ``kernels`` selection it restores first and injects again).
+* The replacement code is traceable (no ``.item()``, no Python-side caches keyed on tensors, no data-dependent
+  branches), so ``torch.compile(fullgraph=True)`` and ``compile_repeated_blocks(fullgraph=True)`` work on an
+  injected model on a GPU.  On the CPU the kernels run under Triton's interpreter (``TRITON_INTERPRET=1`` set
+  before ``kernels`` is imported), which works eagerly but cannot be traced.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import torch.nn as nn
+
+from kernels.inject.report import InjectionReport, Left, Replaced
+from kernels.inject.state import Session, get_state, InjectionState, STATE_ATTR, undo
+
+# Kernels an injection can use (kernels.__all__ minus those that have no injection point).
+KERNEL_NAMES = ("qk_norm_rope", "adaln_rms", "add_rms_norm_modulate", "rms_norm", "rope_interleaved",
+                "rope_rotate_half", "adaln_layer_norm")
+NOT_INJECTABLE = {
+    "gelu_tanh": "GELU-tanh is one PyTorch kernel already; a standalone Triton GELU saves no memory traffic in these "
+                 "models (the gain needs a GEMM epilogue), so no module is replaced by it",
+    "geglu": "LTX-Video, SD3 and FLUX have no GEGLU feed-forward, and transformers' gated MLPs compute gate and up "
+             "in two projections rounding after each op, which geglu (one [..., 2H] input, one rounding) does not "
+             "reproduce",
+}
+
+__all__ = ["inject", "restore", "is_injected", "InjectionReport", "Replaced", "Left", "KERNEL_NAMES"]
+
+
+def _families():
+    from kernels.inject import flux, llama, ltx, sd3
+
+    return (ltx, flux, sd3, llama)
+
+
+def resolve_kernels(kernels: str | Iterable[str]) -> tuple[str, ...]:
+    """``"all"`` or an iterable of kernel names -> the sorted tuple; unknown names raise ValueError."""
+    if isinstance(kernels, str):
+        if kernels == "all":
+            return tuple(sorted(KERNEL_NAMES))
+        kernels = [kernels]
+    names = list(kernels)
+    for k in names:
+        if k in NOT_INJECTABLE:
+            raise ValueError(f"kernel {k!r} cannot be injected: {NOT_INJECTABLE[k]}; injectable: "
+                             f"{', '.join(KERNEL_NAMES)}")
+        if k not in KERNEL_NAMES:
+            raise ValueError(f"unknown kernel {k!r}; injectable kernels: {', '.join(KERNEL_NAMES)} (or 'all')")
+    if not names:
+        raise ValueError(f"kernels: empty selection; choose 'all' or some of {', '.join(KERNEL_NAMES)}")
+    return tuple(sorted(set(names)))
+
+
+def _roots(obj: Any) -> list[tuple[str, nn.Module]]:
+    """(name, module) pairs to inject into: the module itself, or a pipeline's nn.Module components."""
+    if isinstance(obj, nn.Module):
+        return [("", obj)]
+    components = getattr(obj, "components", None)
+    if isinstance(components, dict):
+        return [(name, m) for name, m in components.items() if isinstance(m, nn.Module)]
+    model = getattr(obj, "model", None)  # a transformers pipeline
+    if isinstance(model, nn.Module):
+        return [("model", model)]
+    raise TypeError(f"inject() takes a torch.nn.Module (diffusers/transformers model) or a diffusers pipeline; "
+                    f"got {type(obj).__name__}")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# What could use a kernel but was left as it is (the final sweep)
+# ----------------------------------------------------------------------------------------------------------------
+def _candidate_reason(module: nn.Module) -> str | None:
+    """A generic reason for a module of a kind a kernel could serve; None for modules of no interest."""
+    from diffusers.models import activations as dact
+    from diffusers.models.normalization import RMSNorm as DiffusersRMSNorm
+
+    name = type(module).__name__
+    if isinstance(module, nn.GELU) or type(module) in (dact.GELU,):
+        approx = getattr(module, "approximate", "none")
+        if approx == "tanh":
+            return NOT_INJECTABLE["gelu_tanh"]
+        return "exact (erf) GELU; kernelfleet's gelu_tanh is the tanh approximation"
+    if type(module) in (dact.GEGLU, dact.ApproximateGELU, dact.SwiGLU):
+        return f"{name}: no kernelfleet kernel with these numerics"
+    if isinstance(module, (nn.LayerNorm, nn.RMSNorm, DiffusersRMSNorm)) or name.endswith(("RMSNorm", "LayerNorm")):
+        return f"no injection rule for this {name} here (no fusable neighbour, or numerics differ)"
+    return None
+
+
+def _sweep_left(s: Session, root: nn.Module) -> None:
+    for name, mod in root.named_modules():
+        if s.is_covered(mod):
+            continue
+        why = s.reason_for(mod) or _candidate_reason(mod)
+        if why is not None:
+            s.report.left.append(Left(s.path(name), type(mod).__name__, why))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+def _inject_root(prefix: str, root: nn.Module, names: tuple[str, ...]) -> InjectionReport:
+    state = get_state(root)
+    if state is not None:
+        if state.kernels == names:
+            rep = state.report
+            return InjectionReport(rep.target, rep.kernels, rep.families, list(rep.replaced), list(rep.left),
+                                   already_injected=True)
+        undo(root)
+    report = InjectionReport(type(root).__name__, names)
+    s = Session(root, prefix, names, report)
+    try:
+        for fam in _families():
+            fam.inject(s, root)
+    except BaseException:
+        # leave nothing half-done
+        root.__dict__[STATE_ATTR] = InjectionState(names, report, s.undo)
+        undo(root)
+        raise
+    _sweep_left(s, root)
+    report.families = tuple(s.families)
+    root.__dict__[STATE_ATTR] = InjectionState(names, report, s.undo)
+    return report
+
+
+def inject(model_or_pipeline: Any, kernels: str | Iterable[str] = "all") -> InjectionReport:
+    """Replace the parts of ``model_or_pipeline`` that kernelfleet's kernels compute; returns the report.
+
+    ``kernels``: ``"all"`` or the kernel names allowed (see :data:`KERNEL_NAMES`); a replacement needing only
+    kernels that are not allowed is not made (and the report says why).
+    """
+    names = resolve_kernels(kernels)
+    roots = _roots(model_or_pipeline)
+    if len(roots) == 1 and roots[0][0] == "":
+        return _inject_root("", roots[0][1], names)
+    merged = InjectionReport(type(model_or_pipeline).__name__, names)
+    already = True
+    for name, root in roots:
+        rep = _inject_root(name, root, names)
+        merged.replaced += rep.replaced
+        merged.left += rep.left
+        merged.families = tuple(dict.fromkeys(merged.families + rep.families))
+        already = already and rep.already_injected
+    merged.already_injected = already and bool(roots)
+    return merged
+
+
+def restore(model_or_pipeline: Any) -> int:
+    """Undo :func:`inject` on ``model_or_pipeline`` (a no-op if nothing is injected); returns the number of
+    replacements undone.  Undo ``torch.compile``/``compile_repeated_blocks`` first: compiled code keeps what it
+    traced."""
+    return sum(undo(root) for _, root in _roots(model_or_pipeline))
+
+
+def is_injected(model_or_pipeline: Any) -> bool:
+    return any(get_state(root) is not None for _, root in _roots(model_or_pipeline))

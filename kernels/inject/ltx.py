@@ -1,0 +1,254 @@
+"""LTX-Video (diffusers ``LTXVideoTransformer3DModel``): where the kernels go.
+
+Per ``LTXVideoTransformerBlock`` (see the reference notes, sections 1.2-1.4):
+
+* ``attn1`` (self-attention) gets :class:`LTXKernelAttnProcessor`: ``norm_q``/``norm_k`` (``torch.nn.RMSNorm``
+  across all heads, eps 1e-5, with weight) and the interleaved RoPE become one :func:`kernels.qk_norm_rope` call;
+* ``attn2`` (cross-attention, no RoPE) gets the same processor class, with ``norm_q``/``norm_k`` through
+  :func:`kernels.rms_norm` (numerics "torch");
+* the block's forward is replaced: ``norm1`` + ``* (1 + scale_msa) + shift_msa`` is one :func:`kernels.adaln_rms`,
+  and the attn2 residual add + ``norm2`` + ``* (1 + scale_mlp) + shift_mlp`` is one
+  :func:`kernels.add_rms_norm_modulate`.  scale/shift come from ``temb`` either broadcast (``[B, 1, 6C]``, t2v) or
+  per token (``[B, S, 6C]``, image-to-video / condition pipelines); both go to the kernels as they are.
+
+The processors call diffusers' ``dispatch_attention_fn`` with ``backend=self._attention_backend`` like the stock
+processor, so ``set_attention_backend`` keeps working.  Everything here is traceable: decisions depend only on
+module types, dtypes, shapes and devices.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+from diffusers.models.attention_dispatch import dispatch_attention_fn
+from diffusers.models.transformers.transformer_ltx import (LTXAttention, LTXVideoAttnProcessor,
+                                                          LTXVideoTransformerBlock, LTXVideoTransformer3DModel,
+                                                          apply_rotary_emb)
+
+from kernels import add_rms_norm_modulate, qk_norm_rope
+from kernels.inject.norms import rms_modulate, rms_modulate_ok, torch_eps, torch_rms_norm, torch_rms_norm_ok
+from kernels.inject.report import KIND_BLOCK_FORWARD
+from kernels.inject.state import Session, mark
+
+FAMILY = "ltx"
+MODEL_CLASSES = (LTXVideoTransformer3DModel,)
+
+
+def _fused_qk_rope_ok(attn: nn.Module, query: torch.Tensor, key: torch.Tensor, rope) -> bool:
+    """qk_norm_rope reproduces norm_q/norm_k followed by LTX's apply_rotary_emb on these tensors."""
+    if not (isinstance(rope, (tuple, list)) and len(rope) == 2):
+        return False
+    cos, sin = rope
+    if not (isinstance(cos, torch.Tensor) and isinstance(sin, torch.Tensor)):
+        return False
+    if query.dim() != 3 or key.shape != query.shape or key.dtype != query.dtype:
+        return False
+    if not (torch_rms_norm_ok(attn.norm_q, query) and torch_rms_norm_ok(attn.norm_k, key)):
+        return False
+    if torch_eps(attn.norm_q, query) != torch_eps(attn.norm_k, key):
+        return False
+    batch, seq, width = query.shape
+    if cos.shape != sin.shape or cos.dtype != sin.dtype or cos.device != query.device or sin.device != query.device:
+        return False
+    if cos.dtype not in (torch.float32, torch.bfloat16, torch.float16) or width % 2:
+        return False
+    if cos.dim() == 2:
+        return tuple(cos.shape) == (seq, width)
+    return cos.dim() == 3 and cos.shape[0] in (1, batch) and tuple(cos.shape[1:]) == (seq, width)
+
+
+@mark
+class LTXKernelAttnProcessor:
+    """``LTXVideoAttnProcessor`` with the q/k norms (and RoPE) through kernelfleet kernels.
+
+    ``fuse_qk_rope``: when RoPE is given, norm_q + norm_k + RoPE are one ``qk_norm_rope`` call;
+    ``rms_norm``: otherwise norm_q/norm_k each go through ``rms_norm`` (and RoPE, if any, stays eager).
+    """
+
+    _attention_backend = None
+    _parallel_config = None
+
+    def __init__(self, fuse_qk_rope: bool = True, rms_norm: bool = True):
+        self.fuse_qk_rope = bool(fuse_qk_rope)
+        self.rms_norm = bool(rms_norm)
+
+    def __repr__(self) -> str:
+        return f"LTXKernelAttnProcessor(fuse_qk_rope={self.fuse_qk_rope}, rms_norm={self.rms_norm})"
+
+    def __call__(
+        self,
+        attn: LTXAttention,
+        hidden_states: torch.Tensor,
+        encoder_hidden_states: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        image_rotary_emb: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        batch_size, sequence_length, _ = (
+            hidden_states.shape if encoder_hidden_states is None else encoder_hidden_states.shape)
+        if attention_mask is not None:
+            attention_mask = attn.prepare_attention_mask(attention_mask, sequence_length, batch_size)
+            attention_mask = attention_mask.view(batch_size, attn.heads, -1, attention_mask.shape[-1])
+        if encoder_hidden_states is None:
+            encoder_hidden_states = hidden_states
+
+        query = attn.to_q(hidden_states)
+        key = attn.to_k(encoder_hidden_states)
+        value = attn.to_v(encoder_hidden_states)
+
+        if (image_rotary_emb is not None and self.fuse_qk_rope
+                and _fused_qk_rope_ok(attn, query, key, image_rotary_emb)):
+            cos, sin = image_rotary_emb
+            query, key = qk_norm_rope(query, key, attn.norm_q.weight, attn.norm_k.weight, cos, sin,
+                                      torch_eps(attn.norm_q, query))
+        else:
+            query = torch_rms_norm(attn.norm_q, query, self.rms_norm)
+            key = torch_rms_norm(attn.norm_k, key, self.rms_norm)
+            if image_rotary_emb is not None:
+                query = apply_rotary_emb(query, image_rotary_emb)
+                key = apply_rotary_emb(key, image_rotary_emb)
+
+        query = query.unflatten(2, (attn.heads, -1))
+        key = key.unflatten(2, (attn.heads, -1))
+        value = value.unflatten(2, (attn.heads, -1))
+
+        hidden_states = dispatch_attention_fn(
+            query, key, value,
+            attn_mask=attention_mask,
+            dropout_p=0.0,
+            is_causal=False,
+            backend=self._attention_backend,
+            parallel_config=self._parallel_config,
+        )
+        hidden_states = hidden_states.flatten(2, 3)
+        hidden_states = hidden_states.to(query.dtype)
+        hidden_states = attn.to_out[0](hidden_states)
+        hidden_states = attn.to_out[1](hidden_states)
+        return hidden_states
+
+
+def _block_forward(use_adaln: bool, use_add_norm: bool):
+    """LTXVideoTransformerBlock.forward with the norm/modulate chains through the kernels the flags allow."""
+
+    @mark
+    def forward(self, hidden_states: torch.Tensor, encoder_hidden_states: torch.Tensor, temb: torch.Tensor,
+                image_rotary_emb: tuple[torch.Tensor, torch.Tensor] | None = None,
+                encoder_attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        batch_size = hidden_states.size(0)
+        num_ada_params = self.scale_shift_table.shape[0]
+        ada_values = self.scale_shift_table[None, None].to(temb.device) + temb.reshape(
+            batch_size, temb.size(1), num_ada_params, -1)
+        shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = ada_values.unbind(dim=2)
+
+        # norm1 + modulate (one kernel)
+        norm_hidden_states = rms_modulate(self.norm1, hidden_states, scale_msa, shift_msa, use_adaln)
+
+        attn_hidden_states = self.attn1(
+            hidden_states=norm_hidden_states,
+            encoder_hidden_states=None,
+            image_rotary_emb=image_rotary_emb,
+        )
+        hidden_states = hidden_states + attn_hidden_states * gate_msa
+
+        attn_hidden_states = self.attn2(
+            hidden_states,
+            encoder_hidden_states=encoder_hidden_states,
+            image_rotary_emb=None,
+            attention_mask=encoder_attention_mask,
+        )
+        # residual add + norm2 + modulate (one kernel writing both the new residual and the FF input)
+        if (use_add_norm and self.norm2.weight is None and attn_hidden_states.shape == hidden_states.shape
+                and attn_hidden_states.dtype == hidden_states.dtype
+                and rms_modulate_ok(self.norm2, hidden_states, scale_mlp, shift_mlp)):
+            hidden_states, norm_hidden_states = add_rms_norm_modulate(
+                attn_hidden_states, hidden_states, scale_mlp, shift_mlp, float(self.norm2.eps))
+        else:
+            hidden_states = hidden_states + attn_hidden_states
+            norm_hidden_states = rms_modulate(self.norm2, hidden_states, scale_mlp, shift_mlp, use_adaln)
+
+        ff_output = self.ff(norm_hidden_states)
+        hidden_states = hidden_states + ff_output * gate_mlp
+        return hidden_states
+
+    return forward
+
+
+# One forward function per flag combination: the same function object for every block, so the blocks stay
+# identical for compile_repeated_blocks (one compiled graph reused for all).
+_BLOCK_FORWARDS = {(a, b): _block_forward(a, b) for a in (False, True) for b in (False, True)}
+
+
+def _norm_ok_static(norm: nn.Module) -> bool:
+    from diffusers.models.normalization import RMSNorm as DiffusersRMSNorm
+
+    return type(norm) is DiffusersRMSNorm and getattr(norm, "bias", None) is None and len(norm.dim) == 1
+
+
+def _inject_attention(s: Session, name: str, attn: LTXAttention, self_attention: bool) -> None:
+    proc = attn.processor
+    if type(proc) is not LTXVideoAttnProcessor:
+        s.leave(name, attn, f"processor {type(proc).__name__} is not the stock LTXVideoAttnProcessor; left as is")
+        return
+    if not (type(attn.norm_q) is nn.RMSNorm and type(attn.norm_k) is nn.RMSNorm):
+        s.leave(name, attn, "norm_q/norm_k are not torch.nn.RMSNorm")
+        return
+    fuse = self_attention and s.allowed("qk_norm_rope")
+    rms = s.allowed("rms_norm")
+    if not (fuse or rms):
+        why = "qk_norm_rope and rms_norm not selected" if self_attention else "rms_norm not selected"
+        s.leave(name, attn, why)
+        return
+    used = (("qk_norm_rope",) if fuse else ()) + (("rms_norm",) if rms and not fuse else ())
+    note = ("norm_q + norm_k + interleaved RoPE fused" if fuse else
+            "norm_q / norm_k through rms_norm (numerics torch)" + ("; RoPE eager" if self_attention else ""))
+    s.replace_processor(name, attn, LTXKernelAttnProcessor(fuse_qk_rope=fuse, rms_norm=rms), used, note)
+    s.cover(attn.norm_q, attn.norm_k)
+
+
+def _inject_block(s: Session, name: str, blk: LTXVideoTransformerBlock) -> None:
+    use_adaln = s.allowed("adaln_rms") and _norm_ok_static(blk.norm1)
+    use_add = s.allowed("add_rms_norm_modulate") and _norm_ok_static(blk.norm2) and blk.norm2.weight is None
+    if not (use_adaln or use_add):
+        why = ("adaln_rms and add_rms_norm_modulate not selected"
+               if not (s.allowed("adaln_rms") or s.allowed("add_rms_norm_modulate"))
+               else "norm1/norm2 are not diffusers RMSNorm without bias")
+        s.reason(blk.norm1, why)
+        s.reason(blk.norm2, why)
+        return
+    used = (("adaln_rms",) if use_adaln else ()) + (("add_rms_norm_modulate",) if use_add else ())
+    note = "; ".join(x for x in (
+        "norm1 + modulate" if use_adaln else "",
+        "attn2 residual + norm2 + modulate" if use_add else "",
+    ) if x)
+    if s.replace_forward(name, blk, _BLOCK_FORWARDS[(use_adaln, use_add)], KIND_BLOCK_FORWARD, used, note):
+        if use_adaln:
+            s.cover(blk.norm1)
+        else:
+            s.reason(blk.norm1, "adaln_rms not selected")
+        if use_add or use_adaln:  # without add_rms_norm_modulate, norm2 + modulate still goes through adaln_rms
+            s.cover(blk.norm2)
+        else:
+            s.reason(blk.norm2, "adaln_rms and add_rms_norm_modulate not selected")
+
+
+def inject(s: Session, root: nn.Module) -> None:
+    found = False
+    in_blocks: set[int] = set()
+    for name, mod in root.named_modules():
+        if isinstance(mod, LTXVideoTransformerBlock):
+            found = True
+            _inject_attention(s, f"{name}.attn1" if name else "attn1", mod.attn1, self_attention=True)
+            _inject_attention(s, f"{name}.attn2" if name else "attn2", mod.attn2, self_attention=False)
+            in_blocks.update((id(mod.attn1), id(mod.attn2)))
+            _inject_block(s, name, mod)
+    for name, mod in root.named_modules():
+        if isinstance(mod, LTXAttention) and id(mod) not in in_blocks:
+            found = True
+            _inject_attention(s, name, mod, self_attention=True)
+    for name, mod in root.named_modules():
+        if isinstance(mod, LTXVideoTransformer3DModel):
+            found = True
+            s.reason(mod.norm_out, "norm_out + modulate runs once per forward, in the model's own forward (not "
+                                   "per block); left to PyTorch")
+            s.reason(mod.caption_projection.act_1 if hasattr(mod.caption_projection, "act_1") else None,
+                     "caption projection GELU, once per forward; a standalone GELU kernel saves nothing")
+    if found:
+        s.family(FAMILY)

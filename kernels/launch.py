@@ -1,0 +1,100 @@
+"""Per-architecture launch parameters and the checks every Triton wrapper shares.
+
+One table, keyed by the architecture the device reports (``sm_90``, ``gfx950``, ``gfx1201``...), gives the warp
+(wavefront) size and the warps per program for a row of a given width.  The CUDA entry was measured on an H200
+(docs/perf/kernels-h200.md); the AMD entries follow the ROCm guidance the project started from (wave64 on CDNA,
+wave32 on RDNA; 4/8/16 warps by row width) and are NOT yet measured on AMD hardware.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class ArchLaunch:
+    arch: str
+    warp_size: int
+    # (max BLOCK width, num_warps) for row kernels, ascending by width; the last entry covers anything wider
+    row_warps: tuple[tuple[int, int], ...]
+    # elements per program for purely elementwise kernels
+    elementwise_block: int
+    measured: bool  # whether these numbers come from a measurement on this architecture
+
+
+_TABLE: dict[str, ArchLaunch] = {
+    # NVIDIA Hopper (H100/H200).
+    "sm_90": ArchLaunch("sm_90", 32, ((512, 2), (1024, 4), (2048, 8), (4096, 8), (1 << 30, 16)), 2048, True),
+    # AMD CDNA3+/4 (MI300X gfx942, MI355X gfx950): wave64, so half the warps cover the same row.
+    "gfx950": ArchLaunch("gfx950", 64, ((1024, 4), (4096, 8), (1 << 30, 16)), 2048, False),
+    "gfx942": ArchLaunch("gfx942", 64, ((1024, 4), (4096, 8), (1 << 30, 16)), 2048, False),
+    # AMD RDNA4 (R9700 gfx1201) and RDNA3 (gfx1100): wave32; nw=32 measured worst in the seed, so cap at 16.
+    "gfx1201": ArchLaunch("gfx1201", 32, ((1024, 4), (4096, 8), (1 << 30, 16)), 1024, False),
+    "gfx1100": ArchLaunch("gfx1100", 32, ((1024, 4), (4096, 8), (1 << 30, 16)), 1024, False),
+}
+# Anything else (other NVIDIA generations, the CPU interpreter): the generic row heuristic.
+_GENERIC = ArchLaunch("generic", 32, ((1024, 4), (4096, 8), (1 << 30, 16)), 1024, False)
+
+
+def interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+@functools.lru_cache(maxsize=None)
+def device_arch(index: int = 0) -> str:
+    """sm_XY on CUDA, the gfx name (without feature suffixes) on ROCm, 'cpu' without a GPU."""
+    if not torch.cuda.is_available():
+        return "cpu"
+    props = torch.cuda.get_device_properties(index)
+    gcn = getattr(props, "gcnArchName", "") or ""
+    if torch.version.hip is not None and gcn:
+        return gcn.split(":")[0]
+    return f"sm_{props.major}{props.minor}"
+
+
+def arch_launch(device: torch.device | None = None) -> ArchLaunch:
+    if device is None or device.type != "cuda":
+        return _GENERIC
+    arch = device_arch(device.index or 0)
+    return _TABLE.get(arch, _GENERIC)
+
+
+def row_num_warps(block: int, device: torch.device | None = None) -> int:
+    for width, warps in arch_launch(device).row_warps:
+        if block <= width:
+            return warps
+    return arch_launch(device).row_warps[-1][1]
+
+
+def check_device(name: str, t: torch.Tensor) -> None:
+    """A Triton kernel runs on a GPU tensor, or on a CPU tensor under the interpreter (TRITON_INTERPRET=1)."""
+    if t.device.type == "cpu" and not interpreting():
+        raise ValueError(
+            f"{name} is a CPU tensor; Triton kernels need a GPU tensor, or TRITON_INTERPRET=1 to run on the CPU")
+    if t.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"{name} is on {t.device}; expected a CUDA/ROCm (torch 'cuda') or CPU tensor")
+
+
+FLOAT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def check_float(name: str, t: torch.Tensor) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"{name} has dtype {t.dtype}; expected one of float32, bfloat16, float16")
+
+
+def no_backward(op_name: str):
+    """A setup_context/backward pair for torch.library ops that are inference-only."""
+
+    def backward(ctx, *grads):
+        raise RuntimeError(f"{op_name} is forward-only (inference); backward is not implemented")
+
+    def setup_context(ctx, inputs, output):
+        return None
+
+    return backward, setup_context

@@ -1,0 +1,218 @@
+"""LTX-Video attn1's query/key chain in one pass: ``torch.nn.RMSNorm`` across heads, then interleaved RoPE.
+
+The LTX processor (diffusers ``transformer_ltx.py``, ``LTXVideoAttnProcessor``) runs, for q and for k::
+
+    q = attn.norm_q(q)                     # torch.nn.RMSNorm(2048, eps=1e-5), weight, over the full row
+    q = apply_rotary_emb(q, (cos, sin))    # interleaved pairs, fp32 math
+
+``torch.nn.RMSNorm`` computes ``(x_f32 * rsqrt(mean(x_f32**2) + eps)) * w_f32`` and rounds once to x's dtype;
+``apply_rotary_emb`` then computes ``(y.float()*cos + y_rot.float()*sin)`` in fp32 from that rounded ``y`` and
+rounds again.  This kernel rounds at exactly those two points.  One program normalises and rotates the same
+row(s) of q and of k and reads each cos/sin row once for both.
+
+Layout: q and k ``[B, S, C]`` (same shape, any strides, C even), weights ``[C]`` or None, cos/sin ``[S, C]``
+(shared by the batch) or ``[B, S, C]`` / ``[1, S, C]`` (LTX passes per-batch fp32 tables).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import torch
+import triton
+import triton.language as tl
+from torch.library import triton_op, wrap_triton
+
+from kernels.launch import check_device, check_float, no_backward, row_num_warps
+from kernels.rounding import round_to
+
+
+class QkNormRopeConfig(NamedTuple):
+    """Per-launch knobs: rows (of q and of k) per program and warps per program."""
+
+    block_rows: int
+    num_warps: int
+
+
+def qk_norm_rope_config(rows: int, width: int, device: torch.device | None = None) -> QkNormRopeConfig:
+    """One row per program for rows of 2048 and more; narrow rows are packed until a program holds ~2048."""
+    block_c = triton.next_power_of_2(width)
+    block_rows = min(triton.next_power_of_2(max(rows, 1)), max(1, 2048 // block_c))
+    return QkNormRopeConfig(block_rows, row_num_warps(block_rows * block_c, device))
+
+
+@triton.jit
+def _norm_rope_rows(x, w, c, s, C, eps, HAS_WEIGHT: tl.constexpr, BLOCK_R: tl.constexpr,
+                    BLOCK_C: tl.constexpr, out_ty: tl.constexpr):
+    """torch.nn.RMSNorm of fp32 rows ``x`` [BLOCK_R, BLOCK_C] rounded to out_ty, then interleaved RoPE in fp32."""
+    rstd = tl.rsqrt(tl.sum(x * x, axis=1) / C + eps)
+    y = x * rstd[:, None]
+    if HAS_WEIGHT:
+        y = y * w
+    y = round_to(y, out_ty).to(tl.float32)
+    y_even, y_odd = tl.split(tl.reshape(y, [BLOCK_R, BLOCK_C // 2, 2]))
+    y_rot = tl.reshape(tl.join(-y_odd, y_even), [BLOCK_R, BLOCK_C])
+    return round_to(y * c + y_rot * s, out_ty)
+
+
+@triton.jit
+def _qk_norm_rope_kernel(
+    q_ptr, k_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, qo_ptr, ko_ptr,
+    R, S, C, eps,
+    sqb, sqs, sqc,
+    skb, sks, skc,
+    sqob, sqos, sqoc,
+    skob, skos, skoc,
+    scb, scs, scc,
+    ssb, sss, ssc,
+    sqw, skw,
+    HAS_QW: tl.constexpr,
+    HAS_KW: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    BLOCK_C: tl.constexpr,
+):
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    b = (rows // S)[:, None]
+    srow = (rows % S)[:, None]
+    cols = tl.arange(0, BLOCK_C)
+    col = cols[None, :]
+    mask = (rows < R)[:, None] & (col < C)
+
+    # Issue every load up front: q, k and the shared cos/sin rows.
+    q = tl.load(q_ptr + b * sqb + srow * sqs + col * sqc, mask=mask, other=0.0).to(tl.float32)
+    k = tl.load(k_ptr + b * skb + srow * sks + col * skc, mask=mask, other=0.0).to(tl.float32)
+    c = tl.load(cos_ptr + b * scb + srow * scs + col * scc, mask=mask, other=0.0).to(tl.float32)
+    s = tl.load(sin_ptr + b * ssb + srow * sss + col * ssc, mask=mask, other=0.0).to(tl.float32)
+    if HAS_QW:
+        qw = tl.load(qw_ptr + cols * sqw, mask=cols < C, other=0.0).to(tl.float32)[None, :]
+    else:
+        qw = 1.0
+    if HAS_KW:
+        kw = tl.load(kw_ptr + cols * skw, mask=cols < C, other=0.0).to(tl.float32)[None, :]
+    else:
+        kw = 1.0
+
+    q_out = _norm_rope_rows(q, qw, c, s, C, eps, HAS_QW, BLOCK_R, BLOCK_C, qo_ptr.dtype.element_ty)
+    tl.store(qo_ptr + b * sqob + srow * sqos + col * sqoc, q_out, mask=mask)
+    k_out = _norm_rope_rows(k, kw, c, s, C, eps, HAS_KW, BLOCK_R, BLOCK_C, ko_ptr.dtype.element_ty)
+    tl.store(ko_ptr + b * skob + srow * skos + col * skoc, k_out, mask=mask)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Validation
+
+
+def _validate(q, k, q_weight, k_weight, cos, sin, eps) -> None:
+    check_float("q", q)
+    check_float("k", k)
+    check_float("cos", cos)
+    check_float("sin", sin)
+    check_device("q", q)
+    if q.dim() != 3:
+        raise ValueError(f"q must be [B, S, C] (LTX, before the head split); got shape {tuple(q.shape)}")
+    if k.shape != q.shape:
+        raise ValueError(f"k {tuple(k.shape)} must have q's shape {tuple(q.shape)}")
+    if k.dtype != q.dtype:
+        raise TypeError(f"k ({k.dtype}) must have q's dtype ({q.dtype})")
+    width = q.shape[-1]
+    if width % 2:
+        raise ValueError(f"the last dim of q/k must be even (RoPE pairs); got {width}")
+    for name, w in (("q_weight", q_weight), ("k_weight", k_weight)):
+        if w is None:
+            continue
+        check_float(name, w)
+        if w.shape != (width,):
+            raise ValueError(f"{name} must be [C] = [{width}]; got shape {tuple(w.shape)}")
+    for name, t in (("k", k), ("q_weight", q_weight), ("k_weight", k_weight), ("cos", cos), ("sin", sin)):
+        if t is not None and t.device != q.device:
+            raise ValueError(f"{name} is on {t.device} but q is on {q.device}; expected the same device")
+    if cos.shape != sin.shape:
+        raise ValueError(f"cos {tuple(cos.shape)} and sin {tuple(sin.shape)} must have the same shape")
+    if cos.dtype != sin.dtype:
+        raise TypeError(f"cos ({cos.dtype}) and sin ({sin.dtype}) must have the same dtype")
+    batch, seq = q.shape[0], q.shape[1]
+    fits = cos.shape[-2:] == (seq, width) and (cos.dim() == 2 or (cos.dim() == 3 and cos.shape[0] in (1, batch)))
+    if not fits:
+        raise ValueError(
+            f"cos/sin {tuple(cos.shape)} do not broadcast against q {tuple(q.shape)}: expected [S, C] = "
+            f"[{seq}, {width}] or [B, S, C] = [{batch}, {seq}, {width}] (or [1, {seq}, {width}])")
+    if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not eps >= 0.0:
+        raise ValueError(f"eps must be a non-negative float, got {eps!r}")
+
+
+def _check_out(name: str, out, like: torch.Tensor) -> None:
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(out).__name__}")
+    if out.shape != like.shape or out.dtype != like.dtype or out.device != like.device:
+        raise ValueError(
+            f"{name} must be shape {tuple(like.shape)}, dtype {like.dtype}, device {like.device}; got "
+            f"{tuple(out.shape)}, {out.dtype}, {out.device}")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Launch
+
+
+def _table_strides(t: torch.Tensor) -> tuple[int, int, int]:
+    if t.dim() == 2:
+        return 0, t.stride(0), t.stride(1)
+    return (t.stride(0) if t.shape[0] > 1 else 0), t.stride(1), t.stride(2)
+
+
+def _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, eps: float,
+            config: QkNormRopeConfig | None = None) -> None:
+    if q.numel() == 0:
+        return
+    batch, seq, width = q.shape
+    rows = batch * seq
+    cfg = config or qk_norm_rope_config(rows, width, q.device)
+    wrap_triton(_qk_norm_rope_kernel)[(triton.cdiv(rows, cfg.block_rows),)](
+        q, k,
+        q if q_weight is None else q_weight, k if k_weight is None else k_weight,
+        cos, sin, q_out, k_out,
+        rows, seq, width, eps,
+        *q.stride(), *k.stride(), *q_out.stride(), *k_out.stride(),
+        *_table_strides(cos), *_table_strides(sin),
+        0 if q_weight is None else q_weight.stride(0), 0 if k_weight is None else k_weight.stride(0),
+        HAS_QW=q_weight is not None, HAS_KW=k_weight is not None,
+        BLOCK_R=cfg.block_rows, BLOCK_C=triton.next_power_of_2(width),
+        num_warps=cfg.num_warps,
+    )
+
+
+@triton_op("kernelfleet::qk_norm_rope", mutates_args=())
+def _qk_norm_rope_op(q: torch.Tensor, k: torch.Tensor, q_weight: Optional[torch.Tensor],
+                     k_weight: Optional[torch.Tensor], cos: torch.Tensor, sin: torch.Tensor,
+                     eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    q_out = torch.empty_like(q)
+    k_out = torch.empty_like(k)
+    _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, eps)
+    return q_out, k_out
+
+
+_backward, _setup_context = no_backward("kernelfleet::qk_norm_rope")
+_qk_norm_rope_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Public API
+
+
+def qk_norm_rope(q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor | None, k_weight: torch.Tensor | None,
+                 cos: torch.Tensor, sin: torch.Tensor, eps: float = 1e-5) -> tuple[torch.Tensor, torch.Tensor]:
+    """(rope(rmsnorm(q) * q_weight), rope(rmsnorm(k) * k_weight)) with LTX's rounding; see the module doc."""
+    _validate(q, k, q_weight, k_weight, cos, sin, eps)
+    return torch.ops.kernelfleet.qk_norm_rope(q, k, q_weight, k_weight, cos, sin, float(eps))
+
+
+def _qk_norm_rope_into(out: tuple[torch.Tensor, torch.Tensor], q: torch.Tensor, k: torch.Tensor,
+                       q_weight: torch.Tensor | None, k_weight: torch.Tensor | None, cos: torch.Tensor,
+                       sin: torch.Tensor, eps: float = 1e-5, *,
+                       _config: QkNormRopeConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """qk_norm_rope writing into ``out = (q_out, k_out)``; ``_config`` overrides the launch knobs (tuning)."""
+    _validate(q, k, q_weight, k_weight, cos, sin, eps)
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TypeError(f"out must be a (q_out, k_out) pair of tensors, got {type(out).__name__}")
+    _check_out("out[0] (q_out)", out[0], q)
+    _check_out("out[1] (k_out)", out[1], k)
+    _launch(out[0], out[1], q, k, q_weight, k_weight, cos, sin, float(eps), _config)
+    return out[0], out[1]

@@ -1,0 +1,126 @@
+"""LTX-Video's residual add + norm2 + modulate in one pass.
+
+One LTX block does, after cross-attention (diffusers ``transformer_ltx.py``, ``LTXVideoTransformerBlock.forward``)::
+
+    hidden_states = hidden_states + attn_output                                     # new residual stream
+    norm_hidden_states = self.norm2(hidden_states) * (1 + scale_mlp) + shift_mlp   # input of the feed-forward
+
+:func:`add_rms_norm_modulate` reads ``x`` (the attention output) and ``residual`` once and writes both results:
+``new_residual = residual + x`` rounded to the dtype as eager's add, and ``normed`` = diffusers RMSNorm (no weight)
+of it, then ``* (1 + scale) + shift`` with eager's roundings (see :mod:`kernels.adaln`).
+"""
+import torch
+import triton
+import triton.language as tl
+
+from kernels.adaln import check_modulation, check_rows_input, modulate
+from kernels.launch import no_backward
+from kernels.rmsnorm import (check_eps, check_out, check_same_device, out_rows_3d, resolve_config, round_code,
+                             round_trip, row_offsets, strides_3d)
+
+
+@triton.jit
+def _add_rms_norm_modulate_kernel(
+    x_ptr, res_ptr, scale_ptr, shift_ptr, new_res_ptr, normed_ptr,
+    n_rows, seq, width,
+    sx_b, sx_s, sx_d,
+    sr_b, sr_s, sr_d,
+    sc_b, sc_s, sc_d,
+    sh_b, sh_s, sh_d,
+    snr_b, snr_s, snr_d,
+    sn_b, sn_s, sn_d,
+    eps,
+    ROUND: tl.constexpr,
+    ROWS: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+):
+    rows, b, s = row_offsets(tl.program_id(0), seq, ROWS)
+    cols = tl.arange(0, BLOCK_D)
+    mask = (rows < n_rows)[:, None] & (cols < width)[None, :]
+
+    x = tl.load(x_ptr + (b * sx_b + s * sx_s)[:, None] + cols[None, :] * sx_d, mask=mask, other=0.0)
+    res = tl.load(res_ptr + (b * sr_b + s * sr_s)[:, None] + cols[None, :] * sr_d, mask=mask, other=0.0)
+    h = round_trip(res.to(tl.float32) + x.to(tl.float32), ROUND)
+    tl.store(new_res_ptr + (b * snr_b + s * snr_s)[:, None] + cols[None, :] * snr_d,
+             h.to(new_res_ptr.dtype.element_ty), mask=mask)
+
+    rstd = tl.rsqrt(tl.sum(h * h, axis=1) / width + eps)
+    normed = round_trip(h * rstd[:, None], ROUND)
+    scale = tl.load(scale_ptr + (b * sc_b + s * sc_s)[:, None] + cols[None, :] * sc_d, mask=mask, other=0.0)
+    shift = tl.load(shift_ptr + (b * sh_b + s * sh_s)[:, None] + cols[None, :] * sh_d, mask=mask, other=0.0)
+    out = modulate(normed, scale.to(tl.float32), shift.to(tl.float32), ROUND)
+    tl.store(normed_ptr + (b * sn_b + s * sn_s)[:, None] + cols[None, :] * sn_d, out.to(normed_ptr.dtype.element_ty),
+             mask=mask)
+
+
+def _check_args(x, residual, scale, shift, eps) -> None:
+    check_rows_input("x", x)
+    check_rows_input("residual", residual)
+    check_same_device("residual", residual, x)
+    if residual.dtype != x.dtype:
+        raise TypeError(f"residual has dtype {residual.dtype}; expected x's dtype {x.dtype}")
+    if residual.shape != x.shape:
+        raise ValueError(f"residual has shape {list(residual.shape)}; expected x's shape {list(x.shape)}")
+    check_modulation("scale", scale, x)
+    check_modulation("shift", shift, x)
+    check_eps(eps)
+
+
+def _launch(new_residual, normed, x, residual, scale, shift, eps, config=None):
+    if x.numel() == 0:
+        return new_residual, normed
+    new_res3 = out_rows_3d(new_residual, x.shape)
+    normed3 = out_rows_3d(normed, x.shape)
+    n_b, seq, width = x.shape
+    n_rows = n_b * seq
+    block_d = triton.next_power_of_2(width)
+    cfg = resolve_config(config, block_d, n_rows, x.device)
+    grid = (triton.cdiv(n_rows, cfg.rows_per_program),)
+    torch.library.wrap_triton(_add_rms_norm_modulate_kernel)[grid](
+        x, residual, scale, shift, new_res3, normed3,
+        n_rows, seq, width,
+        *strides_3d(x), *strides_3d(residual), *strides_3d(scale), *strides_3d(shift),
+        *strides_3d(new_res3), *strides_3d(normed3),
+        eps,
+        ROUND=round_code(x.dtype),
+        ROWS=cfg.rows_per_program,
+        BLOCK_D=block_d,
+        num_warps=cfg.num_warps,
+    )
+    return new_residual, normed
+
+
+@torch.library.triton_op("kernelfleet::add_rms_norm_modulate", mutates_args=())
+def _add_rms_norm_modulate_op(x: torch.Tensor, residual: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
+                              eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    new_residual = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    normed = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    return _launch(new_residual, normed, x, residual, scale, shift, eps)
+
+
+_backward, _setup_context = no_backward("kernelfleet::add_rms_norm_modulate")
+torch.library.register_autograd("kernelfleet::add_rms_norm_modulate", _backward, setup_context=_setup_context)
+
+
+def add_rms_norm_modulate(x: torch.Tensor, residual: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
+                          eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(residual + x, RMSNorm(residual + x) * (1 + scale) + shift)`` with LTX-Video's eager rounding.
+
+    ``x``, ``residual``: ``[B, S, C]`` of one dtype; ``scale``, ``shift``: ``[B, 1, C]`` or ``[B, S, C]`` in that
+    dtype.  Any strides.  Returns ``(new_residual, normed)``.  Forward only.
+    """
+    _check_args(x, residual, scale, shift, eps)
+    new_residual, normed = torch.ops.kernelfleet.add_rms_norm_modulate(x, residual, scale, shift, float(eps))
+    return new_residual, normed
+
+
+def _add_rms_norm_modulate_into(out: tuple[torch.Tensor, torch.Tensor], x: torch.Tensor, residual: torch.Tensor,
+                                scale: torch.Tensor, shift: torch.Tensor, eps: float = 1e-6, *,
+                                _config=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`add_rms_norm_modulate` written into ``out = (new_residual, normed)``; returns ``out``."""
+    _check_args(x, residual, scale, shift, eps)
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TypeError("out must be a pair (new_residual, normed) of tensors")
+    check_out(out[0], x.shape, x.dtype, x.device, "out[0] (new_residual)")
+    check_out(out[1], x.shape, x.dtype, x.device, "out[1] (normed)")
+    return _launch(out[0], out[1], x, residual, scale, shift, float(eps), _config)

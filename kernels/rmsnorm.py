@@ -1,0 +1,308 @@
+"""RMSNorm over the last dimension, rounding where the module it replaces rounds.
+
+Three modules compute "RMSNorm" and differ only in where they round (see reference notes, section 1.6):
+
+* ``numerics="torch"``: ``torch.nn.RMSNorm`` / ``F.rms_norm``: ``x * rstd * w`` in fp32, one rounding to ``x.dtype``.
+* ``numerics="diffusers"``: ``diffusers.models.normalization.RMSNorm``: ``x * rstd`` in fp32; with a bf16/fp16
+  weight it is rounded to the weight's dtype *before* ``* w`` (which rounds again); an fp32 weight gives an fp32
+  output; without a weight one rounding to ``x.dtype``.
+* ``numerics="llama"``: transformers ``LlamaRMSNorm``: ``w * (x * rstd).to(x.dtype)``; the product rounds to
+  the promoted dtype of weight and input.
+
+This module also holds what the other norm-family kernels (``kernels.adaln``, ``kernels.residual_norm``) share:
+the rounding codes (:func:`round_trip`; the rounding itself is :func:`kernels.rounding.round_to`), the row
+geometry (any tensor viewed as ``[B, S, D]`` rows addressed through strides, so non-contiguous inputs need no
+copy) and the launch knobs (:func:`norm_launch_config`).
+"""
+import math
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.launch import check_device, check_float, no_backward, row_num_warps
+from kernels.rounding import round_to
+
+NUMERICS = ("torch", "diffusers", "llama")
+
+# Codes for the dtype a kernel rounds an intermediate to (constexpr, so each choice compiles its own kernel).
+ROUND_NONE = 0
+ROUND_BF16 = 1
+ROUND_FP16 = 2
+
+
+def round_code(dtype: torch.dtype) -> int:
+    """The rounding code of ``dtype``: rounding an fp32 value to fp32 is no rounding."""
+    if dtype == torch.bfloat16:
+        return ROUND_BF16
+    if dtype == torch.float16:
+        return ROUND_FP16
+    return ROUND_NONE
+
+
+@triton.jit
+def round_trip(y, CODE: tl.constexpr):
+    """fp32 ``y`` rounded to bf16/fp16 (nearest even) and back, as storing an eager intermediate does."""
+    if CODE == 1:
+        y = round_to(y, tl.bfloat16).to(tl.float32)
+    elif CODE == 2:
+        y = round_to(y, tl.float16).to(tl.float32)
+    return y
+
+
+@triton.jit
+def row_offsets(pid, seq, ROWS: tl.constexpr):
+    """The row indices a program owns and their (batch, token) coordinates in a ``[B, S, D]`` geometry.
+
+    The division runs in int32 (rows < 2**31, checked by the wrappers: see :func:`check_row_count`); the
+    coordinates are widened to int64 so that offsets into tensors of 2**31 elements and more do not overflow.
+    """
+    rows = pid * ROWS + tl.arange(0, ROWS)
+    b = rows // seq
+    s = rows - b * seq
+    return rows, b.to(tl.int64), s.to(tl.int64)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Launch knobs
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NormLaunch:
+    """Per-launch knobs of the norm-family kernels: how many rows one program normalises, and its warps."""
+
+    rows_per_program: int
+    num_warps: int
+
+    def __post_init__(self):
+        for name in ("rows_per_program", "num_warps"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1 or (v & (v - 1)) != 0:
+                raise ValueError(f"NormLaunch.{name} must be a power of two >= 1, got {v!r}")
+
+
+# Elements one program should hold when rows are narrow: several narrow rows per program keep the loads wide.
+_ELEMENTS_PER_PROGRAM = 2048
+_MAX_ROWS_PER_PROGRAM = 32
+
+
+def norm_launch_config(block_d: int, n_rows: int, device: Optional[torch.device] = None) -> NormLaunch:
+    """Rows per program and num_warps for rows of padded width ``block_d`` (the one place to tune them)."""
+    rows = max(1, min(_MAX_ROWS_PER_PROGRAM, _ELEMENTS_PER_PROGRAM // block_d))
+    rows = min(rows, triton.next_power_of_2(max(1, n_rows)))
+    return NormLaunch(rows, row_num_warps(rows * block_d, device))
+
+
+def resolve_config(config, block_d: int, n_rows: int, device: torch.device) -> NormLaunch:
+    """``config`` (a private tuning override: NormLaunch, ``(rows, warps)`` or a dict) or the default."""
+    if config is None:
+        return norm_launch_config(block_d, n_rows, device)
+    if isinstance(config, NormLaunch):
+        return config
+    if isinstance(config, dict):
+        return NormLaunch(**config)
+    if isinstance(config, (tuple, list)) and len(config) == 2:
+        return NormLaunch(int(config[0]), int(config[1]))
+    raise TypeError(f"_config must be a NormLaunch, a (rows_per_program, num_warps) pair or a dict, got {config!r}")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Row geometry: any [..., D] tensor as [B, S, D] rows
+# ----------------------------------------------------------------------------------------------------------------
+def rows_3d(t: torch.Tensor) -> torch.Tensor:
+    """A ``[B, S, D]`` view of ``t`` (no copy where the strides allow one; a contiguous copy otherwise).
+
+    1-D and 2-D tensors get leading unit dimensions; 3-D tensors are used as they are (any strides); more leading
+    dimensions are merged into B (or into S) when their strides allow it.
+    """
+    if t.dim() == 1:
+        return t.view(1, 1, t.shape[0])
+    if t.dim() == 2:
+        return t.unsqueeze(0)
+    if t.dim() == 3:
+        return t
+    d = t.shape[-1]
+    for shape in ((-1, t.shape[-2], d), (1, -1, d)):
+        try:
+            return t.view(shape)
+        except RuntimeError:
+            pass
+    return t.contiguous().view(-1, t.shape[-2], d)
+
+
+MAX_ROWS = 2**31 - 2**16  # rows are indexed in int32 inside the kernels
+
+
+def check_row_count(x: torch.Tensor) -> None:
+    rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
+    if rows > MAX_ROWS:
+        raise ValueError(f"x has {rows} rows (the product of its leading dimensions); at most {MAX_ROWS} supported")
+
+
+def strides_3d(t: torch.Tensor) -> tuple[int, int, int]:
+    """Strides of a ``[B, S, D]`` view, with 0 for any dimension of size 1 (so it broadcasts)."""
+    return tuple(0 if t.shape[i] == 1 else t.stride(i) for i in range(3))
+
+
+def check_eps(eps) -> None:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+        raise TypeError(f"eps must be a float, got {type(eps).__name__}")
+    if not math.isfinite(eps) or eps < 0:
+        raise ValueError(f"eps must be a finite float >= 0, got {eps!r}")
+
+
+def check_same_device(name: str, t: torch.Tensor, x: torch.Tensor) -> None:
+    if t.device != x.device:
+        raise ValueError(f"{name} is on {t.device} but x is on {x.device}; expected both on the same device")
+
+
+def check_out(out, shape: Sequence[int], dtype: torch.dtype, device: torch.device, name: str = "out") -> None:
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(out).__name__}")
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"{name} has shape {list(out.shape)}; expected {list(shape)}")
+    if out.dtype != dtype:
+        raise TypeError(f"{name} has dtype {out.dtype}; expected {dtype}")
+    if out.device != device:
+        raise ValueError(f"{name} is on {out.device}; expected {device}")
+
+
+def out_rows_3d(out: torch.Tensor, shape3: Sequence[int]) -> torch.Tensor:
+    try:
+        return out.view(tuple(shape3))
+    except RuntimeError:
+        raise ValueError(
+            f"out (shape {list(out.shape)}, strides {list(out.stride())}) cannot be viewed as rows "
+            f"{list(shape3)}; pass a contiguous out") from None
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The kernel
+# ----------------------------------------------------------------------------------------------------------------
+@triton.jit
+def _rms_norm_kernel(
+    x_ptr, w_ptr, out_ptr,
+    n_rows, seq, width,
+    sx_b, sx_s, sx_d,
+    so_b, so_s, so_d,
+    sw,
+    eps,
+    HAS_WEIGHT: tl.constexpr,
+    ROUND_NORMED: tl.constexpr,
+    ROWS: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+):
+    rows, b, s = row_offsets(tl.program_id(0), seq, ROWS)
+    cols = tl.arange(0, BLOCK_D)
+    col_ok = cols < width
+    mask = (rows < n_rows)[:, None] & col_ok[None, :]
+
+    x_offs = (b * sx_b + s * sx_s)[:, None] + cols[None, :] * sx_d
+    x = tl.load(x_ptr + x_offs, mask=mask, other=0.0).to(tl.float32)
+    mean_sq = tl.sum(x * x, axis=1) / width
+    rstd = tl.rsqrt(mean_sq + eps)
+    y = round_trip(x * rstd[:, None], ROUND_NORMED)
+    if HAS_WEIGHT:
+        w = tl.load(w_ptr + cols * sw, mask=col_ok, other=0.0).to(tl.float32)
+        y = y * w[None, :]
+    o_offs = (b * so_b + s * so_s)[:, None] + cols[None, :] * so_d
+    tl.store(out_ptr + o_offs, round_to(y, out_ptr.dtype.element_ty), mask=mask)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Numerics: output dtype and where to round
+# ----------------------------------------------------------------------------------------------------------------
+def rms_norm_out_dtype(x_dtype: torch.dtype, weight_dtype: Optional[torch.dtype], numerics: str) -> torch.dtype:
+    if weight_dtype is None or numerics == "torch":
+        return x_dtype
+    if numerics == "diffusers":
+        return weight_dtype  # a half weight: rounded to it; an fp32 weight: the fp32 product
+    return torch.promote_types(weight_dtype, x_dtype)  # llama
+
+
+def _normed_round_code(x_dtype: torch.dtype, weight_dtype: Optional[torch.dtype], numerics: str) -> int:
+    """Where ``x * rstd`` is rounded before the weight multiply (the final store rounds to the output dtype)."""
+    if weight_dtype is None or numerics == "torch":
+        return ROUND_NONE
+    if numerics == "diffusers":
+        return round_code(weight_dtype)
+    return round_code(x_dtype)  # llama: (x * rstd).to(input_dtype)
+
+
+def _check_rms_args(x, weight, eps, numerics) -> None:
+    check_float("x", x)
+    check_device("x", x)
+    if x.dim() < 1:
+        raise ValueError("x must have at least one dimension [..., D]; got a 0-d tensor")
+    check_row_count(x)
+    if weight is not None:
+        check_float("weight", weight)
+        check_same_device("weight", weight, x)
+        if weight.dim() != 1 or weight.shape[0] != x.shape[-1]:
+            raise ValueError(f"weight has shape {list(weight.shape)}; expected [{x.shape[-1]}] (x's last dimension)")
+    check_eps(eps)
+    if not isinstance(numerics, str) or numerics not in NUMERICS:
+        raise ValueError(f"numerics={numerics!r} is not supported; allowed: {', '.join(map(repr, NUMERICS))}")
+
+
+def _launch(out: torch.Tensor, x: torch.Tensor, weight: Optional[torch.Tensor], eps: float, numerics: str,
+            config=None) -> torch.Tensor:
+    if x.numel() == 0:
+        return out
+    x3 = rows_3d(x)
+    out3 = out_rows_3d(out, x3.shape)
+    n_b, seq, width = x3.shape
+    n_rows = n_b * seq
+    block_d = triton.next_power_of_2(width)
+    cfg = resolve_config(config, block_d, n_rows, x.device)
+    w_dtype = None if weight is None else weight.dtype
+    grid = (triton.cdiv(n_rows, cfg.rows_per_program),)
+    torch.library.wrap_triton(_rms_norm_kernel)[grid](
+        x3, x3 if weight is None else weight, out3,
+        n_rows, seq, width,
+        *strides_3d(x3), *strides_3d(out3),
+        0 if weight is None else weight.stride(0),
+        eps,
+        HAS_WEIGHT=weight is not None,
+        ROUND_NORMED=_normed_round_code(x.dtype, w_dtype, numerics),
+        ROWS=cfg.rows_per_program,
+        BLOCK_D=block_d,
+        num_warps=cfg.num_warps,
+    )
+    return out
+
+
+@torch.library.triton_op("kernelfleet::rms_norm", mutates_args=())
+def _rms_norm_op(x: torch.Tensor, weight: Optional[torch.Tensor], eps: float, numerics: str) -> torch.Tensor:
+    dtype = rms_norm_out_dtype(x.dtype, None if weight is None else weight.dtype, numerics)
+    out = torch.empty(x.shape, dtype=dtype, device=x.device)
+    return _launch(out, x, weight, eps, numerics)
+
+
+_backward, _setup_context = no_backward("kernelfleet::rms_norm")
+torch.library.register_autograd("kernelfleet::rms_norm", _backward, setup_context=_setup_context)
+
+
+def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6, *,
+             numerics: str = "torch") -> torch.Tensor:
+    """RMSNorm of ``x`` over its last dimension, times ``weight`` when given; rounding as ``numerics`` says.
+
+    ``x``: ``[..., D]`` float32/bfloat16/float16, any strides; ``weight``: ``[D]`` or None; ``numerics``: one of
+    ``"torch"``, ``"diffusers"``, ``"llama"`` (the module whose rounding is mirrored; see the module docstring).
+    Forward only.
+    """
+    _check_rms_args(x, weight, eps, numerics)
+    return torch.ops.kernelfleet.rms_norm(x, weight, float(eps), numerics)
+
+
+def _rms_norm_into(out: torch.Tensor, x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6,
+                   *, numerics: str = "torch", _config=None) -> torch.Tensor:
+    """:func:`rms_norm` written into ``out`` (shape of x, the output dtype of ``numerics``); returns ``out``.
+
+    ``_config`` overrides the launch knobs (a :class:`NormLaunch` or ``(rows_per_program, num_warps)``).
+    """
+    _check_rms_args(x, weight, eps, numerics)
+    check_out(out, x.shape, rms_norm_out_dtype(x.dtype, None if weight is None else weight.dtype, numerics),
+              x.device)
+    return _launch(out, x, weight, float(eps), numerics, _config)

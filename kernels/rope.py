@@ -1,0 +1,327 @@
+"""Rotary position embedding (RoPE) kernels: interleaved pairs (LTX-Video, FLUX) and rotate-half (Llama, the seed).
+
+Two conventions, one Triton kernel (a constexpr picks the pairing):
+
+* ``rope_interleaved(x, cos, sin)`` rotates the pairs ``(x[2i], x[2i+1])``.  It mirrors diffusers'
+  ``apply_rotary_emb`` (LTX ``transformer_ltx.py``; FLUX ``embeddings.py`` with ``use_real_unbind_dim=-1``)::
+
+      x_rot = stack([-x[1::2], x[0::2]], -1).flatten()      # (-x1, x0, -x3, x2, ...)
+      out   = (x.float() * cos + x_rot.float() * sin).to(x.dtype)
+
+  i.e. ``out[2i] = x[2i]*cos[2i] - x[2i+1]*sin[2i]`` and ``out[2i+1] = x[2i+1]*cos[2i+1] + x[2i]*sin[2i+1]``, in
+  fp32 with one rounding at the end.  The full cos/sin rows are read (LTX's repeat_interleave(2) tables have
+  ``cos[2i] == cos[2i+1]``, but any table gives the model's result).
+
+* ``rope_rotate_half(x, cos, sin)`` is ``x*cos + rotate_half(x)*sin`` with ``rotate_half(x) = cat(-x[D/2:], x[:D/2])``
+  (transformers' ``apply_rotary_pos_emb``).  The dtype of cos/sin picks the numerics: cos/sin in ``x.dtype``
+  (what ``LlamaRotaryEmbedding`` returns) reproduces transformers exactly, rounding to ``x.dtype`` after each
+  product and after the sum as torch's bf16/fp16 ops do; fp32 cos/sin with a bf16/fp16 ``x`` computes in fp32
+  and rounds once (the seed kernel's numerics).
+
+Layouts.  ``x`` is ``[B, S, C]`` (LTX applies RoPE before the head split; one "head" of width C) or 4-D,
+``[B, S, H, D]`` or ``[B, H, S, D]``.  ``cos``/``sin`` are ``[S, D]`` (shared by the batch: read with stride 0) or
+``[B, S, D]`` / ``[1, S, D]`` (per batch), and always broadcast over heads.  A 4-D ``x`` is told apart by which
+of its dims 1 and 2 equals the sequence length ``cos.shape[-2]``; when both do (H == S) the layout is ambiguous
+and ``layout="bshd"`` or ``layout="bhsd"`` must be passed.  Any strides are addressed directly (nothing is
+copied); the output has the layout of ``x`` when ``x`` is dense, else it is contiguous.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+import triton
+import triton.language as tl
+from torch.library import triton_op, wrap_triton
+
+from kernels.launch import check_device, check_float, no_backward, row_num_warps
+from kernels.rounding import round_to
+
+LAYOUTS = ("bshd", "bhsd")
+
+# Elements of x one program handles (rows of several sequence positions and heads when rows are narrow).
+_TILE_ELEMENTS = 4096
+
+
+class RopeConfig(NamedTuple):
+    """Per-launch knobs: sequence positions and heads per program, and warps per program."""
+
+    block_s: int
+    block_h: int
+    num_warps: int
+
+
+def rope_config(seq_len: int, heads: int, width: int, device: torch.device | None = None) -> RopeConfig:
+    """The launch knobs for a tile of ``width`` (the pow2 block over the head dim, or half of it for rotate-half).
+
+    Several heads and sequence positions share a program until it holds about ``_TILE_ELEMENTS`` elements of x;
+    the cos/sin row of a position is then loaded once for all its heads.
+    """
+    block_h = min(triton.next_power_of_2(max(heads, 1)), max(1, _TILE_ELEMENTS // width))
+    block_s = min(triton.next_power_of_2(max(seq_len, 1)), max(1, _TILE_ELEMENTS // (width * block_h)))
+    return RopeConfig(block_s, block_h, row_num_warps(block_s * block_h * width, device))
+
+
+@triton.jit
+def _rope_kernel(
+    x_ptr, cos_ptr, sin_ptr, out_ptr,
+    S, H, D,
+    sxb, sxs, sxh, sxd,
+    sob, sos, soh, sod,
+    scb, scs, scd,
+    ssb, sss, ssd,
+    n_s_blocks, n_h_blocks,
+    INTERLEAVED: tl.constexpr,
+    ROUND_EACH: tl.constexpr,  # rotate-half only: round each product and the sum to out's dtype (transformers)
+    BLOCK_S: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+):
+    # One program: BLOCK_S sequence positions x BLOCK_H heads of one batch element; the cos/sin tile is
+    # [BLOCK_S, 1, BLOCK_D] and broadcasts over the heads.
+    pid = tl.program_id(0)
+    hb = pid % n_h_blocks
+    rest = pid // n_h_blocks
+    sb = rest % n_s_blocks
+    b = (rest // n_s_blocks).to(tl.int64)
+    s0 = (sb * BLOCK_S).to(tl.int64)
+    h0 = (hb * BLOCK_H).to(tl.int64)
+
+    ls = tl.arange(0, BLOCK_S)[:, None, None]
+    lh = tl.arange(0, BLOCK_H)[None, :, None]
+    d = tl.arange(0, BLOCK_D)[None, None, :]
+    x_base = x_ptr + b * sxb + s0 * sxs + h0 * sxh
+    o_base = out_ptr + b * sob + s0 * sos + h0 * soh
+    c_base = cos_ptr + b * scb + s0 * scs
+    n_base = sin_ptr + b * ssb + s0 * sss
+    row_ok = ((s0 + ls) < S) & ((h0 + lh) < H)
+    x_off = ls * sxs + lh * sxh
+    o_off = ls * sos + lh * soh
+    out_ty = out_ptr.dtype.element_ty
+
+    if INTERLEAVED:
+        # Whole rows, loaded contiguously; the partner of element 2i is 2i+1 (register shuffle, no re-read).
+        mask = row_ok & (d < D)
+        cmask = ((s0 + ls) < S) & (d < D)
+        x = tl.load(x_base + x_off + d * sxd, mask=mask, other=0.0).to(tl.float32)
+        c = tl.load(c_base + ls * scs + d * scd, mask=cmask, other=0.0).to(tl.float32)
+        s = tl.load(n_base + ls * sss + d * ssd, mask=cmask, other=0.0).to(tl.float32)
+        pairs = tl.reshape(x, [BLOCK_S, BLOCK_H, BLOCK_D // 2, 2])
+        x_even, x_odd = tl.split(pairs)
+        x_rot = tl.reshape(tl.join(-x_odd, x_even), [BLOCK_S, BLOCK_H, BLOCK_D])
+        out = x * c + x_rot * s
+        tl.store(o_base + o_off + d * sod, round_to(out, out_ty), mask=mask)
+    else:
+        # Rotate-half: BLOCK_D covers half the head dim; element j pairs with j + D/2.
+        half = D // 2
+        mask = row_ok & (d < half)
+        cmask = ((s0 + ls) < S) & (d < half)
+        x1 = tl.load(x_base + x_off + d * sxd, mask=mask, other=0.0).to(tl.float32)
+        x2 = tl.load(x_base + x_off + (d + half) * sxd, mask=mask, other=0.0).to(tl.float32)
+        c1 = tl.load(c_base + ls * scs + d * scd, mask=cmask, other=0.0).to(tl.float32)
+        c2 = tl.load(c_base + ls * scs + (d + half) * scd, mask=cmask, other=0.0).to(tl.float32)
+        s1 = tl.load(n_base + ls * sss + d * ssd, mask=cmask, other=0.0).to(tl.float32)
+        s2 = tl.load(n_base + ls * sss + (d + half) * ssd, mask=cmask, other=0.0).to(tl.float32)
+        if ROUND_EACH:
+            out1 = round_to(x1 * c1, out_ty).to(tl.float32) + round_to(-x2 * s1, out_ty).to(tl.float32)
+            out2 = round_to(x2 * c2, out_ty).to(tl.float32) + round_to(x1 * s2, out_ty).to(tl.float32)
+        else:
+            out1 = x1 * c1 - x2 * s1
+            out2 = x2 * c2 + x1 * s2
+        tl.store(o_base + o_off + d * sod, round_to(out1, out_ty), mask=mask)
+        tl.store(o_base + o_off + (d + half) * sod, round_to(out2, out_ty), mask=mask)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Validation
+
+
+def _resolve_seq_dim(x: torch.Tensor, cos: torch.Tensor, layout: str | None) -> int:
+    """The dim of x that holds the sequence: 1 for [B,S,C] and [B,S,H,D], 2 for [B,H,S,D]."""
+    seq = cos.shape[-2]
+    if x.dim() == 3:
+        if layout is not None:
+            raise ValueError(f"layout={layout!r} is only for a 4-D x; a 3-D x is always [B, S, C]")
+        return 1
+    if layout is not None:
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS} or None, got {layout!r}")
+        return 1 if layout == "bshd" else 2
+    at1, at2 = x.shape[1] == seq, x.shape[2] == seq
+    if at1 and at2:
+        raise ValueError(
+            f"x {tuple(x.shape)} is ambiguous: dims 1 and 2 both equal the sequence length {seq} of cos; "
+            f"pass layout='bshd' or layout='bhsd'")
+    if at1:
+        return 1
+    if at2:
+        return 2
+    raise ValueError(
+        f"cos/sin {tuple(cos.shape)} do not broadcast against x {tuple(x.shape)}: the sequence length "
+        f"cos.shape[-2]={seq} must equal x.shape[1] ([B,S,H,D]) or x.shape[2] ([B,H,S,D])")
+
+
+def _validate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str | None) -> int:
+    check_float("x", x)
+    check_float("cos", cos)
+    check_float("sin", sin)
+    check_device("x", x)
+    for name, t in (("cos", cos), ("sin", sin)):
+        if t.device != x.device:
+            raise ValueError(f"{name} is on {t.device} but x is on {x.device}; expected the same device")
+    if x.dim() not in (3, 4):
+        raise ValueError(f"x must be [B, S, C], [B, S, H, D] or [B, H, S, D]; got shape {tuple(x.shape)}")
+    if cos.shape != sin.shape:
+        raise ValueError(f"cos {tuple(cos.shape)} and sin {tuple(sin.shape)} must have the same shape")
+    if cos.dtype != sin.dtype:
+        raise TypeError(f"cos ({cos.dtype}) and sin ({sin.dtype}) must have the same dtype")
+    if cos.dim() not in (2, 3):
+        raise ValueError(f"cos/sin must be [S, D] or [B, S, D]; got shape {tuple(cos.shape)}")
+    width = x.shape[-1]
+    if width % 2:
+        raise ValueError(f"x's last dim must be even (it holds pairs); got {width}")
+    if cos.shape[-1] != width:
+        raise ValueError(f"cos/sin last dim {cos.shape[-1]} must equal x's last dim {width}")
+    if cos.dim() == 3 and cos.shape[0] not in (1, x.shape[0]):
+        raise ValueError(
+            f"cos/sin batch dim {cos.shape[0]} must be 1 or x's batch {x.shape[0]} (cos/sin {tuple(cos.shape)}, "
+            f"x {tuple(x.shape)})")
+    seq_dim = _resolve_seq_dim(x, cos, layout)
+    if x.shape[seq_dim] != cos.shape[-2]:
+        raise ValueError(
+            f"cos/sin {tuple(cos.shape)} do not broadcast against x {tuple(x.shape)}: sequence length "
+            f"{cos.shape[-2]} != x.shape[{seq_dim}]={x.shape[seq_dim]}")
+    return seq_dim
+
+
+def _check_out(out: torch.Tensor, x: torch.Tensor) -> None:
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
+    if out.shape != x.shape or out.dtype != x.dtype or out.device != x.device:
+        raise ValueError(
+            f"out must match x: shape {tuple(x.shape)}, dtype {x.dtype}, device {x.device}; got "
+            f"{tuple(out.shape)}, {out.dtype}, {out.device}")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Launch
+
+
+def _x_strides(t: torch.Tensor, seq_dim: int) -> tuple[int, int, int, int, int, int]:
+    """(B, S, H, stride_b, stride_s, stride_h) of x or out; a 3-D tensor is one head."""
+    if t.dim() == 3:
+        return t.shape[0], t.shape[1], 1, t.stride(0), t.stride(1), 0
+    if seq_dim == 1:
+        return t.shape[0], t.shape[1], t.shape[2], t.stride(0), t.stride(1), t.stride(2)
+    return t.shape[0], t.shape[2], t.shape[1], t.stride(0), t.stride(2), t.stride(1)
+
+
+def _table_strides(t: torch.Tensor) -> tuple[int, int, int]:
+    """(stride_b, stride_s, stride_d) of a cos/sin table; stride 0 over the batch when it is shared."""
+    if t.dim() == 2:
+        return 0, t.stride(0), t.stride(1)
+    return (t.stride(0) if t.shape[0] > 1 else 0), t.stride(1), t.stride(2)
+
+
+def _launch(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, seq_dim: int,
+            interleaved: bool, round_each: bool, config: RopeConfig | None = None) -> None:
+    if x.numel() == 0:
+        return
+    batch, seq, heads, sxb, sxs, sxh = _x_strides(x, seq_dim)
+    _, _, _, sob, sos, soh = _x_strides(out, seq_dim)
+    width = x.shape[-1]
+    block_d = triton.next_power_of_2(width if interleaved else width // 2)
+    cfg = config or rope_config(seq, heads, block_d, x.device)
+    n_s = triton.cdiv(seq, cfg.block_s)
+    n_h = triton.cdiv(heads, cfg.block_h)
+    wrap_triton(_rope_kernel)[(batch * n_s * n_h,)](
+        x, cos, sin, out,
+        seq, heads, width,
+        sxb, sxs, sxh, x.stride(-1),
+        sob, sos, soh, out.stride(-1),
+        *_table_strides(cos), *_table_strides(sin),
+        n_s, n_h,
+        INTERLEAVED=interleaved, ROUND_EACH=round_each,
+        BLOCK_S=cfg.block_s, BLOCK_H=cfg.block_h, BLOCK_D=block_d,
+        num_warps=cfg.num_warps,
+    )
+
+
+def _round_each(x: torch.Tensor, cos: torch.Tensor) -> bool:
+    """rotate-half numerics: transformers' per-op rounding when cos/sin come in x's (half-precision) dtype."""
+    if cos.dtype == x.dtype:
+        return x.dtype != torch.float32
+    if cos.dtype != torch.float32:
+        raise TypeError(
+            f"cos/sin dtype {cos.dtype} must be x's dtype {x.dtype} (transformers' numerics) or float32 "
+            f"(fp32 math, one rounding)")
+    return False
+
+
+# --------------------------------------------------------------------------------------------------------------
+# PyTorch ops
+
+
+@triton_op("kernelfleet::rope_interleaved", mutates_args=())
+def _rope_interleaved_op(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, seq_dim: int) -> torch.Tensor:
+    out = torch.empty_like(x)
+    _launch(out, x, cos, sin, seq_dim, interleaved=True, round_each=False)
+    return out
+
+
+@triton_op("kernelfleet::rope_rotate_half", mutates_args=())
+def _rope_rotate_half_op(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, seq_dim: int,
+                         round_each: bool) -> torch.Tensor:
+    out = torch.empty_like(x)
+    _launch(out, x, cos, sin, seq_dim, interleaved=False, round_each=round_each)
+    return out
+
+
+for _op, _name in ((_rope_interleaved_op, "kernelfleet::rope_interleaved"),
+                  (_rope_rotate_half_op, "kernelfleet::rope_rotate_half")):
+    _backward, _setup_context = no_backward(_name)
+    _op.register_autograd(_backward, setup_context=_setup_context)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Public API
+
+
+def rope_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
+                     layout: str | None = None) -> torch.Tensor:
+    """RoPE on interleaved pairs, as diffusers' LTX/FLUX ``apply_rotary_emb`` (fp32 math, one rounding).
+
+    x: [B, S, C], [B, S, H, D] or [B, H, S, D] (fp32/bf16/fp16, last dim even); cos, sin: [S, D] or [B, S, D]
+    (any float dtype, fp32 in the models).  ``layout`` ("bshd"/"bhsd") only when a 4-D x has H == S.
+    """
+    seq_dim = _validate(x, cos, sin, layout)
+    return torch.ops.kernelfleet.rope_interleaved(x, cos, sin, seq_dim)
+
+
+def rope_rotate_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
+                     layout: str | None = None) -> torch.Tensor:
+    """RoPE ``x*cos + rotate_half(x)*sin`` (transformers/Llama and the seed kernel's convention).
+
+    x: [B, S, H, D] or [B, H, S, D] (or [B, S, D], one head); cos, sin: [S, D] or [B, S, D] in x's dtype
+    (transformers' rounding) or fp32 (fp32 math, one rounding).
+    """
+    seq_dim = _validate(x, cos, sin, layout)
+    return torch.ops.kernelfleet.rope_rotate_half(x, cos, sin, seq_dim, _round_each(x, cos))
+
+
+def _rope_interleaved_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
+                           layout: str | None = None, _config: RopeConfig | None = None) -> torch.Tensor:
+    """rope_interleaved writing into ``out`` (any strides); ``_config`` overrides the launch knobs (tuning)."""
+    seq_dim = _validate(x, cos, sin, layout)
+    _check_out(out, x)
+    _launch(out, x, cos, sin, seq_dim, interleaved=True, round_each=False, config=_config)
+    return out
+
+
+def _rope_rotate_half_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
+                           layout: str | None = None, _config: RopeConfig | None = None) -> torch.Tensor:
+    """rope_rotate_half writing into ``out`` (any strides); ``_config`` overrides the launch knobs (tuning)."""
+    seq_dim = _validate(x, cos, sin, layout)
+    _check_out(out, x)
+    _launch(out, x, cos, sin, seq_dim, interleaved=False, round_each=_round_each(x, cos), config=_config)
+    return out

@@ -1,0 +1,1 @@
+"""Alembic revisions of the kernelfleet store, oldest first (0001_initial, ...)."""

@@ -1,0 +1,1 @@
+"""kernelfleet's driver: configuration, planning, Ray scheduling, the fleet and the store."""

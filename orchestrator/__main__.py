@@ -1,0 +1,69 @@
+"""python -m orchestrator: run a sweep (+sweep=NAME [overrides]) or manage the store and the fleet.
+
+  python -m orchestrator +sweep=rmsnorm [key=value ...]   run a sweep (Hydra overrides; --cfg job prints the config)
+  python -m orchestrator db upgrade [--url URL]           create or upgrade the store's schema
+  python -m orchestrator import RESULTS.jsonl [--url URL] store results of `python -m workers run`
+  python -m orchestrator node join|list|leave ...         the fleet (see docs/fleet.md)
+  python -m orchestrator cluster up ...                   start a Ray head for a lab
+"""
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+SUBCOMMANDS = ("db", "import", "node", "cluster")
+
+
+def _sweep_main(argv: list[str], console: Console) -> int:
+    from omegaconf import OmegaConf
+
+    from orchestrator import config
+    from orchestrator.sweep import EXIT_CONFIG, run_sweep
+
+    print_cfg = False
+    if "--cfg" in argv:
+        i = argv.index("--cfg")
+        what = argv[i + 1] if i + 1 < len(argv) else ""
+        if what != "job":
+            print("config error: --cfg takes `job` (print the composed configuration)", file=sys.stderr)
+            return EXIT_CONFIG
+        print_cfg = True
+        argv = argv[:i] + argv[i + 2:]
+    bad = [a for a in argv if a.startswith("-")]
+    if bad:
+        print(f"config error: unknown option {bad[0]}; see python -m orchestrator --help", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        cfg = config.compose(argv)
+        if print_cfg:
+            print(OmegaConf.to_yaml(cfg), end="")
+            return 0
+        return run_sweep(config.to_plain(cfg), console)
+    except config.ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    console = Console(soft_wrap=True)
+    if not console.is_terminal:
+        console.width = 200  # logs and CI: don't squeeze the summary table into 80 columns
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(__doc__)
+        from orchestrator.config import group_options
+
+        print("sweeps:", ", ".join(group_options("sweep")))
+        print("targets:", ", ".join(group_options("target")))
+        print("kernels:", ", ".join(group_options("kernel")))
+        return 0
+    if argv[0] in SUBCOMMANDS:
+        from orchestrator import cli
+
+        return cli.main(argv, console)
+    return _sweep_main(argv, console)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

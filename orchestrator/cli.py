@@ -1,0 +1,55 @@
+"""The orchestrator's subcommands other than a sweep: db, import, node, cluster."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+
+from orchestrator.config import ConfigError
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m orchestrator")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    db = sub.add_parser("db", help="the store's schema")
+    db.add_argument("action", choices=["upgrade", "current"])
+    db.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
+    imp = sub.add_parser("import", help="store a results file of `python -m workers run` as a run")
+    imp.add_argument("results", help="RESULTS.jsonl")
+    imp.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
+    try:
+        from orchestrator import fleet_cli
+
+        fleet_cli.add_parsers(sub)
+    except ImportError:
+        pass
+    return ap
+
+
+def main(argv: list[str], console: Console) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.cmd == "db":
+            from orchestrator.store import migrate
+            from orchestrator.store.session import resolve_url
+
+            url = resolve_url(args.url)
+            if args.action == "upgrade":
+                before = migrate.current(url)
+                migrate.upgrade(url)
+                console.print(f"store {url}: schema {before or 'empty'} -> {migrate.current(url)} (head)")
+            else:
+                cur = migrate.current(url)
+                console.print(f"store {url}: schema {cur or 'empty'}; head {migrate.head()}")
+            return 0
+        if args.cmd == "import":
+            from orchestrator.importer import import_results
+
+            return import_results(args.results, args.url, console)
+        from orchestrator import fleet_cli
+
+        return fleet_cli.run(args, console)
+    except (ConfigError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

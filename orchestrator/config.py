@@ -1,0 +1,125 @@
+"""Compose the Hydra configuration of one sweep and turn every way it can be wrong into one clear line.
+
+Hydra's compose API does the composition (config groups, the override grammar, structured-config validation);
+this module maps its exceptions to :class:`ConfigError` with the offending key and the allowed values, so the CLI
+can print one line and exit 2 before Ray starts.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+from omegaconf import DictConfig, OmegaConf
+
+from orchestrator import schema
+
+GROUPS = ("sweep", "kernel", "target", "store", "cluster")
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot run; str() is the one line shown to the user."""
+
+
+def conf_dir() -> Path:
+    env = os.environ.get("KERNELFLEET_CONF")
+    if env:
+        return Path(env).resolve()
+    return Path(__file__).resolve().parent.parent / "conf"
+
+
+def group_options(group: str) -> list[str]:
+    d = conf_dir() / group
+    return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
+
+
+def _schema_fields(path: str) -> list[str] | None:
+    """The allowed keys at a dotted config path, from the schema dataclasses."""
+    node: Any = schema.Config
+    for part in [p for p in path.split(".") if p]:
+        if node is schema.Config and part == "kernels":
+            node = "kernels"
+            continue
+        if node == "kernels":
+            node = schema.KernelCfg
+            continue
+        if not dataclasses.is_dataclass(node):
+            return None
+        types = {f.name: f.type for f in dataclasses.fields(node)}
+        t = types.get(part)
+        if t is None:
+            return None
+        node = getattr(schema, str(t).split("[")[0].split(".")[-1], None) if isinstance(t, str) else t
+    if dataclasses.is_dataclass(node):
+        return [f.name for f in dataclasses.fields(node)]
+    return None
+
+
+def _translate(exc: Exception) -> ConfigError:
+    chain, e = [], exc
+    while e is not None and len(chain) < 5:
+        chain.append(str(e).strip())
+        e = e.__cause__ or e.__context__
+    first = chain[0].splitlines()[0] if chain[0] else type(exc).__name__
+    msg = "\n".join(reversed(chain))  # the root cause first: it names the key
+    # Unknown option of a config group: "Could not find 'sweep/foo'" / "In 'config': Could not find 'target/x'"
+    m = re.search(r"Could not (?:find|load) '([\w\-/]+)/([\w\-]+)'", msg)
+    if m:
+        group, option = m.group(1).strip("/").split("/")[-1], m.group(2)
+        return ConfigError(f"{group}={option}: no such {group}; allowed: {', '.join(group_options(group))}")
+    # Misspelt key: "Key 'dtype' not in 'SweepCfg'" with "full_key: sweep.dtype"
+    m = re.search(r"Key '([^']+)' not in '(\w+)'", msg) or re.search(r"Key '([^']+)' is not in struct", msg)
+    if m:
+        full = re.search(r"full_key: ([\w\.\-\[\]]+)", msg)
+        key = full.group(1) if full else m.group(1)
+        parent = key.rsplit(".", 1)[0] if "." in key else ""
+        allowed = _schema_fields(parent)
+        where = f"{key}: no such key"
+        return ConfigError(f"{where}; allowed keys{' in ' + parent if parent else ''}: {', '.join(allowed)}"
+                           if allowed else f"{where}")
+    # Type errors: "Value 'abc' of type 'str' could not be converted to Integer"
+    m = next((x for x in re.finditer(r"Value '([^'$]*)'.*could not be converted to (\w+)", msg)), None)
+    if m:
+        full = re.search(r"full_key: ([\w\.\-\[\]]+)", msg)
+        key = full.group(1) if full else "?"
+        return ConfigError(f"{key}: {m.group(1)!r} is not a valid {m.group(2)}")
+    if "Missing mandatory value" in msg:
+        full = re.search(r"full_key: ([\w\.\-\[\]]+)", msg)
+        key = full.group(1) if full else "?"
+        if key == "sweep":
+            return ConfigError(f"no sweep chosen: add +sweep=NAME; allowed: {', '.join(group_options('sweep'))}")
+        return ConfigError(f"{key}: missing value")
+    if "override" in msg.lower() or "mismatched input" in msg or "parse" in msg.lower():
+        return ConfigError(f"bad override: {first}")
+    return ConfigError(first)
+
+
+def compose(overrides: Sequence[str]) -> DictConfig:
+    """Compose conf/config.yaml with the command-line overrides; raise ConfigError on any mistake."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    schema.register()
+    if not any(o.lstrip("+~").startswith("sweep=") for o in overrides):
+        raise ConfigError(f"no sweep chosen: add +sweep=NAME; allowed: {', '.join(group_options('sweep'))}")
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+            cfg = hydra_compose(config_name="config", overrides=list(overrides))
+            OmegaConf.resolve(cfg)
+            # Touch every value so interpolation and missing-value errors surface here.
+            OmegaConf.to_container(cfg, throw_on_missing=True)
+    except ConfigError:
+        raise
+    except Exception as exc:  # Hydra/OmegaConf raise many types; all of them are configuration mistakes here
+        raise _translate(exc) from exc
+    finally:
+        GlobalHydra.instance().clear()
+    return cfg
+
+
+def to_plain(cfg: DictConfig) -> dict:
+    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]

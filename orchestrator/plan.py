@@ -1,0 +1,104 @@
+"""Expand a validated sweep configuration into JobSpecs (pure: no I/O beyond reading the code version).
+
+A job's key is a content hash of the job (kind, kernel, shape, dtype, implementations, target, parameters) and of
+the code version (git commit + a hash of the kernel sources), so the same config on the same code plans the same
+keys, and the store can tell which jobs already have a result.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.validate import effective_grid, selected_kernels
+from workers.spec import JobSpec
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+KERNEL_KINDS = ("correctness", "micro", "profile")
+
+
+@dataclass(frozen=True)
+class CodeVersion:
+    commit: str
+    kernels_hash: str
+
+    def to_dict(self) -> dict:
+        return {"commit": self.commit, "kernels_hash": self.kernels_hash}
+
+
+def git_commit(root: Path = REPO_ROOT) -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+
+
+def kernels_hash(root: Path = REPO_ROOT) -> str:
+    h = hashlib.sha256()
+    for p in sorted((root / "kernels").rglob("*.py")):
+        h.update(str(p.relative_to(root)).encode())
+        h.update(b"\0")
+        h.update(p.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+@functools.cache
+def code_version() -> CodeVersion:
+    return CodeVersion(git_commit(), kernels_hash())
+
+
+def job_key(spec: JobSpec, code: CodeVersion) -> str:
+    payload = json.dumps({"job": spec.content(), "code": code.to_dict()}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+
+def timing_params(sweep: dict) -> dict:
+    return {k: sweep[k] for k in ("warmup_ms", "rep_ms", "rounds", "graph", "seed", "timeout_s")}
+
+
+def plan(cfg: dict, code: CodeVersion | None = None, gpu_types: list[str] | None = None) -> list[JobSpec]:
+    """The sweep's JobSpecs, in a stable order.
+
+    ``gpu_types``: for a target with ``per_gpu_type`` (``target=all``), the GPU types present in the cluster; each
+    job is planned once per type.
+    """
+    code = code or code_version()
+    sw = cfg["sweep"]
+    target = cfg["target"]
+    targets = [target["name"]]
+    if target.get("per_gpu_type"):
+        targets = sorted(gpu_types or [])
+    params = timing_params(sw)
+    specs: list[JobSpec] = []
+    for kname in selected_kernels(cfg):
+        grid = effective_grid(cfg, kname)
+        for kind in sw["kinds"]:
+            if kind not in KERNEL_KINDS:
+                continue
+            for shape in grid["shapes"]:
+                for dtype in grid["dtypes"]:
+                    for tgt in targets:
+                        specs.append(JobSpec(kind=kind, kernel=grid["name"], shape=list(shape), dtype=dtype,
+                                             impls=list(grid["impls"]), target=tgt, params=dict(params),
+                                             sweep=sw["name"]))
+    if "e2e" in sw["kinds"]:
+        from orchestrator.plan_e2e import plan_e2e
+
+        for tgt in targets:
+            specs.extend(plan_e2e(sw, tgt))
+    for s in specs:
+        s.key = job_key(s, code)
+    return specs
+
+
+def plan_key(specs: list[JobSpec]) -> str:
+    h = hashlib.sha256()
+    for k in sorted(s.key for s in specs):
+        h.update(k.encode())
+    return h.hexdigest()[:20]

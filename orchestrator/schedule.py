@@ -1,0 +1,330 @@
+"""Ray scheduling: batches of JobSpecs travel as Ray tasks to nodes whose labels match the job's GPU type.
+
+Each task asks for one GPU (one CPU slot on a cluster without GPUs), so two benchmarks never share a GPU; it runs
+its batch through the worker's sandbox and streams one result per job back (a Ray streaming generator).  Node
+loss is Ray's to retry (``max_retries``; application errors are never retried: kernel failures are data).  The
+driver de-duplicates results by job key, so a batch re-run on another node after a node died stores each job once.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from workers.spec import JobResult, JobSpec
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+LABEL_NS = "kernelfleet.io"
+# Every node carries one unit of this custom resource (set by `node join`, `cluster up --with-gpus` and the embedded
+# local start).  A job that takes a whole node (end to end, profile) asks for all of it; every other job asks for a
+# sliver, so it cannot run beside a whole-node job and a whole-node job waits until its node is idle.
+NODE_RESOURCE = "kernelfleet_node"
+NODE_SHARE = 0.001
+WHOLE_NODE_KINDS = ("e2e", "profile")
+# How long execute() lets jobs wait for a node that can run them once none is left (a node that restarts rejoins
+# within seconds); past it they end as lost.  target.wait_for_nodes=true waits without limit.
+NO_NODE_GRACE_S = 60.0
+# What a remote node needs of the driver's checkout (Ray's working_dir); everything else stays home.
+RUNTIME_EXCLUDES = [".git", "**/__pycache__", "tests", "docs", "outputs", "*.db", "*.jsonl", ".whl", ".gl",
+                    ".pytest_cache", ".hypothesis"]
+FORWARDED_ENV_PREFIXES = ("KERNELFLEET_", "TRITON_")
+
+
+class NoMatchingNodeError(RuntimeError):
+    pass
+
+
+def takes_whole_node(spec: JobSpec) -> bool:
+    """End-to-end and profile jobs (and any job with ``params.whole_node``) run alone on their node."""
+    return spec.kind in WHOLE_NODE_KINDS or bool(spec.params.get("whole_node"))
+
+
+def _run_batch(spec_dicts: list[dict]):
+    """The Ray task body: run a batch in the sandbox, yield one result dict per job as it ends."""
+    import ray
+
+    from workers import runner
+
+    node_id = ray.get_runtime_context().get_node_id()
+    for result in runner.run([JobSpec.from_dict(d) for d in spec_dicts], node_id=node_id):
+        yield result.to_dict()
+
+
+@dataclass
+class NodeView:
+    node_id: str
+    alive: bool
+    labels: dict[str, str]
+    resources: dict[str, float]
+
+    @property
+    def gpus(self) -> int:
+        return int(self.resources.get("GPU", 0))
+
+
+def selector_matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    """Ray's label-selector semantics for the operators we use: v, !v, in(a,b), !in(a,b)."""
+    for key, expr in selector.items():
+        have = labels.get(key)
+        neg = expr.startswith("!")
+        body = expr[1:] if neg else expr
+        if body.startswith("in(") and body.endswith(")"):
+            ok = have in [v.strip() for v in body[3:-1].split(",")]
+        else:
+            ok = have == body
+        if ok == neg:
+            return False
+    return True
+
+
+@dataclass
+class RayCluster:
+    """A connection to Ray: an existing cluster (address) or an embedded local instance on this machine."""
+
+    address: str | None = None
+    local_labels: dict[str, str] = field(default_factory=dict)
+    started_local: bool = False
+
+    def start(self) -> "RayCluster":
+        import ray
+
+        address = self.address or os.environ.get("RAY_ADDRESS") or None
+        env_vars = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIXES)}
+        if address:
+            runtime_env: dict = {"working_dir": str(REPO_ROOT), "excludes": RUNTIME_EXCLUDES}
+            if env_vars:
+                runtime_env["env_vars"] = env_vars
+            ray.init(address=address, runtime_env=runtime_env, log_to_driver=False,
+                     logging_level=logging.WARNING, configure_logging=True)
+            self.address = address
+            return self
+        import torch
+
+        ngpu = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        kwargs: dict = {"num_gpus": ngpu, "include_dashboard": False, "log_to_driver": False,
+                        "logging_level": logging.WARNING, "labels": self.local_labels or None,
+                        "resources": {NODE_RESOURCE: 1}}
+        if ngpu == 0:
+            kwargs["num_cpus"] = 1  # the single local CPU slot: jobs run one at a time through the interpreter
+        ray.init(**kwargs)
+        self.started_local = True
+        return self
+
+    def stop(self) -> None:
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+
+    def nodes(self) -> list[NodeView]:
+        import ray
+
+        out = []
+        for n in ray.nodes():
+            out.append(NodeView(n["NodeID"], bool(n.get("Alive")), dict(n.get("Labels") or {}),
+                                dict(n.get("Resources") or {})))
+        return out
+
+    def has_gpus(self) -> bool:
+        return any(n.alive and n.gpus > 0 for n in self.nodes())
+
+    def matching(self, selector: dict[str, str]) -> list[NodeView]:
+        gpu = self.has_gpus()
+        return [n for n in self.nodes() if n.alive and selector_matches(selector, n.labels)
+                and (n.gpus > 0 if gpu else n.resources.get("CPU", 0) > 0)]
+
+    def slots(self, selector: dict[str, str]) -> int:
+        nodes = self.matching(selector)
+        if self.has_gpus():
+            return sum(n.gpus for n in nodes)
+        return len(nodes)
+
+    def gpu_types(self) -> list[str]:
+        return sorted({n.labels[f"{LABEL_NS}/gpu"] for n in self.nodes()
+                       if n.alive and f"{LABEL_NS}/gpu" in n.labels})
+
+
+def can_run(node: NodeView, selector: dict[str, str], whole_node: bool, gpu: bool) -> bool:
+    """Whether a live node can run a job with this selector (and, for a whole-node job, has the node resource)."""
+    return (node.alive and selector_matches(selector, node.labels)
+            and (node.gpus > 0 if gpu else node.resources.get("CPU", 0) > 0)
+            and (not whole_node or node.resources.get(NODE_RESOURCE, 0) >= 1))
+
+
+def task_options(selector: dict[str, str], whole_node: bool, gpu: bool, node_share: bool,
+                 max_retries: int) -> dict:
+    """The Ray options of one batch task: one GPU (one CPU slot without GPUs), the selector, the node resource."""
+    opts: dict = {"num_returns": "streaming", "max_retries": max_retries, "retry_exceptions": False,
+                  "name": "kernelfleet-batch"}
+    if gpu:
+        opts["num_gpus"] = 1
+        opts["num_cpus"] = 0
+    else:
+        opts["num_cpus"] = 1
+    if whole_node:
+        opts["resources"] = {NODE_RESOURCE: 1}
+    elif node_share:
+        opts["resources"] = {NODE_RESOURCE: NODE_SHARE}
+    if selector:
+        opts["label_selector"] = selector
+    return opts
+
+
+def make_batches(specs: list[JobSpec], batch_size: int, slots: int) -> list[list[JobSpec]]:
+    """Split into batches: no larger than batch_size, and enough of them to keep every slot busy."""
+    if not specs:
+        return []
+    size = max(1, min(batch_size, math.ceil(len(specs) / max(slots, 1))))
+    return [specs[i:i + size] for i in range(0, len(specs), size)]
+
+
+def _ray_failure(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]
+
+
+def execute(cluster: RayCluster, specs: list[JobSpec], selector_of: Callable[[JobSpec], dict[str, str]],
+            on_result: Callable[[JobResult], None], on_lost: Callable[[JobSpec, str], None], *,
+            batch_size: int = 32, max_retries: int = 3, poll_s: float = 0.5,
+            on_tick: Callable[[], None] | None = None, no_node_grace_s: float = NO_NODE_GRACE_S) -> None:
+    """Run every spec on the cluster; each ends in exactly one on_result or on_lost call.
+
+    Jobs that no live node can run any more (the last node of their type left or died) wait ``no_node_grace_s``
+    for one to join, then end as lost with the reason; the rest of the sweep goes on.
+    """
+    import ray
+    from ray.exceptions import RayError
+
+    gpu = cluster.has_gpus()
+    nodes = cluster.nodes()
+    groups: dict[tuple, list[JobSpec]] = {}
+    for s in specs:
+        groups.setdefault((tuple(sorted(selector_of(s).items())), takes_whole_node(s)), []).append(s)
+    queue: list[tuple[tuple, list[JobSpec]]] = []
+    share: dict[tuple, bool] = {}
+    total_slots = 0
+    for gkey, group in groups.items():
+        sel, whole = dict(gkey[0]), gkey[1]
+        slots = cluster.slots(sel)
+        total_slots += slots
+        matching = [n for n in nodes if can_run(n, sel, False, gpu)]
+        # A sliver of the node resource only where every candidate node has it (nodes started by hand may not).
+        share[gkey] = bool(matching) and all(n.resources.get(NODE_RESOURCE, 0) > 0 for n in matching)
+        queue += [(gkey, b) for b in make_batches(group, batch_size, slots)]
+    remote = ray.remote(_run_batch)
+    inflight: dict = {}  # generator -> (group key, {key: spec} still to come)
+    limit = max(2 * total_slots, 2)
+    no_node_since: dict[tuple, float] = {}
+    next_check = time.monotonic() + 1.0
+
+    def submit() -> None:
+        while queue and len(inflight) < limit:
+            gkey, batch = queue.pop(0)
+            opts = task_options(dict(gkey[0]), gkey[1], gpu, share[gkey], max_retries)
+            gen = remote.options(**opts).remote([s.to_dict() for s in batch])
+            inflight[gen] = (gkey, {s.key: s for s in batch})
+
+    def lose_group(gkey: tuple, reason: str) -> None:
+        for entry in [e for e in queue if e[0] == gkey]:
+            queue.remove(entry)
+            for spec in entry[1]:
+                on_lost(spec, reason)
+        for gen in [g for g, (k, _) in inflight.items() if k == gkey]:
+            try:
+                ray.cancel(gen, force=True)
+            except Exception:
+                pass
+            for spec in inflight.pop(gen)[1].values():
+                on_lost(spec, reason)
+
+    def check_nodes() -> None:
+        """Lose the jobs that no live node can run (after the grace); let new nodes raise the in-flight limit."""
+        nonlocal limit
+        now_nodes = cluster.nodes()
+        now = time.monotonic()
+        waiting = {k for k, _ in queue} | {k for k, _ in inflight.values()}
+        for gkey in waiting:
+            sel, whole = dict(gkey[0]), gkey[1]
+            if any(can_run(n, sel, whole, gpu) for n in now_nodes):
+                no_node_since.pop(gkey, None)
+                continue
+            since = no_node_since.setdefault(gkey, now)
+            if now - since >= no_node_grace_s:
+                need = f" with the {NODE_RESOURCE} resource (a whole-node job)" if whole else ""
+                lose_group(gkey, f"no live node matches {describe_selector(sel)}{need}: the last one left the "
+                                 f"cluster or none joined (waited {no_node_grace_s:g} s)")
+                no_node_since.pop(gkey, None)
+        slots_now = sum(n.gpus if gpu else 1 for n in now_nodes if n.alive and (n.gpus > 0 if gpu else
+                                                                               n.resources.get("CPU", 0) > 0))
+        limit = max(limit, 2 * slots_now)
+
+    try:
+        submit()
+        while inflight or queue:
+            if inflight:
+                ready, _ = ray.wait(list(inflight), num_returns=1, timeout=poll_s)
+            else:
+                ready = []
+                time.sleep(poll_s)
+            if on_tick:
+                on_tick()
+            for gen in ready:
+                remaining = inflight[gen][1]
+                try:
+                    ref = next(gen)
+                    result = JobResult.from_dict(ray.get(ref))
+                except StopIteration:
+                    for spec in remaining.values():
+                        on_lost(spec, "its batch ended without a result for it")
+                    del inflight[gen]
+                    continue
+                except RayError as exc:  # node died and retries ran out, worker crashed, task cancelled
+                    reason = _ray_failure(exc)
+                    for spec in remaining.values():
+                        on_lost(spec, reason)
+                    del inflight[gen]
+                    continue
+                if result.key in remaining:  # a retried batch re-yields jobs already stored: ignore those
+                    del remaining[result.key]
+                    on_result(result)
+            if time.monotonic() >= next_check:
+                check_nodes()
+                next_check = time.monotonic() + 1.0
+            submit()
+    except BaseException:
+        for gen in inflight:
+            try:
+                ray.cancel(gen, force=True)
+            except Exception:
+                pass
+        raise
+
+
+def wait_for_match(cluster: RayCluster, selector: dict[str, str], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if cluster.slots(selector) > 0:
+            return True
+        time.sleep(1.0)
+    return cluster.slots(selector) > 0
+
+
+def describe_selector(selector: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in selector.items()) or "(any node)"
+
+
+def fleet_summary(nodes: Iterable[NodeView]) -> str:
+    types: dict[str, int] = {}
+    nodes = list(nodes)
+    any_gpu = any(n.alive and n.gpus > 0 for n in nodes)
+    for n in nodes:
+        if n.alive and not (any_gpu and n.gpus == 0):  # a GPU-less head of a GPU fleet runs no jobs: not listed
+            if n.gpus:
+                t = f"{n.labels.get(f'{LABEL_NS}/gpu', 'unlabelled')} GPU"
+                types[t] = types.get(t, 0) + n.gpus
+            else:
+                types["CPU-only node"] = types.get("CPU-only node", 0) + 1
+    return ", ".join(f"{c} x {t}" for t, c in sorted(types.items())) or "no live nodes"

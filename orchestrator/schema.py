@@ -1,0 +1,82 @@
+"""The structured-config schema: every key a sweep may set, with its type.
+
+Hydra validates the composed YAML against these dataclasses, so a misspelt key or a value of the wrong type is
+caught while composing; orchestrator.validate then checks the values against the kernel registry (kernel names,
+implementations, dtypes, shapes) before anything is scheduled.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+@dataclass
+class KernelCfg:
+    """One kernel's default grid (conf/kernel/<name>.yaml)."""
+
+    name: str = MISSING
+    shapes: List[List[int]] = field(default_factory=list)
+    dtypes: List[str] = field(default_factory=lambda: ["bf16"])
+    impls: List[str] = field(default_factory=list)
+
+
+@dataclass
+class SweepCfg:
+    """The grid and how to run it.  ``shapes``/``dtypes``/``impls`` set here override every kernel's own."""
+
+    name: str = MISSING
+    kinds: List[str] = field(default_factory=lambda: ["correctness", "micro"])
+    kernels: Optional[List[str]] = None  # run only these of the sweep's kernels
+    shapes: Optional[List[List[int]]] = None
+    dtypes: Optional[List[str]] = None
+    impls: Optional[List[str]] = None
+    # micro-benchmark timing (milliseconds of warm-up and of timed repeats per implementation)
+    warmup_ms: float = 25.0
+    rep_ms: float = 200.0
+    rounds: int = 5  # implementations are timed interleaved, in this many rounds
+    graph: bool = True  # also time CUDA/HIP-graph replay (launch-free) on a GPU
+    seed: Optional[int] = None  # None: fresh random inputs every run
+    timeout_s: float = 600.0  # per job; the job's process group is killed past it
+    batch_size: int = 32  # jobs per Ray task (one sandbox process, torch imported once)
+    max_retries: int = 3  # Ray retries of a batch whose node died
+    e2e: Dict[str, Any] = field(default_factory=dict)  # end-to-end job parameters (sweep ltx_e2e)
+
+
+@dataclass
+class TargetCfg:
+    """Which GPUs run the jobs: a Ray label selector over the fleet's node labels."""
+
+    name: str = MISSING
+    label_selector: Dict[str, str] = field(default_factory=dict)
+    per_gpu_type: bool = False  # one copy of every job for each GPU type present
+    wait_for_nodes: bool = False  # wait for a matching node instead of failing fast
+
+
+@dataclass
+class StoreCfg:
+    url: Optional[str] = None
+
+
+@dataclass
+class ClusterCfg:
+    address: Optional[str] = None
+
+
+@dataclass
+class Config:
+    sweep: SweepCfg = MISSING
+    kernels: Dict[str, KernelCfg] = field(default_factory=dict)
+    target: TargetCfg = field(default_factory=TargetCfg)
+    store: StoreCfg = field(default_factory=StoreCfg)
+    cluster: ClusterCfg = field(default_factory=ClusterCfg)
+    dry_run: bool = False
+    plan_out: Optional[str] = None
+    rerun: bool = False
+
+
+def register() -> None:
+    cs = ConfigStore.instance()
+    cs.store(name="kf_schema", node=Config)

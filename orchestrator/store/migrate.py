@@ -1,0 +1,142 @@
+"""Schema migrations (Alembic), configured in code so they work from any directory and from an installed package.
+
+Alembic is the only way the schema changes.  ``upgrade(url)`` brings a store to the newest revision (creating a
+SQLite file and its folder if needed); opening a store whose revision is not the code's head raises
+:class:`SchemaOutOfDate` naming the command that fixes it.  Whether to upgrade automatically is the caller's
+decision (the orchestrator does it for the default SQLite file only), never the store's.
+"""
+from __future__ import annotations
+
+import importlib.util
+from functools import lru_cache
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, inspect
+
+from orchestrator.store.session import create_engine_for, display_url, normalize_url, sqlite_path
+
+VERSION_TABLE = "alembic_version"
+
+
+class SchemaOutOfDate(RuntimeError):
+    """The store's schema revision is not the one this code needs (empty, older, or newer)."""
+
+    def __init__(self, url: str, current: str | None, head: str | None, message: str):
+        super().__init__(message)
+        self.url = url
+        self.current = current
+        self.head = head
+
+
+def upgrade_command(url: str) -> str:
+    """The command a user runs to bring the store at ``url`` up to date."""
+    return f"python -m orchestrator db upgrade --url '{display_url(url)}'"
+
+
+def migrations_dir() -> Path:
+    """The folder holding env.py and versions/ (next to the ``orchestrator`` package, installed or not)."""
+    beside = Path(__file__).resolve().parents[2] / "migrations"
+    if (beside / "env.py").is_file():
+        return beside
+    spec = importlib.util.find_spec("migrations")
+    if spec is not None and spec.submodule_search_locations:
+        for location in spec.submodule_search_locations:
+            if (Path(location) / "env.py").is_file():
+                return Path(location)
+    raise FileNotFoundError(f"kernelfleet's migrations/ folder (with env.py) is neither at {beside} nor importable")
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    cfg.set_main_option("path_separator", "os")
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+@lru_cache(maxsize=1)
+def head() -> str:
+    """The newest revision the code knows."""
+    heads = ScriptDirectory.from_config(alembic_config()).get_heads()
+    if len(heads) != 1:
+        raise RuntimeError(f"migrations must have exactly one head, found {heads}: merge them")
+    return heads[0]
+
+
+def _current_on(connection: Connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def current(url: str) -> str | None:
+    """The store's revision; None for an empty database or a SQLite file that does not exist yet."""
+    url = normalize_url(url)
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        return None
+    engine = create_engine_for(url)
+    try:
+        with engine.connect() as conn:
+            return _current_on(conn)
+    finally:
+        engine.dispose()
+
+
+def _migrate(url: str, direction: str, revision: str) -> str | None:
+    engine = create_engine_for(normalize_url(url))  # creates a SQLite file's folder
+    try:
+        with engine.begin() as conn:
+            getattr(command, direction)(alembic_config(conn), revision)
+        with engine.connect() as conn:
+            return _current_on(conn)
+    finally:
+        engine.dispose()
+
+
+def upgrade(url: str, revision: str = "head") -> str | None:
+    """Migrate the store at ``url`` forward to ``revision`` (default: head); returns the revision reached."""
+    return _migrate(url, "upgrade", revision)
+
+
+def downgrade(url: str, revision: str) -> str | None:
+    """Migrate the store back to ``revision`` (``"base"`` drops every table); returns the revision reached."""
+    return _migrate(url, "downgrade", revision)
+
+
+def check_schema(bind: Engine | Connection, url: str | None = None) -> None:
+    """Raise SchemaOutOfDate unless the database behind ``bind`` is at head."""
+    url = url or bind.engine.url.render_as_string(hide_password=False)
+    if isinstance(bind, Engine):
+        path = sqlite_path(url)
+        if path is not None and not path.exists():  # do not leave an empty file behind
+            raise SchemaOutOfDate(url, None, head(), f"The store at {display_url(url)} does not exist yet. "
+                                                     f"Create it with: {upgrade_command(url)}")
+        with bind.connect() as conn:
+            check_schema(conn, url)
+        return
+    found = _current_on(bind)
+    wanted = head()
+    if found == wanted:
+        return
+    where = display_url(url)
+    fix = upgrade_command(url)
+    if found is None:
+        tables = [t for t in inspect(bind).get_table_names() if t != VERSION_TABLE]
+        what = "is empty" if not tables else f"has tables ({', '.join(sorted(tables)[:5])}) but no kernelfleet schema"
+        message = f"The store at {where} {what}. Create its schema with: {fix}"
+    elif found in _known_revisions():
+        message = (f"The store at {where} has schema revision {found}; this code needs {wanted}. "
+                   f"Upgrade it with: {fix}")
+    else:
+        message = (f"The store at {where} has schema revision {found}, which this code does not know (its newest "
+                   f"is {wanted}): it was written by a newer kernelfleet. Update kernelfleet, or use another store.")
+    raise SchemaOutOfDate(url, found, wanted, message)
+
+
+@lru_cache(maxsize=1)
+def _known_revisions() -> frozenset[str]:
+    return frozenset(s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions())

@@ -1,0 +1,131 @@
+"""Which database the store uses, and how to connect to it.
+
+URL selection (:func:`resolve_url`): an explicit URL (config ``store.url``) wins, then the environment variable
+``KERNELFLEET_DB``, then the default SQLite file ``$XDG_DATA_HOME/kernelfleet/kernelfleet.db``
+(``~/.local/share/kernelfleet/kernelfleet.db`` when XDG_DATA_HOME is unset).  A value without ``://`` is a path
+to a SQLite file.  ``postgresql://`` / ``postgres://`` without a driver mean psycopg 3, the driver kernelfleet
+depends on.
+
+Engines: SQLite connections get WAL journaling (the dashboard reads while the driver writes), foreign keys and a
+busy timeout; PostgreSQL connections are pre-pinged.  To point PostgreSQL at a schema other than ``public`` add
+``?options=-csearch_path%3Dmyschema`` to the URL.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+
+ENV_VAR = "KERNELFLEET_DB"
+DB_FILENAME = "kernelfleet.db"
+SQLITE_BUSY_TIMEOUT_S = 30.0
+
+_engines: dict[str, Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def default_db_path() -> Path:
+    """The default SQLite file (its folder is created)."""
+    base = os.environ.get("XDG_DATA_HOME", "").strip()
+    root = Path(base).expanduser() if base else Path.home() / ".local" / "share"
+    folder = root / "kernelfleet"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / DB_FILENAME
+
+
+def default_url() -> str:
+    return sqlite_url_for(default_db_path())
+
+
+def sqlite_url_for(path: str | os.PathLike[str]) -> str:
+    return "sqlite:///" + str(Path(path).expanduser().resolve())
+
+
+def normalize_url(url: str) -> str:
+    """A bare path becomes a SQLite URL; a PostgreSQL URL without a driver gets psycopg (3)."""
+    url = url.strip()
+    if not url:
+        raise ValueError("empty database URL")
+    if "://" not in url:
+        return sqlite_url_for(url)
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+        return parsed.render_as_string(hide_password=False)
+    return url
+
+
+def resolve_url(explicit: str | None) -> str:
+    """The store URL: ``explicit`` (config ``store.url``), else $KERNELFLEET_DB, else the default SQLite file."""
+    if explicit is not None and str(explicit).strip():
+        return normalize_url(str(explicit))
+    from_env = os.environ.get(ENV_VAR, "").strip()
+    if from_env:
+        return normalize_url(from_env)
+    return default_url()
+
+
+def is_sqlite(url: str) -> bool:
+    return make_url(url).get_backend_name() == "sqlite"
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file behind a SQLite URL; None for other backends and for in-memory SQLite."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return None
+    database = parsed.database
+    if not database or database == ":memory:" or database.startswith("file::memory:"):
+        return None
+    return Path(database).expanduser()
+
+
+def display_url(url: str | URL) -> str:
+    """The URL with any password masked, for messages and logs."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _sqlite_on_connect(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+    finally:
+        cursor.close()
+
+
+def create_engine_for(url: str) -> Engine:
+    """A new engine for ``url`` (bare paths allowed) with the per-backend settings described above."""
+    url = normalize_url(url)
+    if is_sqlite(url):
+        path = sqlite_path(url)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+        event.listen(engine, "connect", _sqlite_on_connect)
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def get_engine(url: str) -> Engine:
+    """A shared engine per URL, for readers that are called often (the dashboard, the CLI summary)."""
+    url = normalize_url(url)
+    with _engines_lock:
+        engine = _engines.get(url)
+        if engine is None:
+            engine = _engines[url] = create_engine_for(url)
+        return engine
+
+
+def dispose_engines() -> None:
+    """Close every shared engine (tests, and before a process forks)."""
+    with _engines_lock:
+        engines = list(_engines.values())
+        _engines.clear()
+    for engine in engines:
+        engine.dispose()

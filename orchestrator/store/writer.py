@@ -1,0 +1,472 @@
+"""The driver's write API: the orchestrator process is the only writer of the store.
+
+Typical use::
+
+    with StoreWriter(url) as store:                       # raises SchemaOutOfDate on an old/empty schema
+        run_id = store.find_resumable_run(plan_key)
+        if run_id is None:
+            run_id = store.start_run(sweep, config, plan_key, commit, code_hash)
+        else:
+            store.reopen_run(run_id)
+        store.add_jobs(run_id, [spec.to_dict() for spec in specs])
+        todo = [s for s in specs if s.key not in store.done_keys([s.key for s in specs])]
+        ...   # for each result coming back from Ray:
+        store.record_result(run_id, result.to_dict())
+        store.finish_run(run_id, "complete", counts)
+
+Attempts: every recorded result is one attempt of its job, with its own measurements and artifacts; history is
+never deleted and the ``jobs`` row mirrors the newest attempt.  A result is recorded at most once: the same
+result delivered again (same content, whatever its attempt number) adds nothing and record_result returns False.
+A result carries an attempt number (workers default to 1); it is kept when free, and when that number is already
+taken by a different result (a failed job run again, a forced rerun, without the caller numbering attempts)
+the result becomes the job's next attempt.  ``next_attempt(key)`` gives the number to stamp in advance.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import getpass
+import hashlib
+import json
+import math
+import os
+import socket
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from orchestrator.store.migrate import SchemaOutOfDate, check_schema
+from orchestrator.store.models import (
+    JOB_PENDING,
+    RUN_SOURCES,
+    RUN_STATUSES,
+    Artifact,
+    Device,
+    Job,
+    JobAttempt,
+    Measurement,
+    Node,
+    Run,
+    RunJob,
+    shape_key,
+    utcnow,
+)
+from orchestrator.store.session import create_engine_for, normalize_url
+from workers.spec import ALL_STATUSES, GOOD_STATUSES, STATUS_LOST, DeviceInfo, JobResult, JobSpec
+
+__all__ = ["SchemaOutOfDate", "StoreWriter", "json_safe", "result_digest"]
+
+_CHUNK = 500  # keys per IN (...) clause
+FINAL_RUN_STATUSES = tuple(s for s in RUN_STATUSES if s != "running")
+RESUMABLE_RUN_STATUSES = ("interrupted", "running")
+
+
+def json_safe(value: Any) -> Any:
+    """A value both backends store alike as JSON: tuples become lists, NaN/inf become None (PostgreSQL's json
+    type refuses them), keys become strings."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    """SQLite turns NaN into NULL; do the same everywhere so both backends agree (infinities are kept)."""
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def _samples(samples: Sequence[float | None] | None) -> list[float | None] | None:
+    if samples is None:
+        return None
+    return json_safe([None if x is None else float(x) for x in samples])
+
+
+def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def _current_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return f"uid{os.getuid()}" if hasattr(os, "getuid") else "unknown"
+
+
+def result_digest(result: dict[str, Any]) -> str:
+    """Identity of a result as sent, without its attempt number (which callers may or may not set)."""
+    content = {k: v for k, v in result.items() if k != "attempt"}
+    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _from_unix(seconds: float | None) -> dt.datetime | None:
+    return None if seconds is None else dt.datetime.fromtimestamp(float(seconds), dt.timezone.utc)
+
+
+def _parse_result(result: dict[str, Any]) -> JobResult:
+    try:
+        parsed = JobResult.from_dict(result)
+    except (TypeError, KeyError) as exc:
+        raise ValueError(f"not a JobResult dict ({exc}): {sorted(result)}") from exc
+    if not parsed.key:
+        raise ValueError("result without a job key")
+    if parsed.status not in ALL_STATUSES:
+        raise ValueError(f"result {parsed.key}: status {parsed.status!r} not in {ALL_STATUSES}")
+    if not isinstance(parsed.attempt, int) or parsed.attempt < 1:
+        raise ValueError(f"result {parsed.key}: attempt must be an integer >= 1, got {parsed.attempt!r}")
+    seen: set[tuple[str, str]] = set()
+    for m in parsed.measurements:
+        pair = (m.impl, m.metric)
+        if pair in seen:
+            raise ValueError(f"result {parsed.key}: measurement {m.impl}/{m.metric} appears twice")
+        seen.add(pair)
+    return parsed
+
+
+def _parse_artifacts(key: str, details: dict[str, Any]) -> list[dict[str, Any]]:
+    """details["artifacts"] -> [{kind, name, path, blob, size}], base64 decoded."""
+    raw = details.get("artifacts") or []
+    if not isinstance(raw, list):
+        raise ValueError(f"result {key}: details.artifacts must be a list, got {type(raw).__name__}")
+    parsed = []
+    for i, a in enumerate(raw):
+        if not isinstance(a, dict) or not a.get("kind") or not a.get("name"):
+            raise ValueError(f"result {key}: artifact #{i} needs a kind and a name: {a!r:.200}")
+        blob = None
+        if a.get("data_b64") is not None:
+            try:
+                blob = base64.b64decode(a["data_b64"], validate=True)
+            except (binascii.Error, ValueError, TypeError) as exc:
+                raise ValueError(f"result {key}: artifact {a['name']!r} has invalid base64 data: {exc}") from exc
+        path = a.get("path")
+        if blob is None and not path:
+            raise ValueError(f"result {key}: artifact {a['name']!r} has neither data_b64 nor path")
+        size = len(blob) if blob is not None else a.get("size")
+        parsed.append({"kind": str(a["kind"]), "name": str(a["name"]), "path": path, "blob": blob,
+                       "size": None if size is None else int(size)})
+    return parsed
+
+
+def _device_fields(info: DeviceInfo) -> dict[str, Any]:
+    return {
+        "vendor": info.vendor, "name": info.name, "arch": info.arch, "gpu_type": info.gpu_type,
+        "warp_size": int(info.warp_size), "compute_units": int(info.compute_units),
+        "memory_bytes": int(info.memory_bytes), "driver": info.driver, "runtime": info.runtime,
+        "torch": info.torch, "triton": info.triton,
+    }
+
+
+class StoreWriter:
+    """Writes runs, jobs, results, devices and fleet snapshots.  Each method is one transaction."""
+
+    def __init__(self, url: str):
+        self.url = normalize_url(url)
+        self._engine = create_engine_for(self.url)
+        try:
+            check_schema(self._engine, self.url)
+        except BaseException:
+            self._engine.dispose()
+            raise
+        self._sessions = sessionmaker(self._engine, expire_on_commit=False)
+
+    # -- lifetime -------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> "StoreWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[Session]:
+        with self._sessions.begin() as session:
+            yield session
+
+    @staticmethod
+    def _run(session: Session, run_id: int) -> Run:
+        run = session.get(Run, run_id)
+        if run is None:
+            raise KeyError(f"no run with id {run_id}")
+        return run
+
+    @staticmethod
+    def _job(session: Session, key: str) -> Job:
+        job = session.scalars(select(Job).where(Job.key == key)).one_or_none()
+        if job is None:
+            raise KeyError(f"unknown job key {key!r}: add_jobs() its spec first")
+        return job
+
+    # -- runs -----------------------------------------------------------------------------------------------
+    def start_run(self, sweep: str, config: dict[str, Any], plan_key: str, commit: str | None,
+                  code_hash: str | None, source: str = "sweep", source_digest: str | None = None) -> int:
+        """A new run (status running), stamped with the current user, host and time; returns its id."""
+        if source not in RUN_SOURCES:
+            raise ValueError(f"run source {source!r} not in {RUN_SOURCES}")
+        with self._tx() as s:
+            run = Run(sweep=sweep, config=json_safe(dict(config or {})), plan_key=plan_key, commit=commit,
+                      code_hash=code_hash, user=_current_user(), host=socket.gethostname(), source=source,
+                      source_digest=source_digest, status="running", started_at=utcnow(), finished_at=None,
+                      counts=None)
+            s.add(run)
+            s.flush()
+            return run.id
+
+    def find_resumable_run(self, plan_key: str) -> int | None:
+        """The latest sweep run with this plan key that did not finish (interrupted, or still marked running)."""
+        with self._tx() as s:
+            return s.scalar(
+                select(Run.id)
+                .where(Run.plan_key == plan_key, Run.source == "sweep", Run.status.in_(RESUMABLE_RUN_STATUSES))
+                .order_by(Run.started_at.desc(), Run.id.desc())
+                .limit(1)
+            )
+
+    def reopen_run(self, run_id: int) -> None:
+        with self._tx() as s:
+            run = self._run(s, run_id)
+            run.status = "running"
+            run.finished_at = None
+
+    def find_import_run(self, source_digest: str) -> int | None:
+        """The run that imported the file with this digest, if any (so an import is not recorded twice)."""
+        with self._tx() as s:
+            return s.scalar(
+                select(Run.id)
+                .where(Run.source == "import", Run.source_digest == source_digest)
+                .order_by(Run.id.desc())
+                .limit(1)
+            )
+
+    def finish_run(self, run_id: int, status: str, counts: dict[str, Any]) -> None:
+        if status not in FINAL_RUN_STATUSES:
+            raise ValueError(f"finish_run status {status!r} not in {FINAL_RUN_STATUSES}")
+        with self._tx() as s:
+            run = self._run(s, run_id)
+            run.status = status
+            run.finished_at = utcnow()
+            run.counts = json_safe(dict(counts or {}))
+
+    # -- jobs -----------------------------------------------------------------------------------------------
+    def add_jobs(self, run_id: int, specs: Iterable[dict[str, Any]]) -> int:
+        """Create the jobs not yet in the store (status pending) and link every spec's job to the run.
+
+        Jobs already in the store (done by an earlier run, or planned twice) are linked, never duplicated.
+        Returns how many job rows were created.
+        """
+        by_key: dict[str, dict[str, Any]] = {}
+        for raw in specs:
+            try:
+                spec = JobSpec.from_dict(dict(raw)).to_dict()
+            except TypeError as exc:
+                raise ValueError(f"not a JobSpec dict ({exc}): {raw!r:.200}") from exc
+            if not spec["key"]:
+                raise ValueError(f"job spec without a key: {spec!r:.200}")
+            by_key.setdefault(spec["key"], spec)
+        keys = list(by_key)
+        with self._tx() as s:
+            self._run(s, run_id)
+            ids: dict[str, int] = {}
+            for chunk in _chunks(keys):
+                ids.update(s.execute(select(Job.key, Job.id).where(Job.key.in_(chunk))).all())
+            new_jobs = []
+            for key in keys:
+                if key in ids:
+                    continue
+                spec = by_key[key]
+                new_jobs.append(Job(
+                    key=key, spec=json_safe(spec), kind=spec["kind"], kernel=spec["kernel"], model=spec["model"],
+                    shape=list(spec["shape"]), shape_key=shape_key(spec["shape"]), dtype=spec["dtype"],
+                    target=spec["target"], status=JOB_PENDING, attempts=0, created_run_id=run_id,
+                ))
+            s.add_all(new_jobs)
+            s.flush()
+            ids.update({job.key: job.id for job in new_jobs})
+            job_ids = list(ids.values())
+            linked: set[int] = set()
+            for chunk in _chunks(job_ids):
+                linked.update(s.scalars(select(RunJob.job_id).where(RunJob.run_id == run_id,
+                                                                     RunJob.job_id.in_(chunk))))
+            s.add_all(RunJob(run_id=run_id, job_id=job_id) for job_id in job_ids if job_id not in linked)
+            return len(new_jobs)
+
+    def done_keys(self, keys: Iterable[str], run_id: int | None = None) -> set[str]:
+        """The keys whose job has a good status (ok, incorrect, skipped).
+
+        With ``run_id``, only keys whose good attempt was recorded by that run (resuming a forced rerun).
+        """
+        keys = list(dict.fromkeys(keys))
+        done: set[str] = set()
+        with self._tx() as s:
+            for chunk in _chunks(keys):
+                if run_id is None:
+                    query = select(Job.key).where(Job.key.in_(chunk), Job.status.in_(GOOD_STATUSES))
+                else:
+                    query = (select(Job.key).join(JobAttempt, JobAttempt.job_id == Job.id)
+                             .where(Job.key.in_(chunk), JobAttempt.run_id == run_id,
+                                    JobAttempt.status.in_(GOOD_STATUSES)))
+                done.update(s.scalars(query))
+        return done
+
+    def next_attempt(self, key: str) -> int:
+        """The attempt number to give the next run of this job."""
+        with self._tx() as s:
+            return self._job(s, key).attempts + 1
+
+    # -- devices --------------------------------------------------------------------------------------------
+    def record_device(self, device: dict[str, Any]) -> str:
+        """Insert or refresh a device (by hardware key); returns the hardware key."""
+        with self._tx() as s:
+            return self._upsert_device(s, device)
+
+    @staticmethod
+    def _upsert_device(s: Session, device: dict[str, Any]) -> str:
+        try:
+            info = DeviceInfo.from_dict(dict(device))
+        except TypeError as exc:
+            raise ValueError(f"not a DeviceInfo dict ({exc}): {sorted(device)}") from exc
+        key = device.get("hardware_key") or info.hardware_key
+        now = utcnow()
+        row = s.get(Device, key)
+        if row is None:
+            row = Device(hardware_key=key, first_seen=now)
+            s.add(row)
+        for name, value in _device_fields(info).items():
+            setattr(row, name, value)
+        row.last_seen = now
+        row.info = json_safe({**info.to_dict(), "hardware_key": key})
+        s.flush()
+        return key
+
+    def set_copy_bandwidth(self, hardware_key: str, gbs: float) -> None:
+        """Cache the device's measured copy bandwidth (GB/s), the ceiling for % of peak."""
+        gbs = float(gbs)
+        if not math.isfinite(gbs) or gbs <= 0:
+            raise ValueError(f"copy bandwidth must be a positive number of GB/s, got {gbs}")
+        with self._tx() as s:
+            row = s.get(Device, hardware_key)
+            if row is None:
+                raise KeyError(f"unknown device {hardware_key!r}: record_device() it first")
+            row.copy_bandwidth_gbs = gbs
+            row.copy_bandwidth_measured_at = utcnow()
+
+    def copy_bandwidth(self, hardware_key: str) -> float | None:
+        with self._tx() as s:
+            return s.scalar(select(Device.copy_bandwidth_gbs).where(Device.hardware_key == hardware_key))
+
+    # -- results --------------------------------------------------------------------------------------------
+    def record_result(self, run_id: int, result: dict[str, Any], force: bool = False) -> bool:
+        """Record one JobResult dict as an attempt of its job; returns False when it added nothing.
+
+        Nothing is added when the same result was recorded before (see the module doc), or when the job already
+        has a good status and ``force`` is False (a forced rerun records its attempt next to the old ones).
+        Artifacts in ``details["artifacts"]`` ({kind, name, data_b64 | path, size}) are stored in the
+        artifacts table (blobs decoded); details keep only their id, kind, name, path, size and where stored.
+        """
+        r = _parse_result(result)
+        digest = result_digest(result)
+        details = dict(r.details or {})
+        artifacts = _parse_artifacts(r.key, details)
+        details.pop("artifacts", None)
+        with self._tx() as s:
+            self._run(s, run_id)
+            job = self._job(s, r.key)
+            seen = s.scalar(select(JobAttempt.id).where(JobAttempt.job_id == job.id,
+                                                        JobAttempt.result_digest == digest).limit(1))
+            if seen is not None:
+                return False
+            if job.status in GOOD_STATUSES and not force:
+                return False
+            number = r.attempt
+            taken = s.scalar(select(JobAttempt.id).where(JobAttempt.job_id == job.id,
+                                                         JobAttempt.attempt == number))
+            if taken is not None:
+                number = (s.scalar(select(func.max(JobAttempt.attempt)).where(JobAttempt.job_id == job.id))
+                          or 0) + 1
+            device = result.get("device")  # as sent: keeps the hardware key the worker computed
+            hardware_key = self._upsert_device(s, device) if device else None
+            started_at = _from_unix(r.started_at)
+            attempt = JobAttempt(job_id=job.id, attempt=number, run_id=run_id, status=r.status, error=r.error,
+                                 node_id=r.node_id, hardware_key=hardware_key, started_at=started_at,
+                                 duration_s=_finite_or_none(r.duration_s), details=None, recorded_at=utcnow(),
+                                 result_digest=digest)
+            s.add(attempt)
+            s.flush()
+            s.add_all(Measurement(job_id=job.id, attempt=number, impl=m.impl, metric=m.metric,
+                                  value=_finite_or_none(m.value), unit=m.unit or "", samples=_samples(m.samples))
+                      for m in r.measurements)
+            rows = [Artifact(job_id=job.id, attempt=number, kind=a["kind"], name=a["name"], path=a["path"],
+                             blob=a["blob"], size=a["size"]) for a in artifacts]
+            s.add_all(rows)
+            s.flush()
+            if rows:
+                details["artifacts"] = [{"id": row.id, "kind": row.kind, "name": row.name, "path": row.path,
+                                         "size": row.size, "stored": "blob" if row.blob is not None else "path"}
+                                        for row in rows]
+            attempt.details = json_safe(details)
+            if number >= job.attempts:  # the newest attempt: the job row mirrors it
+                job.status = r.status
+                job.error = r.error
+                job.node_id = r.node_id
+                job.hardware_key = hardware_key
+                job.started_at = started_at
+                job.duration_s = attempt.duration_s
+                job.details = attempt.details
+                job.last_run_id = run_id
+                job.attempts = number
+            if s.get(RunJob, (run_id, job.id)) is None:
+                s.add(RunJob(run_id=run_id, job_id=job.id))
+            return True
+
+    def mark_lost(self, run_id: int, key: str, reason: str, attempt: int | None = None,
+                  force: bool = False) -> bool:
+        """Record that no node could run this job (node died, retries exhausted); same rules as record_result.
+        Marking the same job lost for the same reason twice in one run records it once."""
+        if attempt is None:
+            attempt = self.next_attempt(key)
+        lost = JobResult(key=key, status=STATUS_LOST, error=reason, attempt=attempt,
+                         details={"lost_in_run": run_id})
+        return self.record_result(run_id, lost.to_dict(), force=force)
+
+    def job_statuses(self, keys: Iterable[str]) -> dict[str, str]:
+        """key -> the job's status (its newest attempt's, or "pending"); unknown keys are left out."""
+        keys = list(dict.fromkeys(keys))
+        statuses: dict[str, str] = {}
+        with self._tx() as s:
+            for chunk in _chunks(keys):
+                statuses.update(s.execute(select(Job.key, Job.status).where(Job.key.in_(chunk))).all())
+        return statuses
+
+    # -- fleet ----------------------------------------------------------------------------------------------
+    def record_nodes(self, nodes: Iterable[dict[str, Any]]) -> int:
+        """Snapshot of the fleet: upsert each node by id.  Takes our own form ({node_id, labels, resources,
+        alive, address}) or Ray's (``ray.nodes()``: NodeID, Labels, Resources, Alive, NodeManagerAddress)."""
+        now = utcnow()
+        count = 0
+        with self._tx() as s:
+            for n in nodes:
+                node_id = n.get("node_id") or n.get("NodeID")
+                if not node_id:
+                    raise ValueError(f"node without node_id/NodeID: {n!r:.200}")
+                row = s.get(Node, node_id)
+                if row is None:
+                    row = Node(node_id=node_id, first_seen=now)
+                    s.add(row)
+                row.address = n.get("address") or n.get("NodeManagerAddress")
+                row.labels = json_safe(dict(n.get("labels") or n.get("Labels") or {}))
+                row.resources = json_safe(dict(n.get("resources") or n.get("Resources") or {}))
+                row.alive = bool(n.get("alive", n.get("Alive", True)))
+                row.last_seen = now
+                count += 1
+        return count

@@ -1,0 +1,25 @@
+"""Open the store for a sweep or an import: an empty database gets the schema; an old one is an error."""
+from __future__ import annotations
+
+from rich.console import Console
+
+from orchestrator.config import ConfigError
+
+
+def open_writer(explicit_url: str | None, console: Console):
+    from orchestrator.store import migrate
+    from orchestrator.store.session import resolve_url
+    from orchestrator.store.writer import SchemaOutOfDate, StoreWriter
+
+    url = resolve_url(explicit_url)
+    try:
+        current = migrate.current(url)
+    except Exception as exc:
+        raise ConfigError(f"store.url: cannot open {url}: {str(exc).splitlines()[0]}") from None
+    if current is None:
+        migrate.upgrade(url)
+        console.print(f"created the store schema in {url}")
+    try:
+        return StoreWriter(url), url
+    except SchemaOutOfDate as exc:
+        raise ConfigError(str(exc)) from None

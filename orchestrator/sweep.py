@@ -1,0 +1,177 @@
+"""One sweep, end to end: plan, open the run in the store, skip what is done, schedule the rest, summarise."""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from orchestrator import plan as planner
+from orchestrator import report, schedule
+from orchestrator.config import ConfigError
+from orchestrator.store_access import open_writer
+from workers import runner
+from workers.spec import STATUS_LOST, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec
+
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def plan_header(cfg: dict, specs: list[JobSpec]) -> dict:
+    code = planner.code_version()
+    return {"sweep": cfg["sweep"]["name"], "config": cfg, "plan_key": planner.plan_key(specs), **code.to_dict()}
+
+
+def write_dry_run(cfg: dict, specs: list[JobSpec], console: Console) -> int:
+    out = Path(cfg.get("plan_out") or f"plan-{cfg['sweep']['name']}.jsonl")
+    runner.write_plan(out, plan_header(cfg, specs), specs)
+    console.print(f"planned {len(specs)} jobs, nothing scheduled: {out}\n"
+                  f"run them on any machine with `python -m workers run {out} --out results.jsonl`, "
+                  f"then `python -m orchestrator import results.jsonl`")
+    return EXIT_OK
+
+
+class _Recorder:
+    """The driver's side of the results stream: the only writer to the store."""
+
+    def __init__(self, writer, run_id: int, force: bool, progress: Progress, task, labels: dict[str, str],
+                 console: Console):
+        self.writer, self.run_id, self.force = writer, run_id, force
+        self.progress, self.task, self.labels, self.console = progress, task, labels, console
+        self.counts: Counter[str] = Counter()
+        self.known_ceiling: set[str] = set()
+        self.arrivals: list[float] = []
+
+    def _advance(self, status: str) -> None:
+        self.counts[status] += 1
+        self.arrivals.append(time.perf_counter())
+        done = self.counts[STATUS_OK] + self.counts[STATUS_SKIPPED]
+        failed = sum(self.counts.values()) - done
+        self.progress.update(self.task, advance=1, state=f"done {done}  failed {failed}")
+
+    def result(self, res: JobResult) -> None:
+        if res.device is not None:
+            hw = self.writer.record_device(res.device.to_dict())
+            gbs = res.details.get("copy_gbs")
+            if gbs and hw not in self.known_ceiling:
+                if self.writer.copy_bandwidth(hw) is None:
+                    self.writer.set_copy_bandwidth(hw, float(gbs))
+                self.known_ceiling.add(hw)
+        self.writer.record_result(self.run_id, res.to_dict(), force=self.force)
+        if res.status not in (STATUS_OK, STATUS_SKIPPED):
+            self.console.print(f"[yellow]{self.labels.get(res.key, res.key)}[/]: {res.status}: "
+                               f"{(res.error or '').strip()[:300]}")
+        self._advance(res.status)
+
+    def lost(self, spec: JobSpec, reason: str) -> None:
+        self.writer.mark_lost(self.run_id, spec.key, reason)
+        self.console.print(f"[red]{spec.label()}[/]: lost: {reason}")
+        self._advance(STATUS_LOST)
+
+
+def run_sweep(cfg: dict, console: Console) -> int:
+    from orchestrator.validate import validate
+
+    validate(cfg)
+    specs = planner.plan(cfg)
+    if cfg.get("dry_run"):
+        return write_dry_run(cfg, specs, console)
+
+    writer, url = open_writer(cfg["store"].get("url"), console)
+    header = plan_header(cfg, specs)
+    run_id = writer.find_resumable_run(header["plan_key"])
+    if run_id is not None:
+        writer.reopen_run(run_id)
+        console.print(f"resuming interrupted run {run_id}")
+    else:
+        run_id = writer.start_run(cfg["sweep"]["name"], cfg, header["plan_key"], header["commit"],
+                                  header["kernels_hash"])
+    writer.add_jobs(run_id, [s.to_dict() for s in specs])
+    done = set() if cfg.get("rerun") else writer.done_keys([s.key for s in specs])
+    todo = [s for s in specs if s.key not in done]
+    console.print(f"sweep {cfg['sweep']['name']}: {len(specs)} jobs, {len(done)} done earlier, "
+                  f"{len(todo)} to run (run {run_id}, store {url})")
+    status = "complete"
+    interrupted = False
+    counts: Counter[str] = Counter()
+    t0 = time.perf_counter()
+    cluster = None
+    try:
+        if todo:
+            cluster = schedule.RayCluster(cfg["cluster"].get("address"), local_labels=_local_labels()).start()
+            selector = dict(cfg["target"].get("label_selector") or {})
+            _check_target(cluster, cfg["target"], selector, console)
+            if cfg["target"].get("per_gpu_type"):
+                # target=all: one copy of each job per GPU type present (plan again, now that the fleet is known)
+                types = cluster.gpu_types()
+                if not types:
+                    raise ConfigError("target=all: no node carries a kernelfleet.io/gpu label; "
+                                      "join GPU nodes with `python -m orchestrator node join`")
+                specs = planner.plan(cfg, gpu_types=types)
+                writer.add_jobs(run_id, [s.to_dict() for s in specs])
+                done = set() if cfg.get("rerun") else writer.done_keys([s.key for s in specs])
+                todo = [s for s in specs if s.key not in done]
+
+            def selector_of(spec: JobSpec) -> dict[str, str]:
+                if cfg["target"].get("per_gpu_type"):
+                    return {f"{schedule.LABEL_NS}/gpu": spec.target}
+                return selector
+
+            console.print(f"fleet: {schedule.fleet_summary(cluster.nodes())}")
+            with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TextColumn("{task.fields[state]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                          console=console, transient=False) as progress:
+                task = progress.add_task(cfg["sweep"]["name"], total=len(todo), state="")
+                rec = _Recorder(writer, run_id, bool(cfg.get("rerun")), progress, task,
+                                {s.key: s.label() for s in todo}, console)
+                schedule.execute(cluster, todo, selector_of, rec.result, rec.lost,
+                                 batch_size=cfg["sweep"]["batch_size"], max_retries=cfg["sweep"]["max_retries"],
+                                 no_node_grace_s=(float("inf") if cfg["target"].get("wait_for_nodes")
+                                                  else schedule.NO_NODE_GRACE_S))
+                counts = rec.counts
+    except KeyboardInterrupt:
+        interrupted = True
+        status = "interrupted"
+    finally:
+        if cluster is not None:
+            cluster.stop()
+    final = writer.job_statuses([s.key for s in specs])
+    n_bad = sum(1 for st in final.values() if st not in (STATUS_OK, STATUS_SKIPPED))
+    if not interrupted and n_bad:
+        status = "failed"
+    writer.finish_run(run_id, status, {"planned": len(specs), "ran": sum(counts.values()),
+                                        "done_earlier": len(done), "wall_s": round(time.perf_counter() - t0, 3),
+                                        **{f"status_{k}": v for k, v in Counter(final.values()).items()}})
+    from orchestrator.store import queries
+
+    rows = queries.run_summary(url, run_id)
+    report.print_summary(console, rows, f"run {run_id} · {cfg['sweep']['name']}")
+    console.print(f"run {run_id}: {status}; {len(specs)} jobs ({dict(Counter(final.values()))}); store: {url}")
+    if interrupted:
+        console.print(f"interrupted: run the same command again to complete run {run_id}")
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED if n_bad else EXIT_OK
+
+
+def _local_labels() -> dict[str, str]:
+    """Labels of the embedded local node, so GPU-type targets also work without a cluster."""
+    try:
+        from workers import device
+
+        infos = device.detect_all()
+        return device.labels(infos[0]) if infos and infos[0].vendor != "cpu" else {}
+    except Exception:
+        return {}
+
+
+def _check_target(cluster: schedule.RayCluster, target: dict, selector: dict[str, str], console: Console) -> None:
+    if cluster.slots(selector) > 0:
+        return
+    if target.get("wait_for_nodes"):
+        console.print(f"waiting for a node matching {schedule.describe_selector(selector)} ...")
+        schedule.wait_for_match(cluster, selector, float("inf"))
+        return
+    raise ConfigError(f"target={target['name']}: no live node matches {schedule.describe_selector(selector)}; "
+                      f"fleet: {schedule.fleet_summary(cluster.nodes())} (join one with `python -m orchestrator node "
+                      f"join`, or wait with target.wait_for_nodes=true)")

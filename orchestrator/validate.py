@@ -1,0 +1,87 @@
+"""Check a composed configuration's values against the kernel registry, before anything is scheduled."""
+from __future__ import annotations
+
+from typing import Any
+
+from orchestrator.config import ConfigError
+from orchestrator.plan_e2e import validate_e2e
+from workers.spec import JOB_KINDS
+
+KERNEL_KINDS = ("correctness", "micro", "profile")
+
+
+def effective_grid(cfg: dict, kname: str) -> dict[str, Any]:
+    """A kernel's grid after the sweep-level overrides (sweep.shapes/dtypes/impls win over the kernel's own)."""
+    k = cfg["kernels"][kname]
+    sw = cfg["sweep"]
+    return {
+        "name": k["name"],
+        "shapes": sw["shapes"] if sw.get("shapes") is not None else k["shapes"],
+        "dtypes": sw["dtypes"] if sw.get("dtypes") is not None else k["dtypes"],
+        "impls": sw["impls"] if sw.get("impls") is not None else k["impls"],
+    }
+
+
+def selected_kernels(cfg: dict) -> list[str]:
+    names = list(cfg["kernels"])
+    only = cfg["sweep"].get("kernels")
+    if only is None:
+        return names
+    for n in only:
+        if n not in names:
+            raise ConfigError(f"sweep.kernels: {n!r} is not in this sweep; kernels here: {', '.join(names)} "
+                              f"(add one with +kernel@kernels.NAME=NAME)")
+    return list(only)
+
+
+def validate(cfg: dict) -> None:
+    from kernels import registry
+
+    sw = cfg["sweep"]
+    for kind in sw["kinds"]:
+        if kind not in JOB_KINDS:
+            raise ConfigError(f"sweep.kinds: unknown job kind {kind!r}; allowed: {', '.join(JOB_KINDS)}")
+    for key in ("warmup_ms", "rep_ms", "timeout_s"):
+        if not sw[key] > 0:
+            raise ConfigError(f"sweep.{key}: must be > 0, got {sw[key]}")
+    for key in ("rounds", "batch_size"):
+        if sw[key] < 1:
+            raise ConfigError(f"sweep.{key}: must be >= 1, got {sw[key]}")
+    if sw["max_retries"] < 0:
+        raise ConfigError(f"sweep.max_retries: must be >= 0, got {sw['max_retries']}")
+    if "e2e" in sw["kinds"]:
+        validate_e2e(sw)
+    wants_kernels = any(k in KERNEL_KINDS for k in sw["kinds"])
+    names = selected_kernels(cfg)
+    if wants_kernels and not names:
+        raise ConfigError("kernels: this sweep names no kernel; add one with +kernel@kernels.NAME=NAME; "
+                          f"known kernels: {', '.join(registry.kernel_names())}")
+    for kname in names:
+        grid = effective_grid(cfg, kname)
+        where = f"kernels.{kname}"
+        try:
+            entry = registry.get(grid["name"])
+        except registry.UnknownKernelError as exc:
+            raise ConfigError(f"{where}.name: {exc}") from None
+        if not grid["impls"]:
+            raise ConfigError(f"{where}.impls: empty; allowed: {', '.join(entry.impl_names())}")
+        for impl in grid["impls"]:
+            if impl not in entry.impls:
+                raise ConfigError(f"{where}.impls: unknown implementation {impl!r} of {entry.name}; "
+                                  f"allowed: {', '.join(entry.impl_names())}")
+        if not grid["dtypes"]:
+            raise ConfigError(f"{where}.dtypes: empty; allowed: {', '.join(entry.dtypes)}")
+        for dt in grid["dtypes"]:
+            if dt not in entry.dtypes:
+                raise ConfigError(f"{where}.dtypes: unknown dtype {dt!r} for {entry.name}; "
+                                  f"allowed: {', '.join(entry.dtypes)}")
+        if not grid["shapes"]:
+            raise ConfigError(f"{where}.shapes: empty")
+        for i, shape in enumerate(grid["shapes"]):
+            if not isinstance(shape, (list, tuple)) or not shape or not all(
+                    isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+                raise ConfigError(f"{where}.shapes[{i}]: {shape!r} is not a shape (a list of sizes >= 0)")
+            try:
+                entry.check_shape(tuple(shape))
+            except ValueError as exc:
+                raise ConfigError(f"{where}.shapes[{i}]: {list(shape)}: {exc}") from None

@@ -1,0 +1,55 @@
+"""inject()/restore() as an API: kernel selection, what it accepts, the report."""
+import json
+
+import pytest
+import torch
+
+from kernels.inject import KERNEL_NAMES, inject, is_injected, resolve_kernels, restore
+
+
+def test_kernel_selection_is_checked():
+    assert resolve_kernels("all") == tuple(sorted(KERNEL_NAMES))
+    assert resolve_kernels(["rms_norm", "rms_norm", "adaln_rms"]) == ("adaln_rms", "rms_norm")
+    with pytest.raises(ValueError, match=r"unknown kernel 'rmsnorm'; injectable kernels: qk_norm_rope, adaln_rms"):
+        resolve_kernels(["rmsnorm"])
+    with pytest.raises(ValueError, match=r"kernel 'gelu_tanh' cannot be injected: GELU-tanh is one PyTorch kernel"):
+        resolve_kernels(["gelu_tanh"])
+    with pytest.raises(ValueError, match="empty selection"):
+        resolve_kernels([])
+
+
+def test_only_models_and_pipelines():
+    with pytest.raises(TypeError, match="takes a torch.nn.Module"):
+        inject(object())
+
+
+def test_a_model_of_no_known_family_is_reported_not_changed():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.LayerNorm(8), torch.nn.GELU(approximate="tanh"))
+    rep = inject(model)
+    assert rep.families == () and rep.replaced == []
+    assert {x.module for x in rep.left} == {"LayerNorm", "GELU"}
+    assert "nothing" in rep.summary()
+    json.dumps(rep.to_dict())
+    assert restore(model) == 0
+    assert not is_injected(model)
+
+
+def test_pipeline_report_merges_components_with_paths():
+    from diffusers import FlowMatchEulerDiscreteScheduler, LTXPipeline, LTXVideoTransformer3DModel
+
+    torch.manual_seed(0)
+    transformer = LTXVideoTransformer3DModel(in_channels=8, out_channels=8, num_attention_heads=2,
+                                             attention_head_dim=8, cross_attention_dim=16, num_layers=1,
+                                             caption_channels=16)
+    pipe = LTXPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None, tokenizer=None,
+                       transformer=transformer)
+    rep = inject(pipe)
+    assert rep.target == "LTXPipeline"
+    assert all(r.path.startswith("transformer.") for r in rep.replaced)
+    assert is_injected(pipe) and is_injected(pipe.transformer)
+    again = inject(pipe)
+    assert again.already_injected and again.replaced == rep.replaced
+    text = str(rep)
+    assert "transformer.transformer_blocks.0.attn1 [attn_processor: qk_norm_rope]" in text
+    assert restore(pipe) == 3
+    assert not is_injected(pipe)

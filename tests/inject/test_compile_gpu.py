@@ -1,0 +1,216 @@
+"""On a GPU: the kernelfleet ops pass torch.library.opcheck, and injected models compile with fullgraph=True
+(``compile_repeated_blocks`` and ``torch.compile`` of the whole model) with the kernels inside the compiled graph
+and outputs that still match eager.  On the CPU the kernels run in Triton's interpreter, which torch.compile cannot
+trace, so these tests are skipped there."""
+import pytest
+import torch
+
+from kernels.launch import interpreting
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU (torch.compile of Triton "
+                                                             "kernels; the CPU interpreter cannot be traced)"),
+    pytest.mark.skipif(interpreting(), reason="TRITON_INTERPRET=1 is set (tests/conftest.py sets it by default); run "
+                                              "GPU tests with TRITON_INTERPRET=0"),
+]
+
+DEV = "cuda"
+BF16 = torch.bfloat16
+
+
+def _rand(*shape, dtype=BF16):
+    return torch.randn(*shape, device=DEV, dtype=torch.float32).to(dtype)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# opcheck
+# ----------------------------------------------------------------------------------------------------------------
+def _op_cases():
+    B, S, C = 2, 96, 256
+    x, r = _rand(B, S, C), _rand(B, S, C)
+    w = _rand(C)
+    sc, sh = _rand(B, 1, C) * 0.1, _rand(B, 1, C) * 0.1
+    sct, sht = _rand(B, S, C) * 0.1, _rand(B, S, C) * 0.1
+    cos, sin = _rand(B, S, C, dtype=torch.float32), _rand(B, S, C, dtype=torch.float32)
+    q4 = _rand(B, S, 4, 64)
+    cos2, sin2 = _rand(S, 64, dtype=torch.float32), _rand(S, 64, dtype=torch.float32)
+    qh = _rand(B, 4, S, 64)
+    cosb, sinb = _rand(B, S, 64), _rand(B, S, 64)
+    ops = torch.ops.kernelfleet
+    return {
+        "rms_norm_torch": (ops.rms_norm.default, (x, w, 1e-5, "torch")),
+        "rms_norm_diffusers": (ops.rms_norm.default, (x, w, 1e-6, "diffusers")),
+        "rms_norm_llama_noweight": (ops.rms_norm.default, (x, None, 1e-6, "llama")),
+        "adaln_rms": (ops.adaln_rms.default, (x, sc, sh, None, 1e-6)),
+        "adaln_rms_per_token": (ops.adaln_rms.default, (x, sct, sht, None, 1e-6)),
+        "adaln_layer_norm": (ops.adaln_layer_norm.default, (x, sc, sh, None, None, 1e-6)),
+        "qk_norm_rope": (ops.qk_norm_rope.default, (x, r, w, w, cos, sin, 1e-5)),
+        "add_rms_norm_modulate": (ops.add_rms_norm_modulate.default, (x, r, sct, sht, 1e-6)),
+        "rope_interleaved": (ops.rope_interleaved.default, (q4, cos2, sin2, 1)),
+        "rope_rotate_half": (ops.rope_rotate_half.default, (qh, cosb, sinb, 2, True)),
+    }
+
+
+@pytest.mark.parametrize("case", list(_op_cases.__code__.co_consts[-1]) if False else [
+    "rms_norm_torch", "rms_norm_diffusers", "rms_norm_llama_noweight", "adaln_rms", "adaln_rms_per_token",
+    "adaln_layer_norm", "qk_norm_rope", "add_rms_norm_modulate", "rope_interleaved", "rope_rotate_half"])
+def test_opcheck(case):
+    import kernels  # noqa: F401  (registers the ops)
+
+    op, args = _op_cases()[case]
+    torch.library.opcheck(op, args)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# fullgraph compile of injected models
+# ----------------------------------------------------------------------------------------------------------------
+class _Recording:
+    """A torch.compile backend that keeps every FX graph Dynamo hands over, then compiles it with Inductor."""
+
+    def __init__(self):
+        self.graphs = []
+
+    def __call__(self, gm, example_inputs):
+        from torch._inductor.compile_fx import compile_fx
+
+        self.graphs.append(gm)
+        return compile_fx(gm, example_inputs)
+
+    def kernel_ops(self) -> set[str]:
+        names = set()
+        for gm in self.graphs:
+            for node in gm.graph.nodes:
+                if node.op == "call_function" and str(node.target).startswith("kernelfleet."):
+                    names.add(str(node.target).split(".")[1])
+        return names
+
+
+def _rel_l2(a, b):
+    a, b = a.double(), b.double()
+    return (torch.linalg.vector_norm(a - b) / torch.linalg.vector_norm(b)).item()
+
+
+def _ltx(layers=2):
+    from diffusers import LTXVideoTransformer3DModel
+
+    torch.manual_seed(0)
+    with torch.device(DEV):
+        m = LTXVideoTransformer3DModel(num_layers=layers)  # real width (32 heads x 64 = 2048), fewer blocks
+    return m.to(BF16).eval()
+
+
+def _ltx_inputs(per_token=False):
+    g = torch.Generator(DEV).manual_seed(1)
+    f, h, w = 4, 15, 22  # the seed setting's latent: 1320 tokens
+    mask = torch.ones(2, 128, device=DEV)
+    mask[0, 90:] = 0
+    t = (torch.rand(2, f * h * w, device=DEV, generator=g) * 1000 if per_token
+         else torch.full((2,), 700.0, device=DEV))
+    return dict(hidden_states=torch.randn(2, f * h * w, 128, device=DEV, generator=g).to(BF16),
+                encoder_hidden_states=torch.randn(2, 128, 4096, device=DEV, generator=g).to(BF16),
+                timestep=t, encoder_attention_mask=mask, num_frames=f, height=h, width=w,
+                rope_interpolation_scale=(0.32, 32, 32), return_dict=False)
+
+
+def _uncompile(model):
+    for m in model.modules():
+        if getattr(m, "_compiled_call_impl", None) is not None:
+            m._compiled_call_impl = None
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("per_token", [False, True], ids=["temb_broadcast", "temb_per_token"])
+def test_ltx_compile_repeated_blocks_fullgraph(per_token):
+    from kernels.inject import inject, restore
+
+    model, kw = _ltx(), _ltx_inputs(per_token)
+    with torch.no_grad():
+        ref = model(**kw)[0]
+        rep = inject(model)
+        eager_injected = model(**kw)[0]
+        rec = _Recording()
+        torch._dynamo.reset()
+        model.compile_repeated_blocks(fullgraph=True, backend=rec)
+        out = model(**kw)[0]
+        out2 = model(**kw)[0]
+    assert rep.counts() == {"attn_processor": 4, "block_forward": 2}
+    assert rec.graphs, "nothing was compiled"
+    assert rec.kernel_ops() == {"qk_norm_rope", "rms_norm", "adaln_rms", "add_rms_norm_modulate"}
+    assert _rel_l2(eager_injected, ref) < 1e-2
+    assert _rel_l2(out, ref) < 3e-2 and torch.isfinite(out).all()
+    assert torch.equal(out, out2)
+    _uncompile(model)
+    restore(model)
+    with torch.no_grad():
+        assert torch.equal(model(**kw)[0], ref)
+
+
+def _whole_model_cases():
+    from diffusers import FluxTransformer2DModel, SD3Transformer2DModel
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    def ltx():
+        return _ltx(1), _ltx_inputs(), {"qk_norm_rope", "rms_norm", "adaln_rms", "add_rms_norm_modulate"}
+
+    def flux():
+        torch.manual_seed(0)
+        with torch.device(DEV):
+            m = FluxTransformer2DModel(num_layers=1, num_single_layers=1, num_attention_heads=4,
+                                       joint_attention_dim=256, pooled_projection_dim=128)
+        g = torch.Generator(DEV).manual_seed(1)
+        seq, txt = 256, 32
+        kw = dict(hidden_states=torch.randn(2, seq, 64, device=DEV, generator=g).to(BF16),
+                  encoder_hidden_states=torch.randn(2, txt, 256, device=DEV, generator=g).to(BF16),
+                  pooled_projections=torch.randn(2, 128, device=DEV, generator=g).to(BF16),
+                  timestep=torch.tensor([0.3, 0.7], device=DEV).to(BF16),
+                  guidance=torch.tensor([3.5, 3.5], device=DEV).to(BF16) if m.config.guidance_embeds else None,
+                  img_ids=torch.randint(0, 16, (seq, 3), device=DEV).float(), txt_ids=torch.zeros(txt, 3, device=DEV),
+                  return_dict=False)
+        return m.to(BF16).eval(), kw, {"rms_norm", "rope_interleaved", "adaln_layer_norm"}
+
+    def sd3():
+        torch.manual_seed(0)
+        with torch.device(DEV):
+            m = SD3Transformer2DModel(sample_size=32, num_layers=2, attention_head_dim=64, num_attention_heads=4,
+                                      joint_attention_dim=256, caption_projection_dim=256, pooled_projection_dim=128,
+                                      pos_embed_max_size=32, qk_norm="rms_norm", dual_attention_layers=(0,))
+        g = torch.Generator(DEV).manual_seed(1)
+        kw = dict(hidden_states=torch.randn(2, 16, 32, 32, device=DEV, generator=g).to(BF16),
+                  encoder_hidden_states=torch.randn(2, 32, 256, device=DEV, generator=g).to(BF16),
+                  pooled_projections=torch.randn(2, 128, device=DEV, generator=g).to(BF16),
+                  timestep=torch.tensor([200, 800], device=DEV), return_dict=False)
+        return m.to(BF16).eval(), kw, {"rms_norm", "adaln_layer_norm"}
+
+    def llama():
+        torch.manual_seed(0)
+        cfg = LlamaConfig(hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
+                          num_key_value_heads=2, vocab_size=1000)
+        with torch.device(DEV):
+            m = LlamaForCausalLM(cfg)
+        ids = torch.randint(0, 1000, (2, 64), device=DEV, generator=torch.Generator(DEV).manual_seed(1))
+        return m.to(BF16).eval(), dict(input_ids=ids, use_cache=False, return_dict=False), {"rms_norm",
+                                                                                            "rope_rotate_half"}
+
+    return {"ltx": ltx, "flux": flux, "sd3": sd3, "llama": llama}
+
+
+@pytest.mark.parametrize("family", ["ltx", "flux", "sd3", "llama"])
+def test_torch_compile_whole_model_fullgraph(family):
+    from kernels.inject import inject, restore
+
+    model, kw, expected_ops = _whole_model_cases()[family]()
+    with torch.no_grad():
+        ref = model(**kw)[0]
+        inject(model)
+        rec = _Recording()
+        torch._dynamo.reset()
+        compiled = torch.compile(model, fullgraph=True, backend=rec)
+        out = compiled(**kw)[0]
+    assert rec.kernel_ops() == expected_ops
+    assert torch.isfinite(out.float()).all()
+    assert _rel_l2(out, ref) < 3e-2
+    torch._dynamo.reset()
+    restore(model)
+    with torch.no_grad():
+        assert torch.equal(model(**kw)[0], ref)

@@ -1,0 +1,223 @@
+"""LTX-Video injection on a tiny model (2 blocks, width 32) and a tiny pipeline whose VAE has the real 32x/8x
+compression: outputs match the stock model within bf16 rounding, the kernels are really called, the replaced
+modules are exactly what the architecture implies, restore is exact, and injecting twice is injecting once."""
+import json
+
+import pytest
+import torch
+from diffusers import AutoencoderKLLTXVideo, FlowMatchEulerDiscreteScheduler, LTXPipeline, LTXVideoTransformer3DModel
+from diffusers.models.transformers.transformer_ltx import LTXVideoAttnProcessor
+
+from kernels.inject import inject, is_injected, restore
+from kernels.inject.ltx import LTXKernelAttnProcessor
+from tests.inject.conftest import BF16, KernelCalls, assert_close_bf16, assert_equal
+
+LAYERS = 2
+TRANSFORMER = dict(in_channels=8, out_channels=8, patch_size=1, patch_size_t=1, num_attention_heads=4,
+                   attention_head_dim=8, cross_attention_dim=32, num_layers=LAYERS, caption_channels=32)
+VAE = dict(latent_channels=8, block_out_channels=(8, 8, 8, 8), decoder_block_out_channels=(8, 8, 8, 8),
+           layers_per_block=(1, 1, 1, 1, 1), decoder_layers_per_block=(1, 1, 1, 1, 1),
+           spatio_temporal_scaling=(True, True, True, False), decoder_spatio_temporal_scaling=(True, True, True, False),
+           patch_size=4, patch_size_t=1, encoder_causal=True, decoder_causal=False)
+FRAMES, HEIGHT, WIDTH = 9, 64, 96  # latent 2 x 2 x 3 = 12 tokens through the real 8x/32x compression
+TXT = 16
+PER_FORWARD = {"qk_norm_rope": LAYERS, "rms_norm": 2 * LAYERS, "adaln_rms": LAYERS, "add_rms_norm_modulate": LAYERS}
+
+
+def _transformer(dtype=BF16, seed=0):
+    torch.manual_seed(seed)
+    return LTXVideoTransformer3DModel(**TRANSFORMER).to(dtype).eval()
+
+
+def _inputs(dtype=BF16, batch=2, per_token=False):
+    g = torch.Generator().manual_seed(1)
+    f, h, w = 2, 2, 3
+    mask = torch.ones(batch, TXT)
+    mask[0, 10:] = 0
+    t = torch.rand(batch, f * h * w, generator=g) * 1000 if per_token else torch.full((batch,), 700.0)
+    return dict(hidden_states=torch.randn(batch, f * h * w, 8, generator=g).to(dtype),
+                encoder_hidden_states=torch.randn(batch, TXT, 32, generator=g).to(dtype),
+                timestep=t, encoder_attention_mask=mask, num_frames=f, height=h, width=w,
+                rope_interpolation_scale=(0.32, 32, 32), return_dict=False)
+
+
+def _run(model, kw):
+    with torch.no_grad():
+        return model(**kw)[0]
+
+
+@pytest.fixture(scope="module")
+def pipe():
+    torch.manual_seed(0)
+    transformer = LTXVideoTransformer3DModel(**TRANSFORMER)
+    vae = AutoencoderKLLTXVideo(**VAE)
+    vae.use_framewise_encoding = False
+    vae.use_framewise_decoding = False
+    p = LTXPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=vae, text_encoder=None, tokenizer=None,
+                    transformer=transformer)
+    p.to(dtype=BF16)
+    p.set_progress_bar_config(disable=True)
+    assert (p.vae_spatial_compression_ratio, p.vae_temporal_compression_ratio) == (32, 8)
+    return p
+
+
+def _call_pipe(p):
+    g = torch.Generator().manual_seed(0)
+    pe, npe = torch.randn(1, TXT, 32, generator=g).to(BF16), torch.randn(1, TXT, 32, generator=g).to(BF16)
+    pm, nm = torch.ones(1, TXT, dtype=torch.long), torch.ones(1, TXT, dtype=torch.long)
+    pm[:, 10:] = 0
+    nm[:, 4:] = 0
+    latents = torch.randn(1, 2 * 2 * 3, 8, generator=g)
+    with torch.no_grad():
+        return p(prompt_embeds=pe, prompt_attention_mask=pm, negative_prompt_embeds=npe,
+                 negative_prompt_attention_mask=nm, height=HEIGHT, width=WIDTH, num_frames=FRAMES,
+                 num_inference_steps=2, guidance_scale=3.0, latents=latents, output_type="pt",
+                 return_dict=False)[0]
+
+
+def test_pipeline_matches_stock_counts_and_restores_exactly(pipe):
+    ref = _call_pipe(pipe)
+    assert ref.shape == (1, FRAMES, 3, HEIGHT, WIDTH)
+    report = inject(pipe)
+    try:
+        assert report.families == ("ltx",)
+        assert report.counts() == {"attn_processor": 2 * LAYERS, "block_forward": LAYERS}
+        by_path = {r.path: r for r in report.replaced}
+        for i in range(LAYERS):
+            assert by_path[f"transformer.transformer_blocks.{i}.attn1"].kernels == ("qk_norm_rope",)
+            assert by_path[f"transformer.transformer_blocks.{i}.attn2"].kernels == ("rms_norm",)
+            assert by_path[f"transformer.transformer_blocks.{i}"].kernels == ("adaln_rms", "add_rms_norm_modulate")
+        left = {x.path: x for x in report.left}
+        assert left["transformer.norm_out"].module == "LayerNorm"
+        assert {p for p in left if ".ff." in p} == {f"transformer.transformer_blocks.{i}.ff.net.0"
+                                                    for i in range(LAYERS)}
+        assert all(x.reason for x in report.left)
+        json.dumps(report.to_dict())
+        with KernelCalls() as kc:
+            out = _call_pipe(pipe)
+        # 2 steps, classifier-free guidance batched: 2 transformer forwards
+        assert dict(kc.calls) == {k: 2 * v for k, v in PER_FORWARD.items()}
+        assert_close_bf16(out, ref)
+    finally:
+        n = restore(pipe)
+    assert n == 3 * LAYERS
+    assert not is_injected(pipe)
+    assert all(type(p) is LTXVideoAttnProcessor for p in pipe.transformer.attn_processors.values())
+    assert all("forward" not in b.__dict__ for b in pipe.transformer.transformer_blocks)
+    assert_equal(_call_pipe(pipe), ref)
+
+
+@pytest.mark.parametrize("per_token", [False, True], ids=["temb_broadcast", "temb_per_token"])
+def test_both_temb_layouts(per_token):
+    model = _transformer()
+    kw = _inputs(per_token=per_token)
+    seen = []
+    model.transformer_blocks[0].register_forward_pre_hook(
+        lambda mod, args, kwargs: seen.append(tuple(kwargs["temb"].shape)), with_kwargs=True)
+    ref = _run(model, kw)
+    inject(model)
+    with KernelCalls() as kc:
+        out = _run(model, kw)
+    assert seen[0] == seen[1] == ((2, 12, 6 * 32) if per_token else (2, 1, 6 * 32))
+    assert dict(kc.calls) == PER_FORWARD
+    assert_close_bf16(out, ref)
+    restore(model)
+    assert_equal(_run(model, kw), ref)
+
+
+def test_fp32_matches_closely():
+    model = _transformer(torch.float32)
+    kw = _inputs(torch.float32)
+    ref = _run(model, kw)
+    inject(model)
+    with KernelCalls() as kc:
+        out = _run(model, kw)
+    assert dict(kc.calls) == PER_FORWARD
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_inject_twice_is_once_and_restore_is_exact():
+    model = _transformer()
+    kw = _inputs()
+    ref = _run(model, kw)
+    first = inject(model)
+    procs = dict(model.attn_processors)
+    forwards = [b.__dict__["forward"] for b in model.transformer_blocks]
+    out1 = _run(model, kw)
+    second = inject(model)
+    assert second.already_injected and not first.already_injected
+    assert second.replaced == first.replaced and second.left == first.left
+    assert dict(model.attn_processors) == procs  # the very same processor objects
+    assert [b.__dict__["forward"] for b in model.transformer_blocks] == forwards
+    assert_equal(_run(model, kw), out1)
+    assert restore(model) == 3 * LAYERS
+    assert restore(model) == 0  # nothing left to undo
+    assert_equal(_run(model, kw), ref)
+
+
+def test_kernel_selection():
+    model = _transformer()
+    kw = _inputs()
+    ref = _run(model, kw)
+    rep = inject(model, kernels=["rms_norm"])
+    assert rep.counts() == {"attn_processor": 2 * LAYERS}
+    assert all(r.kernels == ("rms_norm",) for r in rep.replaced)
+    left = {x.path: x.reason for x in rep.left}
+    assert "not selected" in left["transformer_blocks.0.norm1"]
+    with KernelCalls() as kc:
+        out = _run(model, kw)
+    assert dict(kc.calls) == {"rms_norm": 4 * LAYERS}  # attn1's norms unfused (RoPE stays eager), attn2's
+    assert_close_bf16(out, ref)
+    # a different selection on an injected model: restore, then inject again
+    rep = inject(model, kernels=["qk_norm_rope", "adaln_rms"])
+    assert not rep.already_injected
+    assert rep.counts() == {"attn_processor": LAYERS, "block_forward": LAYERS}
+    assert {x.path: x.reason for x in rep.left}["transformer_blocks.1.attn2"] == "rms_norm not selected"
+    with KernelCalls() as kc:
+        out = _run(model, kw)
+    # without add_rms_norm_modulate, norm2 + modulate also goes through adaln_rms
+    assert dict(kc.calls) == {"qk_norm_rope": LAYERS, "adaln_rms": 2 * LAYERS}
+    assert_close_bf16(out, ref)
+    restore(model)
+    assert_equal(_run(model, kw), ref)
+
+
+def test_attention_backend_is_kept_and_settable():
+    from diffusers.models.attention_dispatch import _AttentionBackendRegistry
+
+    model = _transformer()
+    kw = _inputs()
+    before = _AttentionBackendRegistry.get_active_backend()[0]
+    try:
+        inject(model)
+        model.set_attention_backend("_native_math")
+        procs = list(model.attn_processors.values())
+        assert all(type(p) is LTXKernelAttnProcessor for p in procs)
+        assert all(p._attention_backend.value == "_native_math" for p in procs)
+        with KernelCalls() as kc:
+            _run(model, kw)
+        assert kc.calls["qk_norm_rope"] == LAYERS
+        restore(model)
+        # the backend chosen while injected stays chosen on the stock processors
+        assert all(type(p) is LTXVideoAttnProcessor and p._attention_backend.value == "_native_math"
+                   for p in model.attn_processors.values())
+    finally:
+        model.reset_attention_backend()
+        _AttentionBackendRegistry.set_active_backend(before)
+
+
+def test_wrapped_forward_is_left_alone_with_reason():
+    model = _transformer()
+    blk = model.transformer_blocks[0]
+    stock = blk.forward
+
+    def wrapper(*args, **kwargs):  # what accelerate's offloading or a cache hook does to a module
+        return stock(*args, **kwargs)
+
+    blk.forward = wrapper
+    rep = inject(model)
+    assert rep.counts() == {"attn_processor": 2 * LAYERS, "block_forward": LAYERS - 1}
+    why = {x.path: x.reason for x in rep.left}["transformer_blocks.0"]
+    assert "already replaced" in why and "before" in why
+    restore(model)
+    assert blk.forward is wrapper  # the user's wrapper is untouched

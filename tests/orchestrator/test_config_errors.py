@@ -1,0 +1,55 @@
+"""Every kind of bad configuration fails before Ray starts: exit code 2, one clear line, no traceback."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+CASES = [
+    (["+sweep=nosuch"], "sweep=nosuch: no such sweep; allowed: adaln"),
+    (["+sweep=smoke", "sweep.dtype=[bf16]"], "sweep.dtype: no such key; allowed keys in sweep: name, kinds"),
+    (["+sweep=smoke", "sweep.dtypes=[bf17]"], "unknown dtype 'bf17' for rmsnorm; allowed: fp32, bf16, fp16"),
+    (["+sweep=smoke", "sweep.impls=[triton,cuda_magic]"], "unknown implementation 'cuda_magic' of rmsnorm"),
+    (["+sweep=smoke", "sweep.kernels=[nosuch]"], "sweep.kernels: 'nosuch' is not in this sweep"),
+    (["+sweep=smoke", "+kernel@kernels.foo=nosuch"], "kernel=nosuch: no such kernel; allowed:"),
+    (["+sweep=smoke", "kernels.rmsnorm.name=nosuch"], "kernels.rmsnorm.name: unknown kernel 'nosuch'; known kernels:"),
+    (["+sweep=smoke", "target=nosuch"], "target=nosuch: no such target; allowed: all, any"),
+    (["+sweep=smoke", "sweep.shapes=[[2,-1,8]]"], "kernels.rmsnorm.shapes[0]: [2, -1, 8] is not a shape"),
+    (["+sweep=smoke", "sweep.shapes=[[2,abc]]"], "sweep.shapes"),
+    (["+sweep=rope", "sweep.shapes=[[2,3]]"], "kernels.rope.shapes[0]: [2, 3]"),
+    (["+sweep=smoke", "sweep.rounds=abc"], "sweep.rounds: 'abc' is not a valid"),
+    (["+sweep=smoke", "sweep.kinds=[bench]"], "sweep.kinds: unknown job kind 'bench'; allowed: correctness"),
+    (["sweep.dtypes=[bf16]"], "no sweep chosen: add +sweep=NAME; allowed:"),
+    (["+sweep=smoke", "sweep.batch_size=0"], "sweep.batch_size: must be >= 1"),
+]
+
+
+def run_cli(args, env=None):
+    return subprocess.run([sys.executable, "-m", "orchestrator", *args], capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+@pytest.mark.parametrize("args,expected", CASES, ids=[" ".join(c[0]) for c in CASES])
+def test_bad_config_exits_2_with_one_line(args, expected, tmp_path):
+    p = run_cli([*args, f"store.url=sqlite:///{tmp_path}/kf.db"])
+    out = p.stdout + p.stderr
+    assert p.returncode == 2, out
+    assert expected in out, out
+    assert "Traceback" not in out
+    assert "Started a local Ray instance" not in out
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("config error: "), out
+    assert p.stdout.strip() == "", out
+    assert not (tmp_path / "kf.db").exists()  # nothing was written either
+
+
+def test_cfg_job_prints_the_composed_config():
+    p = run_cli(["+sweep=rmsnorm", "sweep.dtypes=[bf16]", "target=h200", "store.url=sqlite:///x.db",
+                 "cluster.address=10.0.0.1:6379", "--cfg", "job"])
+    assert p.returncode == 0, p.stderr
+    assert "name: rmsnorm" in p.stdout
+    assert "kernelfleet.io/gpu: h200" in p.stdout
+    assert "url: sqlite:///x.db" in p.stdout
+    assert "address: 10.0.0.1:6379" in p.stdout
+    assert "- bf16" in p.stdout

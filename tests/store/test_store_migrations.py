@@ -1,0 +1,140 @@
+"""Alembic migrations and the schema check (orchestrator/store/migrate.py, migrations/)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect, text
+
+from orchestrator.store import migrate, queries, session
+from orchestrator.store.models import Base
+from orchestrator.store.writer import StoreWriter
+
+REPO = Path(__file__).resolve().parents[2]
+TABLES = {"runs", "devices", "jobs", "run_jobs", "job_attempts", "measurements", "artifacts", "nodes"}
+
+
+def _tables(url: str) -> set[str]:
+    engine = session.create_engine_for(url)
+    try:
+        with engine.connect() as conn:
+            return set(inspect(conn).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_upgrade_empty_database_to_head(empty_url):
+    assert migrate.current(empty_url) is None
+    assert migrate.upgrade(empty_url) == migrate.head()
+    assert migrate.current(empty_url) == migrate.head()
+    assert TABLES | {"alembic_version"} == _tables(empty_url)
+    assert migrate.upgrade(empty_url) == migrate.head(), "upgrading an up-to-date store is a no-op"
+
+
+def test_upgrade_creates_sqlite_file_and_folder(tmp_path):
+    path = tmp_path / "deep" / "er" / "k.db"
+    migrate.upgrade(str(path))
+    assert path.is_file()
+    assert migrate.current(str(path)) == migrate.head()
+
+
+def test_current_of_missing_sqlite_file_creates_nothing(tmp_path):
+    assert migrate.current(str(tmp_path / "nope.db")) is None
+    assert not (tmp_path / "nope.db").exists()
+
+
+def test_models_match_migrations(store_url):
+    """The models and the migrations describe the same schema (else a revision is missing)."""
+    engine = session.create_engine_for(store_url)
+    try:
+        with engine.connect() as conn:
+            context = MigrationContext.configure(conn, opts={"compare_type": True})
+            assert compare_metadata(context, Base.metadata) == []
+    finally:
+        engine.dispose()
+
+
+def test_downgrade_to_base_and_back(store_url):
+    assert migrate.downgrade(store_url, "base") is None
+    assert _tables(store_url) <= {"alembic_version"}
+    assert migrate.upgrade(store_url) == migrate.head()
+
+
+def test_unmigrated_store_is_refused_with_the_command(empty_url):
+    with pytest.raises(migrate.SchemaOutOfDate) as err:
+        StoreWriter(empty_url)
+    message = str(err.value)
+    assert "python -m orchestrator db upgrade" in message
+    assert session.display_url(empty_url) in message
+    assert err.value.current is None and err.value.head == migrate.head()
+    with pytest.raises(migrate.SchemaOutOfDate, match="python -m orchestrator db upgrade"):
+        queries.list_runs(empty_url)
+
+
+def test_missing_sqlite_file_is_refused_and_not_created(tmp_path):
+    path = tmp_path / "missing.db"
+    with pytest.raises(migrate.SchemaOutOfDate, match="does not exist yet.*python -m orchestrator db upgrade"):
+        StoreWriter(str(path))
+    with pytest.raises(migrate.SchemaOutOfDate, match="does not exist yet"):
+        queries.list_runs(str(path))
+    assert not path.exists()
+
+
+def test_older_revision_is_refused(store_url, monkeypatch):
+    """A store at a known revision below head (simulated: the code's head moves on) must be upgraded."""
+    monkeypatch.setattr(migrate, "head", lambda: "0002")
+    with pytest.raises(migrate.SchemaOutOfDate, match=r"revision 0001; this code needs 0002.*db upgrade"):
+        StoreWriter(store_url)
+
+
+def test_newer_unknown_revision_is_refused(store_url):
+    engine = session.create_engine_for(store_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE alembic_version SET version_num = 'f00d'"))
+    finally:
+        engine.dispose()
+    with pytest.raises(migrate.SchemaOutOfDate, match="newer kernelfleet"):
+        StoreWriter(store_url)
+
+
+def _copy_installed_layout(site: Path) -> None:
+    """What an installed wheel holds for the store: the packages, without the repository around them."""
+    for package in ("orchestrator", "workers"):
+        (site / package).mkdir(parents=True)
+        (site / package / "__init__.py").write_text("")
+    shutil.copytree(REPO / "orchestrator" / "store", site / "orchestrator" / "store",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "workers" / "spec.py", site / "workers" / "spec.py")
+    shutil.copytree(REPO / "migrations", site / "migrations", ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def test_upgrade_works_from_an_installed_copy_and_any_directory(tmp_path):
+    site, elsewhere = tmp_path / "site-packages", tmp_path / "elsewhere"
+    _copy_installed_layout(site)
+    elsewhere.mkdir()
+    db = tmp_path / "installed.db"
+    code = ("import sys; from orchestrator.store import migrate, StoreWriter;"
+            f"assert migrate.__file__.startswith({str(site)!r}), migrate.__file__;"
+            f"print(migrate.upgrade({str(db)!r})); StoreWriter({str(db)!r}).close()")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    done = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == migrate.head()
+
+
+def test_alembic_command_line_with_the_shipped_ini(tmp_path):
+    db = tmp_path / "cli.db"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-m", "alembic", "-c", str(REPO / "migrations" / "alembic.ini"),
+                           "-x", f"url=sqlite:///{db}", "upgrade", "head"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert migrate.current(str(db)) == migrate.head()

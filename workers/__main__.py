@@ -1,0 +1,78 @@
+"""python -m workers run PLAN.jsonl --out RESULTS.jsonl: run planned jobs on this machine, without Ray."""
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+from collections import Counter
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from workers import runner
+from workers.spec import GOOD_STATUSES, STATUS_OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    console = Console(stderr=True)
+    try:
+        header, specs = runner.read_plan(args.plan)
+    except (OSError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
+    if args.keys:
+        wanted = set(args.keys.split(","))
+        unknown = wanted - {s.key for s in specs}
+        if unknown:
+            console.print(f"[red]error:[/] --keys: not in the plan: {', '.join(sorted(unknown))}")
+            return 2
+        specs = [s for s in specs if s.key in wanted]
+    done: set[str] = set()
+    mode = "w"
+    if args.resume:
+        try:
+            _, rows = runner.read_results(args.out)
+            done = {s.key for s, r in rows if r.status in GOOD_STATUSES}
+            mode = "a"
+        except FileNotFoundError:
+            pass
+    todo = [s for s in specs if s.key not in done]
+    console.print(f"{len(specs)} jobs in {args.plan}: {len(specs) - len(todo)} done earlier, {len(todo)} to run")
+    counts: Counter[str] = Counter()
+    node = f"local:{socket.gethostname()}"
+    with open(args.out, mode) as out, Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                               TextColumn("{task.fields[state]}"), TimeRemainingColumn(),
+                                               console=console) as bar:
+        if mode == "w":
+            out.write(json.dumps({"kernelfleet": "results", "plan": header}, sort_keys=True) + "\n")
+            out.flush()
+        task = bar.add_task("jobs", total=len(todo), state="")
+        by_key = {s.key: s for s in todo}
+        for result in runner.run(todo, node_id=node):
+            out.write(json.dumps({"spec": by_key[result.key].to_dict(), "result": result.to_dict()},
+                                 sort_keys=True) + "\n")
+            out.flush()
+            counts[result.status] += 1
+            if result.status != STATUS_OK:
+                console.print(f"[yellow]{by_key[result.key].label()}[/]: {result.status}: {(result.error or '')[:300]}")
+            bar.update(task, advance=1, state=" ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+    console.print(f"results: {args.out} ({', '.join(f'{k}={v}' for k, v in sorted(counts.items())) or 'nothing run'});"
+                  f" store them with `python -m orchestrator import {args.out}`")
+    return 0 if all(k == STATUS_OK for k in counts) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m workers", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run the jobs of a plan file on this machine's device, one sandbox, no Ray")
+    r.add_argument("plan", help="plan file from `python -m orchestrator +sweep=NAME dry_run=true`")
+    r.add_argument("--out", required=True, help="results file (JSON lines), written as each job ends")
+    r.add_argument("--keys", help="comma-separated job keys: run only these (to reproduce one failing job)")
+    r.add_argument("--resume", action="store_true", help="append to --out, skipping jobs it already holds")
+    args = ap.parse_args(argv)
+    return _run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

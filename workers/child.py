@@ -1,0 +1,89 @@
+"""The sandbox child: imports torch once, then runs the jobs it is sent, one at a time.
+
+Protocol (JSON lines): the parent writes one JobSpec per line on stdin; the child answers on its result pipe
+(the original stdout; anything the jobs print goes to stderr) with ``{"event": "ready", ...}`` once at start,
+then for every job ``{"event": "start", "key": ...}`` and ``{"event": "result", "result": {...}}``.  A job that
+raises is a result with status ``error``; a job that kills the process is seen by the parent as a missing result.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+
+
+def _emit(stream, obj: dict) -> None:
+    stream.write(json.dumps(obj) + "\n")
+    stream.flush()
+
+
+def _run_one(spec, device):
+    from workers import correctness, micro
+
+    if spec.kind == "correctness":
+        return correctness.run(spec, device)
+    if spec.kind == "micro":
+        return micro.run(spec, device)
+    if spec.kind == "profile":
+        from workers import profile
+
+        return profile.run(spec, device)
+    if spec.kind == "e2e":
+        from workers import e2e
+
+        return e2e.run(spec, device)
+    raise ValueError(f"unknown job kind {spec.kind!r}")
+
+
+def main() -> int:
+    # Results go to the original stdout; everything else (kernel prints, warnings) to stderr.
+    results = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+    import torch
+
+    if not torch.cuda.is_available():
+        os.environ["TRITON_INTERPRET"] = "1"  # before any kernel module is imported
+        device = torch.device("cpu")
+    else:
+        device = torch.device("cuda", 0)
+        torch.cuda.set_device(device)
+
+    from workers import device as device_detect
+    from workers import timing
+    from workers.spec import STATUS_ERROR, JobResult, JobSpec
+
+    info = device_detect.detect(0).to_dict()
+    ceiling = None
+    if os.environ.get("KERNELFLEET_MEASURE_CEILING", "1") != "0":
+        try:
+            ceiling = timing.copy_bandwidth_gbs(device)
+        except Exception as exc:  # a ceiling we cannot measure is reported as missing, never guessed
+            print(f"copy-bandwidth measurement failed: {exc}", file=sys.stderr)
+    _emit(results, {"event": "ready", "device": info, "copy_gbs": ceiling, "pid": os.getpid()})
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        spec = JobSpec.from_dict(json.loads(line))
+        _emit(results, {"event": "start", "key": spec.key})
+        t0 = time.time()
+        try:
+            result = _run_one(spec, device)
+        except Exception as exc:
+            tb = traceback.format_exc(limit=8)
+            msg = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            result = JobResult(spec.key, STATUS_ERROR, error=msg, details={"traceback": tb})
+        result.started_at = t0
+        result.duration_s = time.time() - t0
+        _emit(results, {"event": "result", "result": result.to_dict()})
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

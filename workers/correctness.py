@@ -1,0 +1,137 @@
+"""The correctness job: every implementation against a float64 reference, on fresh random inputs.
+
+Outputs are poisoned with NaN before the call wherever the implementation writes into a given buffer, so an
+element it never wrote fails the check; NaN never passes.  Metrics per implementation: ``rel_err``
+(||out-ref||/||ref||), ``max_abs`` and ``correct`` (1.0/0.0) against the entry's tolerances for the dtype.
+"""
+from __future__ import annotations
+
+import random
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from kernels import registry
+from kernels.registry import Impl, KernelEntry
+from workers.spec import (STATUS_ERROR, STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec,
+                          Measurement)
+
+
+@dataclass
+class Check:
+    rel_err: float
+    max_abs: float
+    ok: bool
+    note: str = ""
+
+
+def _as_tuple(x: Any) -> tuple:
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def compare(out: Any, ref: Any, tol: tuple[float, float]) -> Check:
+    outs, refs = _as_tuple(out), _as_tuple(ref)
+    if len(outs) != len(refs):
+        return Check(float("inf"), float("inf"), False, f"{len(outs)} outputs, reference has {len(refs)}")
+    worst_rel, worst_abs, note = 0.0, 0.0, ""
+    for i, (o, r) in enumerate(zip(outs, refs)):
+        if tuple(o.shape) != tuple(r.shape):
+            return Check(float("inf"), float("inf"), False, f"output {i} has shape {tuple(o.shape)}, "
+                                                              f"expected {tuple(r.shape)}")
+        o64 = o.detach().to(device=r.device, dtype=torch.float64)
+        if not torch.isfinite(o64).all() and torch.isfinite(r).all():
+            bad = int((~torch.isfinite(o64)).sum())
+            return Check(float("nan"), float("nan"), False, f"output {i}: {bad} non-finite elements "
+                                                            f"(unwritten or overflow)")
+        if o64.numel() == 0:
+            continue
+        diff = o64 - r
+        denom = torch.linalg.vector_norm(r).item()
+        rel = torch.linalg.vector_norm(diff).item() / (denom if denom > 0 else 1.0)
+        mabs = diff.abs().max().item()
+        worst_rel, worst_abs = max(worst_rel, rel), max(worst_abs, mabs)
+    ok = worst_rel <= tol[0] and worst_abs <= tol[1]
+    if not ok:
+        note = f"rel_err {worst_rel:.3g} (limit {tol[0]:.3g}), max_abs {worst_abs:.3g} (limit {tol[1]:.3g})"
+    return Check(worst_rel, worst_abs, ok, note)
+
+
+def poisoned(out: Any) -> Any:
+    for t in _as_tuple(out):
+        if t.is_floating_point():
+            t.fill_(float("nan"))
+    return out
+
+
+def call(impl: Impl, fn, inputs: dict, entry: KernelEntry, poison: bool) -> Any:
+    if poison and impl.accepts_out:
+        out = poisoned(entry.alloc_out(inputs))
+        result = fn(**inputs, out=out)
+        return out if result is None else result
+    return fn(**inputs)
+
+
+def check_impl(entry: KernelEntry, impl: Impl, fn, inputs: dict, ref: Any, dtype_name: str,
+               device: torch.device) -> Check:
+    out = call(impl, fn, inputs, entry, poison=True)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return compare(out, ref, entry.tolerances[dtype_name])
+
+
+def job_seed(spec: JobSpec) -> int:
+    seed = spec.params.get("seed")
+    return int(seed) if seed is not None else random.SystemRandom().randrange(2**31)
+
+
+def prepare(spec: JobSpec, device: torch.device) -> tuple[KernelEntry, torch.dtype, dict, int]:
+    """Entry, dtype, fresh inputs and the seed they came from; ValueError for a shape/dtype the kernel rejects."""
+    entry = registry.get(spec.kernel or "")
+    dtype = registry.dtype_of(spec.dtype)
+    if spec.dtype not in entry.dtypes:
+        raise ValueError(f"{entry.name} does not support dtype {spec.dtype}; allowed: {', '.join(entry.dtypes)}")
+    entry.check_shape(tuple(spec.shape))
+    seed = job_seed(spec)
+    gen = torch.Generator().manual_seed(seed)
+    return entry, dtype, entry.make_inputs(tuple(spec.shape), dtype, device, gen), seed
+
+
+def resolve_impls(entry: KernelEntry, names: list[str], device: torch.device) -> tuple[dict[str, Impl], dict]:
+    usable, unavailable = {}, {}
+    for name in names:
+        impl = entry.impls.get(name)
+        if impl is None:
+            unavailable[name] = f"unknown implementation; {entry.name} has {', '.join(entry.impl_names())}"
+            continue
+        reason = impl.unavailable(device)
+        if reason:
+            unavailable[name] = reason
+        else:
+            usable[name] = impl
+    return usable, unavailable
+
+
+def run(spec: JobSpec, device: torch.device) -> JobResult:
+    entry, _, inputs, seed = prepare(spec, device)
+    usable, unavailable = resolve_impls(entry, spec.impls, device)
+    details: dict[str, Any] = {"seed": seed, "unavailable": unavailable, "errors": {}}
+    if not usable:
+        return JobResult(spec.key, STATUS_SKIPPED, details=details,
+                         error="no implementation can run here: " + "; ".join(f"{k}: {v}"
+                                                                             for k, v in unavailable.items()))
+    ref = entry.reference(inputs)
+    measurements, failed = [], []
+    for name, impl in usable.items():
+        try:
+            chk = check_impl(entry, impl, impl.make(), inputs, ref, spec.dtype, device)
+        except Exception as exc:  # an implementation that raises is a failed implementation, not a failed job
+            details["errors"][name] = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            chk = Check(float("nan"), float("nan"), False, details["errors"][name])
+        measurements += [Measurement(name, "rel_err", chk.rel_err), Measurement(name, "max_abs", chk.max_abs),
+                         Measurement(name, "correct", 1.0 if chk.ok else 0.0)]
+        if not chk.ok:
+            failed.append(f"{name}: {chk.note}")
+    status = STATUS_INCORRECT if failed else STATUS_OK
+    return JobResult(spec.key, status, measurements, error="; ".join(failed) or None, details=details)

@@ -1,0 +1,46 @@
+"""What an end-to-end (``e2e``) JobSpec may say: the model, the modes, the parameters and their defaults, and
+the shape rule.  Plain data (no torch), shared by the planner (orchestrator.plan_e2e) and the job (workers.e2e)."""
+from __future__ import annotations
+
+from typing import Any
+
+MODEL = "ltx-video"
+MODES = ("eager", "triton", "compile", "triton+compile")
+DTYPE_NAMES = ("fp32", "bf16", "fp16")
+# Tolerance on rel_l2 = ||latents - eager||/||eager|| of the final latents, per dtype (params.tolerance overrides).
+DEFAULT_TOLERANCE = {"fp32": 1e-3, "bf16": 5e-2, "fp16": 2e-2}
+SPATIAL, TEMPORAL = 32, 8  # LTX-Video's VAE compression
+
+PARAM_DEFAULTS: dict[str, Any] = {
+    "steps": 30,
+    "repeats": 3,
+    "warmup": 1,  # whole pipeline calls before the timed ones (compilation, Triton JIT)
+    "guidance_scale": 3.0,  # > 1: classifier-free guidance on, transformer batch 2
+    "frame_rate": 25,
+    "seed": 0,
+    "model_path": None,  # a local diffusers folder (pipeline or transformer); None: random weights
+    "pipeline": False,  # also decode with the VAE (the whole pipeline minus the text encoder)
+    "tiny": False,  # a tiny configuration for CPU tests
+    "tolerance": None,  # None: DEFAULT_TOLERANCE[dtype]
+    "text_len": None,  # None: 128 (the tokenizer length; 16 with tiny)
+    "cpu_compile": False,  # also run the stock "compile" mode on a CPU (Inductor's C++ backend)
+    "timeout_s": 1800.0,  # the whole job; enforced by the sandbox
+}
+
+
+def check_shape(shape: Any) -> None:
+    """``[frames, height, width]`` as LTX-Video takes them: frames = 8k+1, height and width multiples of 32."""
+    if (not isinstance(shape, (list, tuple)) or len(shape) != 3
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in shape)):
+        raise ValueError(f"shape must be [frames, height, width] of positive ints, got {shape!r}")
+    frames, height, width = shape
+    if (frames - 1) % TEMPORAL:
+        raise ValueError(f"frames={frames}: LTX-Video takes 8k+1 frames (9, 17, 25, ..., 121, ...)")
+    if height % SPATIAL or width % SPATIAL:
+        raise ValueError(f"height x width = {height}x{width}: both must be multiples of {SPATIAL}")
+
+
+def latent_shape(shape: Any) -> tuple[int, int, int]:
+    """Latent (frames, height, width) of a ``[frames, height, width]`` video: 25x480x704 -> (4, 15, 22)."""
+    frames, height, width = shape
+    return (frames - 1) // TEMPORAL + 1, height // SPATIAL, width // SPATIAL

@@ -1,0 +1,82 @@
+"""The micro-benchmark job: every implementation of one (kernel, shape, dtype), timed side by side.
+
+All implementations run in this one process on one device.  Each is first checked against the float64
+reference (an implementation that fails never gets a speed-up), then they are timed interleaved: ``rounds``
+rounds, each timing every implementation for ``rep_ms / rounds``, so drift of clocks or temperature spreads over
+all of them alike.  Per implementation: ``time_us`` (median, with every repeat kept), ``iqr_us``, ``gbs`` (the
+entry's byte model over the median), ``compile_s`` (first call), ``graph_time_us`` on a GPU (graph replay), and
+``speedup`` = baseline median / implementation median.
+"""
+from __future__ import annotations
+
+import time
+import traceback
+from typing import Any
+
+import torch
+
+from workers import correctness, timing
+from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec, Measurement
+
+
+def run(spec: JobSpec, device: torch.device) -> JobResult:
+    entry, dtype, inputs, seed = correctness.prepare(spec, device)
+    usable, unavailable = correctness.resolve_impls(entry, spec.impls, device)
+    p = spec.params
+    details: dict[str, Any] = {"seed": seed, "unavailable": unavailable, "errors": {}, "baseline": entry.baseline}
+    if not usable:
+        return JobResult(spec.key, STATUS_SKIPPED, details=details,
+                         error="no implementation can run here: " + "; ".join(f"{k}: {v}"
+                                                                             for k, v in unavailable.items()))
+    ref = entry.reference(inputs)
+    fns, correct, measurements, failed = {}, {}, [], []
+    for name, impl in usable.items():
+        try:
+            t0 = time.perf_counter()
+            fn = impl.make()
+            fn(**inputs)  # first call: compilation, autotuning, lazy module loading
+            timing.sync(device)
+            measurements.append(Measurement(name, "compile_s", time.perf_counter() - t0, "s"))
+            chk = correctness.check_impl(entry, impl, fn, inputs, ref, spec.dtype, device)
+        except Exception as exc:
+            details["errors"][name] = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            failed.append(f"{name}: {details['errors'][name]}")
+            continue
+        correct[name] = chk.ok
+        measurements.append(Measurement(name, "correct", 1.0 if chk.ok else 0.0))
+        if not chk.ok:
+            failed.append(f"{name}: {chk.note}")
+        fns[name] = fn
+    del ref
+
+    rounds = max(int(p.get("rounds", 5)), 1)
+    per_round_ms = float(p.get("rep_ms", 100.0)) / rounds
+    samples: dict[str, list[float]] = {n: [] for n in fns}
+    for r in range(rounds):
+        for name, fn in fns.items():
+            samples[name] += timing.bench(lambda: fn(**inputs), device,
+                                          warmup_ms=float(p.get("warmup_ms", 25.0)) if r == 0 else 1.0,
+                                          rep_ms=per_round_ms)
+    nbytes = entry.bytes_moved(tuple(spec.shape), dtype)
+    medians = {n: timing.median(s) for n, s in samples.items()}
+    for name, s in samples.items():
+        med = medians[name]
+        measurements += [Measurement(name, "time_us", med, "us", s),
+                         Measurement(name, "iqr_us", timing.iqr(s), "us"),
+                         Measurement(name, "gbs", nbytes / (med * 1e-6) / 1e9, "GB/s")]
+    if device.type == "cuda" and p.get("graph", True):
+        for name, fn in fns.items():
+            try:
+                g = timing.graph_time(lambda: fn(**inputs), device)
+                measurements.append(Measurement(name, "graph_time_us", timing.median(g), "us", g))
+            except Exception as exc:  # some implementations cannot be captured; say why, keep the rest
+                details.setdefault("graph_errors", {})[name] = str(exc).splitlines()[0][:300]
+    base = entry.baseline
+    if base in medians and correct.get(base):
+        for name, med in medians.items():
+            if correct.get(name):
+                measurements.append(Measurement(name, "speedup", medians[base] / med, "x"))
+    details["bytes"] = nbytes
+    details["flops"] = entry.flops(tuple(spec.shape))
+    status = STATUS_INCORRECT if failed else STATUS_OK
+    return JobResult(spec.key, status, measurements, error="; ".join(failed) or None, details=details)

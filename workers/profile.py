@@ -1,0 +1,367 @@
+"""The profile job: where the time of each implementation of a kernel goes, kernel by kernel.
+
+For every implementation in ``spec.impls`` that can run on the device: warm up, then capture ``iters`` calls with
+a profiler and reduce the capture to :class:`~workers.parsers.KernelRow` rows (name, calls, total/avg ns, % of time).
+
+* CUDA (and the CPU, for tests): ``torch.profiler`` with CPU+CUDA activities; each call is a ``record_function``
+  range, kernels are attributed to the call that launched them; the chrome trace is kept (gzipped) as an artifact.
+  On the CPU there are no device kernels: the rows are host ops by self time, and the result says so.
+* ROCm: ``rocprofv3 --kernel-trace --stats --output-format csv`` runs :mod:`workers.profile_target` in a child
+  process; the dispatches between its two fence kernels are the timed calls.  Without rocprofv3 on PATH the job falls
+  back to torch.profiler and says so in ``details["profiler_note"]``.  **The rocprofv3 path has not run on AMD
+  hardware**: its parsing is tested on recorded rocprofv3 output only.
+
+Result: measurements per implementation ``kernel_time_us`` (device kernel time per call; every call's value in
+``samples`` when the capture can split calls) and ``kernels_per_call``; ``details["profile_rows"][impl]`` (row dicts),
+``details["profile_source"][impl]``, ``details["artifacts"]`` (``{kind, name, data_b64, size}``, gzipped), and
+``details["unavailable"]`` / ``details["impl_errors"]``.  ``spec.params``: ``warmup`` (5), ``iters`` (10), ``seed``
+(0), ``profiler`` (``auto`` | ``torch`` | ``rocprofv3``), ``profile_timeout_s`` (600, per rocprofv3 child).
+"""
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from workers.device import find_tool
+from workers.parsers import rocprofv3, torch_profiler
+from workers.parsers.kernel_row import KernelRow, rows_from_durations
+from workers.profile_target import DEFAULT_ITERS, DEFAULT_WARMUP
+from workers.spec import STATUS_ERROR, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec, Measurement
+
+ITER_RANGE = "kernelfleet.iter"
+DEFAULT_TIMEOUT_S = 600.0
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class ImplProfile:
+    """The reduced capture of one implementation."""
+
+    impl: str
+    rows: list[KernelRow]
+    iters: int
+    kernel_ns_total: float  # device kernel time (host op self time on the CPU) over all captured calls
+    kernels_total: int  # kernel dispatches (host ops on the CPU) over all captured calls
+    per_call_ns: list[float] | None  # one value per call, when the capture can tell calls apart
+    source: str  # what the rows are, in words
+    artifacts: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def measurements(self) -> list[Measurement]:
+        per_call_us = None if self.per_call_ns is None else [v / 1000.0 for v in self.per_call_ns]
+        return [
+            Measurement(self.impl, "kernel_time_us", self.kernel_ns_total / 1000.0 / self.iters, "us", per_call_us),
+            Measurement(self.impl, "kernels_per_call", self.kernels_total / self.iters, "kernels"),
+        ]
+
+
+def artifact(kind: str, name: str, data: bytes) -> dict[str, Any]:
+    """A gzipped artifact as JSON-safe data (``size`` is the gzipped size in bytes)."""
+    packed = gzip.compress(data, mtime=0)
+    return {"kind": kind, "name": name, "data_b64": base64.b64encode(packed).decode("ascii"), "size": len(packed)}
+
+
+def artifact_bytes(art: dict[str, Any]) -> bytes:
+    """The original bytes of an artifact made by :func:`artifact`."""
+    return gzip.decompress(base64.b64decode(art["data_b64"]))
+
+
+# ------------------------------------------------------------------------------------------------ torch.profiler
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def capture_torch_trace(fn: Callable[[], Any], device: torch.device, warmup: int, iters: int) -> str:
+    """Warm ``fn`` up, then profile ``iters`` calls, each inside a ``record_function(ITER_RANGE.i)`` range; returns
+    the chrome trace JSON text."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    for _ in range(warmup):
+        fn()
+    _sync(device)
+    activities = [ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities) as prof:
+        for i in range(iters):
+            with record_function(f"{ITER_RANGE}.{i}"):
+                fn()
+        _sync(device)
+    with tempfile.TemporaryDirectory(prefix="kf-trace-") as tmp:
+        path = Path(tmp) / "trace.json"
+        prof.export_chrome_trace(str(path))
+        return path.read_text()
+
+
+def summarize_torch_trace(impl: str, trace_text: str, iters: int, device_kernels: bool) -> ImplProfile:
+    """Reduce a chrome trace of ``iters`` calls (each in an ``ITER_RANGE`` range) to an ImplProfile.
+
+    ``device_kernels``: rows are GPU kernels (launched inside the ranges); otherwise host ops by self time."""
+    trace = torch_profiler.parse_chrome_trace(trace_text)
+    windows = torch_profiler.annotation_windows(trace, ITER_RANGE)
+    notes: list[str] = []
+    if len(windows) != iters:
+        notes.append(f"found {len(windows)} '{ITER_RANGE}' ranges for {iters} calls; using every event of the trace")
+        windows = []
+    if device_kernels:
+        source = "torch.profiler: device kernels"
+        if windows:
+            kernels = [k for w in windows for k in w.kernels]
+            per_call: list[float] | None = [w.kernel_ns for w in windows]
+        else:
+            kernels, per_call = trace.kernels(), None
+        rows = rows_from_durations((k.name, k.dur_ns) for k in kernels)
+        total, count = sum(k.dur_ns for k in kernels), len(kernels)
+        if count == 0:
+            notes.append("the trace holds no device kernel events")
+    else:
+        source = "torch.profiler: host ops by self time (no GPU; not device kernels)"
+        if windows:
+            ops = [op for w in windows for op in w.ops]
+            per_call = [w.op_self_ns for w in windows]
+        else:
+            ops, per_call = torch_profiler.cpu_op_self_times(trace), None
+        rows = rows_from_durations((op.name, op.self_us * 1000.0) for op in ops)
+        total, count = sum(op.self_us * 1000.0 for op in ops), len(ops)
+    return ImplProfile(impl=impl, rows=rows, iters=iters, kernel_ns_total=total, kernels_total=count,
+                       per_call_ns=per_call, source=source,
+                       artifacts=[artifact("chrome_trace", f"{impl}.json.gz", trace_text.encode())], notes=notes)
+
+
+def profile_with_torch(impl: str, fn: Callable[[], Any], device: torch.device, warmup: int,
+                       iters: int) -> ImplProfile:
+    text = capture_torch_trace(fn, device, warmup, iters)
+    return summarize_torch_trace(impl, text, iters, device_kernels=device.type == "cuda")
+
+
+# ------------------------------------------------------------------------------------------------ rocprofv3
+
+def _periodic_calls(names: list[str], durations: list[float], iters: int) -> list[float] | None:
+    """Per-call totals when the window's dispatches are ``iters`` repeats of one identical name sequence."""
+    if iters <= 0 or not names or len(names) % iters:
+        return None
+    k = len(names) // iters
+    first = names[:k]
+    if any(names[i * k:(i + 1) * k] != first for i in range(1, iters)):
+        return None
+    return [sum(durations[i * k:(i + 1) * k]) for i in range(iters)]
+
+
+def summarize_rocprofv3(impl: str, trace_text: str | None, stats_text: str | None,
+                        manifest: dict[str, Any]) -> ImplProfile:
+    """Reduce rocprofv3 output of one :mod:`workers.profile_target` run to an ImplProfile.
+
+    With a fence in the manifest, the timed calls are the dispatches strictly between the last two fence dispatches
+    (on the fences' agent).  Without a pair of fences, or without a trace, the whole run is used: per-call values are
+    then divided by warm-up + timed calls, input setup is included, and a note says so.  Tested with recorded
+    rocprofv3 files only; not yet run on AMD hardware."""
+    iters = int(manifest.get("iters") or DEFAULT_ITERS)
+    whole_run_calls = iters + int(manifest.get("warmup") or 0)
+    fence = manifest.get("fence")
+
+    def is_fence(name: str) -> bool:
+        return bool(fence) and fence in name
+
+    artifacts = []
+    if trace_text:
+        artifacts.append(artifact("rocprofv3_kernel_trace", f"{impl}.kernel_trace.csv.gz", trace_text.encode()))
+    if stats_text:
+        artifacts.append(artifact("rocprofv3_kernel_stats", f"{impl}.kernel_stats.csv.gz", stats_text.encode()))
+    dispatches = sorted(rocprofv3.parse_kernel_trace(trace_text), key=lambda d: (d.start_ns, d.end_ns)) \
+        if trace_text else []
+    fences = [d for d in dispatches if is_fence(d.name)]
+    if len(fences) >= 2:
+        opening, closing = fences[-2], fences[-1]
+        window = [d for d in dispatches if d.agent == opening.agent and not is_fence(d.name)
+                  and d.start_ns >= opening.end_ns and d.end_ns <= closing.start_ns]
+        durations = [float(d.duration_ns) for d in window]
+        return ImplProfile(
+            impl=impl, rows=rocprofv3.kernel_rows_from_trace(window), iters=iters, kernel_ns_total=sum(durations),
+            kernels_total=len(window), per_call_ns=_periodic_calls([d.name for d in window], durations, iters),
+            source="rocprofv3 kernel trace: dispatches between the fence kernels", artifacts=artifacts)
+    whole_run = (f"rows cover the whole run ({whole_run_calls} calls with warm-up, input setup included); "
+                 f"kernel_time_us and kernels_per_call are divided by {whole_run_calls}")
+    if dispatches:
+        window = [d for d in dispatches if not is_fence(d.name)]
+        return ImplProfile(
+            impl=impl, rows=rocprofv3.kernel_rows_from_trace(window), iters=whole_run_calls,
+            kernel_ns_total=float(sum(d.duration_ns for d in window)), kernels_total=len(window), per_call_ns=None,
+            source="rocprofv3 kernel trace: whole run", artifacts=artifacts,
+            notes=[f"no pair of fence kernels in the trace: {whole_run}"])
+    if stats_text:
+        rows = [r for r in rocprofv3.parse_stats(stats_text) if not is_fence(r.name)]
+        return ImplProfile(
+            impl=impl, rows=rows, iters=whole_run_calls, kernel_ns_total=sum(r.total_ns for r in rows),
+            kernels_total=sum(r.calls for r in rows), per_call_ns=None, source="rocprofv3 kernel stats: whole run",
+            artifacts=artifacts, notes=[f"no kernel trace, only rocprofv3's stats: {whole_run}"])
+    raise RuntimeError("rocprofv3 wrote neither a kernel trace nor kernel stats")
+
+
+def find_rocprofv3_csvs(out_dir: Path, fence: str | None) -> tuple[str | None, str | None]:
+    """The kernel trace and kernel stats texts under a rocprofv3 output directory (files sit in ``<host>/`` or
+    ``<host>/<pid>/`` and are named ``<pid>_kernel_trace.csv``).  When several processes wrote files (compile
+    workers), the trace holding the fence kernels is chosen, with the stats file beside it."""
+    traces = sorted(out_dir.rglob("*kernel_trace.csv"))
+    chosen = None
+    for path in traces:
+        text = path.read_text(errors="replace")
+        if fence is None or fence in text:
+            chosen = (path, text)
+            break
+    if chosen is None and traces:
+        chosen = (traces[0], traces[0].read_text(errors="replace"))
+    stats_text = None
+    if chosen is not None:
+        sibling = chosen[0].with_name(chosen[0].name.replace("kernel_trace.csv", "kernel_stats.csv"))
+        if sibling.is_file():
+            stats_text = sibling.read_text(errors="replace")
+    if stats_text is None:
+        stats = sorted(out_dir.rglob("*kernel_stats.csv"))
+        if stats:
+            stats_text = stats[0].read_text(errors="replace")
+    return (chosen[1] if chosen else None), stats_text
+
+
+def profile_with_rocprofv3(spec: JobSpec, impl: str, device: torch.device, rocprofv3_exe: str,
+                           timeout_s: float) -> ImplProfile:
+    """Run :mod:`workers.profile_target` for one implementation under rocprofv3 and reduce its CSV output."""
+    with tempfile.TemporaryDirectory(prefix="kf-rocprof-") as tmp:
+        tmp_path = Path(tmp)
+        spec_path, manifest_path, out_dir = tmp_path / "spec.json", tmp_path / "manifest.json", tmp_path / "out"
+        spec_path.write_text(spec.to_json())
+        cmd = [rocprofv3_exe, "--kernel-trace", "--stats", "--output-format", "csv", "-d", str(out_dir), "--",
+               sys.executable, "-m", "workers.profile_target", str(spec_path), "--impl", impl, "--device",
+               str(device), "--manifest", str(manifest_path)]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+        try:
+            proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, errors="replace",
+                                  timeout=timeout_s, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"rocprofv3 run of {impl} passed its {timeout_s:.0f} s timeout") from None
+        manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+        if manifest.get("status") != "ok":
+            reason = manifest.get("error") or f"rocprofv3 exited {proc.returncode}: {proc.stderr[-2000:]}"
+            raise RuntimeError(f"profile target failed for {impl}: {reason}")
+        trace_text, stats_text = find_rocprofv3_csvs(out_dir, manifest.get("fence"))
+        result = summarize_rocprofv3(impl, trace_text, stats_text, manifest)
+        if proc.returncode != 0:
+            result.notes.append(f"rocprofv3 exited {proc.returncode} after the target finished")
+        return result
+
+
+# ------------------------------------------------------------------------------------------------ the job
+
+def choose_profiler(device: torch.device, requested: str) -> tuple[str, str | None, str | None]:
+    """(``torch`` | ``rocprofv3``, the rocprofv3 executable, a note for the result)."""
+    if requested not in ("auto", "torch", "rocprofv3"):
+        raise ValueError(f"params.profiler={requested!r}; allowed: auto, torch, rocprofv3")
+    on_rocm = device.type == "cuda" and torch.version.hip is not None
+    if requested == "torch" or (requested == "auto" and not on_rocm):
+        return "torch", None, None
+    if not on_rocm:
+        return "torch", None, "rocprofv3 profiles ROCm devices only; used torch.profiler instead"
+    exe = find_tool("rocprofv3")
+    if exe is None:
+        return "torch", None, "rocprofv3 not found on this ROCm node; used torch.profiler instead"
+    return "rocprofv3", exe, None
+
+
+def profile_entry(spec: JobSpec, entry: Any, device: torch.device) -> JobResult:
+    """The profile job for an already looked-up :class:`kernels.registry.KernelEntry`."""
+    from kernels import registry
+
+    params = spec.params or {}
+    details: dict[str, Any] = {"profile_rows": {}, "profile_source": {}, "artifacts": [], "unavailable": {},
+                               "impl_errors": {}}
+    try:
+        warmup = int(params.get("warmup", DEFAULT_WARMUP))
+        iters = int(params.get("iters", DEFAULT_ITERS))
+        if iters < 1 or warmup < 0:
+            raise ValueError(f"params.iters must be >= 1 and params.warmup >= 0 (got {iters}, {warmup})")
+        timeout_s = float(params.get("profile_timeout_s", DEFAULT_TIMEOUT_S))
+        which, rocprof_exe, note = choose_profiler(device, str(params.get("profiler", "auto")))
+        entry.check_shape(spec.shape)
+        dtype = registry.dtype_of(spec.dtype)
+        names = list(spec.impls) or list(entry.default_impls) or entry.impl_names()
+        unknown = [n for n in names if n not in entry.impls]
+        if unknown:
+            raise ValueError(f"unknown implementation(s) {unknown} of {entry.name}; known: {entry.impl_names()}")
+    except Exception as exc:  # noqa: BLE001 - a bad job is a result, not a crash
+        return JobResult(key=spec.key, status=STATUS_ERROR, error=f"{type(exc).__name__}: {exc}", details=details)
+    details.update(profiler="rocprofv3" if which == "rocprofv3" else "torch.profiler", warmup=warmup, iters=iters)
+    if note:
+        details["profiler_note"] = note
+
+    runnable = []
+    for name in names:
+        reason = entry.impls[name].unavailable(device)
+        if reason is None:
+            runnable.append(name)
+        else:
+            details["unavailable"][name] = reason
+    if not runnable:
+        return JobResult(key=spec.key, status=STATUS_SKIPPED, details=details,
+                         error="no implementation can run on this device")
+
+    inputs = None
+    if which == "torch":
+        try:
+            gen = torch.Generator().manual_seed(int(params.get("seed", 0)))
+            inputs = entry.make_inputs(spec.shape, dtype, device, gen)
+        except Exception as exc:  # noqa: BLE001
+            return JobResult(key=spec.key, status=STATUS_ERROR, details=details,
+                             error=f"making inputs failed: {type(exc).__name__}: {exc}")
+
+    measurements: list[Measurement] = []
+    for name in runnable:
+        try:
+            if which == "rocprofv3":
+                prof = profile_with_rocprofv3(spec, name, device, rocprof_exe, timeout_s)  # type: ignore[arg-type]
+            else:
+                fn = entry.impls[name].make()
+                prof = profile_with_torch(name, lambda: fn(**inputs), device, warmup, iters)
+        except Exception as exc:  # noqa: BLE001 - one implementation failing does not lose the others
+            details["impl_errors"][name] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
+            continue
+        measurements.extend(prof.measurements())
+        details["profile_rows"][name] = [r.to_dict() for r in prof.rows]
+        details["profile_source"][name] = prof.source
+        details["artifacts"].extend(prof.artifacts)
+        if prof.notes:
+            details.setdefault("notes", {})[name] = prof.notes
+
+    failed = sorted(details["impl_errors"])
+    if not details["profile_rows"]:
+        return JobResult(key=spec.key, status=STATUS_ERROR, measurements=measurements, details=details,
+                         error=f"every implementation failed to profile: {', '.join(failed)}")
+    error = f"implementation(s) failed to profile: {', '.join(failed)}" if failed else None
+    return JobResult(key=spec.key, status=STATUS_OK, measurements=measurements, details=details, error=error)
+
+
+def run(spec: JobSpec, device: torch.device) -> JobResult:
+    """The profile job, as the runner calls it (it fills the device, node and timing fields)."""
+    from kernels import registry
+
+    if spec.kind != "profile":
+        return JobResult(key=spec.key, status=STATUS_ERROR, error=f"profile.run got a {spec.kind!r} job")
+    if not spec.kernel:
+        return JobResult(key=spec.key, status=STATUS_ERROR, error="a profile job needs spec.kernel")
+    try:
+        entry = registry.get(spec.kernel)
+    except Exception as exc:  # noqa: BLE001 - unknown kernel, or a registry module that fails to import
+        return JobResult(key=spec.key, status=STATUS_ERROR, error=f"{type(exc).__name__}: {exc}")
+    return profile_entry(spec, entry, device)

@@ -1,0 +1,78 @@
+"""Run a list of JobSpecs on this machine's device through the sandbox, and the JSON-lines files around it.
+
+The same runner serves a Ray task on a fleet node and ``python -m workers run PLAN.jsonl`` on a machine outside
+the cluster.  A plan file is a header line (``{"kernelfleet": "plan", ...}``: sweep, composed config, plan key,
+code version) followed by one JobSpec per line; a results file is a header (``{"kernelfleet": "results",
+"plan": <plan header>}``) followed by one ``{"spec": ..., "result": ...}`` line per job, written as each job ends.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from workers.sandbox import ChildInfo, run_jobs
+from workers.spec import JobResult, JobSpec
+
+PLAN_FORMAT = 1
+
+
+def run(specs: Iterable[JobSpec], node_id: str | None = None, env: dict[str, str] | None = None,
+        info: ChildInfo | None = None) -> Iterator[JobResult]:
+    for result in run_jobs(specs, env=env, info=info):
+        result.node_id = node_id
+        yield result
+
+
+def read_plan(path: str | Path) -> tuple[dict, list[JobSpec]]:
+    header: dict | None = None
+    specs: list[JobSpec] = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{n}: not JSON ({exc.msg})") from None
+            if n == 1 and obj.get("kernelfleet") == "plan":
+                header = obj
+                continue
+            try:
+                specs.append(JobSpec.from_dict(obj))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{path}:{n}: not a JobSpec: {exc}") from None
+    if header is None:
+        raise ValueError(f"{path}: no plan header; write plans with `python -m orchestrator +sweep=NAME dry_run=true`")
+    return header, specs
+
+
+def write_plan(path: str | Path, header: dict, specs: list[JobSpec]) -> None:
+    with open(path, "w") as f:
+        f.write(json.dumps({"kernelfleet": "plan", "format": PLAN_FORMAT, **header}, sort_keys=True) + "\n")
+        for s in specs:
+            f.write(s.to_json() + "\n")
+
+
+def read_results(path: str | Path) -> tuple[dict, list[tuple[JobSpec, JobResult]]]:
+    header: dict | None = None
+    rows: list[tuple[JobSpec, JobResult]] = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                if n > 1 and not line.endswith("\n"):
+                    break  # a last line cut short by an interrupted run: the jobs before it stand
+                raise ValueError(f"{path}:{n}: not JSON ({exc.msg})") from None
+            if obj.get("kernelfleet") == "results":
+                header = obj
+                continue
+            if "spec" not in obj or "result" not in obj:
+                raise ValueError(f"{path}:{n}: expected a {{'spec', 'result'}} line")
+            rows.append((JobSpec.from_dict(obj["spec"]), JobResult.from_dict(obj["result"])))
+    if header is None:
+        raise ValueError(f"{path}: no results header; results files come from `python -m workers run`")
+    return header, rows

@@ -1,0 +1,209 @@
+"""Run jobs in a sandbox child process that survives nothing but is always replaced.
+
+The child (workers.child) imports torch once and runs the jobs one at a time, streaming a result per job.  If it
+dies under a job (segfault, ``os._exit``, a GPU memory fault) that job is recorded as ``crashed`` with the exit
+code and the tail of its stderr, and a fresh child continues with the rest.  A job past its timeout has the
+child's whole process group killed and is recorded as ``timed_out``.  Nothing here retries a job: kernel
+failures are data.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+from workers.spec import STATUS_CRASHED, STATUS_TIMED_OUT, DeviceInfo, JobResult, JobSpec
+
+START_TIMEOUT_S = float(os.environ.get("KERNELFLEET_CHILD_START_TIMEOUT", "600"))
+STDERR_TAIL = 4000
+
+
+@dataclass
+class ChildInfo:
+    device: DeviceInfo | None = None
+    copy_gbs: float | None = None
+    pid: int | None = None
+    starts: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def _signal_name(rc: int) -> str:
+    if rc < 0:
+        try:
+            return f"killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exit code {rc}"
+
+
+class _Child:
+    def __init__(self, env: dict[str, str]):
+        self.stderr = tempfile.TemporaryFile(mode="w+b")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "workers.child"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self.stderr, env=env, start_new_session=True, text=True, bufsize=1)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)  # EOF: the child is gone
+
+    def next_event(self, deadline: float) -> dict | None:
+        """The next event, None at EOF; raises TimeoutError past the deadline."""
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            try:
+                line = self.lines.get(timeout=remaining)
+            except queue.Empty:
+                raise TimeoutError from None
+            if line is None:
+                return None
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                continue  # not ours (a library writing to the result pipe before the redirect)
+
+    def send(self, spec: JobSpec) -> bool:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(spec.to_json() + "\n")
+            self.proc.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError):
+            return False
+
+    def stderr_tail(self, since: int = 0) -> str:
+        self.stderr.flush()
+        self.stderr.seek(max(since, 0))
+        data = self.stderr.read()
+        self.stderr.seek(0, os.SEEK_END)
+        return data[-STDERR_TAIL:].decode(errors="replace")
+
+    def stderr_pos(self) -> int:
+        self.stderr.seek(0, os.SEEK_END)
+        return self.stderr.tell()
+
+    def kill(self) -> int:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return self.wait()
+
+    def wait(self) -> int:
+        rc = self.proc.wait()
+        self.reader.join(timeout=5)
+        return rc
+
+    def close(self) -> None:
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        finally:
+            self.stderr.close()
+
+
+def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    # One consistent device mask for the child (Ray sets HIP_VISIBLE_DEVICES on AMD; a stale ROCR mask contradicts it)
+    if env.get("HIP_VISIBLE_DEVICES") is not None:
+        env.pop("ROCR_VISIBLE_DEVICES", None)
+    env.setdefault("OMP_NUM_THREADS", str(max(1, min(8, os.cpu_count() or 1))))
+    env["PYTHONUNBUFFERED"] = "1"
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = repo + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def run_jobs(specs: Iterable[JobSpec], env: dict[str, str] | None = None,
+             info: ChildInfo | None = None, on_ready: Callable[[ChildInfo], None] | None = None
+             ) -> Iterator[JobResult]:
+    """Yield one JobResult per spec, in order, whatever happens to the child processes."""
+    env = child_env(env)
+    info = info or ChildInfo()
+    pending = list(specs)
+    child: _Child | None = None
+    try:
+        while pending:
+            if child is None:
+                child = _Child(env)
+                info.starts += 1
+                try:
+                    ev = child.next_event(time.monotonic() + START_TIMEOUT_S)
+                except TimeoutError:
+                    ev = None
+                    child.kill()
+                if ev is None or ev.get("event") != "ready":
+                    rc = child.kill()
+                    tail = child.stderr_tail()
+                    child.close()
+                    child = None
+                    # The sandbox cannot start: every remaining job gets the reason, none is silently lost.
+                    for spec in pending:
+                        yield JobResult(spec.key, STATUS_CRASHED,
+                                        error=f"sandbox failed to start ({_signal_name(rc)}): {tail[-1500:]}")
+                    return
+                info.device = DeviceInfo.from_dict(ev["device"]) if ev.get("device") else None
+                info.copy_gbs = ev.get("copy_gbs")
+                info.pid = ev.get("pid")
+                if on_ready:
+                    on_ready(info)
+            spec = pending[0]
+            pos = child.stderr_pos()
+            timeout = float(spec.params.get("timeout_s", 600.0))
+            started = time.time()
+            result: JobResult | None = None
+            if child.send(spec):
+                deadline = time.monotonic() + timeout
+                try:
+                    while True:
+                        ev = child.next_event(deadline)
+                        if ev is None:
+                            break
+                        if ev.get("event") == "result":
+                            result = JobResult.from_dict(ev["result"])
+                            break
+                except TimeoutError:
+                    child.kill()
+                    tail = child.stderr_tail(pos)
+                    child.close()
+                    child = None
+                    result = JobResult(spec.key, STATUS_TIMED_OUT, started_at=started,
+                                       duration_s=time.time() - started,
+                                       error=f"timed out after {timeout:g} s; process group killed",
+                                       details={"stderr_tail": tail})
+            if result is None:  # EOF before a result: the child died under this job
+                rc = child.kill() if child else -1
+                tail = child.stderr_tail(pos) if child else ""
+                if child:
+                    child.close()
+                child = None
+                result = JobResult(spec.key, STATUS_CRASHED, started_at=started, duration_s=time.time() - started,
+                                   error=f"sandbox process died ({_signal_name(rc)})",
+                                   details={"stderr_tail": tail})
+            if result.device is None:
+                result.device = info.device
+            if info.copy_gbs is not None:
+                result.details.setdefault("copy_gbs", info.copy_gbs)
+            pending.pop(0)
+            yield result
+    finally:
+        if child is not None:
+            child.close()

@@ -1,0 +1,122 @@
+"""Timing of one callable: device events on a GPU, the host clock on the CPU.
+
+On a GPU each repeat is bracketed by its own pair of events, the L2 cache is flushed before every repeat (by
+writing a buffer larger than L2, outside the timed region), warm-up is excluded, and every repeat is returned in
+microseconds, so the caller keeps all samples and reports median and IQR.  ``graph_time`` replays a CUDA/HIP graph
+of many calls: a launch-free reading to hold the event timing against.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+import torch
+
+_FLUSH_BYTES = 256 * 1024 * 1024  # > 4x the L2 of an H200 (60 MB) or an MI355X (4 MB L2 + 256 MB MALL: partial)
+_flush_buf: dict[torch.device, torch.Tensor] = {}
+
+
+def _flush(device: torch.device) -> None:
+    buf = _flush_buf.get(device)
+    if buf is None:
+        buf = torch.empty(_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+        _flush_buf[device] = buf
+    buf.zero_()
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _estimate_ms(fn: Callable[[], object], device: torch.device, n: int = 5) -> float:
+    sync(device)
+    if device.type == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(n):
+            fn()
+        end.record()
+        end.synchronize()
+        return max(start.elapsed_time(end) / n, 1e-4)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return max((time.perf_counter() - t0) * 1e3 / n, 1e-4)
+
+
+def bench(fn: Callable[[], object], device: torch.device, *, warmup_ms: float = 25.0, rep_ms: float = 100.0,
+          min_reps: int = 5, max_reps: int = 2000, flush: bool = True) -> list[float]:
+    """Per-repeat times of ``fn()`` in microseconds (warm-up excluded)."""
+    fn()  # first call: compilation and lazy init stay out of the estimate
+    est = _estimate_ms(fn, device)
+    for _ in range(int(min(max(warmup_ms / est, 1), 1000))):
+        fn()
+    reps = int(min(max(rep_ms / est, min_reps), max_reps))
+    if device.type != "cuda":
+        samples = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            samples.append((time.perf_counter() - t0) * 1e6)
+        return samples
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
+        if flush:
+            _flush(device)
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize(device)
+    return [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)]
+
+
+def graph_time(fn: Callable[[], object], device: torch.device, *, calls: int = 50, replays: int = 10) -> list[float]:
+    """Per-call microseconds of ``fn`` replayed from a captured CUDA/HIP graph (no launch overhead, warm L2)."""
+    if device.type != "cuda":
+        raise ValueError("graph replay needs a GPU")
+    stream = torch.cuda.Stream(device)
+    stream.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream(device).wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize(device)
+    out = []
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        out.append(start.elapsed_time(end) * 1e3 / calls)
+    del graph
+    return out
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def iqr(xs: list[float]) -> float:
+    if len(xs) < 2:
+        return 0.0
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return q[2] - q[0]
+
+
+def copy_bandwidth_gbs(device: torch.device, nbytes: int = 1 << 30) -> float:
+    """The device's measured copy ceiling in GB/s (bytes read + bytes written over the median copy time)."""
+    if device.type == "cpu":
+        nbytes = min(nbytes, 64 << 20)
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device).random_(0, 255)
+    dst = torch.empty_like(src)
+    samples = bench(lambda: dst.copy_(src), device, warmup_ms=20, rep_ms=200, min_reps=5, flush=False)
+    return 2 * nbytes / (median(samples) * 1e-6) / 1e9
