@@ -12,6 +12,10 @@
 Both are purely elementwise: a program covers a [BLOCK_M, BLOCK_N] tile of the output, so rows of any width
 work (no block has to cover a whole row).  A contiguous x is processed as one flat row; other strided inputs are
 addressed through a 2-D view (copied only when the leading dims cannot be viewed as one).
+
+Like every public kernel function here, a plain eager call launches directly; under torch.compile, for tensor
+subclasses, or when autograd must record the call, it goes through the ``kernelfleet::`` op
+(:func:`kernels.launch.eager_direct`).
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from kernels.launch import arch_launch, check_device, check_float, no_backward
+from kernels.launch import arch_launch, check_device, check_float, eager_direct, no_backward
 from kernels.rounding import round_to
 
 APPROXIMATIONS = ("tanh",)
@@ -36,11 +40,13 @@ class ElementwiseConfig(NamedTuple):
     num_warps: int
 
 
-def elementwise_config(rows: int, cols: int, device: torch.device | None = None) -> ElementwiseConfig:
-    """A tile of the architecture's elementwise block (2048 on Hopper), as wide as the row allows."""
+def elementwise_config(cols: int | None, device: torch.device | None = None) -> ElementwiseConfig:
+    """A tile of the architecture's elementwise block (2048 on Hopper): as wide as a row of ``cols`` allows, or
+    one flat stretch (``cols=None``: a contiguous tensor seen as one row).  The row count never enters, so a
+    dynamic leading dim under torch.compile stays dynamic."""
     tile = arch_launch(device).elementwise_block
-    block_n = min(triton.next_power_of_2(max(cols, 1)), tile)
-    block_m = min(triton.next_power_of_2(max(rows, 1)), max(1, tile // block_n))
+    block_n = tile if cols is None else min(triton.next_power_of_2(cols), tile)
+    block_m = max(1, tile // block_n)
     num_warps = max(1, min(8, (block_m * block_n) // 512))
     return ElementwiseConfig(block_m, block_n, num_warps)
 
@@ -84,27 +90,24 @@ def _gelu_kernel(
 # Launch
 
 
-def _launch(out2d: torch.Tensor, x2d: torch.Tensor, gated: bool, config: ElementwiseConfig | None = None) -> None:
+def _launch(out2d: torch.Tensor, x2d: torch.Tensor, gated: bool, flat: bool,
+            config: ElementwiseConfig | None = None, direct: bool = False) -> None:
+    """Launch over [rows, cols] views (``flat``: one row holding a whole contiguous tensor); through
+    ``wrap_triton`` inside the op (traceable), or ``direct`` from the eager ``_into`` launchers."""
     rows, cols = out2d.shape
-    if rows == 0 or cols == 0:
+    if out2d.numel() == 0:
         return
-    cfg = config or elementwise_config(rows, cols, x2d.device)
+    # Compile-time sizes from the row width only, as plain ints (a traced SymInt is specialised).
+    cfg = config or elementwise_config(None if flat else int(cols), x2d.device)
     n_col_blocks = triton.cdiv(cols, cfg.block_n)
-    wrap_triton(_gelu_kernel)[(triton.cdiv(rows, cfg.block_m) * n_col_blocks,)](
+    kernel = _gelu_kernel if direct else wrap_triton(_gelu_kernel)
+    kernel[(triton.cdiv(rows, cfg.block_m) * n_col_blocks,)](
         x2d, out2d, rows, cols,
         x2d.stride(0), x2d.stride(1), out2d.stride(0), out2d.stride(1),
         n_col_blocks,
         GATED=gated, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
         num_warps=cfg.num_warps,
     )
-
-
-def _flat_or_rows(t: torch.Tensor) -> torch.Tensor:
-    """An input as 2-D: one flat row when contiguous, else [rows, last dim] (a view when the leading dims merge,
-    else a copy)."""
-    if t.is_contiguous():
-        return t.view(1, -1)
-    return t.reshape(-1, t.shape[-1])
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -147,21 +150,32 @@ def _rows_view(out: torch.Tensor, width: int) -> torch.Tensor:
 # PyTorch ops
 
 
+def _gelu_tanh_run(x: torch.Tensor, direct: bool) -> torch.Tensor:
+    """Allocate the output and launch (the op's body, and the eager direct path)."""
+    flat = x.is_contiguous()
+    x2d = x.view(1, -1) if flat else x.reshape(-1, x.shape[-1])
+    out = torch.empty(x2d.shape, dtype=x.dtype, device=x.device)
+    _launch(out, x2d, gated=False, flat=flat, direct=direct)
+    return out.view(x.shape)
+
+
+def _geglu_run(x: torch.Tensor, direct: bool) -> torch.Tensor:
+    """Allocate the output and launch (the op's body, and the eager direct path)."""
+    width = x.shape[-1] // 2
+    x2d = x.reshape(-1, x.shape[-1])
+    out = torch.empty((x2d.shape[0], width), dtype=x.dtype, device=x.device)
+    _launch(out, x2d, gated=True, flat=False, direct=direct)
+    return out.view(*x.shape[:-1], width)
+
+
 @triton_op("kernelfleet::gelu_tanh", mutates_args=())
 def _gelu_tanh_op(x: torch.Tensor) -> torch.Tensor:
-    x2d = _flat_or_rows(x)
-    out = torch.empty(x2d.shape, dtype=x.dtype, device=x.device)
-    _launch(out, x2d, gated=False)
-    return out.view(x.shape)
+    return _gelu_tanh_run(x, direct=False)
 
 
 @triton_op("kernelfleet::geglu", mutates_args=())
 def _geglu_op(x: torch.Tensor) -> torch.Tensor:
-    width = x.shape[-1] // 2
-    x2d = x.reshape(-1, x.shape[-1])
-    out = torch.empty((x2d.shape[0], width), dtype=x.dtype, device=x.device)
-    _launch(out, x2d, gated=True)
-    return out.view(*x.shape[:-1], width)
+    return _geglu_run(x, direct=False)
 
 
 for _op, _name in ((_gelu_tanh_op, "kernelfleet::gelu_tanh"), (_geglu_op, "kernelfleet::geglu")):
@@ -176,12 +190,16 @@ for _op, _name in ((_gelu_tanh_op, "kernelfleet::gelu_tanh"), (_geglu_op, "kerne
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
     """``F.gelu(x, approximate="tanh")`` (fp32 math, one rounding); any shape and strides."""
     _validate_gelu(x)
+    if eager_direct(x):
+        return _gelu_tanh_run(x, direct=True)
     return torch.ops.kernelfleet.gelu_tanh(x)
 
 
 def geglu(x: torch.Tensor, approximate: str = "tanh") -> torch.Tensor:
     """``F.gelu(x[..., :H], approximate="tanh") * x[..., H:]`` for x [..., 2H] -> [..., H]."""
     _validate_geglu(x, approximate)
+    if eager_direct(x):
+        return _geglu_run(x, direct=True)
     return torch.ops.kernelfleet.geglu(x)
 
 
@@ -190,11 +208,12 @@ def _gelu_tanh_into(out: torch.Tensor, x: torch.Tensor, *,
     """gelu_tanh writing into ``out`` (x's shape, viewable as 2-D); ``_config`` overrides the launch knobs."""
     _validate_gelu(x)
     _check_out(out, tuple(x.shape), x)
-    if x.is_contiguous() and out.is_contiguous():
+    flat = x.is_contiguous() and out.is_contiguous()
+    if flat:
         x2d, out2d = x.view(1, -1), out.view(1, -1)
     else:
         x2d, out2d = x.reshape(-1, x.shape[-1]), _rows_view(out, x.shape[-1])
-    _launch(out2d, x2d, gated=False, config=_config)
+    _launch(out2d, x2d, gated=False, flat=flat, config=_config, direct=True)
     return out
 
 
@@ -204,5 +223,6 @@ def _geglu_into(out: torch.Tensor, x: torch.Tensor, approximate: str = "tanh", *
     _validate_geglu(x, approximate)
     width = x.shape[-1] // 2
     _check_out(out, (*x.shape[:-1], width), x)
-    _launch(_rows_view(out, width), x.reshape(-1, x.shape[-1]), gated=True, config=_config)
+    _launch(_rows_view(out, width), x.reshape(-1, x.shape[-1]), gated=True, flat=False, config=_config,
+            direct=True)
     return out

@@ -98,3 +98,20 @@ def no_backward(op_name: str):
         return None
 
     return backward, setup_context
+
+
+def eager_direct(*tensors: torch.Tensor | None) -> bool:
+    """Whether a public kernel function may launch its kernel directly instead of calling its torch op.
+
+    The op's dispatch costs tens of microseconds of host time per call, which is the whole runtime of a small
+    kernel.  A direct launch computes the same thing, so it is taken in plain eager calls; the op is used while
+    torch.compile traces (so it sees the op), for tensor subclasses and fake tensors, and when autograd has to
+    record the op (so that backward raises its forward-only error).
+    """
+    if torch.compiler.is_compiling():
+        return False
+    grad = torch.is_grad_enabled()
+    for t in tensors:
+        if t is not None and (type(t) is not torch.Tensor or (grad and t.requires_grad)):
+            return False
+    return True

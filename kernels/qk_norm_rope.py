@@ -10,8 +10,9 @@ The LTX processor (diffusers ``transformer_ltx.py``, ``LTXVideoAttnProcessor``) 
 rounds again.  This kernel rounds at exactly those two points.  One program normalises and rotates the same
 row(s) of q and of k and reads each cos/sin row once for both.
 
-Layout: q and k ``[B, S, C]`` (same shape, any strides, C even), weights ``[C]`` or None, cos/sin ``[S, C]``
-(shared by the batch) or ``[B, S, C]`` / ``[1, S, C]`` (LTX passes per-batch fp32 tables).
+Layout: q and k ``[B, S, C]`` (same shape, C even), weights ``[C]`` or None, cos/sin ``[S, C]`` (shared by the
+batch) or ``[B, S, C]`` / ``[1, S, C]`` (LTX passes per-batch fp32 tables).  Batch and token strides are free
+(e.g. q/k as views into a fused QKV output); a tensor whose channels are not unit-stride is copied first.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from kernels.launch import check_device, check_float, no_backward, row_num_warps
+from kernels.launch import check_device, check_float, eager_direct, no_backward, row_num_warps
 from kernels.rounding import round_to
 
 
@@ -33,10 +34,13 @@ class QkNormRopeConfig(NamedTuple):
     num_warps: int
 
 
-def qk_norm_rope_config(rows: int, width: int, device: torch.device | None = None) -> QkNormRopeConfig:
-    """One row per program for rows of 2048 and more; narrow rows are packed until a program holds ~2048."""
+def qk_norm_rope_config(width: int, device: torch.device | None = None) -> QkNormRopeConfig:
+    """One row per program for rows of 2048 and more; narrow rows are packed until a program holds ~2048.
+
+    Only the width enters (never the row count), so a dynamic sequence length under torch.compile stays dynamic.
+    """
     block_c = triton.next_power_of_2(width)
-    block_rows = min(triton.next_power_of_2(max(rows, 1)), max(1, 2048 // block_c))
+    block_rows = max(1, 2048 // block_c)
     return QkNormRopeConfig(block_rows, row_num_warps(block_rows * block_c, device))
 
 
@@ -58,18 +62,15 @@ def _norm_rope_rows(x, w, c, s, C, eps, HAS_WEIGHT: tl.constexpr, BLOCK_R: tl.co
 def _qk_norm_rope_kernel(
     q_ptr, k_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, qo_ptr, ko_ptr,
     R, S, C, eps,
-    sqb, sqs, sqc,
-    skb, sks, skc,
-    sqob, sqos, sqoc,
-    skob, skos, skoc,
-    scb, scs, scc,
-    ssb, sss, ssc,
-    sqw, skw,
+    sqb, sqs, skb, sks,
+    sqob, sqos, skob, skos,
+    scb, scs, ssb, sss,
     HAS_QW: tl.constexpr,
     HAS_KW: tl.constexpr,
     BLOCK_R: tl.constexpr,
     BLOCK_C: tl.constexpr,
 ):
+    # Rows are (batch, token) pairs addressed through (batch, token) strides; channels are unit-stride.
     rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     b = (rows // S)[:, None]
     srow = (rows % S)[:, None]
@@ -78,23 +79,23 @@ def _qk_norm_rope_kernel(
     mask = (rows < R)[:, None] & (col < C)
 
     # Issue every load up front: q, k and the shared cos/sin rows.
-    q = tl.load(q_ptr + b * sqb + srow * sqs + col * sqc, mask=mask, other=0.0).to(tl.float32)
-    k = tl.load(k_ptr + b * skb + srow * sks + col * skc, mask=mask, other=0.0).to(tl.float32)
-    c = tl.load(cos_ptr + b * scb + srow * scs + col * scc, mask=mask, other=0.0).to(tl.float32)
-    s = tl.load(sin_ptr + b * ssb + srow * sss + col * ssc, mask=mask, other=0.0).to(tl.float32)
+    q = tl.load(q_ptr + b * sqb + srow * sqs + col, mask=mask, other=0.0).to(tl.float32)
+    k = tl.load(k_ptr + b * skb + srow * sks + col, mask=mask, other=0.0).to(tl.float32)
+    c = tl.load(cos_ptr + b * scb + srow * scs + col, mask=mask, other=0.0).to(tl.float32)
+    s = tl.load(sin_ptr + b * ssb + srow * sss + col, mask=mask, other=0.0).to(tl.float32)
     if HAS_QW:
-        qw = tl.load(qw_ptr + cols * sqw, mask=cols < C, other=0.0).to(tl.float32)[None, :]
+        qw = tl.load(qw_ptr + cols, mask=cols < C, other=0.0).to(tl.float32)[None, :]
     else:
         qw = 1.0
     if HAS_KW:
-        kw = tl.load(kw_ptr + cols * skw, mask=cols < C, other=0.0).to(tl.float32)[None, :]
+        kw = tl.load(kw_ptr + cols, mask=cols < C, other=0.0).to(tl.float32)[None, :]
     else:
         kw = 1.0
 
     q_out = _norm_rope_rows(q, qw, c, s, C, eps, HAS_QW, BLOCK_R, BLOCK_C, qo_ptr.dtype.element_ty)
-    tl.store(qo_ptr + b * sqob + srow * sqos + col * sqoc, q_out, mask=mask)
+    tl.store(qo_ptr + b * sqob + srow * sqos + col, q_out, mask=mask)
     k_out = _norm_rope_rows(k, kw, c, s, C, eps, HAS_KW, BLOCK_R, BLOCK_C, ko_ptr.dtype.element_ty)
-    tl.store(ko_ptr + b * skob + srow * skos + col * skoc, k_out, mask=mask)
+    tl.store(ko_ptr + b * skob + srow * skos + col, k_out, mask=mask)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -146,43 +147,69 @@ def _check_out(name: str, out, like: torch.Tensor) -> None:
         raise ValueError(
             f"{name} must be shape {tuple(like.shape)}, dtype {like.dtype}, device {like.device}; got "
             f"{tuple(out.shape)}, {out.dtype}, {out.device}")
+    if out.numel() and out.stride(-1) != 1:
+        raise ValueError(f"{name} must have a unit stride in its last dim; got strides {out.stride()}")
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Launch
 
 
-def _table_strides(t: torch.Tensor) -> tuple[int, int, int]:
-    if t.dim() == 2:
-        return 0, t.stride(0), t.stride(1)
-    return (t.stride(0) if t.shape[0] > 1 else 0), t.stride(1), t.stride(2)
+def _unit_last(t: torch.Tensor | None) -> torch.Tensor | None:
+    """t itself when its last dim is unit-stride (what the kernel addresses), else a contiguous copy."""
+    if t is None or t.stride(-1) == 1:
+        return t
+    return t.contiguous()
+
+
+def _row_strides(t: torch.Tensor) -> tuple[int, int]:
+    st = t.stride()
+    return st[0], st[1]
+
+
+def _table_strides(t: torch.Tensor) -> tuple[int, int]:
+    """(stride_b, stride_s) of a cos/sin table; stride 0 over the batch when it is shared."""
+    st = t.stride()
+    if len(st) == 2:
+        return 0, st[0]
+    return (st[0] if t.shape[0] > 1 else 0), st[1]
 
 
 def _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, eps: float,
-            config: QkNormRopeConfig | None = None) -> None:
+            config: QkNormRopeConfig | None = None, direct: bool = False) -> None:
+    """Launch through ``wrap_triton`` inside the op (traceable), or ``direct`` (eager calls).  Inputs must have a
+    unit-stride last dim (see :func:`_unit_last`).  fp fusion is off so the RoPE multiply and add round as the
+    model's separate ops do (on an H200 this took bf16 mismatches against eager from 2e-5 to 3e-6)."""
     if q.numel() == 0:
         return
     batch, seq, width = q.shape
     rows = batch * seq
-    cfg = config or qk_norm_rope_config(rows, width, q.device)
-    wrap_triton(_qk_norm_rope_kernel)[(triton.cdiv(rows, cfg.block_rows),)](
+    width = int(width)  # compile-time sizes as plain ints (a traced SymInt is specialised)
+    cfg = config or qk_norm_rope_config(width, q.device)
+    kernel = _qk_norm_rope_kernel if direct else wrap_triton(_qk_norm_rope_kernel)
+    kernel[(triton.cdiv(rows, cfg.block_rows),)](
         q, k,
         q if q_weight is None else q_weight, k if k_weight is None else k_weight,
         cos, sin, q_out, k_out,
         rows, seq, width, eps,
-        *q.stride(), *k.stride(), *q_out.stride(), *k_out.stride(),
+        *_row_strides(q), *_row_strides(k), *_row_strides(q_out), *_row_strides(k_out),
         *_table_strides(cos), *_table_strides(sin),
-        0 if q_weight is None else q_weight.stride(0), 0 if k_weight is None else k_weight.stride(0),
         HAS_QW=q_weight is not None, HAS_KW=k_weight is not None,
         BLOCK_R=cfg.block_rows, BLOCK_C=triton.next_power_of_2(width),
-        num_warps=cfg.num_warps,
+        num_warps=cfg.num_warps, enable_fp_fusion=False,
     )
+
+
+def _unit_inputs(q, k, q_weight, k_weight, cos, sin):
+    return (_unit_last(q), _unit_last(k), _unit_last(q_weight), _unit_last(k_weight), _unit_last(cos),
+            _unit_last(sin))
 
 
 @triton_op("kernelfleet::qk_norm_rope", mutates_args=())
 def _qk_norm_rope_op(q: torch.Tensor, k: torch.Tensor, q_weight: Optional[torch.Tensor],
                      k_weight: Optional[torch.Tensor], cos: torch.Tensor, sin: torch.Tensor,
                      eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    q, k, q_weight, k_weight, cos, sin = _unit_inputs(q, k, q_weight, k_weight, cos, sin)
     q_out = torch.empty_like(q)
     k_out = torch.empty_like(k)
     _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, eps)
@@ -201,6 +228,12 @@ def qk_norm_rope(q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor | None
                  cos: torch.Tensor, sin: torch.Tensor, eps: float = 1e-5) -> tuple[torch.Tensor, torch.Tensor]:
     """(rope(rmsnorm(q) * q_weight), rope(rmsnorm(k) * k_weight)) with LTX's rounding; see the module doc."""
     _validate(q, k, q_weight, k_weight, cos, sin, eps)
+    if eager_direct(q, k, q_weight, k_weight, cos, sin):
+        q, k, q_weight, k_weight, cos, sin = _unit_inputs(q, k, q_weight, k_weight, cos, sin)
+        q_out = torch.empty_like(q)
+        k_out = torch.empty_like(k)
+        _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, float(eps), direct=True)
+        return q_out, k_out
     return torch.ops.kernelfleet.qk_norm_rope(q, k, q_weight, k_weight, cos, sin, float(eps))
 
 
@@ -208,11 +241,13 @@ def _qk_norm_rope_into(out: tuple[torch.Tensor, torch.Tensor], q: torch.Tensor, 
                        q_weight: torch.Tensor | None, k_weight: torch.Tensor | None, cos: torch.Tensor,
                        sin: torch.Tensor, eps: float = 1e-5, *,
                        _config: QkNormRopeConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """qk_norm_rope writing into ``out = (q_out, k_out)``; ``_config`` overrides the launch knobs (tuning)."""
+    """qk_norm_rope writing into ``out = (q_out, k_out)`` (unit-stride last dims); ``_config`` overrides the
+    launch knobs (tuning)."""
     _validate(q, k, q_weight, k_weight, cos, sin, eps)
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise TypeError(f"out must be a (q_out, k_out) pair of tensors, got {type(out).__name__}")
     _check_out("out[0] (q_out)", out[0], q)
     _check_out("out[1] (k_out)", out[1], k)
-    _launch(out[0], out[1], q, k, q_weight, k_weight, cos, sin, float(eps), _config)
+    q, k, q_weight, k_weight, cos, sin = _unit_inputs(q, k, q_weight, k_weight, cos, sin)
+    _launch(out[0], out[1], q, k, q_weight, k_weight, cos, sin, float(eps), _config, direct=True)
     return out[0], out[1]

@@ -22,8 +22,11 @@ Layouts.  ``x`` is ``[B, S, C]`` (LTX applies RoPE before the head split; one "h
 ``[B, S, H, D]`` or ``[B, H, S, D]``.  ``cos``/``sin`` are ``[S, D]`` (shared by the batch: read with stride 0) or
 ``[B, S, D]`` / ``[1, S, D]`` (per batch), and always broadcast over heads.  A 4-D ``x`` is told apart by which
 of its dims 1 and 2 equals the sequence length ``cos.shape[-2]``; when both do (H == S) the layout is ambiguous
-and ``layout="bshd"`` or ``layout="bhsd"`` must be passed.  Any strides are addressed directly (nothing is
-copied); the output has the layout of ``x`` when ``x`` is dense, else it is contiguous.
+and ``layout="bshd"`` or ``layout="bhsd"`` must be passed.  Batch, sequence and head strides are addressed
+directly (a stride-0 batch for shared tables); a tensor whose last dim is not unit-stride is copied first.  The
+output has the layout of ``x`` when ``x`` is dense, else it is contiguous.  A plain eager call launches directly;
+under torch.compile, for tensor subclasses, or when autograd must record the call, it goes through the
+``kernelfleet::`` op (:func:`kernels.launch.eager_direct`).
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from kernels.launch import check_device, check_float, no_backward, row_num_warps
+from kernels.launch import check_device, check_float, eager_direct, no_backward, row_num_warps
 from kernels.rounding import round_to
 
 LAYOUTS = ("bshd", "bhsd")
@@ -51,14 +54,15 @@ class RopeConfig(NamedTuple):
     num_warps: int
 
 
-def rope_config(seq_len: int, heads: int, width: int, device: torch.device | None = None) -> RopeConfig:
+def rope_config(heads: int, width: int, device: torch.device | None = None) -> RopeConfig:
     """The launch knobs for a tile of ``width`` (the pow2 block over the head dim, or half of it for rotate-half).
 
     Several heads and sequence positions share a program until it holds about ``_TILE_ELEMENTS`` elements of x;
-    the cos/sin row of a position is then loaded once for all its heads.
+    the cos/sin row of a position is then loaded once for all its heads.  Only the head count and width enter
+    (never the sequence length), so torch.compile with a dynamic sequence length does not specialise on it.
     """
-    block_h = min(triton.next_power_of_2(max(heads, 1)), max(1, _TILE_ELEMENTS // width))
-    block_s = min(triton.next_power_of_2(max(seq_len, 1)), max(1, _TILE_ELEMENTS // (width * block_h)))
+    block_h = min(triton.next_power_of_2(heads), max(1, _TILE_ELEMENTS // width))
+    block_s = max(1, _TILE_ELEMENTS // (width * block_h))
     return RopeConfig(block_s, block_h, row_num_warps(block_s * block_h * width, device))
 
 
@@ -66,11 +70,10 @@ def rope_config(seq_len: int, heads: int, width: int, device: torch.device | Non
 def _rope_kernel(
     x_ptr, cos_ptr, sin_ptr, out_ptr,
     S, H, D,
-    sxb, sxs, sxh, sxd,
-    sob, sos, soh, sod,
-    scb, scs, scd,
-    ssb, sss, ssd,
-    n_s_blocks, n_h_blocks,
+    sxb, sxs, sxh,
+    sob, sos, soh,
+    scb, scs,
+    ssb, sss,
     INTERLEAVED: tl.constexpr,
     ROUND_EACH: tl.constexpr,  # rotate-half only: round each product and the sum to out's dtype (transformers)
     BLOCK_S: tl.constexpr,
@@ -78,8 +81,10 @@ def _rope_kernel(
     BLOCK_D: tl.constexpr,
 ):
     # One program: BLOCK_S sequence positions x BLOCK_H heads of one batch element; the cos/sin tile is
-    # [BLOCK_S, 1, BLOCK_D] and broadcasts over the heads.
+    # [BLOCK_S, 1, BLOCK_D] and broadcasts over the heads.  The last dim of every tensor is unit-stride.
     pid = tl.program_id(0)
+    n_h_blocks = tl.cdiv(H, BLOCK_H)
+    n_s_blocks = tl.cdiv(S, BLOCK_S)
     hb = pid % n_h_blocks
     rest = pid // n_h_blocks
     sb = rest % n_s_blocks
@@ -103,33 +108,33 @@ def _rope_kernel(
         # Whole rows, loaded contiguously; the partner of element 2i is 2i+1 (register shuffle, no re-read).
         mask = row_ok & (d < D)
         cmask = ((s0 + ls) < S) & (d < D)
-        x = tl.load(x_base + x_off + d * sxd, mask=mask, other=0.0).to(tl.float32)
-        c = tl.load(c_base + ls * scs + d * scd, mask=cmask, other=0.0).to(tl.float32)
-        s = tl.load(n_base + ls * sss + d * ssd, mask=cmask, other=0.0).to(tl.float32)
+        x = tl.load(x_base + x_off + d, mask=mask, other=0.0).to(tl.float32)
+        c = tl.load(c_base + ls * scs + d, mask=cmask, other=0.0).to(tl.float32)
+        s = tl.load(n_base + ls * sss + d, mask=cmask, other=0.0).to(tl.float32)
         pairs = tl.reshape(x, [BLOCK_S, BLOCK_H, BLOCK_D // 2, 2])
         x_even, x_odd = tl.split(pairs)
         x_rot = tl.reshape(tl.join(-x_odd, x_even), [BLOCK_S, BLOCK_H, BLOCK_D])
         out = x * c + x_rot * s
-        tl.store(o_base + o_off + d * sod, round_to(out, out_ty), mask=mask)
+        tl.store(o_base + o_off + d, round_to(out, out_ty), mask=mask)
     else:
         # Rotate-half: BLOCK_D covers half the head dim; element j pairs with j + D/2.
         half = D // 2
         mask = row_ok & (d < half)
         cmask = ((s0 + ls) < S) & (d < half)
-        x1 = tl.load(x_base + x_off + d * sxd, mask=mask, other=0.0).to(tl.float32)
-        x2 = tl.load(x_base + x_off + (d + half) * sxd, mask=mask, other=0.0).to(tl.float32)
-        c1 = tl.load(c_base + ls * scs + d * scd, mask=cmask, other=0.0).to(tl.float32)
-        c2 = tl.load(c_base + ls * scs + (d + half) * scd, mask=cmask, other=0.0).to(tl.float32)
-        s1 = tl.load(n_base + ls * sss + d * ssd, mask=cmask, other=0.0).to(tl.float32)
-        s2 = tl.load(n_base + ls * sss + (d + half) * ssd, mask=cmask, other=0.0).to(tl.float32)
+        x1 = tl.load(x_base + x_off + d, mask=mask, other=0.0).to(tl.float32)
+        x2 = tl.load(x_base + x_off + (d + half), mask=mask, other=0.0).to(tl.float32)
+        c1 = tl.load(c_base + ls * scs + d, mask=cmask, other=0.0).to(tl.float32)
+        c2 = tl.load(c_base + ls * scs + (d + half), mask=cmask, other=0.0).to(tl.float32)
+        s1 = tl.load(n_base + ls * sss + d, mask=cmask, other=0.0).to(tl.float32)
+        s2 = tl.load(n_base + ls * sss + (d + half), mask=cmask, other=0.0).to(tl.float32)
         if ROUND_EACH:
             out1 = round_to(x1 * c1, out_ty).to(tl.float32) + round_to(-x2 * s1, out_ty).to(tl.float32)
             out2 = round_to(x2 * c2, out_ty).to(tl.float32) + round_to(x1 * s2, out_ty).to(tl.float32)
         else:
             out1 = x1 * c1 - x2 * s1
             out2 = x2 * c2 + x1 * s2
-        tl.store(o_base + o_off + d * sod, round_to(out1, out_ty), mask=mask)
-        tl.store(o_base + o_off + (d + half) * sod, round_to(out2, out_ty), mask=mask)
+        tl.store(o_base + o_off + d, round_to(out1, out_ty), mask=mask)
+        tl.store(o_base + o_off + (d + half), round_to(out2, out_ty), mask=mask)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -201,49 +206,64 @@ def _check_out(out: torch.Tensor, x: torch.Tensor) -> None:
         raise ValueError(
             f"out must match x: shape {tuple(x.shape)}, dtype {x.dtype}, device {x.device}; got "
             f"{tuple(out.shape)}, {out.dtype}, {out.device}")
+    if out.numel() and out.stride(-1) != 1:
+        raise ValueError(f"out must have a unit stride in its last dim; got strides {out.stride()}")
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Launch
 
 
+def _unit_last(t: torch.Tensor) -> torch.Tensor:
+    """t itself when its last dim is unit-stride (what the kernel addresses), else a contiguous copy."""
+    return t if t.stride(-1) == 1 else t.contiguous()
+
+
 def _x_strides(t: torch.Tensor, seq_dim: int) -> tuple[int, int, int, int, int, int]:
     """(B, S, H, stride_b, stride_s, stride_h) of x or out; a 3-D tensor is one head."""
-    if t.dim() == 3:
-        return t.shape[0], t.shape[1], 1, t.stride(0), t.stride(1), 0
+    shape, st = t.shape, t.stride()
+    if len(shape) == 3:
+        return shape[0], shape[1], 1, st[0], st[1], 0
     if seq_dim == 1:
-        return t.shape[0], t.shape[1], t.shape[2], t.stride(0), t.stride(1), t.stride(2)
-    return t.shape[0], t.shape[2], t.shape[1], t.stride(0), t.stride(2), t.stride(1)
+        return shape[0], shape[1], shape[2], st[0], st[1], st[2]
+    return shape[0], shape[2], shape[1], st[0], st[2], st[1]
 
 
-def _table_strides(t: torch.Tensor) -> tuple[int, int, int]:
-    """(stride_b, stride_s, stride_d) of a cos/sin table; stride 0 over the batch when it is shared."""
-    if t.dim() == 2:
-        return 0, t.stride(0), t.stride(1)
-    return (t.stride(0) if t.shape[0] > 1 else 0), t.stride(1), t.stride(2)
+def _table_strides(t: torch.Tensor) -> tuple[int, int]:
+    """(stride_b, stride_s) of a cos/sin table; stride 0 over the batch when it is shared."""
+    st = t.stride()
+    if len(st) == 2:
+        return 0, st[0]
+    return (st[0] if t.shape[0] > 1 else 0), st[1]
 
 
 def _launch(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, seq_dim: int,
-            interleaved: bool, round_each: bool, config: RopeConfig | None = None) -> None:
+            interleaved: bool, round_each: bool, config: RopeConfig | None = None, direct: bool = False) -> None:
+    """Launch the kernel: through ``wrap_triton`` inside the op (traceable), or ``direct`` (eager calls;
+    outside an op, wrap_triton would dispatch through a slow higher-order op).  Every tensor's last dim must be
+    unit-stride (inputs pass through :func:`_unit_last`).
+
+    fp fusion is off: a fused multiply-add would round differently from the model's separate multiply and add
+    (measured on an H200: 24% of fp32 and, for rotate-half, of bf16 outputs differed by an ulp; none without).
+    """
     if x.numel() == 0:
         return
     batch, seq, heads, sxb, sxs, sxh = _x_strides(x, seq_dim)
     _, _, _, sob, sos, soh = _x_strides(out, seq_dim)
-    width = x.shape[-1]
+    width = int(x.shape[-1])  # compile-time sizes as plain ints (a traced SymInt is specialised)
     block_d = triton.next_power_of_2(width if interleaved else width // 2)
-    cfg = config or rope_config(seq, heads, block_d, x.device)
-    n_s = triton.cdiv(seq, cfg.block_s)
-    n_h = triton.cdiv(heads, cfg.block_h)
-    wrap_triton(_rope_kernel)[(batch * n_s * n_h,)](
+    cfg = config or rope_config(int(heads), block_d, x.device)
+    n_programs = batch * triton.cdiv(seq, cfg.block_s) * triton.cdiv(heads, cfg.block_h)
+    kernel = _rope_kernel if direct else wrap_triton(_rope_kernel)
+    kernel[(n_programs,)](
         x, cos, sin, out,
         seq, heads, width,
-        sxb, sxs, sxh, x.stride(-1),
-        sob, sos, soh, out.stride(-1),
+        sxb, sxs, sxh,
+        sob, sos, soh,
         *_table_strides(cos), *_table_strides(sin),
-        n_s, n_h,
         INTERLEAVED=interleaved, ROUND_EACH=round_each,
         BLOCK_S=cfg.block_s, BLOCK_H=cfg.block_h, BLOCK_D=block_d,
-        num_warps=cfg.num_warps,
+        num_warps=cfg.num_warps, enable_fp_fusion=False,
     )
 
 
@@ -264,6 +284,7 @@ def _round_each(x: torch.Tensor, cos: torch.Tensor) -> bool:
 
 @triton_op("kernelfleet::rope_interleaved", mutates_args=())
 def _rope_interleaved_op(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, seq_dim: int) -> torch.Tensor:
+    x, cos, sin = _unit_last(x), _unit_last(cos), _unit_last(sin)
     out = torch.empty_like(x)
     _launch(out, x, cos, sin, seq_dim, interleaved=True, round_each=False)
     return out
@@ -272,6 +293,7 @@ def _rope_interleaved_op(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, 
 @triton_op("kernelfleet::rope_rotate_half", mutates_args=())
 def _rope_rotate_half_op(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, seq_dim: int,
                          round_each: bool) -> torch.Tensor:
+    x, cos, sin = _unit_last(x), _unit_last(cos), _unit_last(sin)
     out = torch.empty_like(x)
     _launch(out, x, cos, sin, seq_dim, interleaved=False, round_each=round_each)
     return out
@@ -295,6 +317,11 @@ def rope_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
     (any float dtype, fp32 in the models).  ``layout`` ("bshd"/"bhsd") only when a 4-D x has H == S.
     """
     seq_dim = _validate(x, cos, sin, layout)
+    if eager_direct(x, cos, sin):
+        x, cos, sin = _unit_last(x), _unit_last(cos), _unit_last(sin)
+        out = torch.empty_like(x)
+        _launch(out, x, cos, sin, seq_dim, interleaved=True, round_each=False, direct=True)
+        return out
     return torch.ops.kernelfleet.rope_interleaved(x, cos, sin, seq_dim)
 
 
@@ -306,7 +333,13 @@ def rope_rotate_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
     (transformers' rounding) or fp32 (fp32 math, one rounding).
     """
     seq_dim = _validate(x, cos, sin, layout)
-    return torch.ops.kernelfleet.rope_rotate_half(x, cos, sin, seq_dim, _round_each(x, cos))
+    round_each = _round_each(x, cos)
+    if eager_direct(x, cos, sin):
+        x, cos, sin = _unit_last(x), _unit_last(cos), _unit_last(sin)
+        out = torch.empty_like(x)
+        _launch(out, x, cos, sin, seq_dim, interleaved=False, round_each=round_each, direct=True)
+        return out
+    return torch.ops.kernelfleet.rope_rotate_half(x, cos, sin, seq_dim, round_each)
 
 
 def _rope_interleaved_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
@@ -314,7 +347,8 @@ def _rope_interleaved_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor
     """rope_interleaved writing into ``out`` (any strides); ``_config`` overrides the launch knobs (tuning)."""
     seq_dim = _validate(x, cos, sin, layout)
     _check_out(out, x)
-    _launch(out, x, cos, sin, seq_dim, interleaved=True, round_each=False, config=_config)
+    x, cos, sin = _unit_last(x), _unit_last(cos), _unit_last(sin)
+    _launch(out, x, cos, sin, seq_dim, interleaved=True, round_each=False, config=_config, direct=True)
     return out
 
 
@@ -323,5 +357,7 @@ def _rope_rotate_half_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor
     """rope_rotate_half writing into ``out`` (any strides); ``_config`` overrides the launch knobs (tuning)."""
     seq_dim = _validate(x, cos, sin, layout)
     _check_out(out, x)
-    _launch(out, x, cos, sin, seq_dim, interleaved=False, round_each=_round_each(x, cos), config=_config)
+    x, cos, sin = _unit_last(x), _unit_last(cos), _unit_last(sin)
+    _launch(out, x, cos, sin, seq_dim, interleaved=False, round_each=_round_each(x, cos), config=_config,
+            direct=True)
     return out

@@ -105,7 +105,8 @@ class RayCluster:
         import torch
 
         ngpu = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        kwargs: dict = {"num_gpus": ngpu, "include_dashboard": False, "log_to_driver": False,
+        # address="local": always a fresh embedded instance, never a cluster that happens to run on this machine
+        kwargs: dict = {"address": "local", "num_gpus": ngpu, "include_dashboard": False, "log_to_driver": False,
                         "logging_level": logging.WARNING, "labels": self.local_labels or None,
                         "resources": {NODE_RESOURCE: 1}}
         if ngpu == 0:

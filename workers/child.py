@@ -52,6 +52,15 @@ def main() -> int:
         device = torch.device("cuda", 0)
         torch.cuda.set_device(device)
 
+    # A sweep compiles the same eager chain once per shape in this process: keep dynamo from falling back to eager
+    # after its default 8 recompilations.
+    import torch._dynamo
+
+    for name in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
+                 "accumulated_recompile_limit"):
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, 1024)
+
     from workers import device as device_detect
     from workers import timing
     from workers.spec import STATUS_ERROR, JobResult, JobSpec

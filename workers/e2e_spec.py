@@ -7,7 +7,8 @@ from typing import Any
 MODEL = "ltx-video"
 MODES = ("eager", "triton", "compile", "triton+compile")
 DTYPE_NAMES = ("fp32", "bf16", "fp16")
-# Tolerance on rel_l2 = ||latents - eager||/||eager|| of the final latents, per dtype (params.tolerance overrides).
+# Tolerance on rel_err = ||latents - eager|| / ||eager - initial noise|| of the final latents (the error relative
+# to what the denoising loop changed), per dtype; params.tolerance overrides.
 DEFAULT_TOLERANCE = {"fp32": 1e-3, "bf16": 5e-2, "fp16": 2e-2}
 SPATIAL, TEMPORAL = 32, 8  # LTX-Video's VAE compression
 

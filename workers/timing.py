@@ -30,7 +30,7 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _estimate_ms(fn: Callable[[], object], device: torch.device, n: int = 5) -> float:
+def _time_calls_ms(fn: Callable[[], object], device: torch.device, n: int) -> float:
     sync(device)
     if device.type == "cuda":
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -46,12 +46,20 @@ def _estimate_ms(fn: Callable[[], object], device: torch.device, n: int = 5) -> 
     return max((time.perf_counter() - t0) * 1e3 / n, 1e-4)
 
 
+def _estimate_ms(fn: Callable[[], object], device: torch.device, budget_ms: float) -> float:
+    """Time of one call: one timed call, then more only while they are cheap against the budget."""
+    est = _time_calls_ms(fn, device, 1)
+    if est * 10 < budget_ms:
+        est = _time_calls_ms(fn, device, 5)
+    return est
+
+
 def bench(fn: Callable[[], object], device: torch.device, *, warmup_ms: float = 25.0, rep_ms: float = 100.0,
           min_reps: int = 5, max_reps: int = 2000, flush: bool = True) -> list[float]:
     """Per-repeat times of ``fn()`` in microseconds (warm-up excluded)."""
     fn()  # first call: compilation and lazy init stay out of the estimate
-    est = _estimate_ms(fn, device)
-    for _ in range(int(min(max(warmup_ms / est, 1), 1000))):
+    est = _estimate_ms(fn, device, rep_ms)
+    for _ in range(int(min(warmup_ms / est, 1000))):
         fn()
     reps = int(min(max(rep_ms / est, min_reps), max_reps))
     if device.type != "cuda":

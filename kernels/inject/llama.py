@@ -134,6 +134,9 @@ def _rebind_global(fn: Callable, name: str, value: Any) -> Callable:
             raise LookupError(f"{fn.__qualname__} does not use the global {name!r}")
         globs = dict(fn.__globals__)
         globs[name] = value
+        # Without "__name__", torch.compile (Dynamo) guards global lookups on this very dict; with it, Dynamo would
+        # guard on the module attribute of that name (the stock function) and recompile on every call.
+        globs.pop("__name__", None)
         new = types.FunctionType(fn.__code__, globs, fn.__name__, fn.__defaults__, fn.__closure__)
     else:
         new_inner = _rebind_global(inner, name, value)

@@ -49,7 +49,3 @@ def rows_from_durations(durations: Iterable[tuple[str, float]]) -> list[KernelRo
                               min_ns=min(durs), max_ns=max(durs), stddev_ns=var ** 0.5))
     rows.sort(key=lambda r: (-r.total_ns, r.name))
     return rows
-
-
-def total_ns(rows: Iterable[KernelRow]) -> float:
-    return sum(r.total_ns for r in rows)

@@ -1,0 +1,135 @@
+"""The ltx_e2e sweep: sweep.e2e expands into e2e JobSpecs with content keys, bad values fail before anything runs,
+and a tiny sweep runs end to end through the orchestrator (local Ray, sandbox, store) on the CPU."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestrator import config, plan
+from orchestrator.config import ConfigError
+from orchestrator.plan_e2e import plan_e2e, validate_e2e
+from orchestrator.validate import validate
+
+REPO = Path(__file__).resolve().parents[2]
+CODE = plan.CodeVersion("abc123", "k0")
+TINY = ["sweep.e2e.tiny=true", "sweep.e2e.frames=[9]", "sweep.e2e.heights=[64]", "sweep.e2e.widths=[96]",
+        "sweep.e2e.steps=[2]", "sweep.e2e.repeats=1"]
+
+
+def _cfg(*overrides):
+    c = config.to_plain(config.compose(["+sweep=ltx_e2e", *overrides]))
+    validate(c)
+    return c
+
+
+def test_default_is_the_seed_setting():
+    specs = plan.plan(_cfg(), CODE)
+    assert len(specs) == 1
+    s = specs[0]
+    assert (s.kind, s.model, s.shape, s.dtype) == ("e2e", "ltx-video", [25, 480, 704], "bf16")
+    assert s.impls == ["eager", "triton", "compile", "triton+compile"]
+    assert s.params["steps"] == 30 and s.params["repeats"] == 3 and s.params["tiny"] is False
+    assert s.params["model_path"] is None and s.params["pipeline"] is False
+    assert s.key and s.sweep == "ltx_e2e"
+    assert json.loads(s.to_json()) == s.to_dict()
+
+
+def test_grid_varies_frames_resolution_steps_dtype():
+    c = _cfg("sweep.e2e.frames=[25,121]", "sweep.e2e.heights=[480,512]", "sweep.e2e.steps=[30,10]",
+             "sweep.e2e.dtypes=[bf16,fp16]")
+    specs = plan.plan(c, CODE)
+    assert len(specs) == 2 * 2 * 2 * 2
+    assert {tuple(s.shape) for s in specs} == {(f, h, 704) for f in (25, 121) for h in (480, 512)}
+    assert {s.params["steps"] for s in specs} == {30, 10} and {s.dtype for s in specs} == {"bf16", "fp16"}
+    assert len({s.key for s in specs}) == len(specs)
+    # explicit [height, width] pairs instead of heights x widths
+    specs = plan.plan(_cfg("sweep.e2e.resolutions=[[480,704],[704,480]]"), CODE)
+    assert [s.shape for s in specs] == [[25, 480, 704], [25, 704, 480]]
+
+
+def test_keys_are_content_hashes():
+    a = [s.key for s in plan.plan(_cfg(), CODE)]
+    assert a == [s.key for s in plan.plan(_cfg(), CODE)]
+    assert a == [s.key for s in plan.plan(_cfg("sweep.name=other"), CODE)]  # the sweep's name is not the work
+    for change in ("sweep.e2e.repeats=5", "sweep.e2e.model_path=/models/ltx", "sweep.e2e.pipeline=true",
+                   "sweep.e2e.modes=[eager,triton]", "sweep.e2e.seed=1"):
+        assert not set(a) & {s.key for s in plan.plan(_cfg(change), CODE)}, change
+    assert not set(a) & {s.key for s in plan.plan(_cfg(), plan.CodeVersion("abc124", "k0"))}
+    # plan_e2e itself leaves the key to plan()
+    assert all(s.key == "" for s in plan_e2e(_cfg()["sweep"], "any"))
+
+
+@pytest.mark.parametrize("e2e,message", [
+    ({"modes": ["eager", "fast"]}, "sweep.e2e.modes: unknown mode 'fast'; allowed: eager, triton, compile, "
+                                   "triton+compile"),
+    ({"modes": []}, "sweep.e2e.modes: empty; allowed: eager"),
+    ({"frames": [24]}, "sweep.e2e.frames: 24: LTX-Video takes 8k+1 frames"),
+    ({"heights": [500]}, "sweep.e2e.heights: 500: must be a multiple of 32"),
+    ({"resolutions": [[480]]}, "sweep.e2e.resolutions: [480] is not a [height, width] pair"),
+    ({"dtypes": ["fp8"]}, "sweep.e2e.dtypes: unknown dtype 'fp8'; allowed: fp32, bf16, fp16"),
+    ({"steps": [0]}, "sweep.e2e.steps: 0 is not a positive integer"),
+    ({"repeats": 0}, "sweep.e2e.repeats: must be an integer >= 1"),
+    ({"tolerance": -1}, "sweep.e2e.tolerance: must be null"),
+    ({"tiny": "yes"}, "sweep.e2e.tiny: must be true or false"),
+    ({"tiny": True, "model_path": "/m"}, "cannot be combined with model_path"),
+    ({"guidance_scale": 1.0}, "sweep.e2e.guidance_scale: must be > 1"),
+    ({"colour": 1}, "sweep.e2e.colour: no such key; allowed keys in sweep.e2e: frames, heights"),
+])
+def test_bad_values_name_the_key_and_the_allowed_values(e2e, message):
+    with pytest.raises(ConfigError) as exc:
+        validate_e2e({"name": "x", "kinds": ["e2e"], "e2e": e2e})
+    assert message in str(exc.value)
+
+
+def _cli(args, tmp_path, timeout):
+    env = {**os.environ, "KERNELFLEET_MEASURE_CEILING": "0", "RAY_AUTH_MODE": "disabled", "COLUMNS": "400"}
+    return subprocess.run([sys.executable, "-m", "orchestrator", *args, f"store.url=sqlite:///{tmp_path}/kf.db"],
+                          capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env)
+
+
+def test_unknown_mode_fails_before_anything_runs(tmp_path):
+    p = _cli(["+sweep=ltx_e2e", "sweep.e2e.modes=[eager,turbo]"], tmp_path, 120)
+    out = p.stdout + p.stderr
+    assert p.returncode == 2, out
+    assert "sweep.e2e.modes: unknown mode 'turbo'; allowed: eager, triton, compile, triton+compile" in out
+    assert "Traceback" not in out and not (tmp_path / "kf.db").exists()
+
+
+def test_tiny_sweep_end_to_end_on_cpu(tmp_path):
+    """python -m orchestrator +sweep=ltx_e2e sweep.e2e.tiny=true ...: eager and triton measured, compile skipped."""
+    p = _cli(["+sweep=ltx_e2e", *TINY], tmp_path, 600)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert "1 jobs ({'ok': 1})" in out
+
+    from sqlalchemy import create_engine, select
+    from sqlalchemy.orm import Session
+
+    from orchestrator.store.models import Job, Measurement
+
+    engine = create_engine(f"sqlite:///{tmp_path}/kf.db")
+    with Session(engine) as db:
+        jobs = db.scalars(select(Job)).all()
+        assert len(jobs) == 1
+        job = jobs[0]
+        assert (job.kind, job.model, job.status, job.shape) == ("e2e", "ltx-video", "ok", [9, 64, 96])
+        assert job.spec["params"]["tiny"] is True
+        skipped = job.details["skipped"]
+        assert set(skipped) == {"compile", "triton+compile"}
+        assert "runs on a GPU" in skipped["compile"] and "cannot trace" in skipped["triton+compile"]
+        assert job.details["injection"]["triton"]["counts"] == {"attn_processor": 4, "block_forward": 2}
+        rows = db.scalars(select(Measurement).where(Measurement.job_id == job.id)).all()
+    got = {(m.impl, m.metric): m for m in rows}
+    for mode in ("eager", "triton"):
+        for metric in ("ms_per_step", "total_s", "warmup_s", "max_abs_vs_eager", "cos_sim_vs_eager",
+                       "rel_err_vs_eager"):
+            assert (mode, metric) in got, (mode, metric)
+        assert got[(mode, "correct")].value == 1.0
+        assert got[(mode, "ms_per_step")].samples and got[(mode, "ms_per_step")].value > 0
+    assert not {impl for impl, _ in got} & {"compile", "triton+compile"}
+    engine.dispose()

@@ -1,0 +1,181 @@
+"""The main job end to end: `python -m orchestrator +sweep=...` through a real local Ray into a real SQLite file."""
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from orchestrator.store import queries
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def cli(*args, timeout=300, env=None):
+    return subprocess.run([sys.executable, "-m", "orchestrator", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=REPO)
+
+
+@pytest.fixture(scope="module")
+def smoke_db(tmp_path_factory):
+    db = tmp_path_factory.mktemp("smoke") / "kf.db"
+    t0 = time.monotonic()
+    p = cli("+sweep=smoke", f"store.url=sqlite:///{db}")
+    elapsed = time.monotonic() - t0
+    return db, p, elapsed
+
+
+def test_smoke_sweep_runs_every_job_into_the_store(smoke_db):
+    db, p, elapsed = smoke_db
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert elapsed < 120, f"smoke sweep took {elapsed:.0f} s"
+    assert "16 jobs, 0 done earlier, 16 to run" in out
+    assert "run 1: complete" in out and str(db) in out
+    runs = queries.list_runs(f"sqlite:///{db}")
+    assert len(runs) == 1 and runs[0]["status"] == "complete" and runs[0]["sweep"] == "smoke"
+    info = queries.run_info(f"sqlite:///{db}", runs[0]["id"])
+    assert info["config"]["sweep"]["name"] == "smoke"
+    assert len(info["commit"]) >= 7
+    rows = queries.run_summary(f"sqlite:///{db}", runs[0]["id"])
+    micro = [r for r in rows if r["kind"] == "micro"]
+    assert len(micro) == 2 * 2 * 2 * 2  # kernels x shapes x dtypes x impls
+    for r in micro:
+        assert r["status"] == "ok" and r["correct"] is True
+        assert r["median_us"] > 0 and r["gbs"] > 0 and r["hardware_key"].startswith("cpu/")
+        assert r["speedup_vs_eager"] == pytest.approx(
+            next(x["median_us"] for x in micro if x["impl"] == "eager" and x["job_key"] == r["job_key"])
+            / r["median_us"])
+    # every repeat is stored, not only the median
+    con = sqlite3.connect(db)
+    n = con.execute("select count(*) from measurements where metric='time_us' and json_array_length(samples) >= 2"
+                    ).fetchone()[0]
+    assert n == len(micro)
+    # the summary table was printed
+    assert "median µs" in out and "rmsnorm" in out and "adaln" in out
+
+
+def test_second_run_has_nothing_to_do(smoke_db):
+    db, first, _ = smoke_db
+    assert first.returncode == 0
+    p = cli("+sweep=smoke", f"store.url=sqlite:///{db}")
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert "16 jobs, 16 done earlier, 0 to run" in out
+    assert "Started a local Ray" not in out  # nothing to run: Ray is not even started
+    con = sqlite3.connect(db)
+    assert con.execute("select count(*) from jobs").fetchone()[0] == 16
+    assert con.execute("select count(*) from job_attempts").fetchone()[0] == 16
+
+
+def test_rerun_true_runs_again_and_keeps_history(tmp_path):
+    db = tmp_path / "kf.db"
+    args = ["+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.kernels=[rmsnorm]", "sweep.shapes=[[1,8,64]]",
+            "sweep.dtypes=[fp32]", "sweep.kinds=[correctness]"]
+    assert cli(*args).returncode == 0
+    p = cli(*args, "rerun=true")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "1 jobs, 0 done earlier, 1 to run" in p.stdout
+    con = sqlite3.connect(db)
+    assert con.execute("select count(*) from jobs").fetchone()[0] == 1
+    assert con.execute("select count(*) from job_attempts").fetchone()[0] == 2
+
+
+def test_crashing_and_hanging_jobs_do_not_stop_the_sweep(tmp_path):
+    db = tmp_path / "kf.db"
+    p = cli("+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.kinds=[correctness]", "sweep.timeout_s=5",
+            "sweep.shapes=null", "sweep.impls=null", "sweep.dtypes=null",
+            "~kernels.adaln", "kernels.rmsnorm.shapes=[[1,8,64]]", "kernels.rmsnorm.dtypes=[fp32]",
+            "kernels.rmsnorm.impls=[triton,eager]",
+            "+kernel@kernels.segv=rmsnorm", "kernels.segv.name=fault_segv", "kernels.segv.shapes=[[16]]",
+            "kernels.segv.dtypes=[fp32]", "kernels.segv.impls=[boom]",
+            "+kernel@kernels.hang=rmsnorm", "kernels.hang.name=fault_hang", "kernels.hang.shapes=[[16]]",
+            "kernels.hang.dtypes=[fp32]", "kernels.hang.impls=[boom]",
+            "+kernel@kernels.noop=rmsnorm", "kernels.noop.name=noop", "kernels.noop.shapes=[[16]]",
+            "kernels.noop.dtypes=[fp32]", "kernels.noop.impls=[boom,eager]", timeout=300)
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out  # some job failed
+    con = sqlite3.connect(db)
+    statuses = dict(con.execute("select kernel, status from jobs").fetchall())
+    assert statuses == {"rmsnorm": "ok", "fault_segv": "crashed", "fault_hang": "timed_out", "noop": "ok"}, out
+    err = dict(con.execute("select kernel, error from jobs").fetchall())
+    assert "SIGSEGV" in err["fault_segv"] and "timed out after 5 s" in err["fault_hang"]
+    run_status = con.execute("select status from runs").fetchone()[0]
+    assert run_status == "failed"
+    assert "crashed" in out and "timed_out" in out
+
+
+def test_ctrl_c_marks_the_run_interrupted_and_a_rerun_completes_it(tmp_path):
+    db = tmp_path / "kf.db"
+    args = ["+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.batch_size=1"]
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", *args], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 180
+    done = 0
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        if db.exists():
+            try:
+                done = sqlite3.connect(db).execute(
+                    "select count(*) from jobs where status='ok'").fetchone()[0]
+            except sqlite3.OperationalError:
+                done = 0
+            if done >= 3:
+                break
+    assert done >= 3, "the sweep never got going"
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out
+    con = sqlite3.connect(db)
+    assert con.execute("select status from runs").fetchall() == [("interrupted",)]
+    finished = con.execute("select count(*) from jobs where status='ok'").fetchone()[0]
+    assert 3 <= finished < 16, out
+
+    p = cli(*args)
+    out2 = p.stdout + p.stderr
+    assert p.returncode == 0, out2
+    assert "resuming interrupted run 1" in out2
+    assert f"16 jobs, {finished} done earlier, {16 - finished} to run" in out2
+    con = sqlite3.connect(db)
+    assert con.execute("select id, status from runs").fetchall() == [(1, "complete")]
+    assert con.execute("select count(*) from jobs").fetchone()[0] == 16
+    assert con.execute("select count(*) from job_attempts").fetchone()[0] == 16
+    assert con.execute("select count(*) from run_jobs").fetchone()[0] == 16
+    dup = con.execute("select count(*) from (select job_id, attempt, impl, metric, count(*) c from measurements "
+                      "group by 1,2,3,4 having c > 1)").fetchone()[0]
+    assert dup == 0
+
+
+def test_dry_run_then_workers_run_then_import(tmp_path):
+    db = tmp_path / "kf.db"
+    plan = tmp_path / "plan.jsonl"
+    results = tmp_path / "results.jsonl"
+    p = cli("+sweep=smoke", f"store.url=sqlite:///{db}", "dry_run=true", f"plan_out={plan}",
+            "sweep.kernels=[rmsnorm]", "sweep.shapes=[[1,8,64]]", "sweep.dtypes=[bf16]")
+    assert p.returncode == 0, p.stderr
+    assert "planned 2 jobs, nothing scheduled" in p.stdout
+    assert not db.exists()  # planning writes nothing to the store
+    lines = plan.read_text().splitlines()
+    assert len(lines) == 3 and '"kernelfleet": "plan"' in lines[0]
+
+    w = subprocess.run([sys.executable, "-m", "workers", "run", str(plan), "--out", str(results)], cwd=REPO,
+                       capture_output=True, text=True, timeout=300)
+    assert w.returncode == 0, w.stdout + w.stderr
+    assert len(results.read_text().splitlines()) == 3
+
+    i1 = cli("import", str(results), "--url", f"sqlite:///{db}")
+    assert i1.returncode == 0, i1.stdout + i1.stderr
+    assert "imported 2 results of 2 jobs" in i1.stdout
+    i2 = cli("import", str(results), "--url", f"sqlite:///{db}")
+    assert i2.returncode == 0 and "nothing added" in i2.stdout
+    con = sqlite3.connect(db)
+    assert con.execute("select count(*) from runs").fetchone()[0] == 1
+    assert con.execute("select count(*) from job_attempts").fetchone()[0] == 2
+    # the same sweep run through Ray afterwards finds the imported jobs done
+    p = cli("+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.kernels=[rmsnorm]", "sweep.shapes=[[1,8,64]]",
+            "sweep.dtypes=[bf16]")
+    assert p.returncode == 0 and "2 done earlier, 0 to run" in p.stdout, p.stdout + p.stderr

@@ -1,0 +1,128 @@
+"""The e2e job (workers.e2e): LTX-Video's denoising loop in every mode, on a tiny model on the CPU (compile modes
+skipped with the reason) and at the seed setting on a GPU."""
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from workers import e2e  # noqa: E402
+from workers.e2e_spec import MODES  # noqa: E402
+from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec  # noqa: E402
+
+CPU = torch.device("cpu")
+TINY_SHAPE = [9, 64, 96]  # latent 2 x 2 x 3 through the real 8x/32x compression
+
+
+def _spec(impls=MODES, shape=TINY_SHAPE, dtype="bf16", **params):
+    return JobSpec(kind="e2e", model="ltx-video", shape=list(shape), dtype=dtype, impls=list(impls), key="k",
+                   params={"steps": 2, "repeats": 2, "tiny": True, **params})
+
+
+def _metrics(res: JobResult) -> dict[tuple[str, str], object]:
+    return {(m.impl, m.metric): m for m in res.measurements}
+
+
+def test_cpu_job_runs_eager_and_triton_and_skips_compile_modes():
+    res = e2e.run(_spec(pipeline=True), CPU)
+    assert res.status == STATUS_OK, res.error
+    JobResult.from_dict(res.to_dict())  # plain JSON data
+    m = _metrics(res)
+    for mode in ("eager", "triton"):
+        step = m[(mode, "ms_per_step")]
+        assert step.unit == "ms" and len(step.samples) == 2 and step.value > 0
+        assert m[(mode, "total_s")].value > 0 and m[(mode, "warmup_s")].value > 0
+        assert m[(mode, "correct")].value == 1.0
+        assert m[(mode, "max_abs_vs_eager")].value <= 0.05
+        assert m[(mode, "cos_sim_vs_eager")].value > 0.999
+        assert (mode, "peak_mem_gb") not in m  # CPU: no device memory figure
+    assert m[("eager", "max_abs_vs_eager")].value == 0.0  # eager is deterministic run to run
+    assert m[("triton", "speedup_vs_eager")].value > 0
+    assert set(res.details["skipped"]) == {"compile", "triton+compile"}
+    assert "cannot trace" in res.details["skipped"]["triton+compile"]
+    assert "runs on a GPU" in res.details["skipped"]["compile"]
+    assert not any(k[0] in ("compile", "triton+compile") for k in m)
+    cfg = res.details["config"]
+    assert cfg["latent"] == [2, 2, 3] and cfg["tokens"] == 12 and cfg["batch"] == 2 and cfg["pipeline"]
+    assert res.details["injection"]["triton"]["counts"] == {"attn_processor": 4, "block_forward": 2}
+    assert len(res.details["step_ms"]["triton"]) == 2 * 1  # 2 repeats x (steps - 1)
+
+
+def test_modes_leave_the_model_as_they_found_it():
+    from kernels.inject import is_injected
+
+    spec = _spec(impls=["triton"], repeats=1)
+    p = e2e._params(spec)
+    s = e2e.setup(spec, CPU, p)
+    stock = e2e.run_call(s, spec, p, CPU).latents
+    procs = dict(s.pipe.transformer.attn_processors)
+    e2e._run_mode("triton", s, spec, p, CPU)
+    assert not is_injected(s.pipe.transformer)
+    assert dict(s.pipe.transformer.attn_processors) == procs
+    assert torch.equal(e2e.run_call(s, spec, p, CPU).latents, stock)
+
+
+def test_a_mode_that_drifts_is_incorrect(monkeypatch):
+    import kernels.inject.norms as norms
+
+    real = norms.adaln_rms
+    # a broken kernel: norm1 + modulate with the sign flipped
+    monkeypatch.setattr(norms, "adaln_rms", lambda x, scale, shift, w, eps: -real(x, scale, shift, w, eps))
+    res = e2e.run(_spec(impls=["eager", "triton"], repeats=1), CPU)
+    assert res.status == STATUS_INCORRECT
+    assert res.error.startswith("triton: final latents drift from eager: rel_err")
+    m = _metrics(res)
+    assert m[("triton", "correct")].value == 0.0 and m[("eager", "correct")].value == 1.0
+    assert ("triton", "speedup_vs_eager") not in m  # no speed-up for an incorrect mode
+
+
+def test_only_compile_modes_on_cpu_is_skipped():
+    res = e2e.run(_spec(impls=["compile", "triton+compile"]), CPU)
+    assert res.status == STATUS_SKIPPED and "no mode can run here" in res.error
+
+
+@pytest.mark.parametrize("spec,message", [
+    (_spec(impls=["eager", "fast"]), "unknown mode(s) ['fast']; allowed: eager, triton, compile, triton+compile"),
+    (_spec(shape=[24, 64, 96]), "frames=24: LTX-Video takes 8k+1 frames"),
+    (_spec(shape=[9, 60, 96]), "both must be multiples of 32"),
+    (_spec(bogus=1), "unknown ['bogus']"),
+    (_spec(guidance_scale=1.0), "guidance_scale must be > 1"),
+    (_spec(dtype="fp8"), "unknown dtype 'fp8'"),
+])
+def test_bad_specs_are_refused(spec, message):
+    with pytest.raises(ValueError) as exc:
+        e2e.run(spec, CPU)
+    assert message in str(exc.value)
+
+
+@pytest.mark.slow
+def test_cpu_compile_mode_when_asked():
+    """The compile path (compile_repeated_blocks(fullgraph=True), then undone) on the CPU's Inductor backend."""
+    res = e2e.run(_spec(impls=["eager", "compile", "triton"], steps=1, repeats=1, warmup=1, cpu_compile=True), CPU)
+    assert res.status == STATUS_OK, res.error
+    m = _metrics(res)
+    assert m[("compile", "correct")].value == 1.0 and 0 < m[("compile", "rel_err_vs_eager")].value < 0.05
+    # triton ran after compile on the same model: the compiled code was removed (exact eager numerics again)
+    assert m[("triton", "max_abs_vs_eager")].value <= 0.05 and m[("triton", "correct")].value == 1.0
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU (the seed setting, full model)")
+def test_seed_setting_on_gpu():
+    from kernels.launch import interpreting
+
+    if interpreting():
+        pytest.skip("TRITON_INTERPRET=1 is set (tests/conftest.py sets it by default); run with TRITON_INTERPRET=0")
+    spec = JobSpec(kind="e2e", model="ltx-video", shape=[25, 480, 704], dtype="bf16", impls=list(MODES), key="seed",
+                   params={"steps": 30, "repeats": 3})
+    res = e2e.run(spec, torch.device("cuda"))
+    assert res.status == STATUS_OK, res.error
+    m = _metrics(res)
+    assert res.details["config"]["tokens"] == 1320 and res.details["config"]["layers"] == 28
+    for mode in MODES:
+        assert m[(mode, "correct")].value == 1.0
+        assert m[(mode, "peak_mem_gb")].value > 3.8  # 1.9 B bf16 parameters alone
+        assert len(m[(mode, "ms_per_step")].samples) == 3
+    assert res.details["injection"]["triton"]["counts"] == {"attn_processor": 56, "block_forward": 28}
