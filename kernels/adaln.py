@@ -16,9 +16,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.launch import check_device, check_float, no_backward
-from kernels.rmsnorm import (check_eps, check_out, check_row_count, check_same_device, out_rows_3d, resolve_config,
-                             round_code, round_trip, row_offsets, strides_3d)
+from kernels.launch import cdiv, check_device, check_float, eager_direct, next_pow2, no_backward
+from kernels.rmsnorm import (check_eps, check_out, check_row_count, check_same_device, launcher, out_rows_3d,
+                             resolve_config, round_code, round_trip, row_offsets, strides_3d)
 
 
 @triton.jit
@@ -123,16 +123,16 @@ def _check_adaln_args(x, scale, shift, weight, bias, eps) -> None:
 # ----------------------------------------------------------------------------------------------------------------
 # Launch
 # ----------------------------------------------------------------------------------------------------------------
-def _launch(out, x, scale, shift, weight, bias, eps, layer_norm: bool, config=None) -> torch.Tensor:
+def _launch(out, x, scale, shift, weight, bias, eps, layer_norm: bool, config=None, traced: bool = True):
     if x.numel() == 0:
         return out
     out3 = out_rows_3d(out, x.shape)
     n_b, seq, width = x.shape
     n_rows = n_b * seq
-    block_d = triton.next_power_of_2(width)
-    cfg = resolve_config(config, block_d, n_rows, x.device)
-    grid = (triton.cdiv(n_rows, cfg.rows_per_program),)
-    torch.library.wrap_triton(_adaln_kernel)[grid](
+    block_d = next_pow2(int(width))  # a compile-time block: the row width is specialised
+    cfg = resolve_config(config, block_d, x.device)
+    grid = (cdiv(n_rows, cfg.rows_per_program),)
+    launcher(_adaln_kernel, traced)[grid](
         x, scale, shift, x if weight is None else weight, x if bias is None else bias, out3,
         n_rows, seq, width,
         *strides_3d(x), *strides_3d(scale), *strides_3d(shift), *strides_3d(out3),
@@ -149,18 +149,20 @@ def _launch(out, x, scale, shift, weight, bias, eps, layer_norm: bool, config=No
     return out
 
 
+def _new_out(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+
+
 @torch.library.triton_op("kernelfleet::adaln_rms", mutates_args=())
 def _adaln_rms_op(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight: Optional[torch.Tensor],
                   eps: float) -> torch.Tensor:
-    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    return _launch(out, x, scale, shift, weight, None, eps, False)
+    return _launch(_new_out(x), x, scale, shift, weight, None, eps, False)
 
 
 @torch.library.triton_op("kernelfleet::adaln_layer_norm", mutates_args=())
 def _adaln_layer_norm_op(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight: Optional[torch.Tensor],
                          bias: Optional[torch.Tensor], eps: float) -> torch.Tensor:
-    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    return _launch(out, x, scale, shift, weight, bias, eps, True)
+    return _launch(_new_out(x), x, scale, shift, weight, bias, eps, True)
 
 
 for _op in ("kernelfleet::adaln_rms", "kernelfleet::adaln_layer_norm"):
@@ -179,6 +181,8 @@ def adaln_rms(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight:
     (x's dtype) or None.  Any strides.  Forward only.
     """
     _check_adaln_args(x, scale, shift, weight, None, eps)
+    if eager_direct(x, scale, shift, weight):
+        return _launch(_new_out(x), x, scale, shift, weight, None, float(eps), False, traced=False)
     return torch.ops.kernelfleet.adaln_rms(x, scale, shift, weight, float(eps))
 
 
@@ -190,6 +194,8 @@ def adaln_layer_norm(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
     Shapes as :func:`adaln_rms`; ``weight``/``bias``: the LayerNorm's affine ``[C]`` or None.  Forward only.
     """
     _check_adaln_args(x, scale, shift, weight, bias, eps)
+    if eager_direct(x, scale, shift, weight, bias):
+        return _launch(_new_out(x), x, scale, shift, weight, bias, float(eps), True, traced=False)
     return torch.ops.kernelfleet.adaln_layer_norm(x, scale, shift, weight, bias, float(eps))
 
 
@@ -198,7 +204,7 @@ def _adaln_rms_into(out: torch.Tensor, x: torch.Tensor, scale: torch.Tensor, shi
     """:func:`adaln_rms` written into ``out`` (x's shape and dtype); returns ``out``."""
     _check_adaln_args(x, scale, shift, weight, None, eps)
     check_out(out, x.shape, x.dtype, x.device)
-    return _launch(out, x, scale, shift, weight, None, float(eps), False, _config)
+    return _launch(out, x, scale, shift, weight, None, float(eps), False, _config, traced=False)
 
 
 def _adaln_layer_norm_into(out: torch.Tensor, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
@@ -207,4 +213,4 @@ def _adaln_layer_norm_into(out: torch.Tensor, x: torch.Tensor, scale: torch.Tens
     """:func:`adaln_layer_norm` written into ``out`` (x's shape and dtype); returns ``out``."""
     _check_adaln_args(x, scale, shift, weight, bias, eps)
     check_out(out, x.shape, x.dtype, x.device)
-    return _launch(out, x, scale, shift, weight, bias, float(eps), True, _config)
+    return _launch(out, x, scale, shift, weight, bias, float(eps), True, _config, traced=False)

@@ -19,6 +19,8 @@ subclasses, or when autograd must record the call, it goes through the ``kernelf
 """
 from __future__ import annotations
 
+import functools
+import math
 from typing import NamedTuple
 
 import torch
@@ -26,7 +28,7 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from kernels.launch import arch_launch, check_device, check_float, eager_direct, no_backward
+from kernels.launch import arch_launch, cdiv, check_device, check_float, eager_direct, next_pow2, no_backward
 from kernels.rounding import round_to
 
 APPROXIMATIONS = ("tanh",)
@@ -40,12 +42,13 @@ class ElementwiseConfig(NamedTuple):
     num_warps: int
 
 
+@functools.lru_cache(maxsize=256)
 def elementwise_config(cols: int | None, device: torch.device | None = None) -> ElementwiseConfig:
     """A tile of the architecture's elementwise block (2048 on Hopper): as wide as a row of ``cols`` allows, or
     one flat stretch (``cols=None``: a contiguous tensor seen as one row).  The row count never enters, so a
     dynamic leading dim under torch.compile stays dynamic."""
     tile = arch_launch(device).elementwise_block
-    block_n = tile if cols is None else min(triton.next_power_of_2(cols), tile)
+    block_n = tile if cols is None else min(next_pow2(cols), tile)
     block_m = max(1, tile // block_n)
     num_warps = max(1, min(8, (block_m * block_n) // 512))
     return ElementwiseConfig(block_m, block_n, num_warps)
@@ -99,9 +102,9 @@ def _launch(out2d: torch.Tensor, x2d: torch.Tensor, gated: bool, flat: bool,
         return
     # Compile-time sizes from the row width only, as plain ints (a traced SymInt is specialised).
     cfg = config or elementwise_config(None if flat else int(cols), x2d.device)
-    n_col_blocks = triton.cdiv(cols, cfg.block_n)
+    n_col_blocks = cdiv(cols, cfg.block_n)
     kernel = _gelu_kernel if direct else wrap_triton(_gelu_kernel)
-    kernel[(triton.cdiv(rows, cfg.block_m) * n_col_blocks,)](
+    kernel[(cdiv(rows, cfg.block_m) * n_col_blocks,)](
         x2d, out2d, rows, cols,
         x2d.stride(0), x2d.stride(1), out2d.stride(0), out2d.stride(1),
         n_col_blocks,
@@ -139,9 +142,14 @@ def _check_out(out, shape: tuple[int, ...], like: torch.Tensor) -> None:
             f"{out.dtype}, {out.device}")
 
 
+def _rows(t: torch.Tensor) -> int:
+    """The number of rows of ``t`` seen as [rows, last dim] (well defined for empty tensors too)."""
+    return math.prod(t.shape[:-1])
+
+
 def _rows_view(out: torch.Tensor, width: int) -> torch.Tensor:
     try:
-        return out.view(-1, width)
+        return out.view(_rows(out), width)
     except RuntimeError:
         raise ValueError(f"out (strides {out.stride()}) must be viewable as [rows, {width}]") from None
 
@@ -153,7 +161,7 @@ def _rows_view(out: torch.Tensor, width: int) -> torch.Tensor:
 def _gelu_tanh_run(x: torch.Tensor, direct: bool) -> torch.Tensor:
     """Allocate the output and launch (the op's body, and the eager direct path)."""
     flat = x.is_contiguous()
-    x2d = x.view(1, -1) if flat else x.reshape(-1, x.shape[-1])
+    x2d = x.view(1, -1) if flat else x.reshape(_rows(x), x.shape[-1])
     out = torch.empty(x2d.shape, dtype=x.dtype, device=x.device)
     _launch(out, x2d, gated=False, flat=flat, direct=direct)
     return out.view(x.shape)
@@ -162,7 +170,7 @@ def _gelu_tanh_run(x: torch.Tensor, direct: bool) -> torch.Tensor:
 def _geglu_run(x: torch.Tensor, direct: bool) -> torch.Tensor:
     """Allocate the output and launch (the op's body, and the eager direct path)."""
     width = x.shape[-1] // 2
-    x2d = x.reshape(-1, x.shape[-1])
+    x2d = x.reshape(_rows(x), x.shape[-1])
     out = torch.empty((x2d.shape[0], width), dtype=x.dtype, device=x.device)
     _launch(out, x2d, gated=True, flat=False, direct=direct)
     return out.view(*x.shape[:-1], width)
@@ -212,7 +220,7 @@ def _gelu_tanh_into(out: torch.Tensor, x: torch.Tensor, *,
     if flat:
         x2d, out2d = x.view(1, -1), out.view(1, -1)
     else:
-        x2d, out2d = x.reshape(-1, x.shape[-1]), _rows_view(out, x.shape[-1])
+        x2d, out2d = x.reshape(_rows(x), x.shape[-1]), _rows_view(out, x.shape[-1])
     _launch(out2d, x2d, gated=False, flat=flat, config=_config, direct=True)
     return out
 
@@ -223,6 +231,6 @@ def _geglu_into(out: torch.Tensor, x: torch.Tensor, approximate: str = "tanh", *
     _validate_geglu(x, approximate)
     width = x.shape[-1] // 2
     _check_out(out, (*x.shape[:-1], width), x)
-    _launch(_rows_view(out, width), x.reshape(-1, x.shape[-1]), gated=True, flat=False, config=_config,
+    _launch(_rows_view(out, width), x.reshape(_rows(x), x.shape[-1]), gated=True, flat=False, config=_config,
             direct=True)
     return out

@@ -115,3 +115,14 @@ def eager_direct(*tensors: torch.Tensor | None) -> bool:
         if t is not None and (type(t) is not torch.Tensor or (grad and t.requires_grad)):
             return False
     return True
+
+
+def next_pow2(n: int) -> int:
+    """The smallest power of two >= n (1 for n <= 1): ``triton.next_power_of_2`` without its per-call cost
+    (a @jit function called from Python); for plain ints only."""
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+
+
+def cdiv(a, b):
+    """Ceiling division for ints and SymInts (``triton.cdiv`` without its per-call cost)."""
+    return (a + b - 1) // b

@@ -16,6 +16,7 @@ batch) or ``[B, S, C]`` / ``[1, S, C]`` (LTX passes per-batch fp32 tables).  Bat
 """
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple, Optional
 
 import torch
@@ -23,7 +24,7 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from kernels.launch import check_device, check_float, eager_direct, no_backward, row_num_warps
+from kernels.launch import cdiv, check_device, check_float, eager_direct, next_pow2, no_backward, row_num_warps
 from kernels.rounding import round_to
 
 
@@ -34,12 +35,13 @@ class QkNormRopeConfig(NamedTuple):
     num_warps: int
 
 
+@functools.lru_cache(maxsize=256)
 def qk_norm_rope_config(width: int, device: torch.device | None = None) -> QkNormRopeConfig:
     """One row per program for rows of 2048 and more; narrow rows are packed until a program holds ~2048.
 
     Only the width enters (never the row count), so a dynamic sequence length under torch.compile stays dynamic.
     """
-    block_c = triton.next_power_of_2(width)
+    block_c = next_pow2(width)
     block_rows = max(1, 2048 // block_c)
     return QkNormRopeConfig(block_rows, row_num_warps(block_rows * block_c, device))
 
@@ -178,8 +180,9 @@ def _table_strides(t: torch.Tensor) -> tuple[int, int]:
 def _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, eps: float,
             config: QkNormRopeConfig | None = None, direct: bool = False) -> None:
     """Launch through ``wrap_triton`` inside the op (traceable), or ``direct`` (eager calls).  Inputs must have a
-    unit-stride last dim (see :func:`_unit_last`).  fp fusion is off so the RoPE multiply and add round as the
-    model's separate ops do (on an H200 this took bf16 mismatches against eager from 2e-5 to 3e-6)."""
+    unit-stride last dim (see :func:`_unit_last`).  In eager calls fp fusion is off, so the RoPE multiply and add
+    round as the model's separate ops do (on an H200 this took bf16 mismatches against eager from 2e-5 to 3e-6,
+    what remains being the row sum's order)."""
     if q.numel() == 0:
         return
     batch, seq, width = q.shape
@@ -187,7 +190,10 @@ def _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, eps: float,
     width = int(width)  # compile-time sizes as plain ints (a traced SymInt is specialised)
     cfg = config or qk_norm_rope_config(width, q.device)
     kernel = _qk_norm_rope_kernel if direct else wrap_triton(_qk_norm_rope_kernel)
-    kernel[(triton.cdiv(rows, cfg.block_rows),)](
+    # fp fusion off wherever the kernel launches as itself (every eager call); a launch traced by torch.compile
+    # cannot carry the option through Inductor, which compiles with Triton's default (may differ by an ulp).
+    options = {"enable_fp_fusion": False} if kernel is _qk_norm_rope_kernel else {}
+    kernel[(cdiv(rows, cfg.block_rows),)](
         q, k,
         q if q_weight is None else q_weight, k if k_weight is None else k_weight,
         cos, sin, q_out, k_out,
@@ -195,8 +201,8 @@ def _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, eps: float,
         *_row_strides(q), *_row_strides(k), *_row_strides(q_out), *_row_strides(k_out),
         *_table_strides(cos), *_table_strides(sin),
         HAS_QW=q_weight is not None, HAS_KW=k_weight is not None,
-        BLOCK_R=cfg.block_rows, BLOCK_C=triton.next_power_of_2(width),
-        num_warps=cfg.num_warps, enable_fp_fusion=False,
+        BLOCK_R=cfg.block_rows, BLOCK_C=next_pow2(width),
+        num_warps=cfg.num_warps, **options,
     )
 
 

@@ -14,9 +14,9 @@ import triton
 import triton.language as tl
 
 from kernels.adaln import check_modulation, check_rows_input, modulate
-from kernels.launch import no_backward
-from kernels.rmsnorm import (check_eps, check_out, check_same_device, out_rows_3d, resolve_config, round_code,
-                             round_trip, row_offsets, strides_3d)
+from kernels.launch import cdiv, check_float, eager_direct, next_pow2, no_backward
+from kernels.rmsnorm import (check_eps, check_out, check_same_device, launcher, out_rows_3d, resolve_config,
+                             round_code, round_trip, row_offsets, strides_3d)
 
 
 @triton.jit
@@ -55,7 +55,7 @@ def _add_rms_norm_modulate_kernel(
 
 def _check_args(x, residual, scale, shift, eps) -> None:
     check_rows_input("x", x)
-    check_rows_input("residual", residual)
+    check_float("residual", residual)
     check_same_device("residual", residual, x)
     if residual.dtype != x.dtype:
         raise TypeError(f"residual has dtype {residual.dtype}; expected x's dtype {x.dtype}")
@@ -66,17 +66,17 @@ def _check_args(x, residual, scale, shift, eps) -> None:
     check_eps(eps)
 
 
-def _launch(new_residual, normed, x, residual, scale, shift, eps, config=None):
+def _launch(new_residual, normed, x, residual, scale, shift, eps, config=None, traced: bool = True):
     if x.numel() == 0:
         return new_residual, normed
     new_res3 = out_rows_3d(new_residual, x.shape)
     normed3 = out_rows_3d(normed, x.shape)
     n_b, seq, width = x.shape
     n_rows = n_b * seq
-    block_d = triton.next_power_of_2(width)
-    cfg = resolve_config(config, block_d, n_rows, x.device)
-    grid = (triton.cdiv(n_rows, cfg.rows_per_program),)
-    torch.library.wrap_triton(_add_rms_norm_modulate_kernel)[grid](
+    block_d = next_pow2(int(width))  # a compile-time block: the row width is specialised
+    cfg = resolve_config(config, block_d, x.device)
+    grid = (cdiv(n_rows, cfg.rows_per_program),)
+    launcher(_add_rms_norm_modulate_kernel, traced)[grid](
         x, residual, scale, shift, new_res3, normed3,
         n_rows, seq, width,
         *strides_3d(x), *strides_3d(residual), *strides_3d(scale), *strides_3d(shift),
@@ -90,12 +90,15 @@ def _launch(new_residual, normed, x, residual, scale, shift, eps, config=None):
     return new_residual, normed
 
 
+def _new_outs(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return (torch.empty(x.shape, dtype=x.dtype, device=x.device),
+            torch.empty(x.shape, dtype=x.dtype, device=x.device))
+
+
 @torch.library.triton_op("kernelfleet::add_rms_norm_modulate", mutates_args=())
 def _add_rms_norm_modulate_op(x: torch.Tensor, residual: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
                               eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    new_residual = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    normed = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    return _launch(new_residual, normed, x, residual, scale, shift, eps)
+    return _launch(*_new_outs(x), x, residual, scale, shift, eps)
 
 
 _backward, _setup_context = no_backward("kernelfleet::add_rms_norm_modulate")
@@ -110,6 +113,8 @@ def add_rms_norm_modulate(x: torch.Tensor, residual: torch.Tensor, scale: torch.
     dtype.  Any strides.  Returns ``(new_residual, normed)``.  Forward only.
     """
     _check_args(x, residual, scale, shift, eps)
+    if eager_direct(x, residual, scale, shift):
+        return _launch(*_new_outs(x), x, residual, scale, shift, float(eps), traced=False)
     new_residual, normed = torch.ops.kernelfleet.add_rms_norm_modulate(x, residual, scale, shift, float(eps))
     return new_residual, normed
 
@@ -123,4 +128,4 @@ def _add_rms_norm_modulate_into(out: tuple[torch.Tensor, torch.Tensor], x: torch
         raise TypeError("out must be a pair (new_residual, normed) of tensors")
     check_out(out[0], x.shape, x.dtype, x.device, "out[0] (new_residual)")
     check_out(out[1], x.shape, x.dtype, x.device, "out[1] (normed)")
-    return _launch(out[0], out[1], x, residual, scale, shift, float(eps), _config)
+    return _launch(out[0], out[1], x, residual, scale, shift, float(eps), _config, traced=False)

@@ -10,10 +10,11 @@ Three modules compute "RMSNorm" and differ only in where they round (see referen
   the promoted dtype of weight and input.
 
 This module also holds what the other norm-family kernels (``kernels.adaln``, ``kernels.residual_norm``) share:
-the rounding codes (:func:`round_trip`; the rounding itself is :func:`kernels.rounding.round_to`), the row
-geometry (any tensor viewed as ``[B, S, D]`` rows addressed through strides, so non-contiguous inputs need no
-copy) and the launch knobs (:func:`norm_launch_config`).
+the rounding to bf16/fp16 that survives compilation (:func:`round_trip`), the row geometry (any tensor viewed as
+``[B, S, D]`` rows addressed through strides, so non-contiguous inputs need no copy), the launch knobs
+(:func:`norm_launch_config`) and the direct-launch path (:func:`launcher`).
 """
+import functools
 import math
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -22,8 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.launch import check_device, check_float, no_backward, row_num_warps
-from kernels.rounding import round_to
+from kernels.launch import cdiv, check_device, check_float, eager_direct, next_pow2, no_backward, row_num_warps
 
 NUMERICS = ("torch", "diffusers", "llama")
 
@@ -43,12 +43,49 @@ def round_code(dtype: torch.dtype) -> int:
 
 
 @triton.jit
+def _round_bf16_bits(y):
+    """fp32 -> nearest-even bf16, kept in fp32, in integer arithmetic (add 0x7FFF + the lowest kept bit, drop the
+    low 16 bits; bf16 shares fp32's exponent range, so subnormals and overflow to inf come out right too)."""
+    bits = y.to(tl.int32, bitcast=True)
+    mag = bits & 0x7FFFFFFF
+    rounded = ((mag + 0x7FFF + ((mag >> 16) & 1)) >> 16) << 16
+    return tl.where(y != y, y, (rounded | (bits ^ mag)).to(tl.float32, bitcast=True))
+
+
+@triton.jit
+def _round_fp16_bits(y):
+    """fp32 -> nearest-even fp16, kept in fp32, in integer arithmetic.
+
+    fp16 keeps 10 mantissa bits down to 2**-14 (drop 13 of fp32's 23); below, its subnormals are multiples of
+    2**-24 (drop 126 - exponent bits, taking the round bit from the mantissa with its implicit one); values under
+    2**-25 go to zero (2**-25 itself ties to the even zero) and from 65520 up to inf.
+    """
+    bits = y.to(tl.int32, bitcast=True)
+    mag = bits & 0x7FFFFFFF
+    exp = mag >> 23
+    drop = tl.minimum(tl.maximum(126 - exp, 13), 23)
+    lsb = (((mag & 0x7FFFFF) | 0x800000) >> drop) & 1
+    rounded = ((mag + ((1 << (drop - 1)) - 1) + lsb) >> drop) << drop
+    smallest = tl.where((exp == 102) & ((mag & 0x7FFFFF) != 0), 0x33800000, 0)  # (2**-25, 2**-24) -> 2**-24
+    rounded = tl.where(exp <= 102, smallest, rounded)
+    rounded = tl.where(rounded >= 0x47800000, 0x7F800000, rounded)  # 65536 and up: inf
+    return tl.where(y != y, y, (rounded | (bits ^ mag)).to(tl.float32, bitcast=True))
+
+
+@triton.jit
 def round_trip(y, CODE: tl.constexpr):
-    """fp32 ``y`` rounded to bf16/fp16 (nearest even) and back, as storing an eager intermediate does."""
+    """fp32 ``y`` rounded to bf16/fp16 (nearest even) and back, as storing an eager intermediate does.
+
+    Integer arithmetic on the bits, not ``.to(bf16).to(fp32)``: with FMA contraction on (Triton's default on
+    NVIDIA) a cast round trip between a multiply and an add is contracted away (measured on an H200: 30 % of
+    ``round(a * b) + c`` results differed from eager), and the interpreter's fp32 -> bf16 cast truncates.
+    Integer operations are never contracted, so this rounds where eager rounds on every backend.  The final
+    conversion of a value rounded this way to bf16/fp16 is exact.
+    """
     if CODE == 1:
-        y = round_to(y, tl.bfloat16).to(tl.float32)
+        y = _round_bf16_bits(y)
     elif CODE == 2:
-        y = round_to(y, tl.float16).to(tl.float32)
+        y = _round_fp16_bits(y)
     return y
 
 
@@ -87,17 +124,21 @@ _ELEMENTS_PER_PROGRAM = 2048
 _MAX_ROWS_PER_PROGRAM = 32
 
 
-def norm_launch_config(block_d: int, n_rows: int, device: Optional[torch.device] = None) -> NormLaunch:
-    """Rows per program and num_warps for rows of padded width ``block_d`` (the one place to tune them)."""
+@functools.lru_cache(maxsize=None)
+def norm_launch_config(block_d: int, device: Optional[torch.device] = None) -> NormLaunch:
+    """Rows per program and num_warps for rows of padded width ``block_d`` (the one place to tune them).
+
+    It depends on the row width only, not on the number of rows, so that a dynamic row count stays symbolic
+    under torch.compile.
+    """
     rows = max(1, min(_MAX_ROWS_PER_PROGRAM, _ELEMENTS_PER_PROGRAM // block_d))
-    rows = min(rows, triton.next_power_of_2(max(1, n_rows)))
     return NormLaunch(rows, row_num_warps(rows * block_d, device))
 
 
-def resolve_config(config, block_d: int, n_rows: int, device: torch.device) -> NormLaunch:
+def resolve_config(config, block_d: int, device: torch.device) -> NormLaunch:
     """``config`` (a private tuning override: NormLaunch, ``(rows, warps)`` or a dict) or the default."""
     if config is None:
-        return norm_launch_config(block_d, n_rows, device)
+        return norm_launch_config(block_d, device)
     if isinstance(config, NormLaunch):
         return config
     if isinstance(config, dict):
@@ -141,8 +182,9 @@ def check_row_count(x: torch.Tensor) -> None:
 
 
 def strides_3d(t: torch.Tensor) -> tuple[int, int, int]:
-    """Strides of a ``[B, S, D]`` view, with 0 for any dimension of size 1 (so it broadcasts)."""
-    return tuple(0 if t.shape[i] == 1 else t.stride(i) for i in range(3))
+    """Strides of a ``[B, S, D]`` view, with 0 for a batch or token dimension of size 1 (so it broadcasts)."""
+    (n_b, seq, _), (s_b, s_s, s_d) = t.shape, t.stride()
+    return (0 if n_b == 1 else s_b, 0 if seq == 1 else s_s, s_d)
 
 
 def check_eps(eps) -> None:
@@ -178,6 +220,15 @@ def out_rows_3d(out: torch.Tensor, shape3: Sequence[int]) -> torch.Tensor:
 
 
 # ----------------------------------------------------------------------------------------------------------------
+# Launch path: through the op, or straight to the kernel in plain eager code (kernels.launch.eager_direct)
+# ----------------------------------------------------------------------------------------------------------------
+def launcher(kernel, traced: bool):
+    """``wrap_triton(kernel)`` inside an op body (so tracing sees the launch); the kernel itself for direct eager
+    launches, where wrap_triton's higher-order-op dispatch would cost far more than the kernel at small sizes."""
+    return torch.library.wrap_triton(kernel) if traced else kernel
+
+
+# ----------------------------------------------------------------------------------------------------------------
 # The kernel
 # ----------------------------------------------------------------------------------------------------------------
 @triton.jit
@@ -190,6 +241,7 @@ def _rms_norm_kernel(
     eps,
     HAS_WEIGHT: tl.constexpr,
     ROUND_NORMED: tl.constexpr,
+    ROUND_OUT: tl.constexpr,
     ROWS: tl.constexpr,
     BLOCK_D: tl.constexpr,
 ):
@@ -207,7 +259,7 @@ def _rms_norm_kernel(
         w = tl.load(w_ptr + cols * sw, mask=col_ok, other=0.0).to(tl.float32)
         y = y * w[None, :]
     o_offs = (b * so_b + s * so_s)[:, None] + cols[None, :] * so_d
-    tl.store(out_ptr + o_offs, round_to(y, out_ptr.dtype.element_ty), mask=mask)
+    tl.store(out_ptr + o_offs, round_trip(y, ROUND_OUT).to(out_ptr.dtype.element_ty), mask=mask)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -247,18 +299,18 @@ def _check_rms_args(x, weight, eps, numerics) -> None:
 
 
 def _launch(out: torch.Tensor, x: torch.Tensor, weight: Optional[torch.Tensor], eps: float, numerics: str,
-            config=None) -> torch.Tensor:
+            config=None, traced: bool = True) -> torch.Tensor:
     if x.numel() == 0:
         return out
     x3 = rows_3d(x)
     out3 = out_rows_3d(out, x3.shape)
     n_b, seq, width = x3.shape
     n_rows = n_b * seq
-    block_d = triton.next_power_of_2(width)
-    cfg = resolve_config(config, block_d, n_rows, x.device)
+    block_d = next_pow2(int(width))  # a compile-time block: the row width is specialised
+    cfg = resolve_config(config, block_d, x.device)
     w_dtype = None if weight is None else weight.dtype
-    grid = (triton.cdiv(n_rows, cfg.rows_per_program),)
-    torch.library.wrap_triton(_rms_norm_kernel)[grid](
+    grid = (cdiv(n_rows, cfg.rows_per_program),)
+    launcher(_rms_norm_kernel, traced)[grid](
         x3, x3 if weight is None else weight, out3,
         n_rows, seq, width,
         *strides_3d(x3), *strides_3d(out3),
@@ -266,6 +318,7 @@ def _launch(out: torch.Tensor, x: torch.Tensor, weight: Optional[torch.Tensor], 
         eps,
         HAS_WEIGHT=weight is not None,
         ROUND_NORMED=_normed_round_code(x.dtype, w_dtype, numerics),
+        ROUND_OUT=round_code(out.dtype),
         ROWS=cfg.rows_per_program,
         BLOCK_D=block_d,
         num_warps=cfg.num_warps,
@@ -273,11 +326,14 @@ def _launch(out: torch.Tensor, x: torch.Tensor, weight: Optional[torch.Tensor], 
     return out
 
 
+def _new_out(x: torch.Tensor, weight: Optional[torch.Tensor], numerics: str) -> torch.Tensor:
+    dtype = rms_norm_out_dtype(x.dtype, None if weight is None else weight.dtype, numerics)
+    return torch.empty(x.shape, dtype=dtype, device=x.device)
+
+
 @torch.library.triton_op("kernelfleet::rms_norm", mutates_args=())
 def _rms_norm_op(x: torch.Tensor, weight: Optional[torch.Tensor], eps: float, numerics: str) -> torch.Tensor:
-    dtype = rms_norm_out_dtype(x.dtype, None if weight is None else weight.dtype, numerics)
-    out = torch.empty(x.shape, dtype=dtype, device=x.device)
-    return _launch(out, x, weight, eps, numerics)
+    return _launch(_new_out(x, weight, numerics), x, weight, eps, numerics)
 
 
 _backward, _setup_context = no_backward("kernelfleet::rms_norm")
@@ -293,6 +349,8 @@ def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float 
     Forward only.
     """
     _check_rms_args(x, weight, eps, numerics)
+    if eager_direct(x, weight):
+        return _launch(_new_out(x, weight, numerics), x, weight, float(eps), numerics, traced=False)
     return torch.ops.kernelfleet.rms_norm(x, weight, float(eps), numerics)
 
 
@@ -305,4 +363,4 @@ def _rms_norm_into(out: torch.Tensor, x: torch.Tensor, weight: Optional[torch.Te
     _check_rms_args(x, weight, eps, numerics)
     check_out(out, x.shape, rms_norm_out_dtype(x.dtype, None if weight is None else weight.dtype, numerics),
               x.device)
-    return _launch(out, x, weight, float(eps), numerics, _config)
+    return _launch(out, x, weight, float(eps), numerics, _config, traced=False)

@@ -30,6 +30,7 @@ under torch.compile, for tensor subclasses, or when autograd must record the cal
 """
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import torch
@@ -37,7 +38,7 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from kernels.launch import check_device, check_float, eager_direct, no_backward, row_num_warps
+from kernels.launch import cdiv, check_device, check_float, eager_direct, next_pow2, no_backward, row_num_warps
 from kernels.rounding import round_to
 
 LAYOUTS = ("bshd", "bhsd")
@@ -54,6 +55,7 @@ class RopeConfig(NamedTuple):
     num_warps: int
 
 
+@functools.lru_cache(maxsize=256)
 def rope_config(heads: int, width: int, device: torch.device | None = None) -> RopeConfig:
     """The launch knobs for a tile of ``width`` (the pow2 block over the head dim, or half of it for rotate-half).
 
@@ -61,7 +63,7 @@ def rope_config(heads: int, width: int, device: torch.device | None = None) -> R
     the cos/sin row of a position is then loaded once for all its heads.  Only the head count and width enter
     (never the sequence length), so torch.compile with a dynamic sequence length does not specialise on it.
     """
-    block_h = min(triton.next_power_of_2(heads), max(1, _TILE_ELEMENTS // width))
+    block_h = min(next_pow2(heads), max(1, _TILE_ELEMENTS // width))
     block_s = max(1, _TILE_ELEMENTS // (width * block_h))
     return RopeConfig(block_s, block_h, row_num_warps(block_s * block_h * width, device))
 
@@ -243,18 +245,22 @@ def _launch(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Te
     outside an op, wrap_triton would dispatch through a slow higher-order op).  Every tensor's last dim must be
     unit-stride (inputs pass through :func:`_unit_last`).
 
-    fp fusion is off: a fused multiply-add would round differently from the model's separate multiply and add
-    (measured on an H200: 24% of fp32 and, for rotate-half, of bf16 outputs differed by an ulp; none without).
+    In eager calls fp fusion is off: a fused multiply-add rounds differently from the model's separate multiply
+    and add (measured on an H200: with fusion 24% of fp32 and, for rotate-half, of bf16 outputs differed from
+    eager by an ulp; without, none).
     """
     if x.numel() == 0:
         return
     batch, seq, heads, sxb, sxs, sxh = _x_strides(x, seq_dim)
     _, _, _, sob, sos, soh = _x_strides(out, seq_dim)
     width = int(x.shape[-1])  # compile-time sizes as plain ints (a traced SymInt is specialised)
-    block_d = triton.next_power_of_2(width if interleaved else width // 2)
+    block_d = next_pow2(width if interleaved else width // 2)
     cfg = config or rope_config(int(heads), block_d, x.device)
-    n_programs = batch * triton.cdiv(seq, cfg.block_s) * triton.cdiv(heads, cfg.block_h)
+    n_programs = batch * cdiv(seq, cfg.block_s) * cdiv(heads, cfg.block_h)
     kernel = _rope_kernel if direct else wrap_triton(_rope_kernel)
+    # fp fusion off wherever the kernel launches as itself (every eager call); a launch traced by torch.compile
+    # cannot carry the option through Inductor, which compiles with Triton's default (may differ by an ulp).
+    options = {"enable_fp_fusion": False} if kernel is _rope_kernel else {}
     kernel[(n_programs,)](
         x, cos, sin, out,
         seq, heads, width,
@@ -263,7 +269,7 @@ def _launch(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Te
         *_table_strides(cos), *_table_strides(sin),
         INTERLEAVED=interleaved, ROUND_EACH=round_each,
         BLOCK_S=cfg.block_s, BLOCK_H=cfg.block_h, BLOCK_D=block_d,
-        num_warps=cfg.num_warps, enable_fp_fusion=False,
+        num_warps=cfg.num_warps, **options,
     )
 
 

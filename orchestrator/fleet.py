@@ -319,13 +319,14 @@ def join_checks(facts: NodeFacts, probe: HeadProbe | None, token: Token | None, 
         else:
             checks.append(Check("visible devices", "ok", f"HIP_VISIBLE_DEVICES={hip}" if hip is not None
                                 else "no device mask (all GPUs)"))
-    try:
-        from ray._private.label_utils import validate_node_label_syntax
+    if labels:
+        try:
+            from ray._private.label_utils import validate_node_label_syntax
 
-        validate_node_label_syntax(dict(labels))
-        checks.append(Check("labels", "ok", f"{len(labels)} labels in the {LABEL_NS}/ namespace"))
-    except ValueError as exc:
-        checks.append(Check("labels", "fail", str(exc), "report this: label values are derived from detection"))
+            validate_node_label_syntax(dict(labels))
+            checks.append(Check("labels", "ok", f"{len(labels)} labels in the {LABEL_NS}/ namespace"))
+        except ValueError as exc:
+            checks.append(Check("labels", "fail", str(exc), "report this: label values are derived from detection"))
     mine_ray, mine_py = local_versions()
     if probe is None or not probe.reachable:
         why = probe.error if probe else "no head address"

@@ -12,7 +12,7 @@ overhead, not a kernel.  Three figures:
    job's own duration_s); overhead per job = (wall x nodes - sum of in-sandbox times) / N, i.e. the node time a job
    costs beyond its own run (sandbox start, Ray task start, result streaming, driver bookkeeping).
 3. a 200-job sweep on 3 nodes undisturbed, and with one node killed (remove_node, not graceful) when half the
-   results are in: wall time, results stored, duplicates dropped, jobs lost.
+   results are in: wall time, jobs stored (each once: execute drops re-delivered results), jobs lost.
 """
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -120,7 +121,7 @@ def _exec_or_run(cmd: fleet.StartCommand, block: bool) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     if block:  # become `ray start --block`: systemd's SIGTERM reaches Ray, which drains the node and exits
-        os.execve(cmd.argv[0], cmd.argv, env)
+        os.execvpe(cmd.argv[0], cmd.argv, env)
     return subprocess.run(cmd.argv, env=env).returncode
 
 
@@ -195,9 +196,10 @@ def node_list(args, console: Console) -> int:
         jobs = "-" if r.jobs_running is None else str(r.jobs_running)
         if r.alive and r.jobs_source == "resources":
             jobs += " (GPUs in use)"
-        table.add_row(r.node_id[:12], state, r.address, r.labels.get(f"{LABEL_NS}/gpu", "-"),
-                      r.labels.get(f"{LABEL_NS}/arch", "-"), str(r.gpus),
-                      "-" if r.gpus_in_use is None else str(r.gpus_in_use), jobs, others)
+        cells = [r.node_id[:12], state, r.address, r.labels.get(f"{LABEL_NS}/gpu", "-"),
+                 r.labels.get(f"{LABEL_NS}/arch", "-"), str(r.gpus),
+                 "-" if r.gpus_in_use is None else str(r.gpus_in_use), jobs, others]
+        table.add_row(*[escape(c) for c in cells])
     console.print(table)
     alive = [r for r in rows if r.alive]
     console.print(f"{len(alive)} alive, {len(rows) - len(alive)} dead; "
@@ -229,7 +231,7 @@ def node_leave(args, console: Console) -> int:
         if args.stop and not local:
             raise fleet.FleetError(f"--stop: node {node.node_id[:12]} is at {node.address}, not on this machine; "
                                    f"run `node leave --stop` there, or drain it from here without --stop")
-        fleet.drain_node(gcs, node.node_id, f"kernelfleet node leave (requested from {fleet.socket.gethostname()})",
+        fleet.drain_node(gcs, node.node_id, f"kernelfleet node leave (requested from {socket.gethostname()})",
                          args.wait)
         console.print(f"draining node {node.node_id[:12]} ({node.labels.get(f'{LABEL_NS}/gpu', '?')} at "
                       f"{node.address}): it takes no new jobs; waiting up to {args.wait:g} s for its "
@@ -293,7 +295,8 @@ def cluster_up(args, console: Console) -> int:
         console.print(f"token: {token_path}", highlight=False)
     cmd = fleet.head_command(args.port, token_path, block=args.block, labels=labels, num_gpus=num_gpus,
                              dashboard_host=args.dashboard_host, extra=args.ray_start_arg)
-    address = fleet.head_address(args.port)
+    ip = next((a.split("=", 1)[1] for a in args.ray_start_arg if a.startswith("--node-ip-address=")), None)
+    address = f"{ip}:{args.port}" if ip else fleet.head_address(args.port)
     if labels:
         console.print("labels:")
         _print_labels(console, labels)

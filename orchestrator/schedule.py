@@ -205,16 +205,18 @@ def execute(cluster: RayCluster, specs: list[JobSpec], selector_of: Callable[[Jo
     for s in specs:
         groups.setdefault((tuple(sorted(selector_of(s).items())), takes_whole_node(s)), []).append(s)
     queue: list[tuple[tuple, list[JobSpec]]] = []
-    share: dict[tuple, bool] = {}
     total_slots = 0
     for gkey, group in groups.items():
-        sel, whole = dict(gkey[0]), gkey[1]
-        slots = cluster.slots(sel)
+        slots = cluster.slots(dict(gkey[0]))
         total_slots += slots
-        matching = [n for n in nodes if can_run(n, sel, False, gpu)]
-        # A sliver of the node resource only where every candidate node has it (nodes started by hand may not).
-        share[gkey] = bool(matching) and all(n.resources.get(NODE_RESOURCE, 0) > 0 for n in matching)
         queue += [(gkey, b) for b in make_batches(group, batch_size, slots)]
+    view = {"nodes": nodes}  # the latest look at the fleet (check_nodes refreshes it)
+
+    def share(sel: dict[str, str]) -> bool:
+        """A sliver of the node resource only where every candidate node has it (nodes started by hand may not)."""
+        matching = [n for n in view["nodes"] if can_run(n, sel, False, gpu)]
+        return bool(matching) and all(n.resources.get(NODE_RESOURCE, 0) > 0 for n in matching)
+
     remote = ray.remote(_run_batch)
     inflight: dict = {}  # generator -> (group key, {key: spec} still to come)
     limit = max(2 * total_slots, 2)
@@ -224,7 +226,7 @@ def execute(cluster: RayCluster, specs: list[JobSpec], selector_of: Callable[[Jo
     def submit() -> None:
         while queue and len(inflight) < limit:
             gkey, batch = queue.pop(0)
-            opts = task_options(dict(gkey[0]), gkey[1], gpu, share[gkey], max_retries)
+            opts = task_options(dict(gkey[0]), gkey[1], gpu, share(dict(gkey[0])), max_retries)
             gen = remote.options(**opts).remote([s.to_dict() for s in batch])
             inflight[gen] = (gkey, {s.key: s for s in batch})
 
@@ -244,7 +246,7 @@ def execute(cluster: RayCluster, specs: list[JobSpec], selector_of: Callable[[Jo
     def check_nodes() -> None:
         """Lose the jobs that no live node can run (after the grace); let new nodes raise the in-flight limit."""
         nonlocal limit
-        now_nodes = cluster.nodes()
+        now_nodes = view["nodes"] = cluster.nodes()
         now = time.monotonic()
         waiting = {k for k, _ in queue} | {k for k, _ in inflight.values()}
         for gkey in waiting:

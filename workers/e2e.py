@@ -1,10 +1,10 @@
 """The end-to-end job: LTX-Video's denoising loop in several modes, side by side, on one device.
 
 A JobSpec of kind ``e2e``: ``model="ltx-video"``, ``shape=[frames, height, width]``, ``dtype``, ``impls`` = the
-modes (``workers.e2e_spec.MODES``), ``params`` (``workers.e2e_spec.PARAM_DEFAULTS``).  The loop is diffusers' own ``LTXPipeline`` with its
-``FlowMatchEulerDiscreteScheduler``, classifier-free guidance on (transformer batch 2), the text encoder skipped
-(precomputed random T5-sized embeddings, padded masks) and, unless ``pipeline`` is set, no VAE
-(``output_type="latent"``); with ``pipeline`` the VAE decodes the video at the end.  The transformer comes from
+modes (``workers.e2e_spec.MODES``), ``params`` (``workers.e2e_spec.PARAM_DEFAULTS``).  The loop is diffusers' own
+``LTXPipeline`` with its ``FlowMatchEulerDiscreteScheduler``, classifier-free guidance on (transformer batch 2),
+the text encoder skipped (precomputed random T5-sized embeddings, padded masks) and, unless ``pipeline`` is set, no
+VAE (``output_type="latent"``); with ``pipeline`` the VAE decodes the video at the end.  The transformer comes from
 ``model_path`` (a local diffusers folder: a pipeline or a transformer; never a download) or is LTX-Video's default
 configuration built on the device with random weights (``tiny``: a small configuration for CPU tests, with a VAE of
 the real 32x/8x compression).

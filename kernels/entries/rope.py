@@ -57,9 +57,9 @@ def ltx_rope_tables(frame_starts: torch.Tensor, seq_len: int, dim: int,
     cos = freqs.cos().repeat_interleave(2, dim=-1)
     sin = freqs.sin().repeat_interleave(2, dim=-1)
     pad = dim % 6
-    if pad:
-        cos = torch.cat([torch.ones_like(cos[:, :, :pad]), cos], dim=-1)
-        sin = torch.cat([torch.zeros_like(sin[:, :, :pad]), sin], dim=-1)
+    if pad:  # (diffusers slices the padding off cos itself, which is too short when dim < 6)
+        cos = torch.cat([torch.ones(*cos.shape[:-1], pad), cos], dim=-1)
+        sin = torch.cat([torch.zeros(*sin.shape[:-1], pad), sin], dim=-1)
     return cos, sin
 
 

@@ -50,10 +50,19 @@ def torch_eps(norm: nn.Module, x: torch.Tensor) -> float:
     return float(norm.eps) if norm.eps is not None else float(torch.finfo(x.dtype).eps)
 
 
+def rows_rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float, numerics: str) -> torch.Tensor:
+    """rms_norm over the last dim of ``x``; a head-transposed ``[B, H, S, D]`` view of a contiguous ``[B, S, H, D]``
+    tensor (SD3's q/k) is normalised through that contiguous layout: no copy, and the result has the input's
+    strides, as the eager module's output does."""
+    if x.dim() == 4 and not x.is_contiguous() and x.transpose(1, 2).is_contiguous():
+        return rms_norm(x.transpose(1, 2), weight, eps, numerics=numerics).transpose(1, 2)
+    return rms_norm(x, weight, eps, numerics=numerics)
+
+
 def torch_rms_norm(norm: nn.Module, x: torch.Tensor, use_kernel: bool) -> torch.Tensor:
     """``norm(x)`` for a ``torch.nn.RMSNorm``, through the kernel when it matches."""
     if use_kernel and torch_rms_norm_ok(norm, x):
-        return rms_norm(x, norm.weight, torch_eps(norm, x), numerics="torch")
+        return rows_rms_norm(x, norm.weight, torch_eps(norm, x), "torch")
     return norm(x)
 
 
@@ -72,7 +81,7 @@ def diffusers_rms_norm_ok(norm: nn.Module, x: torch.Tensor) -> bool:
 def diffusers_rms_norm_forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
     """Replacement forward of diffusers ``RMSNorm`` (SD3.5's per-head q/k norms)."""
     if diffusers_rms_norm_ok(self, hidden_states):
-        return rms_norm(hidden_states, self.weight, float(self.eps), numerics="diffusers")
+        return rows_rms_norm(hidden_states, self.weight, float(self.eps), "diffusers")
     return type(self).forward(self, hidden_states)
 
 
@@ -80,7 +89,7 @@ def diffusers_rms_norm_forward(self, hidden_states: torch.Tensor) -> torch.Tenso
 def torch_rms_norm_forward(self, x: torch.Tensor) -> torch.Tensor:
     """Replacement forward of ``torch.nn.RMSNorm``."""
     if torch_rms_norm_ok(self, x):
-        return rms_norm(x, self.weight, torch_eps(self, x), numerics="torch")
+        return rows_rms_norm(x, self.weight, torch_eps(self, x), "torch")
     return type(self).forward(self, x)
 
 

@@ -1,30 +1,53 @@
-"""Shared pieces of the injection tests: tiny models of each family, a counter of kernelfleet op calls, and the
-bf16 comparison.  Kernels run through Triton's interpreter on the CPU (TRITON_INTERPRET=1, set before import)."""
+"""Shared pieces of the injection tests: a counter of the kernel calls the injected code makes, and the bf16
+comparison.  Kernels run through Triton's interpreter on the CPU (TRITON_INTERPRET=1, set before import)."""
 import os
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
+import sys  # noqa: E402
 from collections import Counter  # noqa: E402
 
-import pytest  # noqa: E402
 import torch  # noqa: E402
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 BF16 = torch.bfloat16
 
 
-class KernelCalls(TorchDispatchMode):
-    """Counts calls of kernelfleet's ops (``kernelfleet::<name>``) made while it is active."""
+class KernelCalls:
+    """Counts calls of kernelfleet's kernel functions made by the injection code while active.
+
+    The injection modules import the kernels by name (``from kernels import rms_norm``); inside the context each
+    such name is a counting wrapper around the same function.  (Counting torch-op dispatches would miss the
+    kernels' eager fast path, which launches without going through the op.)"""
 
     def __init__(self):
-        super().__init__()
         self.calls: Counter[str] = Counter()
+        self._patched: list[tuple[object, str, object]] = []
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        ns, _, rest = str(func).partition(".")
-        if ns == "kernelfleet":
-            self.calls[rest.split(".")[0]] += 1
-        return func(*args, **(kwargs or {}))
+    def _wrap(self, name, fn):
+        def counted(*args, **kwargs):
+            self.calls[name] += 1
+            return fn(*args, **kwargs)
+
+        return counted
+
+    def __enter__(self):
+        import kernels
+
+        for modname, mod in list(sys.modules.items()):
+            if mod is None or not modname.startswith("kernels.inject"):
+                continue
+            for name in kernels.__all__:
+                fn = getattr(kernels, name)
+                if getattr(mod, name, None) is fn:
+                    self._patched.append((mod, name, fn))
+                    setattr(mod, name, self._wrap(name, fn))
+        return self
+
+    def __exit__(self, *exc):
+        for mod, name, fn in reversed(self._patched):
+            setattr(mod, name, fn)
+        self._patched.clear()
+        return False
 
 
 def outputs(x):
@@ -45,8 +68,3 @@ def assert_close_bf16(out, ref, rel_l2=1e-2):
 def assert_equal(out, ref):
     for o, r in zip(outputs(out), outputs(ref)):
         assert torch.equal(o, r)
-
-
-@pytest.fixture
-def count_kernels():
-    return KernelCalls

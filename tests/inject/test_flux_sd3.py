@@ -139,6 +139,7 @@ def test_sd3_qk_norm_numerics_follow_the_weight_dtype():
                 out = norm(x)
         assert kc.calls["rms_norm"] == 1
         assert out.dtype == ref.dtype == weight_dtype
+        assert out.stride() == ref.stride()  # normalised in place of the transposed view: no copy, same layout
         if weight_dtype == BF16:
             assert_close_bf16(out, ref)
         else:

@@ -60,7 +60,8 @@ def rel_err(out, ref):
 
 def assert_matches_eager(out, expected):
     """Bit-exact for half dtypes except, rarely, an ulp where the fp32 row sum's order (not mirrorable) tips the
-    norm's rounding, carried through the modulation."""
+    norm's rounding, carried through the modulation.  Also used between two launches of the kernel: on a GPU the
+    sum's order follows the compiled layout (strides, launch knobs)."""
     assert out.dtype == expected.dtype and out.shape == expected.shape
     diff = (out.double() - expected.double()).abs()
     bound = 8 * torch.finfo(expected.dtype).eps * max(1.0, expected.double().abs().max().item())
@@ -134,7 +135,8 @@ def test_non_contiguous_inputs(device):
     shift = rand((1, 1, 150), torch.bfloat16, 9, 0.3).to(device).expand(3, 4, 150)
     got = add_rms_norm_modulate(x, residual, scale, shift)
     expected = add_rms_norm_modulate(x.contiguous(), residual.contiguous(), scale.contiguous(), shift.contiguous())
-    assert all(torch.equal(a, b) for a, b in zip(got, expected))
+    assert torch.equal(got[0], expected[0])
+    assert_matches_eager(got[1], expected[1])
 
 
 @pytest.mark.parametrize("shape", [(1, 1, 2048), (4, 2, 64), (1, 7, 1)])
@@ -169,7 +171,8 @@ def test_into_writes_poisoned_outs(device):
         out = (torch.full_like(args[0], float("nan")), torch.full_like(args[0], float("nan")))
         got = _add_rms_norm_modulate_into(out, *args, _config=config)
         assert got[0] is out[0] and got[1] is out[1]
-        assert torch.equal(out[0], expected[0]) and torch.equal(out[1], expected[1])
+        assert torch.equal(out[0], expected[0])
+        assert_matches_eager(out[1], expected[1])
     with pytest.raises(TypeError, match="out must be a pair"):
         _add_rms_norm_modulate_into(out[0], *args)
     with pytest.raises(TypeError, match=r"out\[1\] \(normed\) has dtype"):
@@ -253,7 +256,8 @@ def test_torch_compile_fullgraph_traces_the_op():
         return new_residual * 2, normed
 
     got, expected = torch.compile(f, fullgraph=True)(*args), f(*args)
-    assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
+    assert torch.equal(got[0], expected[0])
+    assert_matches_eager(got[1], expected[1])
 
 
 @gpu_test

@@ -429,11 +429,15 @@ def test_torch_compile_fullgraph_traces_the_ops():
     tc, ts = tc.to(dev), ts.to(dev)
 
     def f(x, cos, sin, x4, tc, ts):
-        return rope_interleaved(x, cos, sin) * 2, rope_rotate_half(x4, tc, ts) + 1
+        return rope_interleaved(x, cos, sin) * 2, rope_rotate_half(x4, tc, ts) * 2
 
     compiled = torch.compile(f, fullgraph=True)
     got, expected = compiled(x, cos, sin, x4, tc, ts), f(x, cos, sin, x4, tc, ts)
-    assert all(torch.equal(a, b) for a, b in zip(got, expected))
+    # Inductor compiles the traced kernel with Triton's default fp fusion (eager launches turn it off), so an
+    # element may differ by one ulp; nothing more
+    for a, b in zip(got, expected):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert bool(((a.double() - b.double()).abs() <= torch.finfo(b.dtype).eps * b.double().abs()).all())
 
 
 @gpu_test

@@ -46,7 +46,7 @@ def test_a_whole_node_job_never_shares_its_node(quiet_sandbox):
     try:
         node = cluster.add_node(num_cpus=2, num_gpus=2, labels={GPU: "mi355x"}, resources={NODE_RESOURCE: 1})
         ray.init(address=cluster.address, log_to_driver=False)
-        specs = [_job(0, 1500, whole_node=True), _job(1, 1500), _job(2, 1500)]
+        specs = [_job(0, 1000, whole_node=True), _job(1, 1000), _job(2, 1000)]
         results, lost, seen = [], [], {"max_in_use": 0, "whole_busy": False}
         stop = threading.Event()
 

@@ -126,3 +126,27 @@ def test_seed_setting_on_gpu():
         assert m[(mode, "peak_mem_gb")].value > 3.8  # 1.9 B bf16 parameters alone
         assert len(m[(mode, "ms_per_step")].samples) == 3
     assert res.details["injection"]["triton"]["counts"] == {"attn_processor": 56, "block_forward": 28}
+
+
+@pytest.mark.parametrize("layout", ["pipeline", "transformer"])
+def test_model_path_loads_a_local_diffusers_folder(tmp_path, layout):
+    """model_path: a saved pipeline (model_index.json) or a transformer folder; loaded offline, nothing downloaded."""
+    from diffusers import AutoencoderKLLTXVideo, FlowMatchEulerDiscreteScheduler, LTXPipeline, LTXVideoTransformer3DModel
+
+    torch.manual_seed(0)
+    transformer = LTXVideoTransformer3DModel(**e2e.TINY_TRANSFORMER)
+    if layout == "pipeline":
+        LTXPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=AutoencoderKLLTXVideo(**e2e.TINY_VAE),
+                    text_encoder=None, tokenizer=None, transformer=transformer).save_pretrained(tmp_path)
+    else:
+        transformer.save_pretrained(tmp_path)
+    res = e2e.run(_spec(impls=["eager", "triton"], repeats=1, tiny=False, model_path=str(tmp_path), text_len=16,
+                        pipeline=layout == "pipeline"), CPU)
+    assert res.status == STATUS_OK, res.error
+    assert res.details["config"]["source"] == f"{layout} {tmp_path}" and res.details["config"]["layers"] == 2
+    assert _metrics(res)[("triton", "correct")].value == 1.0
+
+
+def test_model_path_must_be_a_diffusers_folder(tmp_path):
+    with pytest.raises(ValueError, match="neither a diffusers pipeline"):
+        e2e.run(_spec(impls=["eager"], tiny=False, model_path=str(tmp_path)), CPU)
