@@ -24,24 +24,31 @@ def run(specs: Iterable[JobSpec], node_id: str | None = None, env: dict[str, str
         yield result
 
 
-def read_plan(path: str | Path) -> tuple[dict, list[JobSpec]]:
-    header: dict | None = None
-    specs: list[JobSpec] = []
+def _json_lines(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each non-empty line; a last line cut short by an interrupted writer is dropped."""
     with open(path) as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                yield n, json.loads(line)
             except json.JSONDecodeError as exc:
+                if n > 1 and not line.endswith("\n"):
+                    return  # the lines before it stand
                 raise ValueError(f"{path}:{n}: not JSON ({exc.msg})") from None
-            if n == 1 and obj.get("kernelfleet") == "plan":
-                header = obj
-                continue
-            try:
-                specs.append(JobSpec.from_dict(obj))
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"{path}:{n}: not a JobSpec: {exc}") from None
+
+
+def read_plan(path: str | Path) -> tuple[dict, list[JobSpec]]:
+    header: dict | None = None
+    specs: list[JobSpec] = []
+    for n, obj in _json_lines(path):
+        if n == 1 and obj.get("kernelfleet") == "plan":
+            header = obj
+            continue
+        try:
+            specs.append(JobSpec.from_dict(obj))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{path}:{n}: not a JobSpec: {exc}") from None
     if header is None:
         raise ValueError(f"{path}: no plan header; write plans with `python -m orchestrator +sweep=NAME dry_run=true`")
     return header, specs
@@ -57,22 +64,13 @@ def write_plan(path: str | Path, header: dict, specs: list[JobSpec]) -> None:
 def read_results(path: str | Path) -> tuple[dict, list[tuple[JobSpec, JobResult]]]:
     header: dict | None = None
     rows: list[tuple[JobSpec, JobResult]] = []
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                if n > 1 and not line.endswith("\n"):
-                    break  # a last line cut short by an interrupted run: the jobs before it stand
-                raise ValueError(f"{path}:{n}: not JSON ({exc.msg})") from None
-            if obj.get("kernelfleet") == "results":
-                header = obj
-                continue
-            if "spec" not in obj or "result" not in obj:
-                raise ValueError(f"{path}:{n}: expected a {{'spec', 'result'}} line")
-            rows.append((JobSpec.from_dict(obj["spec"]), JobResult.from_dict(obj["result"])))
+    for n, obj in _json_lines(path):
+        if obj.get("kernelfleet") == "results":
+            header = obj
+            continue
+        if "spec" not in obj or "result" not in obj:
+            raise ValueError(f"{path}:{n}: expected a {{'spec', 'result'}} line")
+        rows.append((JobSpec.from_dict(obj["spec"]), JobResult.from_dict(obj["result"])))
     if header is None:
         raise ValueError(f"{path}: no results header; results files come from `python -m workers run`")
     return header, rows

@@ -75,18 +75,21 @@ def reference64(q, k, qw, kw, cos, sin, eps=1e-5):
 
 
 def assert_matches_model(outs, expected):
-    """Same dtype and shape; for bf16/fp16 bit-exact except, rarely, one ulp where the fp32 row sum's order (the
-    one thing a kernel cannot mirror) tips a rounding; for fp32 within a few ulps (nothing rounds it away)."""
+    """Same dtype and shape; for bf16/fp16 bit-exact except, rarely, where the fp32 row sum's order (the one
+    thing a kernel cannot mirror) tips the rounding of a normalised element by an ulp, which RoPE carries into
+    both outputs of its pair (at most an ulp of the pair's norm each); for fp32 within a few ulps."""
     for got, exp in zip(outs, expected):
         got = got.cpu()
         assert got.dtype == exp.dtype and got.shape == exp.shape
-        diff = (got.double() - exp.double()).abs()
+        e = exp.double()
+        diff = (got.double() - e).abs()
         eps = torch.finfo(exp.dtype).eps
         if exp.dtype == torch.float32:
-            assert bool((diff <= 8 * eps * (exp.double().abs() + 1)).all()), f"max diff {diff.max().item()}"
+            assert bool((diff <= 8 * eps * (e.abs() + 1)).all()), f"max diff {diff.max().item()}"
         else:
-            assert bool((diff <= eps * exp.double().abs() + 1e-7).all()), f"max diff {diff.max().item()}"
-            assert int((diff > 0).sum()) <= 1 + 1e-3 * got.numel()
+            pair_norm = e.unflatten(-1, (-1, 2)).norm(dim=-1).repeat_interleave(2, dim=-1)
+            assert bool((diff <= 2 * eps * pair_norm + 1e-7).all()), f"max diff {diff.max().item()}"
+            assert int((diff > 0).sum()) <= 2 + 2e-3 * got.numel()
 
 
 # ------------------------------------------------------------------------------------------------ numerics
