@@ -43,6 +43,7 @@ def import_results(path: str, url: str | None, console: Console) -> int:
                       {"planned": len(specs), "imported": added, **{f"status_{k}": v for k, v in statuses.items()}})
     from orchestrator.store import queries
 
-    report.print_summary(console, queries.run_summary(url, run_id), f"run {run_id} · imported from {path}")
+    report.print_summary(console, queries.run_summary(url, run_id), f"run {run_id} · imported from {path}",
+                         queries.e2e_results(url, run_id))
     console.print(f"imported {added} results of {len(rows)} jobs from {path} as run {run_id} (store {url})")
     return 0

@@ -54,8 +54,27 @@ def markdown(rows: Iterable[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def print_summary(console: Console, rows: list[dict], title: str) -> None:
+E2E_COLUMNS = ("model", "frames x H x W", "dtype", "mode", "ms/step", "vs eager", "warm-up s", "peak GB",
+               "max abs vs eager", "cos sim", "status")
+
+
+def e2e_table(rows: Iterable[dict], title: str) -> Table:
+    t = Table(title=title)
+    for c in E2E_COLUMNS:
+        t.add_column(c, justify="left" if c in ("model", "mode", "dtype", "status", "frames x H x W") else "right")
+    for r in rows:
+        t.add_row(r["model"] or "?", "x".join(str(s) for s in r["shape"]), r["dtype"], r["mode"],
+                  _fmt(r.get("ms_per_step"), ".1f"), _fmt(r.get("speedup_vs_eager"), ".2f", "x"),
+                  _fmt(r.get("warmup_s"), ".1f"), _fmt(r.get("peak_mem_gb"), ".2f"),
+                  _fmt(r.get("max_abs_vs_eager"), ".3g"), _fmt(r.get("cos_sim_vs_eager"), ".6f"),
+                  ("not run" if r.get("ms_per_step") is None and r.get("status") == "ok" else r.get("status")) or "–")
+    return t
+
+
+def print_summary(console: Console, rows: list[dict], title: str, e2e_rows: list[dict] | None = None) -> None:
     if rows:
         console.print(summary_table(rows, title))
-    else:
-        console.print(f"{title}: no kernel measurements in this run")
+    if e2e_rows:
+        console.print(e2e_table(e2e_rows, f"{title} · end to end"))
+    if not rows and not e2e_rows:
+        console.print(f"{title}: no measurements in this run")

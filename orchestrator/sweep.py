@@ -145,8 +145,8 @@ def run_sweep(cfg: dict, console: Console) -> int:
                                         **{f"status_{k}": v for k, v in Counter(final.values()).items()}})
     from orchestrator.store import queries
 
-    rows = queries.run_summary(url, run_id)
-    report.print_summary(console, rows, f"run {run_id} · {cfg['sweep']['name']}")
+    report.print_summary(console, queries.run_summary(url, run_id), f"run {run_id} · {cfg['sweep']['name']}",
+                         queries.e2e_results(url, run_id))
     console.print(f"run {run_id}: {status}; {len(specs)} jobs ({dict(Counter(final.values()))}); store: {url}")
     if interrupted:
         console.print(f"interrupted: run the same command again to complete run {run_id}")
