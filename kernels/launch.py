@@ -100,6 +100,12 @@ def no_backward(op_name: str):
     return backward, setup_context
 
 
+def _current_dispatch_mode():
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    return _get_current_dispatch_mode()
+
+
 def eager_direct(*tensors: torch.Tensor | None) -> bool:
     """Whether a public kernel function may launch its kernel directly instead of calling its torch op.
 
@@ -108,8 +114,8 @@ def eager_direct(*tensors: torch.Tensor | None) -> bool:
     torch.compile traces (so it sees the op), for tensor subclasses and fake tensors, and when autograd has to
     record the op (so that backward raises its forward-only error).
     """
-    if torch.compiler.is_compiling():
-        return False
+    if torch.compiler.is_compiling() or torch.jit.is_tracing() or _current_dispatch_mode() is not None:
+        return False  # traced (torch.compile, jit.trace, make_fx, export, fake tensors): the op must be seen
     grad = torch.is_grad_enabled()
     for t in tensors:
         if t is not None and (type(t) is not torch.Tensor or (grad and t.requires_grad)):
