@@ -1,5 +1,4 @@
 """kernels.adaln: RMSNorm / LayerNorm + ``* (1 + scale) + shift``, on the CPU through Triton's interpreter."""
-from pathlib import Path
 
 import pytest
 import torch
@@ -9,27 +8,11 @@ from hypothesis import strategies as st
 
 from kernels.adaln import _adaln_layer_norm_into, _adaln_rms_into, adaln_layer_norm, adaln_rms
 from kernels.entries.adaln import ENTRIES
-from kernels.launch import interpreting
 from kernels.registry import DTYPES
+from tests.support.kernel_tests import CONF_DIR, gpu_test, rand
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "kernel"
 HALF = (torch.bfloat16, torch.float16)
 ENTRY = {e.name: e for e in ENTRIES}
-
-
-def gpu_test(fn):
-    for mark in (
-        pytest.mark.gpu,
-        pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU"),
-        pytest.mark.skipif(interpreting(), reason="torch.compile/opcheck need compiled Triton: set TRITON_INTERPRET=0"),
-    ):
-        fn = mark(fn)
-    return fn
-
-
-def rand(shape, dtype, seed=0, scale=1.0, offset=0.0):
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(shape, generator=g) * scale + offset).to(dtype)
 
 
 def modulation(n_b, seq, width, dtype, per_token, seed=10):

@@ -1,5 +1,5 @@
 """kernels.geglu: GELU (tanh approximation) and GEGLU, on the CPU through Triton's interpreter."""
-from pathlib import Path
+import functools
 
 import pytest
 import torch
@@ -10,28 +10,11 @@ from hypothesis import strategies as st
 
 from kernels.entries.geglu import ENTRIES
 from kernels.geglu import ElementwiseConfig, _geglu_into, _gelu_tanh_into, elementwise_config, geglu, gelu_tanh
-from kernels.launch import interpreting
 from kernels.registry import DTYPES
+from tests.support.kernel_tests import CONF_DIR, FLOATS, gpu_test
+from tests.support import kernel_tests
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "kernel"
-FLOATS = (torch.float32, torch.bfloat16, torch.float16)
-
-gpu_test_marks = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU"),
-    pytest.mark.skipif(interpreting(), reason="torch.compile/opcheck need compiled Triton: set TRITON_INTERPRET=0"),
-]
-
-
-def gpu_test(fn):
-    for mark in gpu_test_marks:
-        fn = mark(fn)
-    return fn
-
-
-def rand(shape, dtype=torch.float32, seed=0, scale=2.0):
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(shape, generator=g) * scale).to(dtype)
+rand = functools.partial(kernel_tests.rand, scale=2.0)  # GELU's curve needs the wider range
 
 
 def gelu64(x):

@@ -10,29 +10,11 @@ from hypothesis import strategies as st
 
 from kernels.entries.qk_norm_rope import ENTRIES, eager
 from kernels.entries.rope import interleaved_reference, ltx_rope_tables
-from kernels.launch import interpreting
 from kernels.qk_norm_rope import QkNormRopeConfig, _qk_norm_rope_into, qk_norm_rope, qk_norm_rope_config
 from kernels.registry import DTYPES
+from tests.support.kernel_tests import FLOATS, gpu_test, rand
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "kernel" / "qk_norm_rope.yaml"
-FLOATS = (torch.float32, torch.bfloat16, torch.float16)
-
-gpu_test_marks = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU"),
-    pytest.mark.skipif(interpreting(), reason="torch.compile/opcheck need compiled Triton: set TRITON_INTERPRET=0"),
-]
-
-
-def gpu_test(fn):
-    for mark in gpu_test_marks:
-        fn = mark(fn)
-    return fn
-
-
-def rand(shape, dtype=torch.float32, seed=0, scale=1.0, offset=0.0):
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(shape, generator=g) * scale + offset).to(dtype)
 
 
 def make(batch, seq, dim, dtype, seed=0, per_batch=True):

@@ -8,28 +8,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernels.entries.residual_norm import ENTRIES
-from kernels.launch import interpreting
 from kernels.registry import DTYPES
 from kernels.residual_norm import _add_rms_norm_modulate_into, add_rms_norm_modulate
+from tests.support.kernel_tests import gpu_test, rand
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "kernel" / "add_rms_norm_modulate.yaml"
 HALF = (torch.bfloat16, torch.float16)
 TOL = {torch.float32: 1e-6, torch.bfloat16: 1e-2, torch.float16: 2e-3}
-
-
-def gpu_test(fn):
-    for mark in (
-        pytest.mark.gpu,
-        pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU"),
-        pytest.mark.skipif(interpreting(), reason="torch.compile/opcheck need compiled Triton: set TRITON_INTERPRET=0"),
-    ):
-        fn = mark(fn)
-    return fn
-
-
-def rand(shape, dtype, seed=0, scale=1.0):
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(shape, generator=g) * scale).to(dtype)
 
 
 def inputs(n_b, seq, width, dtype, per_token=False, seed=0, device="cpu"):

@@ -9,7 +9,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernels.entries.rmsnorm import ENTRIES
-from kernels.launch import interpreting
 from kernels.registry import DTYPES
 import triton
 import triton.language as tl
@@ -17,21 +16,10 @@ import triton.language as tl
 from kernels.launch import eager_direct
 from kernels.rmsnorm import (NUMERICS, ROUND_BF16, ROUND_FP16, NormLaunch, _rms_norm_into, norm_launch_config,
                              rms_norm, round_trip)
+from tests.support.kernel_tests import gpu_test, rand
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "kernel" / "rmsnorm.yaml"
 HALF = (torch.bfloat16, torch.float16)
-
-needs_compiled_gpu = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU"),
-    pytest.mark.skipif(interpreting(), reason="torch.compile/opcheck need compiled Triton: set TRITON_INTERPRET=0"),
-]
-
-
-def gpu_test(fn):
-    for mark in needs_compiled_gpu:
-        fn = mark(fn)
-    return fn
 
 
 def reference(x, weight, eps):
@@ -58,11 +46,6 @@ def assert_matches_module(out, expected):
     if expected.dtype in HALF:
         n_diff = int((diff > 0).sum())
         assert n_diff <= 1 + 1e-3 * out.numel(), f"{n_diff} of {out.numel()} elements differ"
-
-
-def rand(shape, dtype, seed=0, scale=1.0, offset=0.0):
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(shape, generator=g) * scale + offset).to(dtype)
 
 
 # ------------------------------------------------------------------------------------------------ rounding

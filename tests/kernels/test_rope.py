@@ -1,5 +1,4 @@
 """kernels.rope: interleaved (LTX/FLUX) and rotate-half (Llama) RoPE, on the CPU through Triton's interpreter."""
-from pathlib import Path
 
 import pytest
 import torch
@@ -8,30 +7,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernels.entries.rope import ENTRIES, interleaved_reference, llama_rope_tables, ltx_rope_tables, rotate_half
-from kernels.launch import interpreting
 from kernels.registry import DTYPES
 from kernels.rope import (RopeConfig, _rope_interleaved_into, _rope_rotate_half_into, rope_config, rope_interleaved,
                           rope_rotate_half)
-
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "kernel"
-FLOATS = (torch.float32, torch.bfloat16, torch.float16)
-
-gpu_test_marks = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU"),
-    pytest.mark.skipif(interpreting(), reason="torch.compile/opcheck need compiled Triton: set TRITON_INTERPRET=0"),
-]
-
-
-def gpu_test(fn):
-    for mark in gpu_test_marks:
-        fn = mark(fn)
-    return fn
-
-
-def rand(shape, dtype=torch.float32, seed=0, scale=1.0):
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(shape, generator=g) * scale).to(dtype)
+from tests.support.kernel_tests import CONF_DIR, FLOATS, gpu_test, rand
 
 
 def angle_tables(shape, seed=1):
