@@ -29,3 +29,32 @@ def rand(shape, dtype=torch.float32, seed=0, scale=1.0, offset=0.0):
     """Seeded normal data (never zeros), drawn on the CPU and cast."""
     g = torch.Generator().manual_seed(seed)
     return (torch.randn(shape, generator=g) * scale + offset).to(dtype)
+
+
+def assert_impls_match_reference(entry, inputs: dict, refs, dtype_name: str, device, impls=("triton", "eager"),
+                                 dtype_of: str = "x") -> None:
+    """Every listed implementation of a registry entry, on ``inputs``, within the entry's tolerances of ``refs``
+    (its float64 reference); outputs given for poisoning (NaN) are the ones written and returned."""
+    refs = refs if isinstance(refs, tuple) else (refs,)
+    max_rel, max_abs = entry.tolerances[dtype_name]
+    for name in impls:
+        impl = entry.impls[name]
+        assert impl.unavailable(device) is None, name
+        fn = impl.make()
+        if impl.accepts_out:
+            out = entry.alloc_out(inputs)
+            out_t = out if isinstance(out, tuple) else (out,)
+            for t in out_t:
+                t.fill_(float("nan"))
+            got = fn(**inputs, out=out)
+            got_t = got if isinstance(got, tuple) else (got,)
+            assert all(g is o for g, o in zip(got_t, out_t)), f"{name} did not return its out= tensors"
+        else:
+            got = fn(**inputs)
+            got_t = got if isinstance(got, tuple) else (got,)
+        assert len(got_t) == len(refs), name
+        for g, r in zip(got_t, refs):
+            assert g.dtype == inputs[dtype_of].dtype and g.shape == r.shape, name
+            d = g.double() - r
+            assert (d.norm() / r.norm()).item() <= max_rel, name
+            assert d.abs().max().item() <= max_abs, name
