@@ -7,6 +7,7 @@ import sys
 from rich.console import Console
 
 from orchestrator.config import ConfigError
+from orchestrator.store.migrate import SchemaOutOfDate
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -18,6 +19,11 @@ def _parser() -> argparse.ArgumentParser:
     imp = sub.add_parser("import", help="store a results file of `python -m workers run` as a run")
     imp.add_argument("results", help="RESULTS.jsonl")
     imp.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
+    rep = sub.add_parser("report", help="show a run's summary again (the newest run by default), or write it as "
+                                        "Markdown for docs/perf/")
+    rep.add_argument("run", nargs="?", type=int, help="run id (default: the newest run)")
+    rep.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
+    rep.add_argument("--markdown", metavar="FILE", help="write the summary as Markdown to FILE")
     try:
         from orchestrator import fleet_cli
 
@@ -43,6 +49,10 @@ def main(argv: list[str], console: Console) -> int:
                 cur = migrate.current(url)
                 console.print(f"store {url}: schema {cur or 'empty'}; head {migrate.head()}")
             return 0
+        if args.cmd == "report":
+            from orchestrator.report import show_run
+
+            return show_run(args.url, args.run, args.markdown, console)
         if args.cmd == "import":
             from orchestrator.importer import import_results
 
@@ -50,6 +60,6 @@ def main(argv: list[str], console: Console) -> int:
         from orchestrator import fleet_cli
 
         return fleet_cli.run(args, console)
-    except (ConfigError, ValueError, OSError) as exc:
+    except (ConfigError, ValueError, OSError, SchemaOutOfDate) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

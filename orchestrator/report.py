@@ -78,3 +78,58 @@ def print_summary(console: Console, rows: list[dict], title: str, e2e_rows: list
         console.print(e2e_table(e2e_rows, f"{title} · end to end"))
     if not rows and not e2e_rows:
         console.print(f"{title}: no measurements in this run")
+
+
+def e2e_markdown(rows: Iterable[dict]) -> str:
+    lines = ["| " + " | ".join(E2E_COLUMNS) + " |", "|" + "---|" * len(E2E_COLUMNS)]
+    for r in rows:
+        lines.append("| " + " | ".join([
+            r["model"] or "?", "x".join(str(s) for s in r["shape"]), r["dtype"], r["mode"],
+            _fmt(r.get("ms_per_step"), ".1f"), _fmt(r.get("speedup_vs_eager"), ".2f", "x"),
+            _fmt(r.get("warmup_s"), ".1f"), _fmt(r.get("peak_mem_gb"), ".2f"), _fmt(r.get("max_abs_vs_eager"), ".3g"),
+            _fmt(r.get("cos_sim_vs_eager"), ".6f"), r.get("status") or "–"]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def run_markdown(info: dict, rows: list[dict], e2e_rows: list[dict], devices: list[dict]) -> str:
+    """A run as a docs/perf page: when, where, which code and config, then the tables."""
+    used = {r.get("hardware_key") for r in [*rows, *e2e_rows]}
+    devs = [d for d in devices if d["hardware_key"] in used]
+    out = [f"# Run {info['id']} · {info['sweep']}", "",
+           f"- **Date:** {info.get('started_at')} (finished {info.get('finished_at')}), status {info.get('status')}",
+           f"- **Commit:** `{info.get('commit')}` (kernels hash `{info.get('code_hash')}`); source: "
+           f"{info.get('source')}"]
+    for d in devs:
+        bw = d.get("copy_bandwidth_gbs")
+        out.append(f"- **Device:** {d['name']} ({d['arch']}, {d.get('compute_units')} compute units), driver "
+                   f"{d.get('driver') or '–'}, {d.get('runtime') or '–'}, torch {d.get('torch')}, triton "
+                   f"{d.get('triton')}; measured copy ceiling {f'{bw:.0f} GB/s' if bw else 'not measured'}")
+    out.append(f"- **Jobs:** {info.get('job_counts')}")
+    out.append("")
+    if rows:
+        out += [markdown(rows), ""]
+    if e2e_rows:
+        out += [e2e_markdown(e2e_rows), ""]
+    return "\n".join(out)
+
+
+def show_run(url: str | None, run_id: int | None, markdown_path: str | None, console: Console) -> int:
+    from orchestrator.store import queries
+    from orchestrator.store.session import resolve_url
+
+    url = resolve_url(url)
+    if run_id is None:
+        runs = queries.list_runs(url, limit=1)
+        if not runs:
+            raise ValueError(f"the store {url} holds no run yet")
+        run_id = runs[0]["id"]
+    info = queries.run_info(url, run_id)
+    if info is None:
+        raise ValueError(f"no run {run_id} in {url}")
+    rows, e2e_rows = queries.run_summary(url, run_id), queries.e2e_results(url, run_id)
+    print_summary(console, rows, f"run {run_id} · {info['sweep']}", e2e_rows)
+    if markdown_path:
+        with open(markdown_path, "w") as f:
+            f.write(run_markdown(info, rows, e2e_rows, queries.devices(url)))
+        console.print(f"wrote {markdown_path}")
+    return 0

@@ -179,3 +179,16 @@ def test_dry_run_then_workers_run_then_import(tmp_path):
     p = cli("+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.kernels=[rmsnorm]", "sweep.shapes=[[1,8,64]]",
             "sweep.dtypes=[bf16]")
     assert p.returncode == 0 and "2 done earlier, 0 to run" in p.stdout, p.stdout + p.stderr
+
+
+def test_report_shows_a_run_again_and_writes_markdown(smoke_db, tmp_path):
+    db, first, _ = smoke_db
+    assert first.returncode == 0
+    md = tmp_path / "run.md"
+    p = cli("report", "--url", f"sqlite:///{db}", "--markdown", str(md))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "median µs" in p.stdout and "rmsnorm" in p.stdout
+    text = md.read_text()
+    assert text.startswith("# Run ") and "**Commit:**" in text and "| rmsnorm |" in text
+    missing = cli("report", "99", "--url", f"sqlite:///{db}")
+    assert missing.returncode == 2 and "no run 99" in missing.stderr
