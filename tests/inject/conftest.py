@@ -1,13 +1,9 @@
 """Shared pieces of the injection tests: a counter of the kernel calls the injected code makes, and the bf16
-comparison.  Kernels run through Triton's interpreter on the CPU (TRITON_INTERPRET=1, set before import)."""
-import os
+comparison.  Without a GPU the kernels run through Triton's interpreter (tests/conftest.py sets TRITON_INTERPRET=1)."""
+import sys
+from collections import Counter
 
-os.environ.setdefault("TRITON_INTERPRET", "1")
-
-import sys  # noqa: E402
-from collections import Counter  # noqa: E402
-
-import torch  # noqa: E402
+import torch
 
 BF16 = torch.bfloat16
 

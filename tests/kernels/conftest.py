@@ -1,9 +1,6 @@
-import os
-
-os.environ.setdefault("TRITON_INTERPRET", "1")  # kernels run on the CPU through Triton's interpreter
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
+# Without a GPU the kernels run through Triton's interpreter (tests/conftest.py sets TRITON_INTERPRET=1).
+import pytest
+import torch
 
 
 @pytest.fixture
