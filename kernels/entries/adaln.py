@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from kernels.adaln import _adaln_layer_norm_into, _adaln_rms_into, adaln_layer_norm, adaln_rms
-from kernels.entries.common import compile_impls, numel, randn, triton_unavailable, upcast
-from kernels.registry import Impl, KernelEntry
+from kernels.entries.common import numel, randn, standard_impls, upcast
+from kernels.registry import KernelEntry
 
 MODULATION_STD = 0.25  # scale/shift ~ N(0, 0.25^2): 1 + scale stays positive almost always, as in the models
 
@@ -106,10 +106,8 @@ ENTRIES = [
         reference=reference_rms,
         alloc_out=alloc_like_x,
         impls={
-            "triton": Impl("triton", lambda: triton_adaln_rms, triton_unavailable, accepts_out=True,
-                           description="kernels.adaln_rms"),
-            "eager": Impl("eager", lambda: eager_rms, description="LTX block lines: norm1(x) * (1 + scale) + shift"),
-            **compile_impls(eager_rms),
+            **standard_impls(triton_adaln_rms, "kernels.adaln_rms",
+                             eager_rms, "LTX block lines: norm1(x) * (1 + scale) + shift"),
         },
         bytes_moved=bytes_moved,
         flops=flops_rms,
@@ -125,11 +123,8 @@ ENTRIES = [
         reference=reference_layer_norm,
         alloc_out=alloc_like_x,
         impls={
-            "triton": Impl("triton", lambda: triton_adaln_layer_norm, triton_unavailable, accepts_out=True,
-                           description="kernels.adaln_layer_norm"),
-            "eager": Impl("eager", lambda: eager_layer_norm,
-                          description="F.layer_norm(x) * (1 + scale) + shift (AdaLayerNormZero)"),
-            **compile_impls(eager_layer_norm),
+            **standard_impls(triton_adaln_layer_norm, "kernels.adaln_layer_norm",
+                             eager_layer_norm, "F.layer_norm(x) * (1 + scale) + shift (AdaLayerNormZero)"),
         },
         bytes_moved=bytes_moved,
         flops=flops_layer_norm,

@@ -57,6 +57,18 @@ def compile_impls(eager: Callable) -> dict[str, Impl]:
     }
 
 
+def standard_impls(triton_fn: Callable, triton_description: str, eager_fn: Callable,
+                   eager_description: str) -> dict[str, Impl]:
+    """The implementations every entry has: ``triton`` (takes ``out=`` so correctness can poison it), ``eager``
+    (the model's own PyTorch code path) and torch.compile of that eager chain in both modes."""
+    return {
+        "triton": Impl("triton", lambda: triton_fn, triton_unavailable, accepts_out=True,
+                       description=triton_description),
+        "eager": Impl("eager", lambda: eager_fn, description=eager_description),
+        **compile_impls(eager_fn),
+    }
+
+
 def numel(shape: Sequence[int]) -> int:
     n = 1
     for s in shape:

@@ -15,7 +15,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from kernels.entries.common import compile_impls, liger_unavailable, numel, randn, triton_unavailable, upcast
+from kernels.entries.common import liger_unavailable, numel, randn, standard_impls, upcast
 from kernels.geglu import _geglu_into, _gelu_tanh_into, geglu, gelu_tanh
 from kernels.registry import Impl, KernelEntry
 
@@ -128,11 +128,8 @@ ENTRIES = [
         reference=geglu_reference,
         alloc_out=alloc_geglu_out,
         impls={
-            "triton": Impl("triton", lambda: triton_geglu, triton_unavailable, accepts_out=True,
-                           description="kernels.geglu"),
-            "eager": Impl("eager", lambda: eager_geglu,
-                          description="F.gelu(x[..., :H], approximate='tanh') * x[..., H:]"),
-            **compile_impls(eager_geglu),
+            **standard_impls(triton_geglu, "kernels.geglu",
+                             eager_geglu, "F.gelu(x[..., :H], approximate='tanh') * x[..., H:]"),
             "liger": Impl("liger", _make_liger_geglu, liger_unavailable,
                           description="liger_kernel LigerGELUMulFunction on the two halves"),
         },
@@ -149,10 +146,8 @@ ENTRIES = [
         reference=gelu_reference,
         alloc_out=alloc_gelu_out,
         impls={
-            "triton": Impl("triton", lambda: triton_gelu, triton_unavailable, accepts_out=True,
-                           description="kernels.gelu_tanh"),
-            "eager": Impl("eager", lambda: eager_gelu, description="F.gelu(x, approximate='tanh')"),
-            **compile_impls(eager_gelu),
+            **standard_impls(triton_gelu, "kernels.gelu_tanh",
+                             eager_gelu, "F.gelu(x, approximate='tanh')"),
         },
         bytes_moved=gelu_bytes_moved,
         flops=gelu_flops,

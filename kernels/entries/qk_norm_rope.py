@@ -12,10 +12,10 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from kernels.entries.common import compile_impls, numel, randn, triton_unavailable, upcast
+from kernels.entries.common import numel, randn, standard_impls, upcast
 from kernels.entries.rope import interleaved_reference, ltx_apply_rotary_emb, ltx_rope_tables
 from kernels.qk_norm_rope import _qk_norm_rope_into, qk_norm_rope
-from kernels.registry import Impl, KernelEntry
+from kernels.registry import KernelEntry
 
 LTX_QK_EPS = 1e-5
 
@@ -88,11 +88,8 @@ ENTRIES = [
         reference=reference,
         alloc_out=alloc_out,
         impls={
-            "triton": Impl("triton", lambda: triton_qk_norm_rope, triton_unavailable, accepts_out=True,
-                           description="kernels.qk_norm_rope"),
-            "eager": Impl("eager", lambda: eager,
-                          description="LTX processor: torch.nn.RMSNorm (F.rms_norm) + apply_rotary_emb, q and k"),
-            **compile_impls(eager),
+            **standard_impls(triton_qk_norm_rope, "kernels.qk_norm_rope",
+                             eager, "LTX processor: torch.nn.RMSNorm (F.rms_norm) + apply_rotary_emb, q and k"),
         },
         bytes_moved=bytes_moved,
         flops=flops,

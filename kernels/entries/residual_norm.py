@@ -8,8 +8,8 @@ from typing import Sequence
 import torch
 
 from kernels.entries.adaln import MODULATION_STD, TOLERANCES, check_shape_bsc, rms_normalised
-from kernels.entries.common import compile_impls, numel, randn, triton_unavailable, upcast
-from kernels.registry import Impl, KernelEntry
+from kernels.entries.common import numel, randn, standard_impls, upcast
+from kernels.registry import KernelEntry
 from kernels.residual_norm import _add_rms_norm_modulate_into, add_rms_norm_modulate
 
 
@@ -74,10 +74,8 @@ ENTRIES = [
         reference=reference,
         alloc_out=alloc_out,
         impls={
-            "triton": Impl("triton", lambda: triton_add_rms_norm_modulate, triton_unavailable, accepts_out=True,
-                           description="kernels.add_rms_norm_modulate"),
-            "eager": Impl("eager", lambda: eager, description="LTX block lines: residual add, norm2, modulate"),
-            **compile_impls(eager),
+            **standard_impls(triton_add_rms_norm_modulate, "kernels.add_rms_norm_modulate",
+                             eager, "LTX block lines: residual add, norm2, modulate"),
         },
         bytes_moved=bytes_moved,
         flops=flops,

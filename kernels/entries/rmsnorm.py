@@ -8,7 +8,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from kernels.entries.common import compile_impls, liger_unavailable, numel, randn, triton_unavailable, upcast
+from kernels.entries.common import liger_unavailable, numel, randn, standard_impls, upcast
 from kernels.registry import Impl, KernelEntry
 from kernels.rmsnorm import _rms_norm_into, rms_norm, rms_norm_out_dtype
 
@@ -85,10 +85,8 @@ ENTRIES = [
         reference=reference,
         alloc_out=alloc_out,
         impls={
-            "triton": Impl("triton", lambda: triton_rms_norm, triton_unavailable, accepts_out=True,
-                           description="kernels.rms_norm(numerics='diffusers')"),
-            "eager": Impl("eager", lambda: eager, description="diffusers RMSNorm forward (fp32 upcast composite)"),
-            **compile_impls(eager),
+            **standard_impls(triton_rms_norm, "kernels.rms_norm(numerics='diffusers')",
+                             eager, "diffusers RMSNorm forward (fp32 upcast composite)"),
             "F.rms_norm": Impl("F.rms_norm", lambda: functional_rms_norm,
                                description="torch.nn.functional.rms_norm (torch.nn.RMSNorm numerics)"),
             "liger": Impl("liger", _make_liger, liger_unavailable,

@@ -19,8 +19,8 @@ from typing import Sequence
 
 import torch
 
-from kernels.entries.common import compile_impls, numel, randn, triton_unavailable, upcast
-from kernels.registry import Impl, KernelEntry
+from kernels.entries.common import numel, randn, standard_impls, upcast
+from kernels.registry import KernelEntry
 from kernels.rope import _rope_interleaved_into, _rope_rotate_half_into, rope_interleaved, rope_rotate_half
 
 # LTXPipeline's RoPE setting: rope_interpolation_scale = (8 / frame_rate, 32, 32) at 25 fps, patch 1x1,
@@ -184,11 +184,8 @@ ENTRIES = [
         reference=ltx_reference,
         alloc_out=alloc_like_x,
         impls={
-            "triton": Impl("triton", lambda: triton_rope, triton_unavailable, accepts_out=True,
-                           description="kernels.rope_interleaved"),
-            "eager": Impl("eager", lambda: ltx_apply_rotary_emb,
-                          description="diffusers transformer_ltx.apply_rotary_emb"),
-            **compile_impls(ltx_apply_rotary_emb),
+            **standard_impls(triton_rope, "kernels.rope_interleaved",
+                             ltx_apply_rotary_emb, "diffusers transformer_ltx.apply_rotary_emb"),
         },
         bytes_moved=ltx_bytes_moved,
         flops=rope_flops,
@@ -203,11 +200,8 @@ ENTRIES = [
         reference=rotate_half_reference,
         alloc_out=alloc_like_x,
         impls={
-            "triton": Impl("triton", lambda: triton_rope_rotate_half, triton_unavailable, accepts_out=True,
-                           description="kernels.rope_rotate_half"),
-            "eager": Impl("eager", lambda: llama_apply_rotary,
-                          description="transformers apply_rotary_pos_emb (q*cos + rotate_half(q)*sin)"),
-            **compile_impls(llama_apply_rotary),
+            **standard_impls(triton_rope_rotate_half, "kernels.rope_rotate_half",
+                             llama_apply_rotary, "transformers apply_rotary_pos_emb (q*cos + rotate_half(q)*sin)"),
         },
         bytes_moved=rotate_half_bytes_moved,
         flops=rope_flops,
