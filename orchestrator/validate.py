@@ -34,6 +34,14 @@ def selected_kernels(cfg: dict) -> list[str]:
     return list(only)
 
 
+def _check_members(where: str, values: list, allowed: list, what: str) -> None:
+    if not values:
+        raise ConfigError(f"{where}: empty; allowed: {', '.join(allowed)}")
+    for v in values:
+        if v not in allowed:
+            raise ConfigError(f"{where}: unknown {what.format(v)}; allowed: {', '.join(allowed)}")
+
+
 def validate(cfg: dict) -> None:
     from kernels import registry
 
@@ -63,18 +71,8 @@ def validate(cfg: dict) -> None:
             entry = registry.get(grid["name"])
         except registry.UnknownKernelError as exc:
             raise ConfigError(f"{where}.name: {exc}") from None
-        if not grid["impls"]:
-            raise ConfigError(f"{where}.impls: empty; allowed: {', '.join(entry.impl_names())}")
-        for impl in grid["impls"]:
-            if impl not in entry.impls:
-                raise ConfigError(f"{where}.impls: unknown implementation {impl!r} of {entry.name}; "
-                                  f"allowed: {', '.join(entry.impl_names())}")
-        if not grid["dtypes"]:
-            raise ConfigError(f"{where}.dtypes: empty; allowed: {', '.join(entry.dtypes)}")
-        for dt in grid["dtypes"]:
-            if dt not in entry.dtypes:
-                raise ConfigError(f"{where}.dtypes: unknown dtype {dt!r} for {entry.name}; "
-                                  f"allowed: {', '.join(entry.dtypes)}")
+        _check_members(f"{where}.impls", grid["impls"], entry.impl_names(), f"implementation {{!r}} of {entry.name}")
+        _check_members(f"{where}.dtypes", grid["dtypes"], list(entry.dtypes), f"dtype {{!r}} for {entry.name}")
         if not grid["shapes"]:
             raise ConfigError(f"{where}.shapes: empty")
         for i, shape in enumerate(grid["shapes"]):
