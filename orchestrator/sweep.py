@@ -70,25 +70,55 @@ class _Recorder:
         self._advance(STATUS_LOST)
 
 
+def _start_cluster(cfg: dict) -> schedule.RayCluster:
+    return schedule.RayCluster(cfg["cluster"].get("address"), local_labels=_local_labels()).start()
+
+
+def _plan(cfg: dict, cluster: schedule.RayCluster | None) -> list[JobSpec]:
+    if not cfg["target"].get("per_gpu_type"):
+        return planner.plan(cfg)
+    # target=all: one copy of each job per GPU type the fleet has, so the fleet is asked first
+    types = cluster.gpu_types() if cluster is not None else []
+    if not types:
+        raise ConfigError(f"target={cfg['target']['name']}: no live node carries a {schedule.LABEL_NS}/gpu label; "
+                          "join GPU nodes with `python -m orchestrator node join`")
+    return planner.plan(cfg, gpu_types=types)
+
+
 def run_sweep(cfg: dict, console: Console) -> int:
     from orchestrator.validate import validate
 
     validate(cfg)
-    specs = planner.plan(cfg)
+    per_gpu_type = bool(cfg["target"].get("per_gpu_type"))
     if cfg.get("dry_run"):
-        return write_dry_run(cfg, specs, console)
+        if per_gpu_type:
+            raise ConfigError(f"target={cfg['target']['name']}: a dry run cannot know which GPU types the fleet "
+                              "has; plan for a named target instead (e.g. target=h200)")
+        return write_dry_run(cfg, planner.plan(cfg), console)
 
     writer, url = open_writer(cfg["store"].get("url"), console)
+    cluster = _start_cluster(cfg) if per_gpu_type else None
+    try:
+        specs = _plan(cfg, cluster)
+    except BaseException:
+        if cluster is not None:
+            cluster.stop()
+        raise
     header = plan_header(cfg, specs)
+    keys = [s.key for s in specs]
     run_id = writer.find_resumable_run(header["plan_key"])
-    if run_id is not None:
+    resumed = run_id is not None
+    if resumed:
         writer.reopen_run(run_id)
         console.print(f"resuming interrupted run {run_id}")
     else:
         run_id = writer.start_run(cfg["sweep"]["name"], cfg, header["plan_key"], header["commit"],
                                   header["kernels_hash"])
     writer.add_jobs(run_id, [s.to_dict() for s in specs])
-    done = set() if cfg.get("rerun") else writer.done_keys([s.key for s in specs])
+    if cfg.get("rerun"):  # run everything again; a resumed forced run skips only what it already redid
+        done = writer.done_keys(keys, run_id=run_id) if resumed else set()
+    else:
+        done = writer.done_keys(keys)
     todo = [s for s in specs if s.key not in done]
     console.print(f"sweep {cfg['sweep']['name']}: {len(specs)} jobs, {len(done)} done earlier, "
                   f"{len(todo)} to run (run {run_id}, store {url})")
@@ -96,26 +126,15 @@ def run_sweep(cfg: dict, console: Console) -> int:
     interrupted = False
     counts: Counter[str] = Counter()
     t0 = time.perf_counter()
-    cluster = None
     try:
         if todo:
-            cluster = schedule.RayCluster(cfg["cluster"].get("address"), local_labels=_local_labels()).start()
+            cluster = cluster or _start_cluster(cfg)
             selector = dict(cfg["target"].get("label_selector") or {})
             _check_target(cluster, cfg["target"], selector, console)
-            if cfg["target"].get("per_gpu_type"):
-                # target=all: one copy of each job per GPU type present (plan again, now that the fleet is known)
-                types = cluster.gpu_types()
-                if not types:
-                    raise ConfigError("target=all: no node carries a kernelfleet.io/gpu label; "
-                                      "join GPU nodes with `python -m orchestrator node join`")
-                specs = planner.plan(cfg, gpu_types=types)
-                writer.add_jobs(run_id, [s.to_dict() for s in specs])
-                done = set() if cfg.get("rerun") else writer.done_keys([s.key for s in specs])
-                todo = [s for s in specs if s.key not in done]
 
             def selector_of(spec: JobSpec) -> dict[str, str]:
-                if cfg["target"].get("per_gpu_type"):
-                    return {f"{schedule.LABEL_NS}/gpu": spec.target}
+                if per_gpu_type:
+                    return {**selector, f"{schedule.LABEL_NS}/gpu": spec.target}
                 return selector
 
             console.print(f"fleet: {schedule.fleet_summary(cluster.nodes())}")
