@@ -28,6 +28,15 @@ def _run(args: argparse.Namespace) -> int:
             console.print(f"[red]error:[/] --keys: not in the plan: {', '.join(sorted(unknown))}")
             return 2
         specs = [s for s in specs if s.key in wanted]
+    if args.shard:
+        try:
+            i, n = (int(v) for v in args.shard.split("/"))
+            if not 1 <= i <= n:
+                raise ValueError
+        except ValueError:
+            console.print(f"[red]error:[/] --shard {args.shard}: expected I/N with 1 <= I <= N, e.g. 2/3")
+            return 2
+        specs = specs[i - 1::n]
     done: set[str] = set()
     mode = "w"
     if args.resume:
@@ -70,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", required=True, help="results file (JSON lines), written as each job ends")
     r.add_argument("--keys", help="comma-separated job keys: run only these (to reproduce one failing job)")
     r.add_argument("--resume", action="store_true", help="append to --out, skipping jobs it already holds")
+    r.add_argument("--shard", metavar="I/N", help="run only every N-th job starting at the I-th (split a long plan "
+                                                   "over several calls)")
     args = ap.parse_args(argv)
     return _run(args)
 

@@ -1,6 +1,7 @@
 """The main job end to end: `python -m orchestrator +sweep=...` through a real local Ray into a real SQLite file."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -192,3 +193,22 @@ def test_report_shows_a_run_again_and_writes_markdown(smoke_db, tmp_path):
     assert text.startswith("# Run ") and "**Commit:**" in text and "| rmsnorm |" in text
     missing = cli("report", "99", "--url", f"sqlite:///{db}")
     assert missing.returncode == 2 and "no run 99" in missing.stderr
+
+
+def test_workers_run_shards_split_a_plan(tmp_path):
+    plan = tmp_path / "plan.jsonl"
+    p = cli("+sweep=smoke", "dry_run=true", f"plan_out={plan}", "sweep.kinds=[correctness]",
+            "sweep.kernels=[rmsnorm]", "sweep.dtypes=[fp32]", "sweep.shapes=[[1,4,32],[1,5,32],[1,6,32]]")
+    assert p.returncode == 0, p.stderr
+    keys = []
+    for i in (1, 2):
+        out = tmp_path / f"r{i}.jsonl"
+        w = subprocess.run([sys.executable, "-m", "workers", "run", str(plan), "--out", str(out), "--shard", f"{i}/2"],
+                           cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert w.returncode == 0, w.stdout + w.stderr
+        keys += [json.loads(ln)["spec"]["key"] for ln in out.read_text().splitlines()[1:]]
+    planned = [json.loads(ln)["key"] for ln in plan.read_text().splitlines()[1:]]
+    assert sorted(keys) == sorted(planned) and len(keys) == 3
+    bad = subprocess.run([sys.executable, "-m", "workers", "run", str(plan), "--out", str(tmp_path / "x.jsonl"),
+                          "--shard", "3/2"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "expected I/N" in bad.stderr
