@@ -4,14 +4,13 @@ import functools
 import pytest
 import torch
 import torch.nn.functional as F
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernels.entries.geglu import ENTRIES
 from kernels.geglu import ElementwiseConfig, _geglu_into, _gelu_tanh_into, elementwise_config, geglu, gelu_tanh
 from kernels.registry import DTYPES
-from tests.support.kernel_tests import CONF_DIR, FLOATS, assert_impls_match_reference, gpu_test
+from tests.support.kernel_tests import FLOATS, assert_impls_match_reference, gpu_test
 from tests.support import kernel_tests
 
 rand = functools.partial(kernel_tests.rand, scale=2.0)  # GELU's curve needs the wider range
@@ -236,15 +235,6 @@ def test_entry_compile_on_a_tiny_shape(device):
     inputs = entry.make_inputs([2, 8], torch.float32, device, torch.Generator().manual_seed(1))
     out = entry.impls["compile"].make()(**inputs)
     assert torch.allclose(out.double(), entry.reference(inputs), rtol=1e-5, atol=1e-6)
-
-
-@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
-def test_conf_file_matches_entry(entry):
-    conf = yaml.safe_load((CONF_DIR / f"{entry.name}.yaml").read_text())
-    assert set(conf) == {"name", "shapes", "dtypes", "impls"} and conf["name"] == entry.name
-    assert set(conf["impls"]) <= set(entry.impls) and set(conf["dtypes"]) <= set(entry.dtypes)
-    for shape in conf["shapes"]:
-        entry.check_shape(shape)
 
 
 # ------------------------------------------------------------------------------------------------ GPU only

@@ -1,10 +1,8 @@
 """kernels.rmsnorm: RMSNorm with torch / diffusers / llama rounding, on the CPU through Triton's interpreter."""
-from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +16,6 @@ from kernels.rmsnorm import (NUMERICS, ROUND_BF16, ROUND_FP16, NormLaunch, _rms_
                              rms_norm, round_trip)
 from tests.support.kernel_tests import assert_impls_match_reference, gpu_test, rand
 
-CONF = Path(__file__).resolve().parents[2] / "conf" / "kernel" / "rmsnorm.yaml"
 HALF = (torch.bfloat16, torch.float16)
 
 
@@ -343,17 +340,6 @@ def test_entry_model():
     assert (inputs["x"] != 0).all() and not torch.equal(inputs["x"], again["x"])
     out = entry.alloc_out(inputs)
     assert out.shape == inputs["x"].shape and out.dtype == torch.bfloat16
-
-
-def test_conf_file_matches_entry():
-    conf = yaml.safe_load(CONF.read_text())
-    entry = _entry()
-    assert set(conf) == {"name", "shapes", "dtypes", "impls"}
-    assert conf["name"] == entry.name
-    assert set(conf["impls"]) <= set(entry.impls) and set(conf["dtypes"]) <= set(DTYPES)
-    assert [1, 1024, 2048] in conf["shapes"] and [2, 6336, 2048] in conf["shapes"]
-    for shape in conf["shapes"]:
-        entry.check_shape(shape)
 
 
 # ------------------------------------------------------------------------------------------------ GPU only

@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -10,7 +9,7 @@ from kernels.entries.rope import ENTRIES, interleaved_reference, llama_rope_tabl
 from kernels.registry import DTYPES
 from kernels.rope import (RopeConfig, _rope_interleaved_into, _rope_rotate_half_into, rope_config, rope_interleaved,
                           rope_rotate_half)
-from tests.support.kernel_tests import CONF_DIR, FLOATS, assert_impls_match_reference, gpu_test, rand
+from tests.support.kernel_tests import FLOATS, assert_impls_match_reference, gpu_test, rand
 
 
 def angle_tables(shape, seed=1):
@@ -373,15 +372,6 @@ def test_entry_compile_on_a_tiny_shape(device):
         out = entry.impls["compile"].make()(**inputs)
         assert torch.allclose(out.double(), entry.reference(inputs), rtol=1e-5, atol=1e-5)
         assert "GPU" in entry.impls["compile_max"].unavailable(torch.device("cpu"))
-
-
-@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
-def test_conf_file_matches_entry(entry):
-    conf = yaml.safe_load((CONF_DIR / f"{entry.name}.yaml").read_text())
-    assert set(conf) == {"name", "shapes", "dtypes", "impls"} and conf["name"] == entry.name
-    assert set(conf["impls"]) <= set(entry.impls) and set(conf["dtypes"]) <= set(entry.dtypes)
-    for shape in conf["shapes"]:
-        entry.check_shape(shape)
 
 
 # ------------------------------------------------------------------------------------------------ GPU only

@@ -1,9 +1,11 @@
 """Targets through the CLI against a simulated fleet: a target no live node matches is reported before anything is
-submitted (exit 2); with target.wait_for_nodes=true the sweep waits until such a node joins, then runs on it."""
+submitted (exit 2); with target.wait_for_nodes=true the sweep waits until such a node joins, then runs on it;
+target=all runs one copy of every job per GPU type present, each on a node of its type."""
 from __future__ import annotations
 
 import os
 import queue
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -94,3 +96,40 @@ def test_wait_for_nodes_waits_until_a_matching_node_joins(r9700_fleet, tmp_path)
         rows = s.execute(select(models.Job)).scalars().all()
     assert [j.status for j in rows] == ["ok"]
     assert rows[0].node_id == node.node_id
+
+
+@pytest.fixture(scope="module")
+def mixed_fleet():
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
+    try:
+        nodes = {t: cluster.add_node(num_cpus=1, num_gpus=1, labels={GPU: t}, resources={NODE_RESOURCE: 1})
+                 for t in ("h200", "mi355x")}
+        yield cluster, {t: n.node_id for t, n in nodes.items()}
+    finally:
+        cluster.shutdown()
+
+
+def test_target_all_runs_each_job_once_per_gpu_type_on_its_own_nodes(mixed_fleet, tmp_path):
+    cluster, node_of = mixed_fleet
+    db = tmp_path / "s.db"
+    r = subprocess.run([sys.executable, "-m", "orchestrator", *TINY, "sweep.dtypes=[fp32,bf16]", "target=all",
+                        f"cluster.address={cluster.address}",
+                        f"store.url=sqlite:///{db}"], cwd=REPO, env=_env(), capture_output=True, text=True,
+                       timeout=300)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "4 jobs, 0 done earlier, 4 to run" in out  # 2 dtypes x 2 GPU types
+    rows = sqlite3.connect(db).execute("select target, node_id, status from jobs").fetchall()
+    assert sorted(t for t, _, _ in rows) == ["h200", "h200", "mi355x", "mi355x"]
+    for target, node, status in rows:
+        assert status == "ok" and node == node_of[target], (target, node)
+
+
+def test_target_all_cannot_be_planned_without_a_fleet(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "orchestrator", *TINY, "sweep.dtypes=[fp32,bf16]", "target=all",
+                        "dry_run=true", f"plan_out={tmp_path}/p.jsonl"], cwd=REPO, env=_env(), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2
+    assert "target=all: a dry run cannot know which GPU types the fleet has" in r.stderr
