@@ -44,12 +44,23 @@ def _signal_name(rc: int) -> str:
     return f"exit code {rc}"
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: on Linux, be killed when the process that started us dies (a cancelled Ray task,
+    a killed driver), so no orphaned sandbox keeps a GPU busy.  Elsewhere stdin EOF ends the child after its job."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 class _Child:
     def __init__(self, env: dict[str, str]):
         self.stderr = tempfile.TemporaryFile(mode="w+b")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "workers.child"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.stderr, env=env, start_new_session=True, text=True, bufsize=1)
+            stderr=self.stderr, env=env, start_new_session=True, text=True, bufsize=1,
+            preexec_fn=_die_with_parent)
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()

@@ -37,3 +37,43 @@ def test_unknown_kernel_is_an_error_result_not_a_crash():
     (res,) = list(runner.run([spec]))
     assert res.status == "error"
     assert "unknown kernel 'no_such_kernel'" in res.error
+
+
+def test_the_sandbox_dies_with_the_process_that_started_it(tmp_path):
+    """A cancelled Ray task or a killed driver must not leave a sandbox running a hung job on a GPU."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import sys\n"
+        "from workers import runner\n"
+        "from workers.spec import JobSpec\n"
+        "spec = JobSpec(kind='correctness', kernel='fault_hang', shape=[16], dtype='fp32', impls=['boom'], key='h',"
+        " params={'timeout_s': 600})\n"
+        "for r in runner.run([spec]):\n"
+        "    pass\n")
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    parent = subprocess.Popen([sys.executable, str(script)], cwd=repo,
+                              env={**os.environ, "PYTHONPATH": repo, "KERNELFLEET_MEASURE_CEILING": "0"})
+    child_pid = None
+    deadline = time.monotonic() + 120
+    while child_pid is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+        out = subprocess.run(["pgrep", "-P", str(parent.pid), "-f", "workers.child"], capture_output=True, text=True)
+        child_pid = int(out.stdout.split()[0]) if out.stdout.split() else None
+    assert child_pid, "the sandbox never started"
+    time.sleep(3)  # let it get into the hanging job
+    parent.send_signal(signal.SIGKILL)
+    parent.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child_pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.5)
+    os.kill(child_pid, signal.SIGKILL)
+    raise AssertionError("the sandbox outlived its parent")
