@@ -41,11 +41,9 @@ class _Recorder:
         self.progress, self.task, self.labels, self.console = progress, task, labels, console
         self.counts: Counter[str] = Counter()
         self.known_ceiling: set[str] = set()
-        self.arrivals: list[float] = []
 
     def _advance(self, status: str) -> None:
         self.counts[status] += 1
-        self.arrivals.append(time.perf_counter())
         done = self.counts[STATUS_OK] + self.counts[STATUS_SKIPPED]
         failed = sum(self.counts.values()) - done
         self.progress.update(self.task, advance=1, state=f"done {done}  failed {failed}")
@@ -108,6 +106,23 @@ def run_sweep(cfg: dict, console: Console) -> int:
     keys = [s.key for s in specs]
     run_id = writer.find_resumable_run(header["plan_key"])
     resumed = run_id is not None
+    if cfg.get("rerun"):  # run everything again; a resumed forced run skips only what it already redid
+        done = writer.done_keys(keys, run_id=run_id) if resumed else set()
+    else:
+        done = writer.done_keys(keys)
+    todo = [s for s in specs if s.key not in done]
+    selector = dict(cfg["target"].get("label_selector") or {})
+    if todo:  # a target no live node matches fails here, before the run is written
+        try:
+            cluster = cluster or _start_cluster(cfg)
+            _check_target(cluster, cfg["target"], selector, console)
+        except BaseException as exc:
+            if cluster is not None:
+                cluster.stop()
+            if isinstance(exc, KeyboardInterrupt):
+                console.print("interrupted before any job was scheduled; nothing was written")
+                return EXIT_INTERRUPTED
+            raise
     if resumed:
         writer.reopen_run(run_id)
         console.print(f"resuming interrupted run {run_id}")
@@ -115,11 +130,6 @@ def run_sweep(cfg: dict, console: Console) -> int:
         run_id = writer.start_run(cfg["sweep"]["name"], cfg, header["plan_key"], header["commit"],
                                   header["kernels_hash"])
     writer.add_jobs(run_id, [s.to_dict() for s in specs])
-    if cfg.get("rerun"):  # run everything again; a resumed forced run skips only what it already redid
-        done = writer.done_keys(keys, run_id=run_id) if resumed else set()
-    else:
-        done = writer.done_keys(keys)
-    todo = [s for s in specs if s.key not in done]
     console.print(f"sweep {cfg['sweep']['name']}: {len(specs)} jobs, {len(done)} done earlier, "
                   f"{len(todo)} to run (run {run_id}, store {url})")
     status = "complete"
@@ -128,10 +138,6 @@ def run_sweep(cfg: dict, console: Console) -> int:
     t0 = time.perf_counter()
     try:
         if todo:
-            cluster = cluster or _start_cluster(cfg)
-            selector = dict(cfg["target"].get("label_selector") or {})
-            _check_target(cluster, cfg["target"], selector, console)
-
             def selector_of(spec: JobSpec) -> dict[str, str]:
                 if per_gpu_type:
                     return {**selector, f"{schedule.LABEL_NS}/gpu": spec.target}
