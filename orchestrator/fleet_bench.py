@@ -35,9 +35,9 @@ TYPE = "mi355x"
 def _env_setup() -> None:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("TRITON_INTERPRET", "1")
-    plugins = [p for p in os.environ.get("KERNELFLEET_PLUGINS", "").split(",") if p]
-    if "tests.support.fault_kernels" not in plugins:
-        os.environ["KERNELFLEET_PLUGINS"] = ",".join(plugins + ["tests.support.fault_kernels"])
+    from tests.support import fault_kernels
+
+    fault_kernels.enable()
     os.environ["KERNELFLEET_MEASURE_CEILING"] = "0"  # no 1 GiB copy per sandbox on a CPU
 
 

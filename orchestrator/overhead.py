@@ -11,15 +11,16 @@ the time the job itself spent inside the sandbox; the first job of each batch ca
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
 import time
 
-os.environ.setdefault("KERNELFLEET_PLUGINS", "tests.support.fault_kernels")
 
 
 def measure(n_jobs: int, batch_size: int) -> dict:
+    from tests.support import fault_kernels
+
+    fault_kernels.enable()  # the `noop` kernel
     from orchestrator import schedule
     from orchestrator.store import migrate
     from orchestrator.store.writer import StoreWriter

@@ -61,3 +61,11 @@ ENTRIES = [
     _entry("fault_raise", _raise),
     _entry("noop", lambda x: x.clone()),
 ]
+
+
+def enable() -> None:
+    """Add this module to KERNELFLEET_PLUGINS (keeping any others), for this process and the sandboxes it starts;
+    call it before the kernel registry is first used."""
+    plugins = [p for p in os.environ.get("KERNELFLEET_PLUGINS", "").split(",") if p]
+    if __name__ not in plugins:
+        os.environ["KERNELFLEET_PLUGINS"] = ",".join(plugins + [__name__])
