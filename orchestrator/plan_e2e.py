@@ -114,7 +114,7 @@ def validate_e2e(sweep_cfg: dict) -> None:
     for key in ("repeats",):
         if not _is_int(e[key]) or e[key] < 1:
             raise _err(key, f"must be an integer >= 1, got {e[key]!r}")
-    for key in ("warmup", "seed", "frame_rate"):
+    for key in ("warmup", "seed", "frame_rate", "profile_steps"):
         if not _is_int(e[key]) or e[key] < 0:
             raise _err(key, f"must be an integer >= 0, got {e[key]!r}")
     if not _is_num(e["timeout_s"]) or not e["timeout_s"] > 0:

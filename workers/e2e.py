@@ -36,6 +36,7 @@ from typing import Any
 
 import torch
 
+from workers.e2e_profile import profile_call
 from workers.e2e_spec import (DEFAULT_TOLERANCE, MODEL, MODES, PARAM_DEFAULTS, SPATIAL, TEMPORAL, check_shape,
                               latent_shape)
 from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec, Measurement
@@ -307,6 +308,9 @@ def _run_mode(mode: str, s: Setup, spec: JobSpec, p: dict,
         warm = [run_call(s, spec, p, device) for _ in range(max(int(p["warmup"]), 0))]
         warmup_s = time.perf_counter() - t0
         calls = [run_call(s, spec, p, device) for _ in range(int(p["repeats"]))]
+        n_prof = int(p["profile_steps"])
+        if n_prof:
+            facts["profile"] = profile_call(lambda: run_call(s, spec, {**p, "steps": n_prof}, device), n_prof, device)
     finally:
         _leave(mode, transformer)
     if mode == "eager" and warm:
@@ -321,6 +325,10 @@ def _run_mode(mode: str, s: Setup, spec: JobSpec, p: dict,
     if device.type == "cuda":
         out.append(Measurement(mode, "peak_mem_gb", torch.cuda.max_memory_allocated(device) / 1e9, "GB"))
     facts["step_ms"] = [round(x, 4) for c in calls for x in c.step_ms]
+    prof = facts.get("profile") or {}
+    if "gpu_busy_ms" in prof:
+        out.append(Measurement(mode, "gpu_busy_ms_per_step", prof["gpu_busy_ms"], "ms"))
+        out.append(Measurement(mode, "kernels_per_step", prof["kernels"], ""))
     return out, facts, calls[-1].latents
 
 
@@ -332,8 +340,9 @@ def _params(spec: JobSpec) -> dict[str, Any]:
     for k in ("steps", "repeats"):
         if int(p[k]) < 1:
             raise ValueError(f"e2e params: {k} must be >= 1, got {p[k]}")
-    if int(p["warmup"]) < 0:
-        raise ValueError(f"e2e params: warmup must be >= 0, got {p['warmup']}")
+    for k in ("warmup", "profile_steps"):
+        if int(p[k]) < 0:
+            raise ValueError(f"e2e params: {k} must be >= 0, got {p[k]}")
     if float(p["guidance_scale"]) <= 1.0:
         raise ValueError("e2e params: guidance_scale must be > 1 (classifier-free guidance on: transformer batch 2)")
     if p["tolerance"] is None:
@@ -425,6 +434,8 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
         if facts.get("injection"):
             details.setdefault("injection", {})[mode] = facts["injection"]
         details.setdefault("step_ms", {})[mode] = facts["step_ms"]
+        if facts.get("profile"):
+            details.setdefault("profile", {})[mode] = facts["profile"]
         del latents
     if "eager" in medians and correct.get("eager"):
         for mode, med in medians.items():

@@ -1,0 +1,79 @@
+"""workers.e2e_profile: the per-step breakdown of a profiled pipeline call, on a recorded H200 trace and on a real
+(tiny, CPU) e2e job."""
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from workers import e2e, e2e_profile  # noqa: E402
+from workers.parsers import torch_profiler  # noqa: E402
+from workers.spec import STATUS_OK, JobSpec  # noqa: E402
+
+TOOL_OUTPUT = Path(__file__).resolve().parents[1] / "fixtures" / "tool-output"
+H200_TRACE = TOOL_OUTPUT / "torch-profiler_chrome-trace_h200_torch2.11.0+cu130.json"
+
+
+def test_kernel_classes_by_name():
+    ours = frozenset({"_rms_norm_kernel"})
+    assert e2e_profile.kernel_class("_rms_norm_kernel", ours) == "kernelfleet"
+    assert e2e_profile.kernel_class("triton_per_fused_add_mul_0", ours) == "inductor"
+    assert e2e_profile.kernel_class("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", ours) == "gemm"
+    assert e2e_profile.kernel_class("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", ours) == "gemm"
+    assert e2e_profile.kernel_class("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128>>", ours) \
+        == "attention"
+    assert e2e_profile.kernel_class("void at::native::vectorized_elementwise_kernel<4, at::native::Mul>", ours) \
+        == "elementwise"
+    assert e2e_profile.kernel_class("some_vendor_kernel", ours) == "other"
+
+
+def test_busy_time_counts_overlap_once():
+    assert e2e_profile.busy_ms([]) == 0.0
+    # [0,10) and [5,20) overlap -> 20 us; [30,35) apart -> 5 us; total 25 us
+    assert e2e_profile.busy_ms([(30.0, 5.0), (0.0, 10.0), (5.0, 15.0)]) == pytest.approx(0.025)
+    assert e2e_profile.busy_ms([(0.0, 10.0), (2.0, 3.0)]) == pytest.approx(0.010)  # nested
+
+
+def test_summary_of_a_recorded_h200_trace():
+    trace = torch_profiler.parse_chrome_trace(H200_TRACE.read_text())
+    kernels = trace.kernels()
+    s = e2e_profile.summarize(trace, 2, frozenset())
+    assert s["source"] == "device kernels"
+    assert s["kernels"] == pytest.approx(len(kernels) / 2)
+    assert s["kernel_ms"] == pytest.approx(sum(k.dur_us for k in kernels) / 2e3)
+    assert 0 < s["gpu_busy_ms"] <= s["kernel_ms"] + 1e-9
+    assert sum(c["kernels"] for c in s["classes"].values()) == pytest.approx(len(kernels) / 2)
+    assert sum(c["ms"] for c in s["classes"].values()) == pytest.approx(s["kernel_ms"], rel=1e-3)
+    assert "gemm" in s["classes"] and "elementwise" in s["classes"]
+    assert s["top"][0]["ms_per_step"] >= s["top"][-1]["ms_per_step"]
+    with pytest.raises(ValueError, match="steps"):
+        e2e_profile.summarize(trace, 0, frozenset())
+
+
+def test_our_kernel_names_are_found():
+    names = e2e_profile.kernelfleet_kernel_names()
+    assert {"_rms_norm_kernel", "_qk_norm_rope_kernel", "_add_rms_norm_modulate_kernel"} <= names
+
+
+def test_e2e_job_profiles_each_mode_on_request():
+    spec = JobSpec(kind="e2e", model="ltx-video", shape=[9, 64, 96], dtype="bf16", impls=["eager", "triton"],
+                   key="k", params={"steps": 2, "repeats": 1, "tiny": True, "profile_steps": 1})
+    res = e2e.run(spec, torch.device("cpu"))
+    assert res.status == STATUS_OK, res.error
+    prof = res.details["profile"]
+    assert set(prof) == {"eager", "triton"}
+    for mode in ("eager", "triton"):
+        assert prof[mode]["source"] == "host ops (no device kernels)" and prof[mode]["steps"] == 1
+        assert prof[mode]["top"] and all(r["ms_per_step"] >= 0 for r in prof[mode]["top"])
+    # the CPU has no device kernels, so no device-time measurements
+    assert not any(m.metric == "gpu_busy_ms_per_step" for m in res.measurements)
+
+
+def test_profile_steps_must_not_be_negative():
+    spec = JobSpec(kind="e2e", model="ltx-video", shape=[9, 64, 96], dtype="bf16", impls=["eager"], key="k",
+                   params={"steps": 2, "tiny": True, "profile_steps": -1})
+    with pytest.raises(ValueError, match="profile_steps must be >= 0"):
+        e2e.run(spec, torch.device("cpu"))
