@@ -55,7 +55,7 @@ def _adaln_kernel(
         # nn.LayerNorm: biased variance, (x - mean) * rstd [* w] [+ b] in fp32, one rounding
         mean = tl.sum(x, axis=1) / width
         centred = tl.where(mask, x - mean[:, None], 0.0)
-        rstd = tl.rsqrt(tl.sum(centred * centred, axis=1) / width + eps)
+        rstd = tl.rsqrt((tl.sum(centred * centred, axis=1) / width + eps).to(tl.float32))
         y = centred * rstd[:, None]
         if HAS_WEIGHT:
             y = y * tl.load(w_ptr + cols * sw, mask=col_ok, other=0.0).to(tl.float32)[None, :]
@@ -63,7 +63,7 @@ def _adaln_kernel(
             y = y + tl.load(bias_ptr + cols * sbias, mask=col_ok, other=0.0).to(tl.float32)[None, :]
     else:
         # diffusers RMSNorm: x * rstd in fp32; with a weight (same dtype as x) round, then multiply
-        rstd = tl.rsqrt(tl.sum(x * x, axis=1) / width + eps)
+        rstd = tl.rsqrt((tl.sum(x * x, axis=1) / width + eps).to(tl.float32))
         y = x * rstd[:, None]
         if HAS_WEIGHT:
             w = tl.load(w_ptr + cols * sw, mask=col_ok, other=0.0).to(tl.float32)

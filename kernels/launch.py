@@ -120,9 +120,14 @@ def eager_direct(*tensors: torch.Tensor | None) -> bool:
         return False  # traced (torch.compile, jit.trace, make_fx, export, fake tensors): the op must be seen
     grad = torch.is_grad_enabled()
     for t in tensors:
-        if t is not None and (type(t) is not torch.Tensor or (grad and t.requires_grad)):
+        if t is not None and (type(t) not in _PLAIN or (grad and t.requires_grad)):
             return False
     return True
+
+
+# Tensors a direct launch may take: plain tensors and module parameters (a weight is an nn.Parameter); any other
+# subclass goes through the op so that its __torch_dispatch__/__torch_function__ sees the call.
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
 def next_pow2(n: int) -> int:

@@ -50,7 +50,7 @@ def qk_norm_rope_config(width: int, device: torch.device | None = None) -> QkNor
 def _norm_rope_rows(x, w, c, s, C, eps, HAS_WEIGHT: tl.constexpr, BLOCK_R: tl.constexpr,
                     BLOCK_C: tl.constexpr, out_ty: tl.constexpr):
     """torch.nn.RMSNorm of fp32 rows ``x`` [BLOCK_R, BLOCK_C] rounded to out_ty, then interleaved RoPE in fp32."""
-    rstd = tl.rsqrt(tl.sum(x * x, axis=1) / C + eps)
+    rstd = tl.rsqrt((tl.sum(x * x, axis=1) / C + eps).to(tl.float32))
     y = x * rstd[:, None]
     if HAS_WEIGHT:
         y = y * w

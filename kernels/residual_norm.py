@@ -44,7 +44,7 @@ def _add_rms_norm_modulate_kernel(
     tl.store(new_res_ptr + (b * snr_b + s * snr_s)[:, None] + cols[None, :] * snr_d,
              h.to(new_res_ptr.dtype.element_ty), mask=mask)
 
-    rstd = tl.rsqrt(tl.sum(h * h, axis=1) / width + eps)
+    rstd = tl.rsqrt((tl.sum(h * h, axis=1) / width + eps).to(tl.float32))
     normed = round_trip(h * rstd[:, None], ROUND)
     scale = tl.load(scale_ptr + (b * sc_b + s * sc_s)[:, None] + cols[None, :] * sc_d, mask=mask, other=0.0)
     shift = tl.load(shift_ptr + (b * sh_b + s * sh_s)[:, None] + cols[None, :] * sh_d, mask=mask, other=0.0)

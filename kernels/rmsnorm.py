@@ -253,7 +253,7 @@ def _rms_norm_kernel(
     x_offs = (b * sx_b + s * sx_s)[:, None] + cols[None, :] * sx_d
     x = tl.load(x_ptr + x_offs, mask=mask, other=0.0).to(tl.float32)
     mean_sq = tl.sum(x * x, axis=1) / width
-    rstd = tl.rsqrt(mean_sq + eps)
+    rstd = tl.rsqrt((mean_sq + eps).to(tl.float32))
     y = round_trip(x * rstd[:, None], ROUND_NORMED)
     if HAS_WEIGHT:
         w = tl.load(w_ptr + cols * sw, mask=col_ok, other=0.0).to(tl.float32)

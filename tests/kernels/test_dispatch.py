@@ -34,3 +34,19 @@ def test_make_fx_records_the_ops():
     assert "kernelfleet.rope_interleaved.default" in _ops(lambda x, c, s: kernels.rope_interleaved(x, c, s),
                                                           x, cos, sin)
     assert "kernelfleet.gelu_tanh.default" in _ops(lambda x: kernels.gelu_tanh(x), x)
+
+
+def test_module_weights_go_direct_under_no_grad():
+    """A module's weight is an nn.Parameter: with grad off it takes the direct launch like a plain tensor."""
+    x, norm = torch.randn(2, 8, 64), torch.nn.RMSNorm(64)
+    with torch.no_grad():
+        assert eager_direct(x, norm.weight)
+    assert not eager_direct(x, norm.weight)  # grad on and the weight requires grad: the op records it
+
+
+def test_other_tensor_subclasses_go_through_the_op():
+    class Sub(torch.Tensor):
+        pass
+
+    with torch.no_grad():
+        assert not eager_direct(torch.randn(4).as_subclass(Sub))

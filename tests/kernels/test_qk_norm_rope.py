@@ -58,7 +58,7 @@ def assert_matches_model(outs, expected):
     thing a kernel cannot mirror) tips the rounding of a normalised element by an ulp, which RoPE carries into
     both outputs of its pair (at most an ulp of the pair's norm each); for fp32 within a few ulps."""
     for got, exp in zip(outs, expected):
-        got = got.cpu()
+        got, exp = got.cpu(), exp.cpu()
         assert got.dtype == exp.dtype and got.shape == exp.shape
         e = exp.double()
         diff = (got.double() - e).abs()

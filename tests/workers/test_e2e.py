@@ -1,15 +1,11 @@
 """The e2e job (workers.e2e): LTX-Video's denoising loop in every mode, on a tiny model on the CPU (compile modes
 skipped with the reason) and at the seed setting on a GPU."""
-import os
+import pytest
+import torch
 
-os.environ.setdefault("TRITON_INTERPRET", "1")
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from workers import e2e  # noqa: E402
-from workers.e2e_spec import MODES  # noqa: E402
-from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec  # noqa: E402
+from workers import e2e
+from workers.e2e_spec import MODES
+from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec
 
 CPU = torch.device("cpu")
 TINY_SHAPE = [9, 64, 96]  # latent 2 x 2 x 3 through the real 8x/32x compression

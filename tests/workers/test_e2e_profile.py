@@ -1,17 +1,13 @@
 """workers.e2e_profile: the per-step breakdown of a profiled pipeline call, on a recorded H200 trace and on a real
 (tiny, CPU) e2e job."""
-import os
+from pathlib import Path
 
-os.environ.setdefault("TRITON_INTERPRET", "1")
+import pytest
+import torch
 
-from pathlib import Path  # noqa: E402
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from workers import e2e, e2e_profile  # noqa: E402
-from workers.parsers import torch_profiler  # noqa: E402
-from workers.spec import STATUS_OK, JobSpec  # noqa: E402
+from workers import e2e, e2e_profile
+from workers.parsers import torch_profiler
+from workers.spec import STATUS_OK, JobSpec
 
 TOOL_OUTPUT = Path(__file__).resolve().parents[1] / "fixtures" / "tool-output"
 H200_TRACE = TOOL_OUTPUT / "torch-profiler_chrome-trace_h200_torch2.11.0+cu130.json"
