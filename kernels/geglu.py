@@ -28,7 +28,8 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from kernels.launch import arch_launch, cdiv, check_device, check_float, eager_direct, next_pow2, no_backward
+from kernels.launch import (arch_launch, cdiv, check_device, check_float, direct_launcher,
+                            eager_direct, next_pow2, no_backward)
 from kernels.rounding import round_to
 
 APPROXIMATIONS = ("tanh",)
@@ -103,7 +104,7 @@ def _launch(out2d: torch.Tensor, x2d: torch.Tensor, gated: bool, flat: bool,
     # Compile-time sizes from the row width only, as plain ints (a traced SymInt is specialised).
     cfg = config or elementwise_config(None if flat else int(cols), x2d.device)
     n_col_blocks = cdiv(cols, cfg.block_n)
-    kernel = _gelu_kernel if direct else wrap_triton(_gelu_kernel)
+    kernel = direct_launcher(_gelu_kernel) if direct else wrap_triton(_gelu_kernel)
     kernel[(cdiv(rows, cfg.block_m) * n_col_blocks,)](
         x2d, out2d, rows, cols,
         x2d.stride(0), x2d.stride(1), out2d.stride(0), out2d.stride(1),

@@ -130,6 +130,98 @@ def eager_direct(*tensors: torch.Tensor | None) -> bool:
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# Direct launches with the compiled kernel cached per specialisation
+# ----------------------------------------------------------------------------------------------------------------
+# Triton versions whose launch path the fast launcher was checked against (on an H200: tests/kernels/test_dispatch.py
+# compares every kernel's fast launch with Triton's own).  Elsewhere every launch takes Triton's path.
+FAST_LAUNCH_TRITON = ("3.6",)
+FAST_LAUNCH = os.environ.get("KERNELFLEET_FAST_LAUNCH", "1") not in ("", "0")
+
+
+def _fast_launch_supported() -> bool:
+    try:
+        import triton
+        from triton import knobs  # noqa: F401  (3.4+)
+    except Exception:
+        return False
+    return ".".join(triton.__version__.split(".")[:2]) in FAST_LAUNCH_TRITON
+
+
+_FAST_SUPPORTED = _fast_launch_supported()
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _arg_key(a):
+    """What Triton specialises a runtime argument on: a tensor's dtype and 16-byte alignment; an int's being 1,
+    its divisibility by 16 and whether it fits int32; a float's being a float."""
+    if isinstance(a, torch.Tensor):
+        return (a.dtype, a.data_ptr() % 16 == 0)
+    if isinstance(a, bool) or a is None:
+        return a
+    if isinstance(a, int):
+        return (a == 1, a % 16 == 0, _INT32[0] <= a <= _INT32[1])
+    if isinstance(a, float):
+        return float
+    raise TypeError(f"fast launch: unsupported argument type {type(a).__name__}")
+
+
+class DirectLauncher:
+    """``kernel[grid](*args, **constexprs_and_options)`` for eager calls, without ``JITFunction.run``'s per-call
+    work (argument binding, cache-key hashing, launch metadata): its first launch of a specialisation goes through
+    Triton (compiling if needed) and keeps the compiled kernel; later launches of that specialisation call the
+    compiled kernel's launcher directly.  The specialisation key covers what Triton specialises on (see
+    :func:`_arg_key`), the constexprs, the launch options and the device, so a launch never reuses a binary compiled
+    for other alignment or dtypes.  Used only for plain eager launches (``eager_direct``) with runtime arguments
+    positional and constexprs by keyword; Triton's own path is taken under the interpreter, with launch hooks set
+    (e.g. Proton), on a Triton version the fast path was not checked on, or with ``KERNELFLEET_FAST_LAUNCH=0``."""
+
+    __slots__ = ("fn", "cache")
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.cache: dict = {}
+
+    def __getitem__(self, grid):
+        return functools.partial(self._launch, grid)
+
+    def _launch(self, grid, *args, **kwargs):
+        if not (FAST_LAUNCH and _FAST_SUPPORTED) or interpreting() or _launch_hooks_set():
+            return self.fn[grid](*args, **kwargs)
+        device = torch.cuda.current_device()
+        key = (device, tuple(map(_arg_key, args)), tuple(kwargs.items()))
+        hit = self.cache.get(key)
+        if hit is None:
+            kernel = self.fn[grid](*args, **kwargs)
+            names = self.fn.arg_names
+            if len(args) + sum(n in kwargs for n in names[len(args):]) == len(names):
+                self.cache[key] = (kernel, tuple(kwargs[n] for n in names[len(args):]))
+            return kernel
+        kernel, constexprs = hit
+        g1 = grid[1] if len(grid) > 1 else 1
+        g2 = grid[2] if len(grid) > 2 else 1
+        kernel.run(grid[0], g1, g2, torch._C._cuda_getCurrentRawStream(device), kernel.function,
+                   kernel.packed_metadata, None, None, None, *args, *constexprs)
+        return kernel
+
+
+def _launch_hooks_set() -> bool:
+    from triton import knobs
+
+    return knobs.runtime.launch_enter_hook is not None or knobs.runtime.launch_exit_hook is not None
+
+
+_DIRECT: dict = {}
+
+
+def direct_launcher(fn) -> DirectLauncher:
+    """The (shared) :class:`DirectLauncher` of a ``@triton.jit`` kernel."""
+    launcher = _DIRECT.get(fn)
+    if launcher is None:
+        launcher = _DIRECT[fn] = DirectLauncher(fn)
+    return launcher
+
+
 def next_pow2(n: int) -> int:
     """The smallest power of two >= n (1 for n <= 1): ``triton.next_power_of_2`` without its per-call cost
     (a @jit function called from Python); for plain ints only."""

@@ -24,7 +24,8 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from kernels.launch import cdiv, check_device, check_float, eager_direct, next_pow2, no_backward, row_num_warps
+from kernels.launch import (cdiv, check_device, check_float, direct_launcher, eager_direct,
+                            next_pow2, no_backward, row_num_warps)
 from kernels.rounding import round_to
 
 
@@ -189,10 +190,10 @@ def _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, eps: float,
     rows = batch * seq
     width = int(width)  # compile-time sizes as plain ints (a traced SymInt is specialised)
     cfg = config or qk_norm_rope_config(width, q.device)
-    kernel = _qk_norm_rope_kernel if direct else wrap_triton(_qk_norm_rope_kernel)
+    kernel = direct_launcher(_qk_norm_rope_kernel) if direct else wrap_triton(_qk_norm_rope_kernel)
     # fp fusion off wherever the kernel launches as itself (every eager call); a launch traced by torch.compile
     # cannot carry the option through Inductor, which compiles with Triton's default (may differ by an ulp).
-    options = {"enable_fp_fusion": False} if kernel is _qk_norm_rope_kernel else {}
+    options = {"enable_fp_fusion": False} if direct else {}
     kernel[(cdiv(rows, cfg.block_rows),)](
         q, k,
         q if q_weight is None else q_weight, k if k_weight is None else k_weight,

@@ -23,7 +23,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.launch import cdiv, check_device, check_float, eager_direct, next_pow2, no_backward, row_num_warps
+from kernels.launch import (cdiv, check_device, check_float, direct_launcher, eager_direct,
+                            next_pow2, no_backward, row_num_warps)
 
 NUMERICS = ("torch", "diffusers", "llama")
 
@@ -225,7 +226,7 @@ def out_rows_3d(out: torch.Tensor, shape3: Sequence[int]) -> torch.Tensor:
 def launcher(kernel, traced: bool):
     """``wrap_triton(kernel)`` inside an op body (so tracing sees the launch); the kernel itself for direct eager
     launches, where wrap_triton's higher-order-op dispatch would cost far more than the kernel at small sizes."""
-    return torch.library.wrap_triton(kernel) if traced else kernel
+    return torch.library.wrap_triton(kernel) if traced else direct_launcher(kernel)
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -38,7 +38,9 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from kernels.launch import cdiv, check_device, check_float, eager_direct, next_pow2, no_backward, row_num_warps
+from kernels.launch import (cdiv, check_device, check_float, direct_launcher, eager_direct,
+                            next_pow2, no_backward, row_num_warps)
+from kernels.rmsnorm import round_code, round_trip
 from kernels.rounding import round_to
 
 LAYOUTS = ("bshd", "bhsd")
@@ -77,7 +79,9 @@ def _rope_kernel(
     scb, scs,
     ssb, sss,
     INTERLEAVED: tl.constexpr,
-    ROUND_EACH: tl.constexpr,  # rotate-half only: round each product and the sum to out's dtype (transformers)
+    # rotate-half only: 0, or the rounding code of out's dtype (kernels.rmsnorm.round_code) to round each product
+    # and the sum as transformers' separate ops do; in integer arithmetic, which fp fusion cannot contract
+    ROUND_EACH: tl.constexpr,
     BLOCK_S: tl.constexpr,
     BLOCK_H: tl.constexpr,
     BLOCK_D: tl.constexpr,
@@ -130,8 +134,8 @@ def _rope_kernel(
         s1 = tl.load(n_base + ls * sss + d, mask=cmask, other=0.0).to(tl.float32)
         s2 = tl.load(n_base + ls * sss + (d + half), mask=cmask, other=0.0).to(tl.float32)
         if ROUND_EACH:
-            out1 = round_to(x1 * c1, out_ty).to(tl.float32) + round_to(-x2 * s1, out_ty).to(tl.float32)
-            out2 = round_to(x2 * c2, out_ty).to(tl.float32) + round_to(x1 * s2, out_ty).to(tl.float32)
+            out1 = round_trip(x1 * c1, ROUND_EACH) + round_trip(-x2 * s1, ROUND_EACH)
+            out2 = round_trip(x2 * c2, ROUND_EACH) + round_trip(x1 * s2, ROUND_EACH)
         else:
             out1 = x1 * c1 - x2 * s1
             out2 = x2 * c2 + x1 * s2
@@ -257,17 +261,17 @@ def _launch(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Te
     block_d = next_pow2(width if interleaved else width // 2)
     cfg = config or rope_config(int(heads), block_d, x.device)
     n_programs = batch * cdiv(seq, cfg.block_s) * cdiv(heads, cfg.block_h)
-    kernel = _rope_kernel if direct else wrap_triton(_rope_kernel)
+    kernel = direct_launcher(_rope_kernel) if direct else wrap_triton(_rope_kernel)
     # fp fusion off wherever the kernel launches as itself (every eager call); a launch traced by torch.compile
     # cannot carry the option through Inductor, which compiles with Triton's default (may differ by an ulp).
-    options = {"enable_fp_fusion": False} if kernel is _rope_kernel else {}
+    options = {"enable_fp_fusion": False} if direct else {}
     kernel[(n_programs,)](
         x, cos, sin, out,
         seq, heads, width,
         sxb, sxs, sxh,
         sob, sos, soh,
         *_table_strides(cos), *_table_strides(sin),
-        INTERLEAVED=interleaved, ROUND_EACH=round_each,
+        INTERLEAVED=interleaved, ROUND_EACH=round_code(x.dtype) if round_each else 0,
         BLOCK_S=cfg.block_s, BLOCK_H=cfg.block_h, BLOCK_D=block_d,
         num_warps=cfg.num_warps, **options,
     )

@@ -1,11 +1,13 @@
 """Plain eager calls launch the kernel directly (no op dispatch cost); anything that traces sees the torch op."""
 from __future__ import annotations
 
+import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
 import kernels
 from kernels.launch import eager_direct
+from tests.support.kernel_tests import gpu_test
 
 
 def _ops(fn, *args):
@@ -50,3 +52,70 @@ def test_other_tensor_subclasses_go_through_the_op():
 
     with torch.no_grad():
         assert not eager_direct(torch.randn(4).as_subclass(Sub))
+
+
+def test_fast_launch_key_follows_tritons_specialisation():
+    from kernels.launch import _arg_key
+
+    base = torch.empty(64)
+    assert _arg_key(base) == (torch.float32, True)
+    assert _arg_key(base[1:]) == (torch.float32, False)  # 4-byte offset: not 16-byte aligned, another binary
+    assert _arg_key(1) == (True, False, True) and _arg_key(32) == (False, True, True)
+    assert _arg_key(1 << 40) == (False, True, False)  # past int32: Triton passes it as int64
+    assert _arg_key(1e-6) is float and _arg_key(True) is True and _arg_key(None) is None
+    with pytest.raises(TypeError, match="unsupported argument type str"):
+        _arg_key("x")
+
+
+def _public_calls(device):
+    g = torch.Generator(device=device).manual_seed(0)
+
+    def r(*shape, dtype=torch.bfloat16):
+        return torch.randn(*shape, generator=g, device=device, dtype=torch.float32).to(dtype)
+
+    x, res = r(2, 40, 256), r(2, 40, 256)
+    sc, sh, w = r(2, 1, 256), r(2, 40, 256), r(256)
+    cos, sin = r(40, 256, dtype=torch.float32), r(40, 256, dtype=torch.float32)
+    return {
+        "rms_norm": lambda: kernels.rms_norm(x, w),
+        "rms_norm misaligned": lambda: kernels.rms_norm(x.flatten()[1:].view(1, -1)[:, : 255 * 2].view(2, 255), None),
+        "adaln_rms": lambda: kernels.adaln_rms(x, sc, sh),
+        "adaln_layer_norm": lambda: kernels.adaln_layer_norm(x, sc, sh, w, w),
+        "add_rms_norm_modulate": lambda: kernels.add_rms_norm_modulate(x, res, sc, sh),
+        "qk_norm_rope": lambda: kernels.qk_norm_rope(x, res, w, w, cos, sin),
+        "rope_interleaved": lambda: kernels.rope_interleaved(x, cos, sin),
+        "rope_rotate_half": lambda: kernels.rope_rotate_half(x.view(2, 40, 4, 64), cos[:, :64], sin[:, :64]),
+        "gelu_tanh": lambda: kernels.gelu_tanh(x),
+        "geglu": lambda: kernels.geglu(x),
+    }
+
+
+def _as_tuple(out):
+    return out if isinstance(out, tuple) else (out,)
+
+
+@gpu_test
+def test_fast_launch_matches_tritons_launch(monkeypatch):
+    """Every public kernel gives bit-identical results through the fast launcher and through Triton's own launch
+    path, on repeat calls (the cached path) and with a misaligned input (another specialisation)."""
+    from kernels import launch
+
+    calls = _public_calls(torch.device("cuda"))
+    with torch.no_grad():
+        monkeypatch.setattr(launch, "FAST_LAUNCH", False)
+        slow = {name: _as_tuple(fn()) for name, fn in calls.items()}
+        monkeypatch.setattr(launch, "FAST_LAUNCH", True)
+        for _ in range(3):
+            for name, fn in calls.items():
+                for got, want in zip(_as_tuple(fn()), slow[name]):
+                    assert torch.equal(got, want), name
+    assert launch._FAST_SUPPORTED, "the device's Triton should be one the fast launch was checked on"
+    assert all(l.cache for l in launch._DIRECT.values())  # every kernel took the cached path
+
+
+def test_direct_launch_under_the_interpreter_takes_tritons_path():
+    from kernels import launch
+
+    with torch.no_grad():
+        outs = {name: fn() for name, fn in _public_calls(torch.device("cpu")).items()}
+    assert outs and not any(l.cache for l in launch._DIRECT.values())
