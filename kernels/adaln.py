@@ -18,14 +18,17 @@ import triton.language as tl
 
 from kernels.launch import cdiv, check_device, check_float, eager_direct, next_pow2, no_backward
 from kernels.rmsnorm import (check_eps, check_out, check_row_count, check_same_device, launcher, out_rows_3d,
-                             resolve_config, round_code, round_trip, row_offsets, strides_3d)
+                             cast_trip, resolve_config, round_code, round_trip, row_offsets, strides_3d)
+from kernels.rounding import round_to
 
 
 @triton.jit
 def modulate(normed, scale, shift, CODE: tl.constexpr):
-    """``normed * (1 + scale) + shift`` rounding after each of the three eager ops (``CODE``: the dtype's code)."""
-    one_plus_scale = round_trip(1.0 + scale, CODE)
-    return round_trip(round_trip(normed * one_plus_scale, CODE) + shift, CODE)
+    """``normed * (1 + scale) + shift`` rounding after each of the first two eager ops (``CODE``: the dtype's
+    code); the caller's store rounds the sum (:func:`kernels.rounding.round_to`).  The product feeds an add, so it
+    rounds in integer arithmetic (fp fusion would contract a cast round trip away)."""
+    one_plus_scale = cast_trip(1.0 + scale, CODE)
+    return round_trip(normed * one_plus_scale, CODE) + shift
 
 
 @triton.jit
@@ -67,13 +70,13 @@ def _adaln_kernel(
         y = x * rstd[:, None]
         if HAS_WEIGHT:
             w = tl.load(w_ptr + cols * sw, mask=col_ok, other=0.0).to(tl.float32)
-            y = round_trip(y, ROUND) * w[None, :]
-    normed = round_trip(y, ROUND)
+            y = cast_trip(y, ROUND) * w[None, :]
+    normed = cast_trip(y, ROUND)
 
     scale = tl.load(scale_ptr + (b * sc_b + s * sc_s)[:, None] + cols[None, :] * sc_d, mask=mask, other=0.0)
     shift = tl.load(shift_ptr + (b * sh_b + s * sh_s)[:, None] + cols[None, :] * sh_d, mask=mask, other=0.0)
     out = modulate(normed, scale.to(tl.float32), shift.to(tl.float32), ROUND)
-    tl.store(out_ptr + (b * so_b + s * so_s)[:, None] + cols[None, :] * so_d, out.to(out_ptr.dtype.element_ty),
+    tl.store(out_ptr + (b * so_b + s * so_s)[:, None] + cols[None, :] * so_d, round_to(out, out_ptr.dtype.element_ty),
              mask=mask)
 
 

@@ -206,9 +206,14 @@ class DirectLauncher:
 
 
 def _launch_hooks_set() -> bool:
+    """Whether a launch hook is installed (None, or an empty ``HookChain`` in newer Triton, means none)."""
     from triton import knobs
 
-    return knobs.runtime.launch_enter_hook is not None or knobs.runtime.launch_exit_hook is not None
+    return _hook_set(knobs.runtime.launch_enter_hook) or _hook_set(knobs.runtime.launch_exit_hook)
+
+
+def _hook_set(hook) -> bool:
+    return hook is not None and bool(getattr(hook, "calls", True))
 
 
 _DIRECT: dict = {}

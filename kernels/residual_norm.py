@@ -16,7 +16,8 @@ import triton.language as tl
 from kernels.adaln import check_modulation, check_rows_input, modulate
 from kernels.launch import cdiv, check_float, eager_direct, next_pow2, no_backward
 from kernels.rmsnorm import (check_eps, check_out, check_same_device, launcher, out_rows_3d, resolve_config,
-                             round_code, round_trip, row_offsets, strides_3d)
+                             cast_trip, round_code, row_offsets, strides_3d)
+from kernels.rounding import round_to
 
 
 @triton.jit
@@ -40,17 +41,17 @@ def _add_rms_norm_modulate_kernel(
 
     x = tl.load(x_ptr + (b * sx_b + s * sx_s)[:, None] + cols[None, :] * sx_d, mask=mask, other=0.0)
     res = tl.load(res_ptr + (b * sr_b + s * sr_s)[:, None] + cols[None, :] * sr_d, mask=mask, other=0.0)
-    h = round_trip(res.to(tl.float32) + x.to(tl.float32), ROUND)
+    h = cast_trip(res.to(tl.float32) + x.to(tl.float32), ROUND)
     tl.store(new_res_ptr + (b * snr_b + s * snr_s)[:, None] + cols[None, :] * snr_d,
              h.to(new_res_ptr.dtype.element_ty), mask=mask)
 
     rstd = tl.rsqrt((tl.sum(h * h, axis=1) / width + eps).to(tl.float32))
-    normed = round_trip(h * rstd[:, None], ROUND)
+    normed = cast_trip(h * rstd[:, None], ROUND)
     scale = tl.load(scale_ptr + (b * sc_b + s * sc_s)[:, None] + cols[None, :] * sc_d, mask=mask, other=0.0)
     shift = tl.load(shift_ptr + (b * sh_b + s * sh_s)[:, None] + cols[None, :] * sh_d, mask=mask, other=0.0)
     out = modulate(normed, scale.to(tl.float32), shift.to(tl.float32), ROUND)
-    tl.store(normed_ptr + (b * sn_b + s * sn_s)[:, None] + cols[None, :] * sn_d, out.to(normed_ptr.dtype.element_ty),
-             mask=mask)
+    tl.store(normed_ptr + (b * sn_b + s * sn_s)[:, None] + cols[None, :] * sn_d,
+             round_to(out, normed_ptr.dtype.element_ty), mask=mask)
 
 
 def _check_args(x, residual, scale, shift, eps) -> None:

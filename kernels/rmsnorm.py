@@ -25,6 +25,7 @@ import triton.language as tl
 
 from kernels.launch import (cdiv, check_device, check_float, direct_launcher, eager_direct,
                             next_pow2, no_backward, row_num_warps)
+from kernels.rounding import round_to
 
 NUMERICS = ("torch", "diffusers", "llama")
 
@@ -87,6 +88,20 @@ def round_trip(y, CODE: tl.constexpr):
         y = _round_bf16_bits(y)
     elif CODE == 2:
         y = _round_fp16_bits(y)
+    return y
+
+
+@triton.jit
+def cast_trip(y, CODE: tl.constexpr):
+    """fp32 ``y`` rounded to bf16/fp16 (nearest even) and back by two casts (:func:`round_to` under the
+    interpreter).  About ten times fewer instructions than :func:`round_trip`, whose integer arithmetic made the
+    row kernels ALU-bound on an H200 (half the copy bandwidth, docs/perf/kernels-h200.md); exact wherever the
+    rounded value feeds only multiplies, reductions or a store, since fp fusion contracts only a multiply into an
+    add.  A rounded product that feeds an add needs :func:`round_trip`."""
+    if CODE == 1:
+        y = round_to(y, tl.bfloat16).to(tl.float32)
+    elif CODE == 2:
+        y = round_to(y, tl.float16).to(tl.float32)
     return y
 
 
@@ -255,12 +270,12 @@ def _rms_norm_kernel(
     x = tl.load(x_ptr + x_offs, mask=mask, other=0.0).to(tl.float32)
     mean_sq = tl.sum(x * x, axis=1) / width
     rstd = tl.rsqrt((mean_sq + eps).to(tl.float32))
-    y = round_trip(x * rstd[:, None], ROUND_NORMED)
+    y = cast_trip(x * rstd[:, None], ROUND_NORMED)
     if HAS_WEIGHT:
         w = tl.load(w_ptr + cols * sw, mask=col_ok, other=0.0).to(tl.float32)
         y = y * w[None, :]
     o_offs = (b * so_b + s * so_s)[:, None] + cols[None, :] * so_d
-    tl.store(out_ptr + o_offs, round_trip(y, ROUND_OUT).to(out_ptr.dtype.element_ty), mask=mask)
+    tl.store(out_ptr + o_offs, round_to(y, out_ptr.dtype.element_ty), mask=mask)  # ROUND_OUT: the store's cast
 
 
 # ----------------------------------------------------------------------------------------------------------------
