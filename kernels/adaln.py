@@ -18,17 +18,25 @@ import triton.language as tl
 
 from kernels.launch import cdiv, check_device, check_float, eager_direct, next_pow2, no_backward
 from kernels.rmsnorm import (check_eps, check_out, check_row_count, check_same_device, launcher, out_rows_3d,
-                             cast_trip, resolve_config, round_code, round_trip, row_offsets, strides_3d)
+                             cast_trip, fusion_options, resolve_config, round_code, round_trip, row_offsets,
+                             strides_3d)
 from kernels.rounding import round_to
 
 
 @triton.jit
-def modulate(normed, scale, shift, CODE: tl.constexpr):
+def modulate(normed, scale, shift, CODE: tl.constexpr, INT_ROUND: tl.constexpr):
     """``normed * (1 + scale) + shift`` rounding after each of the first two eager ops (``CODE``: the dtype's
-    code); the caller's store rounds the sum (:func:`kernels.rounding.round_to`).  The product feeds an add, so it
-    rounds in integer arithmetic (fp fusion would contract a cast round trip away)."""
+    code); the caller's store rounds the sum (:func:`kernels.rounding.round_to`).  The product feeds an add: with
+    fp fusion on (any launch traced by torch.compile: Inductor compiles with Triton's default) a cast round trip
+    there would be contracted away, so ``INT_ROUND`` rounds it in integer arithmetic; direct launches turn fp
+    fusion off and use the cheaper cast round trip."""
     one_plus_scale = cast_trip(1.0 + scale, CODE)
-    return round_trip(normed * one_plus_scale, CODE) + shift
+    prod = normed * one_plus_scale
+    if INT_ROUND:
+        prod = round_trip(prod, CODE)
+    else:
+        prod = cast_trip(prod, CODE)
+    return prod + shift
 
 
 @triton.jit
@@ -47,6 +55,7 @@ def _adaln_kernel(
     ROUND: tl.constexpr,
     ROWS: tl.constexpr,
     BLOCK_D: tl.constexpr,
+    INT_ROUND: tl.constexpr,
 ):
     rows, b, s = row_offsets(tl.program_id(0), seq, ROWS)
     cols = tl.arange(0, BLOCK_D)
@@ -75,7 +84,7 @@ def _adaln_kernel(
 
     scale = tl.load(scale_ptr + (b * sc_b + s * sc_s)[:, None] + cols[None, :] * sc_d, mask=mask, other=0.0)
     shift = tl.load(shift_ptr + (b * sh_b + s * sh_s)[:, None] + cols[None, :] * sh_d, mask=mask, other=0.0)
-    out = modulate(normed, scale.to(tl.float32), shift.to(tl.float32), ROUND)
+    out = modulate(normed, scale.to(tl.float32), shift.to(tl.float32), ROUND, INT_ROUND)
     tl.store(out_ptr + (b * so_b + s * so_s)[:, None] + cols[None, :] * so_d, round_to(out, out_ptr.dtype.element_ty),
              mask=mask)
 
@@ -147,6 +156,7 @@ def _launch(out, x, scale, shift, weight, bias, eps, layer_norm: bool, config=No
         ROUND=round_code(x.dtype),
         ROWS=cfg.rows_per_program,
         BLOCK_D=block_d,
+        **fusion_options(traced),
         num_warps=cfg.num_warps,
     )
     return out

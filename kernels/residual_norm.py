@@ -16,7 +16,7 @@ import triton.language as tl
 from kernels.adaln import check_modulation, check_rows_input, modulate
 from kernels.launch import cdiv, check_float, eager_direct, next_pow2, no_backward
 from kernels.rmsnorm import (check_eps, check_out, check_same_device, launcher, out_rows_3d, resolve_config,
-                             cast_trip, round_code, row_offsets, strides_3d)
+                             cast_trip, fusion_options, round_code, row_offsets, strides_3d)
 from kernels.rounding import round_to
 
 
@@ -34,6 +34,7 @@ def _add_rms_norm_modulate_kernel(
     ROUND: tl.constexpr,
     ROWS: tl.constexpr,
     BLOCK_D: tl.constexpr,
+    INT_ROUND: tl.constexpr,
 ):
     rows, b, s = row_offsets(tl.program_id(0), seq, ROWS)
     cols = tl.arange(0, BLOCK_D)
@@ -49,7 +50,7 @@ def _add_rms_norm_modulate_kernel(
     normed = cast_trip(h * rstd[:, None], ROUND)
     scale = tl.load(scale_ptr + (b * sc_b + s * sc_s)[:, None] + cols[None, :] * sc_d, mask=mask, other=0.0)
     shift = tl.load(shift_ptr + (b * sh_b + s * sh_s)[:, None] + cols[None, :] * sh_d, mask=mask, other=0.0)
-    out = modulate(normed, scale.to(tl.float32), shift.to(tl.float32), ROUND)
+    out = modulate(normed, scale.to(tl.float32), shift.to(tl.float32), ROUND, INT_ROUND)
     tl.store(normed_ptr + (b * sn_b + s * sn_s)[:, None] + cols[None, :] * sn_d,
              round_to(out, normed_ptr.dtype.element_ty), mask=mask)
 
@@ -86,6 +87,7 @@ def _launch(new_residual, normed, x, residual, scale, shift, eps, config=None, t
         ROUND=round_code(x.dtype),
         ROWS=cfg.rows_per_program,
         BLOCK_D=block_d,
+        **fusion_options(traced),
         num_warps=cfg.num_warps,
     )
     return new_residual, normed

@@ -238,6 +238,13 @@ def out_rows_3d(out: torch.Tensor, shape3: Sequence[int]) -> torch.Tensor:
 # ----------------------------------------------------------------------------------------------------------------
 # Launch path: through the op, or straight to the kernel in plain eager code (kernels.launch.eager_direct)
 # ----------------------------------------------------------------------------------------------------------------
+def fusion_options(traced: bool) -> dict:
+    """Launch keywords for the row kernels that round before an add (``INT_ROUND``): a direct launch turns fp
+    fusion off and rounds with casts; a traced launch (Inductor compiles it with Triton's default, fusion on)
+    rounds in integer arithmetic, which fusion cannot contract."""
+    return {"INT_ROUND": True} if traced else {"INT_ROUND": False, "enable_fp_fusion": False}
+
+
 def launcher(kernel, traced: bool):
     """``wrap_triton(kernel)`` inside an op body (so tracing sees the launch); the kernel itself for direct eager
     launches, where wrap_triton's higher-order-op dispatch would cost far more than the kernel at small sizes."""

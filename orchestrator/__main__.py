@@ -2,7 +2,7 @@
 
   python -m orchestrator +sweep=rmsnorm [key=value ...]   run a sweep (Hydra overrides; --cfg job prints the config)
   python -m orchestrator db upgrade [--url URL]           create or upgrade the store's schema
-  python -m orchestrator import RESULTS.jsonl [--url URL] store results of `python -m workers run`
+  python -m orchestrator import RESULTS.jsonl [...] [--url URL]  store results of `python -m workers run`
   python -m orchestrator report [RUN] [--markdown F]      show a run again (newest by default), or as Markdown
   python -m orchestrator regressions [RUN] [--baseline B] large and significant changes, vs history or run B
   python -m orchestrator node join|list|leave ...         the fleet (see docs/fleet.md)

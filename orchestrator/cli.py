@@ -16,8 +16,9 @@ def _parser() -> argparse.ArgumentParser:
     db = sub.add_parser("db", help="the store's schema")
     db.add_argument("action", choices=["upgrade", "current"])
     db.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
-    imp = sub.add_parser("import", help="store a results file of `python -m workers run` as a run")
-    imp.add_argument("results", help="RESULTS.jsonl")
+    imp = sub.add_parser("import", help="store results files of `python -m workers run` as a run (several files: "
+                                        "the shards of one plan, stored as one run)")
+    imp.add_argument("results", nargs="+", help="RESULTS.jsonl [MORE.jsonl ...]")
     imp.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
     rep = sub.add_parser("report", help="show a run's summary again (the newest run by default), or write it as "
                                         "Markdown for docs/perf/")

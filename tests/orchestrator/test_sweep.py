@@ -182,6 +182,40 @@ def test_dry_run_then_workers_run_then_import(tmp_path):
     assert p.returncode == 0 and "2 done earlier, 0 to run" in p.stdout, p.stdout + p.stderr
 
 
+def test_shards_of_one_plan_import_as_one_run(tmp_path):
+    db = tmp_path / "kf.db"
+    plan = tmp_path / "plan.jsonl"
+    p = cli("+sweep=smoke", "dry_run=true", f"plan_out={plan}", "sweep.kernels=[rmsnorm]",
+            "sweep.shapes=[[1,8,64],[2,4,32]]", "sweep.dtypes=[bf16]")
+    assert p.returncode == 0 and "planned 4 jobs" in p.stdout, p.stdout + p.stderr
+    shards = []
+    for i in (1, 2):
+        out = tmp_path / f"results-{i}.jsonl"
+        w = subprocess.run([sys.executable, "-m", "workers", "run", str(plan), "--out", str(out), "--shard", f"{i}/2"],
+                           cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert w.returncode == 0, w.stdout + w.stderr
+        shards.append(str(out))
+    url = f"sqlite:///{db}"
+    i1 = cli("import", *shards, "--url", url)
+    assert i1.returncode == 0, i1.stdout + i1.stderr
+    assert "imported 4 results of 4 jobs" in i1.stdout
+    assert "nothing added" in cli("import", *shards, "--url", url).stdout  # the same pair again
+    con = sqlite3.connect(db)
+    assert con.execute("select count(*) from runs").fetchone()[0] == 1
+    assert con.execute("select count(*) from run_jobs").fetchone()[0] == 4
+
+    # a results file of another plan is refused, nothing stored
+    other_plan = tmp_path / "other.jsonl"
+    assert cli("+sweep=smoke", "dry_run=true", f"plan_out={other_plan}", "sweep.kernels=[rmsnorm]",
+               "sweep.shapes=[[1,8,128]]", "sweep.dtypes=[bf16]").returncode == 0
+    other = tmp_path / "other-results.jsonl"
+    assert subprocess.run([sys.executable, "-m", "workers", "run", str(other_plan), "--out", str(other)], cwd=REPO,
+                          capture_output=True, text=True, timeout=300).returncode == 0
+    bad = cli("import", shards[0], str(other), "--url", url)
+    assert bad.returncode == 2 and "is from another plan" in bad.stdout + bad.stderr
+    assert con.execute("select count(*) from runs").fetchone()[0] == 1
+
+
 def test_report_shows_a_run_again_and_writes_markdown(smoke_db, tmp_path):
     db, first, _ = smoke_db
     assert first.returncode == 0
