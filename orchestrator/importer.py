@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from pathlib import Path
 
 from rich.console import Console
 
@@ -45,7 +44,7 @@ def import_results(paths: str | list[str], url: str | None, console: Console) ->
     except ShardMismatch as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
-    digests = sorted(hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in paths)
+    digests = sorted(hashlib.sha256(runner.content(p)).hexdigest() for p in paths)
     digest = digests[0] if len(digests) == 1 else hashlib.sha256("".join(digests).encode()).hexdigest()
     path = ", ".join(paths)
     writer, url = open_writer(url, console)

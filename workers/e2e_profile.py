@@ -59,10 +59,10 @@ def kernel_class(name: str, ours: frozenset[str]) -> str:
         return "kernelfleet"
     if name.startswith("triton_"):  # Inductor names its kernels triton_{poi,red,per,tem}_...
         return "inductor"
+    if _ATTENTION.search(name):  # before gemm: cuDNN's flash attention kernels are named ..._wgmma_...
+        return "attention"
     if _GEMM.search(name):
         return "gemm"
-    if _ATTENTION.search(name):
-        return "attention"
     if _PYTORCH.search(name):
         return "elementwise"
     return "other"

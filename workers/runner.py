@@ -7,6 +7,7 @@ code version) followed by one JobSpec per line; a results file is a header (``{"
 """
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -24,9 +25,18 @@ def run(specs: Iterable[JobSpec], node_id: str | None = None, env: dict[str, str
         yield result
 
 
+def content(path: str | Path) -> bytes:
+    """A plan's or results file's bytes, decompressed when its name ends in ``.gz`` (results kept in docs/perf/)."""
+    if str(path).endswith(".gz"):
+        with gzip.open(path, "rb") as f:
+            return f.read()
+    return Path(path).read_bytes()
+
+
 def _json_lines(path: str | Path) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for each non-empty line; a last line cut short by an interrupted writer is dropped."""
-    with open(path) as f:
+    """(line number, object) for each non-empty line; a last line cut short by an interrupted writer is dropped.
+    A ``.gz`` file is read decompressed."""
+    with (gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)) as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue

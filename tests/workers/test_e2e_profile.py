@@ -24,6 +24,9 @@ def test_kernel_classes_by_name():
     assert e2e_profile.kernel_class("void at::native::vectorized_elementwise_kernel<4, at::native::Mul>", ours) \
         == "elementwise"
     assert e2e_profile.kernel_class("some_vendor_kernel", ours) == "other"
+    # seen on the H200 (torch 2.11 SDPA through cuDNN): attention, though the name says wgmma
+    assert e2e_profile.kernel_class("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_"
+                                    "4x1x1_cga1x1x1_kernel0_0", ours) == "attention"
 
 
 def test_busy_time_counts_overlap_once():

@@ -1,0 +1,48 @@
+"""The target table of docs/perf/kernels-h200.md from the raw results beside this file.
+
+Per kernel and shape, the newest measurement of the triton implementation: per-call median (device events, L2
+flushed before each call) and launch-free time (a CUDA graph of 50 calls, warm L2), each as % of the measured copy
+ceiling for the kernel's byte model, and the ratio to the better of torch.compile default / max-autotune-no-
+cudagraphs measured in the same job.  Run from the repo root: python docs/perf/h200-2026-11-30/targets.py
+"""
+import gzip
+import json
+from pathlib import Path
+
+HERE = Path(__file__).parent
+# oldest first: a later file's measurement of the same (kernel, shape) replaces an earlier one
+SOURCES = [("d781859", ["results-kernels-1.jsonl.gz", "results-kernels-2.jsonl.gz"]),
+           ("9cc7fd0", ["results-adaln-1.jsonl.gz", "results-adaln-2.jsonl.gz"])]
+
+
+def micro_results(names):
+    for name in names:
+        with gzip.open(HERE / name, "rt") as f:
+            for line in f:
+                d = json.loads(line)
+                if "result" in d and d["spec"]["kind"] == "micro":
+                    yield d["spec"], d["result"]
+
+
+def main():
+    rows = {}
+    for commit, names in SOURCES:
+        for spec, res in micro_results(names):
+            m = {(x["impl"], x["metric"]): x["value"] for x in res["measurements"]}
+            ceiling = res["details"]["copy_gbs"]
+            t, g, gbs = m[("triton", "time_us")], m[("triton", "graph_time_us")], m[("triton", "gbs")]
+            nbytes = gbs * 1e3 * t  # GB/s x us = kB; bytes = gbs * 1e9 * t * 1e-6
+            comp = [i for i in ("compile", "compile_max") if (i, "time_us") in m]
+            rows[(spec["kernel"], "x".join(map(str, spec["shape"])))] = (
+                nbytes / 1e6, t, 100 * gbs / ceiling, g, 100 * nbytes / (g * 1e3) / ceiling,
+                min(m[(i, "time_us")] for i in comp) / t, min(m[(i, "graph_time_us")] for i in comp) / g, commit)
+    print("| kernel | shape | MB | median µs | % ceiling | graph µs | % ceiling (graph) | × best compile "
+          "| × best compile (graph) | commit |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for (kernel, shape), (mb, t, pct, g, pctg, xc, xcg, commit) in sorted(rows.items()):
+        print(f"| {kernel} | {shape} | {mb:.1f} | {t:.1f} | {pct:.0f} % | {g:.1f} | {pctg:.0f} % | {xc:.2f}× "
+              f"| {xcg:.2f}× | `{commit}` |")
+
+
+if __name__ == "__main__":
+    main()
