@@ -2,10 +2,12 @@
 
 One table, keyed by the architecture the device reports (``sm_90``, ``gfx950``, ``gfx1201``...), gives the warp
 (wavefront) size and the warps per program for a row of a given width.  No entry is tuned yet: on the H200 the
-RMSNorm kernel reached 88-98 % of the copy ceiling launch-free (>= 64 MB) with the sm_90 entry as it
-stands (docs/perf/rmsnorm-h200-2026-11-29.md), but a sweep of its knobs has not been run; the AMD entries follow the ROCm
-guidance the project started from (wave64 on CDNA, wave32 on RDNA; 4/8/16 warps by row width) and have NOT run on
-AMD hardware.  ``measured`` says which entries come from a tuning sweep on that architecture.
+RMSNorm kernel reached 88-97 % of the copy ceiling launch-free (>= 64 MB) with the sm_90 entry as it stands
+(docs/perf/kernels-h200.md), but a sweep of its knobs has not been run; the AMD entries follow the ROCm guidance the
+project started from (wave64 on CDNA, wave32 on RDNA; 4/8/16 warps by row width) and have NOT run on AMD hardware.
+``measured`` says which entries come from a tuning sweep on that architecture.
+
+Also here: the direct launch path of eager calls (:func:`eager_direct`, :class:`DirectLauncher`).
 """
 from __future__ import annotations
 
