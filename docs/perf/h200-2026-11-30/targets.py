@@ -44,5 +44,21 @@ def main():
               f"| {xcg:.2f}× | `{commit}` |")
 
 
+def trust_check(min_mb=100.0):
+    print(f"\n| run | implementations x shapes >= {min_mb:.0f} MB | event within 5 % of graph | median event / graph |")
+    print("|---|---|---|---|")
+    for commit, names in SOURCES:
+        ratios = []
+        for spec, res in micro_results(names):
+            m = {(x["impl"], x["metric"]): x["value"] for x in res["measurements"]}
+            if m[("triton", "gbs")] * m[("triton", "time_us")] * 1e-3 < min_mb:
+                continue
+            ratios += [m[(i, "time_us")] / m[(i, "graph_time_us")] for i in spec["impls"] if (i, "graph_time_us") in m]
+        ratios.sort()
+        ok = sum(r <= 1.05 for r in ratios)
+        print(f"| `{commit}` | {len(ratios)} | {ok} | {ratios[len(ratios) // 2]:.2f} |")
+
+
 if __name__ == "__main__":
     main()
+    trust_check()
