@@ -123,6 +123,9 @@ def test_tiny_sweep_end_to_end_on_cpu(tmp_path):
         assert set(skipped) == {"compile", "triton+compile"}
         assert "runs on a GPU" in skipped["compile"] and "cannot trace" in skipped["triton+compile"]
         assert job.details["injection"]["triton"]["counts"] == {"attn_processor": 4, "block_forward": 2}
+        # the sweep profiles each mode by default (on the CPU: host ops; on a GPU: device time by kernel class)
+        assert job.spec["params"]["profile_steps"] == 3
+        assert set(job.details["profile"]) == {"eager", "triton"}
         rows = db.scalars(select(Measurement).where(Measurement.job_id == job.id)).all()
     got = {(m.impl, m.metric): m for m in rows}
     for mode in ("eager", "triton"):
