@@ -22,7 +22,9 @@ Triton JIT, autotuning), ``peak_mem_gb`` (GPU only), and the final latents again
 denoising loop changed: ||out - eager|| / ||eager - initial noise||).  The eager reference is eager's warm-up call,
 so eager's own numbers show run-to-run determinism.  A mode past the tolerance (``rel_err_vs_eager`` above
 ``tolerance``, or any non-finite value) fails: the job is ``incorrect`` and says which mode and why.  On the CPU
-the compile modes are skipped (``details["skipped"]``), the rest still runs.
+the compile modes are skipped (``details["skipped"]``), the rest still runs.  With ``profile_steps`` > 0 each mode
+also runs one profiled call of that many steps (:mod:`workers.e2e_profile`): ``details["profile"][mode]`` and, on a
+GPU, ``gpu_busy_ms_per_step`` and ``kernels_per_step``.
 """
 from __future__ import annotations
 
