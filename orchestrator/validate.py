@@ -5,7 +5,7 @@ from typing import Any
 
 from orchestrator.config import ConfigError
 from orchestrator.plan_e2e import validate_e2e
-from workers.spec import JOB_KINDS
+from workers.spec import FLUSH_MODES, JOB_KINDS
 
 KERNEL_KINDS = ("correctness", "micro", "profile")
 
@@ -55,6 +55,8 @@ def validate(cfg: dict) -> None:
     for key in ("rounds", "batch_size"):
         if sw[key] < 1:
             raise ConfigError(f"sweep.{key}: must be >= 1, got {sw[key]}")
+    if sw["flush"] not in FLUSH_MODES:
+        raise ConfigError(f"sweep.flush: unknown {sw['flush']!r}; allowed: {', '.join(FLUSH_MODES)}")
     if sw["max_retries"] < 0:
         raise ConfigError(f"sweep.max_retries: must be >= 0, got {sw['max_retries']}")
     if "e2e" in sw["kinds"]:

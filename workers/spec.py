@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 JOB_KINDS = ("correctness", "micro", "e2e", "profile")
+# how workers.timing flushes L2 before each timed call (the micro job's "flush" parameter)
+FLUSH_MODES = ("write", "read")
 
 # Job outcomes.  "ok" and "incorrect" are results (the job ran to the end and measured something); the rest are
 # failures of the job itself.  Only "lost" (the node running it vanished) is an infrastructure failure.

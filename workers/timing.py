@@ -1,8 +1,10 @@
 """Timing of one callable: device events on a GPU, the host clock on the CPU.
 
-On a GPU each repeat is bracketed by its own pair of events, the L2 cache is flushed before every repeat (by
-writing a buffer larger than L2, outside the timed region), warm-up is excluded, and every repeat is returned in
-microseconds, so the caller keeps all samples and reports median and IQR.  ``graph_time`` replays a CUDA/HIP graph
+On a GPU each repeat is bracketed by its own pair of events, the L2 cache is flushed before every repeat (outside
+the timed region, through a buffer larger than L2: ``flush="write"`` zeroes it, as triton.testing.do_bench does;
+``flush="read"`` reads it, which leaves clean lines, so the timed call does not pay for writing the flush's dirty
+lines back), warm-up is excluded, and every repeat is returned in microseconds, so the caller keeps all samples and
+reports median and IQR.  ``graph_time`` replays a CUDA/HIP graph
 of many calls: a launch-free reading to hold the event timing against.
 """
 from __future__ import annotations
@@ -13,16 +15,21 @@ from typing import Callable
 
 import torch
 
+from workers.spec import FLUSH_MODES
+
 _FLUSH_BYTES = 256 * 1024 * 1024  # > 4x the L2 of an H200 (60 MB) or an MI355X (4 MB L2 + 256 MB MALL: partial)
 _flush_buf: dict[torch.device, torch.Tensor] = {}
 
 
-def _flush(device: torch.device) -> None:
+def _flush(device: torch.device, mode: str = "write") -> None:
     buf = _flush_buf.get(device)
     if buf is None:
-        buf = torch.empty(_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+        buf = torch.zeros(_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
         _flush_buf[device] = buf
-    buf.zero_()
+    if mode == "write":
+        buf.zero_()
+    else:
+        buf.sum(dtype=torch.int64)  # reads every line; writes one number
 
 
 def sync(device: torch.device) -> None:
@@ -55,8 +62,10 @@ def _estimate_ms(fn: Callable[[], object], device: torch.device, budget_ms: floa
 
 
 def bench(fn: Callable[[], object], device: torch.device, *, warmup_ms: float = 25.0, rep_ms: float = 100.0,
-          min_reps: int = 5, max_reps: int = 2000, flush: bool = True) -> list[float]:
-    """Per-repeat times of ``fn()`` in microseconds (warm-up excluded)."""
+          min_reps: int = 5, max_reps: int = 2000, flush: bool = True, flush_mode: str = "write") -> list[float]:
+    """Per-repeat times of ``fn()`` in microseconds (warm-up excluded); ``flush_mode``: see the module doc."""
+    if flush_mode not in FLUSH_MODES:
+        raise ValueError(f"flush_mode must be one of {', '.join(FLUSH_MODES)}, got {flush_mode!r}")
     fn()  # first call: compilation and lazy init stay out of the estimate
     est = _estimate_ms(fn, device, rep_ms)
     for _ in range(int(min(warmup_ms / est, 1000))):
@@ -73,7 +82,7 @@ def bench(fn: Callable[[], object], device: torch.device, *, warmup_ms: float = 
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for i in range(reps):
         if flush:
-            _flush(device)
+            _flush(device, flush_mode)
         starts[i].record()
         fn()
         ends[i].record()

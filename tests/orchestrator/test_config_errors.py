@@ -22,6 +22,7 @@ CASES = [
     (["+sweep=smoke", "sweep.kinds=[bench]"], "sweep.kinds: unknown job kind 'bench'; allowed: correctness"),
     (["sweep.dtypes=[bf16]"], "no sweep chosen: add +sweep=NAME; allowed:"),
     (["+sweep=smoke", "sweep.batch_size=0"], "sweep.batch_size: must be >= 1"),
+    (["+sweep=smoke", "sweep.flush=cold"], "sweep.flush: unknown 'cold'; allowed: write, read"),
 ]
 
 
