@@ -1,6 +1,7 @@
 """The main job end to end: `python -m orchestrator +sweep=...` through a real local Ray into a real SQLite file."""
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
@@ -19,6 +20,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def cli(*args, timeout=300, env=None):
     return subprocess.run([sys.executable, "-m", "orchestrator", *args], capture_output=True, text=True,
                           timeout=timeout, env=env, cwd=REPO)
+
+
+def workers_run(plan, out, *args, timeout=300):
+    """`python -m workers run PLAN --out OUT [ARGS]` from the checkout."""
+    return subprocess.run([sys.executable, "-m", "workers", "run", str(plan), "--out", str(out), *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
 
 
 @pytest.fixture(scope="module")
@@ -163,8 +170,7 @@ def test_dry_run_then_workers_run_then_import(tmp_path):
     lines = plan.read_text().splitlines()
     assert len(lines) == 3 and '"kernelfleet": "plan"' in lines[0]
 
-    w = subprocess.run([sys.executable, "-m", "workers", "run", str(plan), "--out", str(results)], cwd=REPO,
-                       capture_output=True, text=True, timeout=300)
+    w = workers_run(plan, results)
     assert w.returncode == 0, w.stdout + w.stderr
     assert len(results.read_text().splitlines()) == 3
 
@@ -191,8 +197,7 @@ def test_shards_of_one_plan_import_as_one_run(tmp_path):
     shards = []
     for i in (1, 2):
         out = tmp_path / f"results-{i}.jsonl"
-        w = subprocess.run([sys.executable, "-m", "workers", "run", str(plan), "--out", str(out), "--shard", f"{i}/2"],
-                           cwd=REPO, capture_output=True, text=True, timeout=300)
+        w = workers_run(plan, out, "--shard", f"{i}/2")
         assert w.returncode == 0, w.stdout + w.stderr
         shards.append(str(out))
     url = f"sqlite:///{db}"
@@ -201,7 +206,6 @@ def test_shards_of_one_plan_import_as_one_run(tmp_path):
     assert "imported 4 results of 4 jobs" in i1.stdout
     assert "nothing added" in cli("import", *shards, "--url", url).stdout  # the same pair again
     # kept gzipped (as in docs/perf/), the same results are recognised as imported already
-    import gzip
     gz = []
     for path in shards:
         gz.append(path + ".gz")
@@ -218,8 +222,7 @@ def test_shards_of_one_plan_import_as_one_run(tmp_path):
     assert cli("+sweep=smoke", "dry_run=true", f"plan_out={other_plan}", "sweep.kernels=[rmsnorm]",
                "sweep.shapes=[[1,8,128]]", "sweep.dtypes=[bf16]").returncode == 0
     other = tmp_path / "other-results.jsonl"
-    assert subprocess.run([sys.executable, "-m", "workers", "run", str(other_plan), "--out", str(other)], cwd=REPO,
-                          capture_output=True, text=True, timeout=300).returncode == 0
+    assert workers_run(other_plan, other).returncode == 0
     bad = cli("import", shards[0], str(other), "--url", url)
     assert bad.returncode == 2 and "is from another plan" in bad.stdout + bad.stderr
     assert con.execute("select count(*) from runs").fetchone()[0] == 1
@@ -246,12 +249,10 @@ def test_workers_run_shards_split_a_plan(tmp_path):
     keys = []
     for i in (1, 2):
         out = tmp_path / f"r{i}.jsonl"
-        w = subprocess.run([sys.executable, "-m", "workers", "run", str(plan), "--out", str(out), "--shard", f"{i}/2"],
-                           cwd=REPO, capture_output=True, text=True, timeout=300)
+        w = workers_run(plan, out, "--shard", f"{i}/2")
         assert w.returncode == 0, w.stdout + w.stderr
         keys += [json.loads(ln)["spec"]["key"] for ln in out.read_text().splitlines()[1:]]
     planned = [json.loads(ln)["key"] for ln in plan.read_text().splitlines()[1:]]
     assert sorted(keys) == sorted(planned) and len(keys) == 3
-    bad = subprocess.run([sys.executable, "-m", "workers", "run", str(plan), "--out", str(tmp_path / "x.jsonl"),
-                          "--shard", "3/2"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    bad = workers_run(plan, tmp_path / "x.jsonl", "--shard", "3/2", timeout=120)
     assert bad.returncode == 2 and "expected I/N" in bad.stderr
