@@ -264,7 +264,6 @@ def _rms_norm_kernel(
     eps,
     HAS_WEIGHT: tl.constexpr,
     ROUND_NORMED: tl.constexpr,
-    ROUND_OUT: tl.constexpr,
     ROWS: tl.constexpr,
     BLOCK_D: tl.constexpr,
 ):
@@ -282,7 +281,7 @@ def _rms_norm_kernel(
         w = tl.load(w_ptr + cols * sw, mask=col_ok, other=0.0).to(tl.float32)
         y = y * w[None, :]
     o_offs = (b * so_b + s * so_s)[:, None] + cols[None, :] * so_d
-    tl.store(out_ptr + o_offs, round_to(y, out_ptr.dtype.element_ty), mask=mask)  # ROUND_OUT: the store's cast
+    tl.store(out_ptr + o_offs, round_to(y, out_ptr.dtype.element_ty), mask=mask)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -341,7 +340,6 @@ def _launch(out: torch.Tensor, x: torch.Tensor, weight: Optional[torch.Tensor], 
         eps,
         HAS_WEIGHT=weight is not None,
         ROUND_NORMED=_normed_round_code(x.dtype, w_dtype, numerics),
-        ROUND_OUT=round_code(out.dtype),
         ROWS=cfg.rows_per_program,
         BLOCK_D=block_d,
         num_warps=cfg.num_warps,

@@ -16,19 +16,20 @@ SOURCES = [("d781859", ["results-kernels-1.jsonl.gz", "results-kernels-2.jsonl.g
 
 
 def micro_results(names):
+    """(spec, result, {(impl, metric): value}) of every micro job in the files."""
     for name in names:
         with gzip.open(HERE / name, "rt") as f:
             for line in f:
                 d = json.loads(line)
                 if "result" in d and d["spec"]["kind"] == "micro":
-                    yield d["spec"], d["result"]
+                    res = d["result"]
+                    yield d["spec"], res, {(x["impl"], x["metric"]): x["value"] for x in res["measurements"]}
 
 
 def main():
     rows = {}
     for commit, names in SOURCES:
-        for spec, res in micro_results(names):
-            m = {(x["impl"], x["metric"]): x["value"] for x in res["measurements"]}
+        for spec, res, m in micro_results(names):
             ceiling = res["details"]["copy_gbs"]
             t, g, gbs = m[("triton", "time_us")], m[("triton", "graph_time_us")], m[("triton", "gbs")]
             nbytes = gbs * 1e3 * t  # GB/s x us = kB; bytes = gbs * 1e9 * t * 1e-6
@@ -49,8 +50,7 @@ def trust_check(min_mb=100.0):
     print("|---|---|---|---|")
     for commit, names in SOURCES:
         ratios = []
-        for spec, res in micro_results(names):
-            m = {(x["impl"], x["metric"]): x["value"] for x in res["measurements"]}
+        for spec, _, m in micro_results(names):
             if m[("triton", "gbs")] * m[("triton", "time_us")] * 1e-3 < min_mb:
                 continue
             ratios += [m[(i, "time_us")] / m[(i, "graph_time_us")] for i in spec["impls"] if (i, "graph_time_us") in m]

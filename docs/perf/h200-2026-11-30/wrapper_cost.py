@@ -21,8 +21,7 @@ class _NoLaunch:
     function = packed_metadata = None
 
     def __init__(self, fn):
-        self.arg_names = fn.arg_names if hasattr(fn, "arg_names") else list(fn.fn.__code__.co_varnames[
-            :fn.fn.__code__.co_argcount])
+        self.arg_names = fn.arg_names
 
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self
