@@ -151,30 +151,63 @@ def _fast_launch_supported() -> bool:
 
 
 _FAST_SUPPORTED = _fast_launch_supported()
-_INT32 = (-(1 << 31), (1 << 31) - 1)
+_I32_LO, _I32_HI = -(1 << 31), (1 << 31) - 1
+_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
 
 
 def _arg_key(a):
     """What Triton specialises a runtime argument on: a tensor's dtype and 16-byte alignment; an int's being 1,
-    its divisibility by 16 and whether it fits int32; a float's being a float."""
-    if isinstance(a, torch.Tensor):
-        return (a.dtype, a.data_ptr() % 16 == 0)
-    if isinstance(a, bool) or a is None:
-        return a
-    if isinstance(a, int):
-        return (a == 1, a % 16 == 0, _INT32[0] <= a <= _INT32[1])
-    if isinstance(a, float):
-        return float
-    raise TypeError(f"fast launch: unsupported argument type {type(a).__name__}")
+    its divisibility by 16 and whether it fits int32 (one small int: bit 0, 1, 2); a float's being a float."""
+    return _specialise((a,))[0][0]
+
+
+def _specialise(args):
+    """``(key, values)`` of a launch's runtime arguments in one pass: the specialisation key (:func:`_arg_key` of
+    each) and the values the launcher takes, a tensor as its device address (an int, which the launcher passes
+    through as it is: a tensor would cost it a ``data_ptr()`` call and a driver query per pointer)."""
+    key = []
+    values = []
+    for a in args:
+        t = type(a)
+        if t is int:
+            key.append((a == 1) | ((a & 15 == 0) << 1) | ((not _I32_LO <= a <= _I32_HI) << 2))
+            values.append(a)
+        elif t in _TENSOR_TYPES or isinstance(a, torch.Tensor):
+            ptr = a.data_ptr()
+            key.append((a.dtype, not ptr & 15))
+            values.append(ptr)
+        elif t is float:
+            key.append(float)
+            values.append(a)
+        elif a is None or t is bool:
+            key.append(a)
+            values.append(a)
+        else:
+            raise TypeError(f"fast launch: unsupported argument type {t.__name__}")
+    return tuple(key), values
+
+
+def _raw_launch(kernel):
+    """The compiled kernel's C launch function and its leading arguments, where Triton's Python launcher would add
+    nothing to them (no scratch memory to allocate, no tensor descriptors); else None."""
+    run = kernel.run
+    fn = getattr(run, "launch", None)
+    if fn is None or getattr(run, "global_scratch_size", 1) or getattr(run, "profile_scratch_size", 1):
+        return None
+    if getattr(fn, "__name__", "") != "launch":  # wrapped (tensor descriptors): keep Triton's path
+        return None
+    return fn, (kernel.function, run.launch_cooperative_grid, run.launch_pdl, None, None, kernel.packed_metadata,
+                None, None, None)
 
 
 class DirectLauncher:
     """``kernel[grid](*args, **constexprs_and_options)`` for eager calls, without ``JITFunction.run``'s per-call
     work (argument binding, cache-key hashing, launch metadata): its first launch of a specialisation goes through
     Triton (compiling if needed) and keeps the compiled kernel; later launches of that specialisation call the
-    compiled kernel's launcher directly.  The specialisation key covers what Triton specialises on (see
-    :func:`_arg_key`), the constexprs, the launch options and the device, so a launch never reuses a binary compiled
-    for other alignment or dtypes.  Used only for plain eager launches (``eager_direct``) with runtime arguments
+    compiled kernel's C launch function directly, with tensors passed as device addresses.  The specialisation key
+    covers what Triton specialises on (see :func:`_arg_key`), the constexprs, the launch options and the device, so
+    a launch never reuses a binary compiled for other alignment or dtypes.  Used only for plain eager launches
+    (``eager_direct``, whose callers have checked that every tensor is on the GPU) with runtime arguments
     positional and constexprs by keyword; Triton's own path is taken under the interpreter, with launch hooks set
     (e.g. Proton), on a Triton version the fast path was not checked on, or with ``KERNELFLEET_FAST_LAUNCH=0``."""
 
@@ -191,19 +224,24 @@ class DirectLauncher:
         if not (FAST_LAUNCH and _FAST_SUPPORTED) or interpreting() or _launch_hooks_set():
             return self.fn[grid](*args, **kwargs)
         device = torch.cuda.current_device()
-        key = (device, tuple(map(_arg_key, args)), tuple(kwargs.items()))
+        arg_key, values = _specialise(args)
+        key = (device, arg_key, tuple(kwargs.items()))
         hit = self.cache.get(key)
         if hit is None:
             kernel = self.fn[grid](*args, **kwargs)
             names = self.fn.arg_names
             if len(args) + sum(n in kwargs for n in names[len(args):]) == len(names):
-                self.cache[key] = (kernel, tuple(kwargs[n] for n in names[len(args):]))
+                self.cache[key] = (kernel, tuple(kwargs[n] for n in names[len(args):]), _raw_launch(kernel))
             return kernel
-        kernel, constexprs = hit
+        kernel, constexprs, raw = hit
         g1 = grid[1] if len(grid) > 1 else 1
         g2 = grid[2] if len(grid) > 2 else 1
-        kernel.run(grid[0], g1, g2, torch._C._cuda_getCurrentRawStream(device), kernel.function,
-                   kernel.packed_metadata, None, None, None, *args, *constexprs)
+        stream = torch._C._cuda_getCurrentRawStream(device)
+        if raw is None:
+            kernel.run(grid[0], g1, g2, stream, kernel.function, kernel.packed_metadata, None, None, None,
+                       *values, *constexprs)
+        else:
+            raw[0](grid[0], g1, g2, stream, *raw[1], *values, *constexprs)
         return kernel
 
 

@@ -60,11 +60,21 @@ def test_fast_launch_key_follows_tritons_specialisation():
     base = torch.empty(64)
     assert _arg_key(base) == (torch.float32, True)
     assert _arg_key(base[1:]) == (torch.float32, False)  # 4-byte offset: not 16-byte aligned, another binary
-    assert _arg_key(1) == (True, False, True) and _arg_key(32) == (False, True, True)
-    assert _arg_key(1 << 40) == (False, True, False)  # past int32: Triton passes it as int64
+    # an int's key: bit 0 = is 1, bit 1 = divisible by 16, bit 2 = past int32 (Triton passes it as int64)
+    assert (_arg_key(1), _arg_key(32), _arg_key(33), _arg_key(-48)) == (1, 2, 0, 2)
+    assert _arg_key(1 << 40) == 6 and _arg_key(-(1 << 31)) == 2 and _arg_key((1 << 31) + 1) == 4
     assert _arg_key(1e-6) is float and _arg_key(True) is True and _arg_key(None) is None
     with pytest.raises(TypeError, match="unsupported argument type str"):
         _arg_key("x")
+
+
+def test_fast_launch_passes_tensors_as_addresses():
+    from kernels.launch import _specialise
+
+    t = torch.empty(8, dtype=torch.bfloat16)
+    key, values = _specialise((t, 3, 1e-6, None, torch.nn.Parameter(t)))
+    assert values == [t.data_ptr(), 3, 1e-6, None, t.data_ptr()]
+    assert key == ((torch.bfloat16, True), 0, float, None, (torch.bfloat16, True))
 
 
 def _public_calls(device):

@@ -1,0 +1,161 @@
+"""Where the host time of an eager call goes, on the device, with nothing else running (one GPU).
+
+1. Host microseconds per call (1000 back-to-back calls at [1,16,2048] bf16, one sync at the end: the kernels take
+   ~2-3 us on the GPU, so the loop runs at the host's pace) of PyTorch yardsticks and of every public kernel
+   function the LTX-Video injection calls, through each launch path of ``kernels.launch``:
+   ``raw`` (default: the compiled kernel's C launch function, tensors as addresses), ``run`` (the compiled kernel's
+   Python launcher), ``triton`` (Triton's own ``JITFunction.run``, KERNELFLEET_FAST_LAUNCH=0), and ``no launch``
+   (everything up to the launch, which is replaced by a no-op: our Python alone).
+2. The full-size LTX-Video transformer (default config, random weights, bf16) at the e2e setting (batch 2, 1320
+   video tokens, 128 text tokens), eager and injected: the host time to enqueue one forward, the synced time of one
+   forward, whether anything in the forward synchronises with the device (torch.cuda.set_sync_debug_mode), and a
+   cProfile of one forward (own time, top functions).
+Run on the device: python3 docs/perf/h200-2026-11-30/host_probe_2.py
+"""
+import cProfile
+import io
+import pstats
+import statistics
+import time
+import warnings
+
+import torch
+import torch.nn.functional as F
+
+import kernels
+from kernels import launch
+
+dev = torch.device("cuda")
+bf = torch.bfloat16
+
+
+def host_us(fn, n=1000):
+    for _ in range(50):
+        fn()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(n):
+        fn()
+    enq = time.perf_counter() - t
+    torch.cuda.synchronize()
+    return enq / n * 1e6
+
+
+def _clear_launch_caches():
+    for d in launch._DIRECT.values():
+        d.cache.clear()
+
+
+def per_call():
+    torch.manual_seed(0)
+    x = torch.randn(1, 16, 2048, device=dev, dtype=bf)
+    r = torch.randn_like(x)
+    sc, sh = torch.randn(1, 1, 2048, device=dev, dtype=bf), torch.randn(1, 1, 2048, device=dev, dtype=bf)
+    norm = torch.nn.RMSNorm(2048, eps=1e-5, device=dev, dtype=bf)
+    lin = torch.nn.Linear(2048, 2048, device=dev, dtype=bf)
+    w = norm.weight
+    cos, sin = torch.randn(1, 16, 2048, device=dev), torch.randn(1, 16, 2048, device=dev)
+    q4 = torch.randn(1, 32, 16, 64, device=dev, dtype=bf)
+    yard = {
+        "torch add": lambda: x + r,
+        "x * (1 + s) + t (3 ops)": lambda: x * (1 + sc) + sh,
+        "nn.RMSNorm": lambda: norm(x),
+        "nn.Linear 2048x2048": lambda: lin(x),
+        "sdpa [1,32,16,64]": lambda: F.scaled_dot_product_attention(q4, q4, q4),
+    }
+    ours = {
+        "adaln_rms": lambda: kernels.adaln_rms(x, sc, sh),
+        "add_rms_norm_modulate": lambda: kernels.add_rms_norm_modulate(x, r, sc, sh),
+        "rms_norm (weight)": lambda: kernels.rms_norm(x, w, 1e-5),
+        "qk_norm_rope": lambda: kernels.qk_norm_rope(x, r, w, w, cos, sin, 1e-5),
+        "gelu_tanh": lambda: kernels.gelu_tanh(x),
+    }
+    print("== 1. host us per call, [1,16,2048] bf16, no_grad (1000 calls, one sync)")
+    with torch.no_grad():
+        for name, fn in yard.items():
+            print(f"  {name:28s} {host_us(fn):7.1f}")
+        paths = {}
+        for name, fn in ours.items():
+            paths[name] = {"raw": host_us(fn)}
+        saved_raw = launch._raw_launch
+        launch._raw_launch = lambda kernel: None
+        _clear_launch_caches()
+        for name, fn in ours.items():
+            paths[name]["run"] = host_us(fn)
+        launch._raw_launch = saved_raw
+        _clear_launch_caches()
+        launch.FAST_LAUNCH = False
+        for name, fn in ours.items():
+            paths[name]["triton"] = host_us(fn)
+        launch.FAST_LAUNCH = True
+        _clear_launch_caches()
+        for fn in ours.values():
+            fn()
+        for d in launch._DIRECT.values():  # keep everything but the C launch
+            for key, (kernel, constexprs, raw) in list(d.cache.items()):
+                d.cache[key] = (kernel, constexprs, (lambda *a: None, raw[1]) if raw else raw)
+        for name, fn in ours.items():
+            paths[name]["no launch"] = host_us(fn)
+        _clear_launch_caches()
+    print(f"  {'kernel':28s} {'raw':>7s} {'run':>7s} {'triton':>7s} {'no launch':>9s}")
+    for name, p in paths.items():
+        print(f"  {name:28s} {p['raw']:7.1f} {p['run']:7.1f} {p['triton']:7.1f} {p['no launch']:9.1f}")
+
+
+def _ltx_inputs():
+    g = torch.Generator("cpu").manual_seed(0)
+    b, f, h, w, txt = 2, 4, 15, 22, 128
+    mask = torch.ones(b, txt)
+    mask[:, 96:] = 0
+    return dict(hidden_states=torch.randn(b, f * h * w, 128, generator=g).to(dev, bf),
+                encoder_hidden_states=torch.randn(b, txt, 4096, generator=g).to(dev, bf),
+                timestep=torch.full((b,), 700.0, device=dev), encoder_attention_mask=mask.to(dev),
+                num_frames=f, height=h, width=w, rope_interpolation_scale=(8 / 25, 32, 32), return_dict=False)
+
+
+def model_host():
+    from diffusers import LTXVideoTransformer3DModel
+
+    from kernels.inject import inject
+
+    torch.manual_seed(0)
+    with torch.device(dev):
+        model = LTXVideoTransformer3DModel().to(bf).eval()
+    kw = _ltx_inputs()
+    for mode in ("eager", "triton"):
+        if mode == "triton":
+            inject(model)
+        with torch.no_grad():
+            for _ in range(3):
+                model(**kw)
+            torch.cuda.synchronize()
+            enq, tot = [], []
+            for _ in range(7):
+                t = time.perf_counter()
+                model(**kw)
+                enq.append((time.perf_counter() - t) * 1e3)
+                torch.cuda.synchronize()
+                tot.append((time.perf_counter() - t) * 1e3)
+            torch.cuda.set_sync_debug_mode("warn")
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                model(**kw)
+            torch.cuda.set_sync_debug_mode("default")
+            torch.cuda.synchronize()
+            pr = cProfile.Profile()
+            pr.enable()
+            model(**kw)
+            pr.disable()
+            torch.cuda.synchronize()
+        print(f"== 2. {mode}: forward host enqueue {statistics.median(enq):.2f} ms, synced {statistics.median(tot):.2f} ms "
+              f"(median of 7); synchronising calls in one forward: {len(caught)}")
+        for w in caught[:5]:
+            print(f"   sync: {w.filename}:{w.lineno}: {str(w.message)[:160]}")
+        s = io.StringIO()
+        pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(28)
+        print(s.getvalue()[s.getvalue().find("ncalls") - 3:])
+
+
+if __name__ == "__main__":
+    per_call()
+    model_host()
