@@ -16,7 +16,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.launch import cdiv, check_device, check_float, eager_direct, next_pow2, no_backward
+from kernels.launch import (LaunchPlans, cdiv, check_device, check_float, eager_call, eager_direct, next_pow2,
+                            no_backward)
 from kernels.rmsnorm import (check_eps, check_out, check_row_count, check_same_device, launcher, out_rows_3d,
                              cast_trip, fusion_options, resolve_config, round_code, round_trip, row_offsets,
                              strides_3d)
@@ -186,6 +187,9 @@ for _op in ("kernelfleet::adaln_rms", "kernelfleet::adaln_layer_norm"):
 # ----------------------------------------------------------------------------------------------------------------
 # Public API
 # ----------------------------------------------------------------------------------------------------------------
+_RMS_PLANS, _LN_PLANS = LaunchPlans(), LaunchPlans()  # eager calls' launches, per argument geometry
+
+
 def adaln_rms(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight: Optional[torch.Tensor] = None,
               eps: float = 1e-6) -> torch.Tensor:
     """``RMSNorm(x) * (1 + scale) + shift`` with LTX-Video's rounding (diffusers RMSNorm, then eager modulate).
@@ -193,9 +197,11 @@ def adaln_rms(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight:
     ``x``: ``[B, S, C]``; ``scale``, ``shift``: ``[B, 1, C]`` or ``[B, S, C]`` in x's dtype; ``weight``: ``[C]``
     (x's dtype) or None.  Any strides.  Forward only.
     """
-    _check_adaln_args(x, scale, shift, weight, None, eps)
     if eager_direct(x, scale, shift, weight):
-        return _launch(_new_out(x), x, scale, shift, weight, None, float(eps), False, traced=False)
+        return eager_call(_RMS_PLANS, (x, scale, shift, weight, eps),
+                          lambda: _check_adaln_args(x, scale, shift, weight, None, eps), lambda: (_new_out(x),),
+                          lambda out: _launch(out, x, scale, shift, weight, None, float(eps), False, traced=False))[0]
+    _check_adaln_args(x, scale, shift, weight, None, eps)
     return torch.ops.kernelfleet.adaln_rms(x, scale, shift, weight, float(eps))
 
 
@@ -206,9 +212,11 @@ def adaln_layer_norm(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
 
     Shapes as :func:`adaln_rms`; ``weight``/``bias``: the LayerNorm's affine ``[C]`` or None.  Forward only.
     """
-    _check_adaln_args(x, scale, shift, weight, bias, eps)
     if eager_direct(x, scale, shift, weight, bias):
-        return _launch(_new_out(x), x, scale, shift, weight, bias, float(eps), True, traced=False)
+        return eager_call(_LN_PLANS, (x, scale, shift, weight, bias, eps),
+                          lambda: _check_adaln_args(x, scale, shift, weight, bias, eps), lambda: (_new_out(x),),
+                          lambda out: _launch(out, x, scale, shift, weight, bias, float(eps), True, traced=False))[0]
+    _check_adaln_args(x, scale, shift, weight, bias, eps)
     return torch.ops.kernelfleet.adaln_layer_norm(x, scale, shift, weight, bias, float(eps))
 
 

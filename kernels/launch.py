@@ -11,8 +11,10 @@ Also here: the direct launch path of eager calls (:func:`eager_direct`, :class:`
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -27,11 +29,18 @@ class ArchLaunch:
     # elements per program for purely elementwise kernels
     elementwise_block: int
     measured: bool  # whether these numbers come from a measurement on this architecture
+    # (row width, num_warps) for the norm-family row kernels (rms_norm, adaln_*, add_rms_norm_modulate) at one row per
+    # program, measured on this architecture; these override row_warps at those widths
+    norm_warps: tuple[tuple[int, int], ...] = ()
 
 
 _TABLE: dict[str, ArchLaunch] = {
     # NVIDIA Hopper (H100/H200).
-    "sm_90": ArchLaunch("sm_90", 32, ((512, 2), (1024, 4), (2048, 8), (4096, 8), (1 << 30, 16)), 2048, False),
+    "sm_90": ArchLaunch("sm_90", 32, ((512, 2), (1024, 4), (2048, 8), (4096, 8), (1 << 30, 16)), 2048, False,
+                        # H200, 2026-11-30 (docs/perf/h200-2026-11-30/launch_knobs.py): at 2048-wide rows 4 warps
+                        # beat 8 for rms_norm/adaln_rms by 5-25 % launch-free at 22-104 MB, tie for
+                        # add_rms_norm_modulate; at 3072 (block 4096) 8 stays best
+                        norm_warps=((2048, 4),)),
     # AMD CDNA3+/4 (MI300X gfx942, MI355X gfx950): wave64, so half the warps cover the same row.
     "gfx950": ArchLaunch("gfx950", 64, ((1024, 4), (4096, 8), (1 << 30, 16)), 2048, False),
     "gfx942": ArchLaunch("gfx942", 64, ((1024, 4), (4096, 8), (1 << 30, 16)), 2048, False),
@@ -221,9 +230,10 @@ class DirectLauncher:
         return functools.partial(self._launch, grid)
 
     def _launch(self, grid, *args, **kwargs):
-        if not (FAST_LAUNCH and _FAST_SUPPORTED) or interpreting() or _launch_hooks_set():
+        if not fast_launch_active():
+            _RECORDING.launches = None  # a launch through Triton's path cannot be replayed
             return self.fn[grid](*args, **kwargs)
-        device = torch.cuda.current_device()
+        device = _current_device()
         arg_key, values = _specialise(args)
         key = (device, arg_key, tuple(kwargs.items()))
         hit = self.cache.get(key)
@@ -232,17 +242,148 @@ class DirectLauncher:
             names = self.fn.arg_names
             if len(args) + sum(n in kwargs for n in names[len(args):]) == len(names):
                 self.cache[key] = (kernel, tuple(kwargs[n] for n in names[len(args):]), _raw_launch(kernel))
+            _record(self.cache.get(key), grid, args, values)
             return kernel
         kernel, constexprs, raw = hit
         g1 = grid[1] if len(grid) > 1 else 1
         g2 = grid[2] if len(grid) > 2 else 1
-        stream = torch._C._cuda_getCurrentRawStream(device)
+        stream = _current_stream(device)
         if raw is None:
             kernel.run(grid[0], g1, g2, stream, kernel.function, kernel.packed_metadata, None, None, None,
                        *values, *constexprs)
         else:
             raw[0](grid[0], g1, g2, stream, *raw[1], *values, *constexprs)
+        if _RECORDING.launches is not None:
+            _record(hit, grid, args, values)
         return kernel
+
+
+def _current_device() -> int:
+    return torch._C._cuda_getDevice()
+
+
+def _current_stream(device: int) -> int:
+    """The raw handle of the device's current stream (what Triton launches on)."""
+    return torch._C._cuda_getCurrentRawStream(device)
+
+
+def fast_launch_active() -> bool:
+    return FAST_LAUNCH and _FAST_SUPPORTED and not interpreting() and not _launch_hooks_set()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Launch plans: an eager call's launches, recorded once per argument geometry and replayed
+# ----------------------------------------------------------------------------------------------------------------
+class _Recording(threading.local):
+    launches: list | None = None  # while a call is recorded: its launches; None when not recording (or failed)
+
+
+_RECORDING = _Recording()
+
+
+def _record(entry, grid, args, values) -> None:
+    """Add a launch to the call being recorded, if any; a launch that the replay could not repeat (no C launch
+    function, or not cached) spoils the recording."""
+    rec = _RECORDING.launches
+    if rec is None:
+        return
+    if entry is None or entry[2] is None:
+        _RECORDING.launches = None
+        return
+    tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    grid3 = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
+    rec.append((entry[2], grid3, list(values), tensors, entry[1]))
+
+
+def plan_key(*items) -> tuple:
+    """What a recorded launch depends on, besides the tensors' addresses: each tensor's shape, strides, dtype,
+    device and 16-byte alignment (Triton specialises on it), the type and value of everything else, and the
+    current device."""
+    return (_current_device(),) + tuple([
+        (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() & 15) if isinstance(t, torch.Tensor) else (type(t), t)
+        for t in items])
+
+
+class _Plan:
+    """The launches of one call: for each, the C launch function and its leading arguments, the grid, the argument
+    values with the tensors' addresses left to fill in (slot -> index of the call's tensor), and the constexprs."""
+
+    __slots__ = ("launches",)
+
+    def __init__(self, launches):
+        self.launches = launches
+
+    def __call__(self, tensors) -> None:
+        stream = _current_stream(_current_device())
+        for (fn, prefix), (g0, g1, g2), values, slots, constexprs in self.launches:
+            values = values.copy()
+            for slot, i in slots:
+                values[slot] = tensors[i].data_ptr()
+            fn(g0, g1, g2, stream, *prefix, *values, *constexprs)
+
+
+MAX_PLANS = 1024  # per function
+_UNPLANNABLE = object()  # a key whose launches cannot be replayed from the call's tensors
+
+
+class LaunchPlans:
+    """Per public kernel function: ``plan_key`` -> the call's launches, so that a repeated eager call (the same
+    shapes, strides, dtypes, devices, alignment and scalars: every call of a model's layer) skips the argument
+    checks and the launch set-up, both already done for that key, and only allocates its outputs and launches.
+
+    Without a plan (``find``), the caller runs its full path (checks included) inside ``record``, which keeps the
+    launches if each one can be repeated from the call's tensors alone: every tensor the kernel takes must be one of
+    the call's own tensors (inputs and outputs) at its address.  A view at an offset, a copy, or two of the call's
+    tensors at one address leave the key unrecorded, and each such call takes the full path."""
+
+    def __init__(self):
+        self.plans: dict = {}
+
+    def find(self, *items) -> tuple[tuple | None, _Plan | None]:
+        """``(key, plan)`` of a call on ``items`` (its tensors and scalars, in a fixed order); ``(None, None)``
+        when the fast launch is not in use, ``(key, None)`` when nothing is recorded for the key."""
+        if not fast_launch_active():
+            return None, None
+        key = plan_key(*items)
+        try:
+            plan = self.plans.get(key)
+        except TypeError:  # an unhashable scalar: the full path's checks reject it
+            return None, None
+        if plan is _UNPLANNABLE:
+            return None, None  # known not to replay: the full path, without recording again
+        return key, plan
+
+    @contextlib.contextmanager
+    def record(self, key, tensors):
+        if key is None:
+            yield
+            return
+        _RECORDING.launches = []
+        try:
+            yield
+            launches = _RECORDING.launches
+        finally:
+            _RECORDING.launches = None
+        if launches is None:
+            self._keep(key, _UNPLANNABLE)
+            return
+        addresses = [t.data_ptr() if isinstance(t, torch.Tensor) else None for t in tensors]
+        plan = []
+        for raw, grid3, values, tensor_slots, constexprs in launches:
+            slots = []
+            for slot in tensor_slots:
+                at = [i for i, a in enumerate(addresses) if a == values[slot]]
+                if len(at) != 1:
+                    self._keep(key, _UNPLANNABLE)
+                    return
+                slots.append((slot, at[0]))
+            plan.append((raw, grid3, values, tuple(slots), constexprs))
+        self._keep(key, _Plan(tuple(plan)))
+
+    def _keep(self, key, plan) -> None:
+        if len(self.plans) >= MAX_PLANS:  # shapes that never repeat (e.g. a growing sequence): start over
+            self.plans.clear()
+        self.plans[key] = plan
 
 
 def _launch_hooks_set() -> bool:
@@ -267,6 +408,17 @@ def direct_launcher(fn) -> DirectLauncher:
     return launcher
 
 
+def unit_last(t: torch.Tensor | None) -> torch.Tensor | None:
+    """``t`` itself when its last dim is unit-stride (what the kernels address), else a contiguous copy."""
+    return t if t is None or t.stride(-1) == 1 else t.contiguous()
+
+
+def out_like(t: torch.Tensor) -> torch.Tensor:
+    """An output for ``t``: laid out like ``t`` where its last dim is unit-stride, else contiguous (as for the
+    contiguous copy that :func:`unit_last` makes)."""
+    return torch.empty_like(t) if t.stride(-1) == 1 else torch.empty(t.shape, dtype=t.dtype, device=t.device)
+
+
 def next_pow2(n: int) -> int:
     """The smallest power of two >= n (1 for n <= 1): ``triton.next_power_of_2`` without its per-call cost
     (a @jit function called from Python); for plain ints only."""
@@ -276,3 +428,20 @@ def next_pow2(n: int) -> int:
 def cdiv(a, b):
     """Ceiling division for ints and SymInts (``triton.cdiv`` without its per-call cost)."""
     return (a + b - 1) // b
+
+
+def eager_call(plans: LaunchPlans, items: tuple, check, new_outs, launch) -> tuple:
+    """The eager (direct) path of a public kernel function: with a plan for ``items`` (the call's tensors and
+    scalars, in a fixed order), allocate the outputs (``new_outs()``, a tuple) and replay it; without one, run
+    ``check()`` (which raises on bad input), allocate, ``launch(*outs)`` and record the launches.  Returns the
+    outputs."""
+    key, plan = plans.find(*items)
+    if plan is None:
+        check()
+    outs = new_outs()
+    if plan is not None:
+        plan(items + outs)
+    else:
+        with plans.record(key, items + outs):
+            launch(*outs)
+    return outs

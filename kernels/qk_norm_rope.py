@@ -24,8 +24,8 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from kernels.launch import (cdiv, check_device, check_float, direct_launcher, eager_direct,
-                            next_pow2, no_backward, row_num_warps)
+from kernels.launch import (LaunchPlans, cdiv, check_device, check_float, direct_launcher, eager_call, eager_direct,
+                            next_pow2, no_backward, out_like, row_num_warps, unit_last)
 from kernels.rounding import round_to
 
 
@@ -158,13 +158,6 @@ def _check_out(name: str, out, like: torch.Tensor) -> None:
 # Launch
 
 
-def _unit_last(t: torch.Tensor | None) -> torch.Tensor | None:
-    """t itself when its last dim is unit-stride (what the kernel addresses), else a contiguous copy."""
-    if t is None or t.stride(-1) == 1:
-        return t
-    return t.contiguous()
-
-
 def _row_strides(t: torch.Tensor) -> tuple[int, int]:
     st = t.stride()
     return st[0], st[1]
@@ -181,8 +174,8 @@ def _table_strides(t: torch.Tensor) -> tuple[int, int]:
 def _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, eps: float,
             config: QkNormRopeConfig | None = None, direct: bool = False) -> None:
     """Launch through ``wrap_triton`` inside the op (traceable), or ``direct`` (eager calls).  Inputs must have a
-    unit-stride last dim (see :func:`_unit_last`).  In eager calls fp fusion is off, so the RoPE multiply and add
-    round as the model's separate ops do (on an H200 this took bf16 mismatches against eager from 2e-5 to 3e-6,
+    unit-stride last dim (:func:`kernels.launch.unit_last`).  In eager calls fp fusion is off, so the RoPE multiply
+    and add round as the model's separate ops do (on an H200 this took bf16 mismatches against eager from 2e-5 to 3e-6,
     what remains being the row sum's order)."""
     if q.numel() == 0:
         return
@@ -208,8 +201,8 @@ def _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, eps: float,
 
 
 def _unit_inputs(q, k, q_weight, k_weight, cos, sin):
-    return (_unit_last(q), _unit_last(k), _unit_last(q_weight), _unit_last(k_weight), _unit_last(cos),
-            _unit_last(sin))
+    return (unit_last(q), unit_last(k), unit_last(q_weight), unit_last(k_weight), unit_last(cos),
+            unit_last(sin))
 
 
 @triton_op("kernelfleet::qk_norm_rope", mutates_args=())
@@ -231,16 +224,19 @@ _qk_norm_rope_op.register_autograd(_backward, setup_context=_setup_context)
 # Public API
 
 
+_PLANS = LaunchPlans()  # eager calls' launches, per argument geometry
+
+
 def qk_norm_rope(q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor | None, k_weight: torch.Tensor | None,
                  cos: torch.Tensor, sin: torch.Tensor, eps: float = 1e-5) -> tuple[torch.Tensor, torch.Tensor]:
     """(rope(rmsnorm(q) * q_weight), rope(rmsnorm(k) * k_weight)) with LTX's rounding; see the module doc."""
-    _validate(q, k, q_weight, k_weight, cos, sin, eps)
     if eager_direct(q, k, q_weight, k_weight, cos, sin):
-        q, k, q_weight, k_weight, cos, sin = _unit_inputs(q, k, q_weight, k_weight, cos, sin)
-        q_out = torch.empty_like(q)
-        k_out = torch.empty_like(k)
-        _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, float(eps), direct=True)
-        return q_out, k_out
+        return eager_call(_PLANS, (q, k, q_weight, k_weight, cos, sin, eps),
+                          lambda: _validate(q, k, q_weight, k_weight, cos, sin, eps),
+                          lambda: (out_like(q), out_like(k)),
+                          lambda q_out, k_out: _launch(q_out, k_out, *_unit_inputs(q, k, q_weight, k_weight, cos, sin),
+                                                       float(eps), direct=True))
+    _validate(q, k, q_weight, k_weight, cos, sin, eps)
     return torch.ops.kernelfleet.qk_norm_rope(q, k, q_weight, k_weight, cos, sin, float(eps))
 
 

@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 from kernels.adaln import check_modulation, check_rows_input, modulate
-from kernels.launch import cdiv, check_float, eager_direct, next_pow2, no_backward
+from kernels.launch import LaunchPlans, cdiv, check_float, eager_call, eager_direct, next_pow2, no_backward
 from kernels.rmsnorm import (check_eps, check_out, check_same_device, launcher, out_rows_3d, resolve_config,
                              cast_trip, fusion_options, round_code, row_offsets, strides_3d)
 from kernels.rounding import round_to
@@ -108,6 +108,9 @@ _backward, _setup_context = no_backward("kernelfleet::add_rms_norm_modulate")
 torch.library.register_autograd("kernelfleet::add_rms_norm_modulate", _backward, setup_context=_setup_context)
 
 
+_PLANS = LaunchPlans()  # eager calls' launches, per argument geometry
+
+
 def add_rms_norm_modulate(x: torch.Tensor, residual: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
                           eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
     """``(residual + x, RMSNorm(residual + x) * (1 + scale) + shift)`` with LTX-Video's eager rounding.
@@ -115,9 +118,12 @@ def add_rms_norm_modulate(x: torch.Tensor, residual: torch.Tensor, scale: torch.
     ``x``, ``residual``: ``[B, S, C]`` of one dtype; ``scale``, ``shift``: ``[B, 1, C]`` or ``[B, S, C]`` in that
     dtype.  Any strides.  Returns ``(new_residual, normed)``.  Forward only.
     """
-    _check_args(x, residual, scale, shift, eps)
     if eager_direct(x, residual, scale, shift):
-        return _launch(*_new_outs(x), x, residual, scale, shift, float(eps), traced=False)
+        return eager_call(_PLANS, (x, residual, scale, shift, eps), lambda: _check_args(x, residual, scale, shift, eps),
+                          lambda: _new_outs(x),
+                          lambda new_residual, normed: _launch(new_residual, normed, x, residual, scale, shift,
+                                                               float(eps), traced=False))
+    _check_args(x, residual, scale, shift, eps)
     new_residual, normed = torch.ops.kernelfleet.add_rms_norm_modulate(x, residual, scale, shift, float(eps))
     return new_residual, normed
 

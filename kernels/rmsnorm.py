@@ -23,8 +23,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.launch import (cdiv, check_device, check_float, direct_launcher, eager_direct,
-                            next_pow2, no_backward, row_num_warps)
+from kernels.launch import (LaunchPlans, arch_launch, cdiv, check_device, check_float, direct_launcher, eager_call,
+                            eager_direct, next_pow2, no_backward, row_num_warps)
 from kernels.rounding import round_to
 
 NUMERICS = ("torch", "diffusers", "llama")
@@ -148,7 +148,8 @@ def norm_launch_config(block_d: int, device: Optional[torch.device] = None) -> N
     under torch.compile.
     """
     rows = max(1, min(_MAX_ROWS_PER_PROGRAM, _ELEMENTS_PER_PROGRAM // block_d))
-    return NormLaunch(rows, row_num_warps(rows * block_d, device))
+    measured = dict(arch_launch(device).norm_warps).get(block_d) if rows == 1 else None
+    return NormLaunch(rows, measured or row_num_warps(rows * block_d, device))
 
 
 def resolve_config(config, block_d: int, device: torch.device) -> NormLaunch:
@@ -361,6 +362,9 @@ _backward, _setup_context = no_backward("kernelfleet::rms_norm")
 torch.library.register_autograd("kernelfleet::rms_norm", _backward, setup_context=_setup_context)
 
 
+_PLANS = LaunchPlans()  # eager calls' launches, per argument geometry
+
+
 def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6, *,
              numerics: str = "torch") -> torch.Tensor:
     """RMSNorm of ``x`` over its last dimension, times ``weight`` when given; rounding as ``numerics`` says.
@@ -369,9 +373,11 @@ def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float 
     ``"torch"``, ``"diffusers"``, ``"llama"`` (the module whose rounding is mirrored; see the module docstring).
     Forward only.
     """
-    _check_rms_args(x, weight, eps, numerics)
     if eager_direct(x, weight):
-        return _launch(_new_out(x, weight, numerics), x, weight, float(eps), numerics, traced=False)
+        return eager_call(_PLANS, (x, weight, eps, numerics), lambda: _check_rms_args(x, weight, eps, numerics),
+                          lambda: (_new_out(x, weight, numerics),),
+                          lambda out: _launch(out, x, weight, float(eps), numerics, traced=False))[0]
+    _check_rms_args(x, weight, eps, numerics)
     return torch.ops.kernelfleet.rms_norm(x, weight, float(eps), numerics)
 
 

@@ -38,8 +38,8 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from kernels.launch import (cdiv, check_device, check_float, direct_launcher, eager_direct,
-                            next_pow2, no_backward, row_num_warps)
+from kernels.launch import (LaunchPlans, cdiv, check_device, check_float, direct_launcher, eager_call, eager_direct,
+                            next_pow2, no_backward, out_like, row_num_warps, unit_last)
 from kernels.rmsnorm import round_code, round_trip
 from kernels.rounding import round_to
 
@@ -220,11 +220,6 @@ def _check_out(out: torch.Tensor, x: torch.Tensor) -> None:
 # Launch
 
 
-def _unit_last(t: torch.Tensor) -> torch.Tensor:
-    """t itself when its last dim is unit-stride (what the kernel addresses), else a contiguous copy."""
-    return t if t.stride(-1) == 1 else t.contiguous()
-
-
 def _x_strides(t: torch.Tensor, seq_dim: int) -> tuple[int, int, int, int, int, int]:
     """(B, S, H, stride_b, stride_s, stride_h) of x or out; a 3-D tensor is one head."""
     shape, st = t.shape, t.stride()
@@ -247,7 +242,7 @@ def _launch(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Te
             interleaved: bool, round_each: bool, config: RopeConfig | None = None, direct: bool = False) -> None:
     """Launch the kernel: through ``wrap_triton`` inside the op (traceable), or ``direct`` (eager calls;
     outside an op, wrap_triton would dispatch through a slow higher-order op).  Every tensor's last dim must be
-    unit-stride (inputs pass through :func:`_unit_last`).
+    unit-stride (inputs pass through :func:`kernels.launch.unit_last`).
 
     In eager calls fp fusion is off: a fused multiply-add rounds differently from the model's separate multiply
     and add (measured on an H200: with fusion 24% of fp32 and, for rotate-half, of bf16 outputs differed from
@@ -294,7 +289,7 @@ def _round_each(x: torch.Tensor, cos: torch.Tensor) -> bool:
 
 @triton_op("kernelfleet::rope_interleaved", mutates_args=())
 def _rope_interleaved_op(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, seq_dim: int) -> torch.Tensor:
-    x, cos, sin = _unit_last(x), _unit_last(cos), _unit_last(sin)
+    x, cos, sin = unit_last(x), unit_last(cos), unit_last(sin)
     out = torch.empty_like(x)
     _launch(out, x, cos, sin, seq_dim, interleaved=True, round_each=False)
     return out
@@ -303,7 +298,7 @@ def _rope_interleaved_op(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, 
 @triton_op("kernelfleet::rope_rotate_half", mutates_args=())
 def _rope_rotate_half_op(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, seq_dim: int,
                          round_each: bool) -> torch.Tensor:
-    x, cos, sin = _unit_last(x), _unit_last(cos), _unit_last(sin)
+    x, cos, sin = unit_last(x), unit_last(cos), unit_last(sin)
     out = torch.empty_like(x)
     _launch(out, x, cos, sin, seq_dim, interleaved=False, round_each=round_each)
     return out
@@ -319,6 +314,22 @@ for _op, _name in ((_rope_interleaved_op, "kernelfleet::rope_interleaved"),
 # Public API
 
 
+_INTERLEAVED_PLANS, _ROTATE_HALF_PLANS = LaunchPlans(), LaunchPlans()  # eager calls' launches, per geometry
+
+
+def _eager(plans: LaunchPlans, x, cos, sin, layout, interleaved: bool) -> torch.Tensor:
+    """The direct eager path of both conventions: a repeat of a geometry replays its launch plan."""
+    seq_dim = []
+
+    def launch(out):
+        round_each = False if interleaved else _round_each(x, cos)
+        _launch(out, unit_last(x), unit_last(cos), unit_last(sin), seq_dim[0], interleaved=interleaved,
+                round_each=round_each, direct=True)
+
+    return eager_call(plans, (x, cos, sin, layout), lambda: seq_dim.append(_validate(x, cos, sin, layout)),
+                      lambda: (out_like(x),), launch)[0]
+
+
 def rope_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
                      layout: str | None = None) -> torch.Tensor:
     """RoPE on interleaved pairs, as diffusers' LTX/FLUX ``apply_rotary_emb`` (fp32 math, one rounding).
@@ -326,12 +337,9 @@ def rope_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
     x: [B, S, C], [B, S, H, D] or [B, H, S, D] (fp32/bf16/fp16, last dim even); cos, sin: [S, D] or [B, S, D]
     (any float dtype, fp32 in the models).  ``layout`` ("bshd"/"bhsd") only when a 4-D x has H == S.
     """
-    seq_dim = _validate(x, cos, sin, layout)
     if eager_direct(x, cos, sin):
-        x, cos, sin = _unit_last(x), _unit_last(cos), _unit_last(sin)
-        out = torch.empty_like(x)
-        _launch(out, x, cos, sin, seq_dim, interleaved=True, round_each=False, direct=True)
-        return out
+        return _eager(_INTERLEAVED_PLANS, x, cos, sin, layout, interleaved=True)
+    seq_dim = _validate(x, cos, sin, layout)
     return torch.ops.kernelfleet.rope_interleaved(x, cos, sin, seq_dim)
 
 
@@ -342,14 +350,10 @@ def rope_rotate_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
     x: [B, S, H, D] or [B, H, S, D] (or [B, S, D], one head); cos, sin: [S, D] or [B, S, D] in x's dtype
     (transformers' rounding) or fp32 (fp32 math, one rounding).
     """
-    seq_dim = _validate(x, cos, sin, layout)
-    round_each = _round_each(x, cos)
     if eager_direct(x, cos, sin):
-        x, cos, sin = _unit_last(x), _unit_last(cos), _unit_last(sin)
-        out = torch.empty_like(x)
-        _launch(out, x, cos, sin, seq_dim, interleaved=False, round_each=round_each, direct=True)
-        return out
-    return torch.ops.kernelfleet.rope_rotate_half(x, cos, sin, seq_dim, round_each)
+        return _eager(_ROTATE_HALF_PLANS, x, cos, sin, layout, interleaved=False)
+    seq_dim = _validate(x, cos, sin, layout)
+    return torch.ops.kernelfleet.rope_rotate_half(x, cos, sin, seq_dim, _round_each(x, cos))
 
 
 def _rope_interleaved_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
@@ -357,7 +361,7 @@ def _rope_interleaved_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor
     """rope_interleaved writing into ``out`` (any strides); ``_config`` overrides the launch knobs (tuning)."""
     seq_dim = _validate(x, cos, sin, layout)
     _check_out(out, x)
-    x, cos, sin = _unit_last(x), _unit_last(cos), _unit_last(sin)
+    x, cos, sin = unit_last(x), unit_last(cos), unit_last(sin)
     _launch(out, x, cos, sin, seq_dim, interleaved=True, round_each=False, config=_config, direct=True)
     return out
 
@@ -367,7 +371,7 @@ def _rope_rotate_half_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor
     """rope_rotate_half writing into ``out`` (any strides); ``_config`` overrides the launch knobs (tuning)."""
     seq_dim = _validate(x, cos, sin, layout)
     _check_out(out, x)
-    x, cos, sin = _unit_last(x), _unit_last(cos), _unit_last(sin)
+    x, cos, sin = unit_last(x), unit_last(cos), unit_last(sin)
     _launch(out, x, cos, sin, seq_dim, interleaved=False, round_each=_round_each(x, cos), config=_config,
             direct=True)
     return out

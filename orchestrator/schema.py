@@ -38,7 +38,10 @@ class SweepCfg:
     rep_ms: float = 200.0
     rounds: int = 5  # implementations are timed interleaved, in this many rounds
     graph: bool = True  # also time CUDA/HIP-graph replay (launch-free) on a GPU
-    flush: str = "write"  # how L2 is flushed before each timed call: "write" a 256 MB buffer, or "read" it
+    # how L2 is flushed before each timed call: "read" a 256 MB buffer (clean lines), or "write" it (dirty lines the
+    # timed call writes back; on an H200 per-call times >= 100 MB ran a median 7 % over launch-free with "write",
+    # 3 % with "read": docs/perf/kernels-h200.md)
+    flush: str = "read"
     seed: Optional[int] = None  # None: fresh random inputs every run
     timeout_s: float = 600.0  # per job; the job's process group is killed past it
     batch_size: int = 32  # jobs per Ray task (one sandbox process, torch imported once)

@@ -57,7 +57,7 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
             samples[name] += timing.bench(lambda: fn(**inputs), device,
                                           warmup_ms=float(p.get("warmup_ms", 25.0)) if r == 0 else 1.0,
                                           rep_ms=per_round_ms, min_reps=5 if device.type == "cuda" else 3,
-                                          flush_mode=str(p.get("flush", "write")))
+                                          flush_mode=str(p.get("flush", "read")))
     nbytes = entry.bytes_moved(tuple(spec.shape), dtype)
     medians = {n: timing.median(s) for n, s in samples.items()}
     for name, s in samples.items():

@@ -62,7 +62,7 @@ def _estimate_ms(fn: Callable[[], object], device: torch.device, budget_ms: floa
 
 
 def bench(fn: Callable[[], object], device: torch.device, *, warmup_ms: float = 25.0, rep_ms: float = 100.0,
-          min_reps: int = 5, max_reps: int = 2000, flush: bool = True, flush_mode: str = "write") -> list[float]:
+          min_reps: int = 5, max_reps: int = 2000, flush: bool = True, flush_mode: str = "read") -> list[float]:
     """Per-repeat times of ``fn()`` in microseconds (warm-up excluded); ``flush_mode``: see the module doc."""
     if flush_mode not in FLUSH_MODES:
         raise ValueError(f"flush_mode must be one of {', '.join(FLUSH_MODES)}, got {flush_mode!r}")

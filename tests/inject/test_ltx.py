@@ -221,3 +221,23 @@ def test_wrapped_forward_is_left_alone_with_reason():
     assert "already replaced" in why and "before" in why
     restore(model)
     assert blk.forward is wrapper  # the user's wrapper is untouched
+
+
+def test_attention_hooks_still_run():
+    """The injected block calls a plain attention module's processor directly (LTXAttention.forward only inspects
+    the processor's signature); a hooked attention module is called as a module, so its hooks run, and the output
+    is the same either way."""
+    model = _transformer()
+    kw = _inputs()
+    ref = _run(model, kw)
+    inject(model)
+    plain = _run(model, kw)
+    seen = []
+    handles = [model.transformer_blocks[i].attn1.register_forward_hook(lambda mod, args, out: seen.append(mod))
+               for i in range(LAYERS)]
+    hooked = _run(model, kw)
+    for h in handles:
+        h.remove()
+    assert len(seen) == LAYERS
+    assert_equal(hooked, plain)
+    assert_close_bf16(plain, ref)

@@ -77,14 +77,14 @@ def test_fast_launch_passes_tensors_as_addresses():
     assert key == ((torch.bfloat16, True), 0, float, None, (torch.bfloat16, True))
 
 
-def _public_calls(device):
-    g = torch.Generator(device=device).manual_seed(0)
+def _public_calls(device, seed=0):
+    g = torch.Generator(device=device).manual_seed(seed)
 
     def r(*shape, dtype=torch.bfloat16):
         return torch.randn(*shape, generator=g, device=device, dtype=torch.float32).to(dtype)
 
     x, res = r(2, 40, 256), r(2, 40, 256)
-    sc, sh, w = r(2, 1, 256), r(2, 40, 256), r(256)
+    sc, sh, w, w2 = r(2, 1, 256), r(2, 40, 256), r(256), r(256)
     cos, sin = r(40, 256, dtype=torch.float32), r(40, 256, dtype=torch.float32)
     return {
         "rms_norm": lambda: kernels.rms_norm(x, w),
@@ -92,7 +92,8 @@ def _public_calls(device):
         "adaln_rms": lambda: kernels.adaln_rms(x, sc, sh),
         "adaln_layer_norm": lambda: kernels.adaln_layer_norm(x, sc, sh, w, w),
         "add_rms_norm_modulate": lambda: kernels.add_rms_norm_modulate(x, res, sc, sh),
-        "qk_norm_rope": lambda: kernels.qk_norm_rope(x, res, w, w, cos, sin),
+        "qk_norm_rope": lambda: kernels.qk_norm_rope(x, res, w, w2, cos, sin),
+        "qk_norm_rope one weight": lambda: kernels.qk_norm_rope(x, res, w, w, cos, sin),
         "rope_interleaved": lambda: kernels.rope_interleaved(x, cos, sin),
         "rope_rotate_half": lambda: kernels.rope_rotate_half(x.view(2, 40, 4, 64), cos[:, :64], sin[:, :64]),
         "gelu_tanh": lambda: kernels.gelu_tanh(x),
@@ -121,6 +122,31 @@ def test_fast_launch_matches_tritons_launch(monkeypatch):
                     assert torch.equal(got, want), name
     assert launch._FAST_SUPPORTED, "the device's Triton should be one the fast launch was checked on"
     assert all(l.cache for l in launch._DIRECT.values())  # every kernel took the cached path
+
+
+@gpu_test
+def test_replayed_launches_match_tritons_launch_on_other_tensors(monkeypatch):
+    """Launch plans recorded on one set of tensors and replayed on another of the same geometry give, bit for bit,
+    what Triton's own launch path gives on the second set."""
+    from kernels import launch
+
+    first, second = _public_calls(torch.device("cuda"), 0), _public_calls(torch.device("cuda"), 1)
+    with torch.no_grad():
+        monkeypatch.setattr(launch, "FAST_LAUNCH", False)
+        want = {name: _as_tuple(fn()) for name, fn in second.items()}
+        monkeypatch.setattr(launch, "FAST_LAUNCH", True)
+        for fn in first.values():
+            fn()  # compiles (cached), records the plan
+            fn()
+        for name, fn in second.items():
+            for got, expected in zip(_as_tuple(fn()), want[name]):
+                assert torch.equal(got, expected), name
+    import sys
+
+    from kernels import adaln, residual_norm, rmsnorm
+    for plans in (adaln._RMS_PLANS, adaln._LN_PLANS, residual_norm._PLANS, rmsnorm._PLANS,
+                  sys.modules["kernels.qk_norm_rope"]._PLANS):
+        assert any(isinstance(p, launch._Plan) for p in plans.plans.values())
 
 
 def test_direct_launch_under_the_interpreter_takes_tritons_path():

@@ -235,6 +235,21 @@ def test_launch_config_packs_narrow_rows():
         NormLaunch(3, 4)
 
 
+@gpu_test
+def test_launch_config_takes_the_measured_norm_warps():
+    """Where the device's launch table has measured warps for a row width (sm_90: 2048), the norm kernels use
+    them; other widths keep the generic rule."""
+    from kernels.launch import arch_launch, row_num_warps
+
+    dev = torch.device("cuda")
+    measured = dict(arch_launch(dev).norm_warps)
+    for block in (1024, 2048, 4096):
+        want = measured.get(block) or row_num_warps(norm_launch_config(block, dev).rows_per_program * block, dev)
+        assert norm_launch_config(block, dev).num_warps == want
+    if arch_launch(dev).arch == "sm_90":
+        assert norm_launch_config(2048, dev).num_warps == 4 and norm_launch_config(4096, dev).num_warps == 8
+
+
 def test_into_rejects_bad_out(device):
     x = rand((4, 32), torch.bfloat16).to(device)
     with pytest.raises(ValueError, match="out has shape"):

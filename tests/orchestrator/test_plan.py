@@ -35,13 +35,13 @@ def test_keys_are_stable_and_depend_on_config_and_code():
     other_code = [s.key for s in plan.plan(_cfg(), plan.CodeVersion("abc124", "k0"))]
     other_kernels = [s.key for s in plan.plan(_cfg(), plan.CodeVersion("abc123", "k1"))]
     other_params = [s.key for s in plan.plan(_cfg("sweep.rep_ms=50"), CODE)]
-    other_flush = plan.plan(_cfg("sweep.flush=read"), CODE)
+    other_flush = plan.plan(_cfg("sweep.flush=write"), CODE)
     assert not set(a) & set(other_code)
     assert not set(a) & set(other_kernels)
     assert not set(a) & set(other_params)
     assert not set(a) & {s.key for s in other_flush}
-    assert {s.params["flush"] for s in other_flush} == {"read"}
-    assert {s.params["flush"] for s in plan.plan(_cfg(), CODE)} == {"write"}  # the default, as measured so far
+    assert {s.params["flush"] for s in other_flush} == {"write"}
+    assert {s.params["flush"] for s in plan.plan(_cfg(), CODE)} == {"read"}  # the default (clean lines)
 
 
 def test_sweep_name_does_not_change_a_job_key():

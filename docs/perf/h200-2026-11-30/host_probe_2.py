@@ -2,20 +2,19 @@
 
 1. Host microseconds per call (1000 back-to-back calls at [1,16,2048] bf16, one sync at the end: the kernels take
    ~2-3 us on the GPU, so the loop runs at the host's pace) of PyTorch yardsticks and of every public kernel
-   function the LTX-Video injection calls, through each launch path of ``kernels.launch``:
-   ``raw`` (default: the compiled kernel's C launch function, tensors as addresses), ``run`` (the compiled kernel's
-   Python launcher), ``triton`` (Triton's own ``JITFunction.run``, KERNELFLEET_FAST_LAUNCH=0), and ``no launch``
-   (everything up to the launch, which is replaced by a no-op: our Python alone).
+   function the LTX-Video injection calls, through each launch path of ``kernels.launch`` (VARIANTS below).
 2. The full-size LTX-Video transformer (default config, random weights, bf16) at the e2e setting (batch 2, 1320
    video tokens, 128 text tokens), eager and injected: the host time to enqueue one forward, the synced time of one
    forward, whether anything in the forward synchronises with the device (torch.cuda.set_sync_debug_mode), and a
    cProfile of one forward (own time, top functions).
 Run on the device: python3 docs/perf/h200-2026-11-30/host_probe_2.py
 """
+import contextlib
 import cProfile
 import io
 import pstats
 import statistics
+import sys
 import time
 import warnings
 
@@ -41,11 +40,6 @@ def host_us(fn, n=1000):
     return enq / n * 1e6
 
 
-def _clear_launch_caches():
-    for d in launch._DIRECT.values():
-        d.cache.clear()
-
-
 def per_call():
     torch.manual_seed(0)
     x = torch.randn(1, 16, 2048, device=dev, dtype=bf)
@@ -53,7 +47,7 @@ def per_call():
     sc, sh = torch.randn(1, 1, 2048, device=dev, dtype=bf), torch.randn(1, 1, 2048, device=dev, dtype=bf)
     norm = torch.nn.RMSNorm(2048, eps=1e-5, device=dev, dtype=bf)
     lin = torch.nn.Linear(2048, 2048, device=dev, dtype=bf)
-    w = norm.weight
+    w, w2 = norm.weight, torch.nn.RMSNorm(2048, eps=1e-5, device=dev, dtype=bf).weight  # norm_q's, norm_k's
     cos, sin = torch.randn(1, 16, 2048, device=dev), torch.randn(1, 16, 2048, device=dev)
     q4 = torch.randn(1, 32, 16, 64, device=dev, dtype=bf)
     yard = {
@@ -67,39 +61,65 @@ def per_call():
         "adaln_rms": lambda: kernels.adaln_rms(x, sc, sh),
         "add_rms_norm_modulate": lambda: kernels.add_rms_norm_modulate(x, r, sc, sh),
         "rms_norm (weight)": lambda: kernels.rms_norm(x, w, 1e-5),
-        "qk_norm_rope": lambda: kernels.qk_norm_rope(x, r, w, w, cos, sin, 1e-5),
+        "qk_norm_rope": lambda: kernels.qk_norm_rope(x, r, w, w2, cos, sin, 1e-5),
         "gelu_tanh": lambda: kernels.gelu_tanh(x),
     }
     print("== 1. host us per call, [1,16,2048] bf16, no_grad (1000 calls, one sync)")
     with torch.no_grad():
         for name, fn in yard.items():
             print(f"  {name:28s} {host_us(fn):7.1f}")
-        paths = {}
-        for name, fn in ours.items():
-            paths[name] = {"raw": host_us(fn)}
-        saved_raw = launch._raw_launch
-        launch._raw_launch = lambda kernel: None
-        _clear_launch_caches()
-        for name, fn in ours.items():
-            paths[name]["run"] = host_us(fn)
-        launch._raw_launch = saved_raw
-        _clear_launch_caches()
-        launch.FAST_LAUNCH = False
-        for name, fn in ours.items():
-            paths[name]["triton"] = host_us(fn)
-        launch.FAST_LAUNCH = True
-        _clear_launch_caches()
-        for fn in ours.values():
-            fn()
-        for d in launch._DIRECT.values():  # keep everything but the C launch
-            for key, (kernel, constexprs, raw) in list(d.cache.items()):
-                d.cache[key] = (kernel, constexprs, (lambda *a: None, raw[1]) if raw else raw)
-        for name, fn in ours.items():
-            paths[name]["no launch"] = host_us(fn)
-        _clear_launch_caches()
-    print(f"  {'kernel':28s} {'raw':>7s} {'run':>7s} {'triton':>7s} {'no launch':>9s}")
+        paths = {name: {} for name in ours}
+        for variant in VARIANTS:
+            with _variant(variant):
+                if variant == "plan, no launch":
+                    for fn in ours.values():
+                        fn()  # record the plans
+                    _without_launch()
+                for name, fn in ours.items():
+                    paths[name][variant] = host_us(fn)
+    print(f"  {'kernel':28s}" + "".join(f" {v:>14s}" for v in VARIANTS))
     for name, p in paths.items():
-        print(f"  {name:28s} {p['raw']:7.1f} {p['run']:7.1f} {p['triton']:7.1f} {p['no launch']:9.1f}")
+        print(f"  {name:28s}" + "".join(f" {p[v]:14.1f}" for v in VARIANTS))
+
+
+# plan: a repeat call replays its launch plan (the default); no plan: every call takes the full path (checks,
+# set-up) and the compiled kernel's C launch; triton: Triton's own JITFunction.run (KERNELFLEET_FAST_LAUNCH=0);
+# plan, no launch: the plan's replay with the C launch replaced by a no-op (our Python alone)
+VARIANTS = ("plan", "no plan", "triton", "plan, no launch")
+
+
+@contextlib.contextmanager
+def _variant(name):
+    saved_find = launch.LaunchPlans.find
+    for d in launch._DIRECT.values():
+        d.cache.clear()
+    for plans in _all_plans():
+        plans.plans.clear()
+    if name == "no plan":
+        launch.LaunchPlans.find = lambda self, *items: (None, None)
+    if name == "triton":
+        launch.FAST_LAUNCH = False
+    try:
+        yield
+    finally:
+        launch.LaunchPlans.find = saved_find
+        launch.FAST_LAUNCH = True
+
+
+def _without_launch():
+    """Warm every plan, then make each plan's C launch a no-op."""
+    for plans in _all_plans():
+        for key, plan in list(plans.plans.items()):
+            if isinstance(plan, launch._Plan):
+                plans.plans[key] = launch._Plan(tuple(
+                    ((lambda *a: None, prefix),) + rest for (fn, prefix), *rest in plan.launches))
+
+
+def _all_plans():
+    from kernels import adaln, residual_norm, rmsnorm
+
+    return (adaln._RMS_PLANS, adaln._LN_PLANS, residual_norm._PLANS, rmsnorm._PLANS,
+            sys.modules["kernels.qk_norm_rope"]._PLANS)
 
 
 def _ltx_inputs():

@@ -1,0 +1,153 @@
+"""Launch plans (kernels.launch.LaunchPlans): a repeated eager call replays the launches its first call recorded.
+
+Run on the CPU with Triton's compile and launch replaced by fakes that log the C launch call
+(tests/support/fake_launch.py): a replayed launch must pass exactly what the full path (checks, set-up, launch)
+passes for the same tensors; bad input must still raise; calls a plan cannot repeat take the full path.  On a GPU,
+tests/kernels/test_dispatch.py checks the real launches bit for bit against Triton's own launch path.
+"""
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+
+import kernels
+from kernels import launch
+from tests.support import fake_launch
+
+BF = torch.bfloat16
+
+
+def _inputs(seed):
+    g = torch.Generator().manual_seed(seed)
+
+    def r(*shape, dtype=BF):
+        return torch.randn(*shape, generator=g).to(dtype)
+
+    return dict(x=r(2, 12, 64), res=r(2, 12, 64), sc=r(2, 1, 64), sh=r(2, 12, 64), w=r(64), w2=r(64),
+                cos=r(12, 64, dtype=torch.float32), sin=r(12, 64, dtype=torch.float32), cos16=r(12, 16), sin16=r(12, 16))
+
+
+CALLS = {
+    "adaln_rms": lambda t: kernels.adaln_rms(t["x"], t["sc"], t["sh"], t["w"]),
+    "adaln_layer_norm": lambda t: kernels.adaln_layer_norm(t["x"], t["sc"], t["sh"], t["w"], t["w2"]),
+    "add_rms_norm_modulate": lambda t: kernels.add_rms_norm_modulate(t["x"], t["res"], t["sc"], t["sh"]),
+    "rms_norm": lambda t: kernels.rms_norm(t["x"], t["w"], 1e-5),
+    "rms_norm diffusers": lambda t: kernels.rms_norm(t["x"], None, 1e-6, numerics="diffusers"),
+    "qk_norm_rope": lambda t: kernels.qk_norm_rope(t["x"], t["res"], t["w"], t["w2"], t["cos"], t["sin"]),
+    "rope_interleaved": lambda t: kernels.rope_interleaved(t["x"], t["cos"], t["sin"]),
+    "rope_interleaved [B,S,H,D]": lambda t: kernels.rope_interleaved(t["x"].view(2, 12, 4, 16), t["cos"][:, :16],
+                                                                     t["sin"][:, :16]),
+    "rope_rotate_half bf16 tables": lambda t: kernels.rope_rotate_half(t["x"].view(2, 12, 4, 16), t["cos16"],
+                                                                       t["sin16"]),
+}
+
+
+def _roles(entry, tensors: dict):
+    """A logged launch with every device address replaced by the name of the tensor at that address."""
+    at = {t.data_ptr(): name for name, t in tensors.items()}
+    return tuple(at.get(a, a) if isinstance(a, int) and not isinstance(a, bool) else a for a in entry)
+
+
+def _outs(out):
+    out = out if isinstance(out, tuple) else (out,)
+    return {f"out{i}": t for i, t in enumerate(out)}
+
+
+def _all_plans():
+    from kernels import adaln, residual_norm, rmsnorm, rope
+
+    qk = sys.modules["kernels.qk_norm_rope"]  # (the package exports the function under the module's name)
+    return (adaln._RMS_PLANS, adaln._LN_PLANS, residual_norm._PLANS, rmsnorm._PLANS, qk._PLANS,
+            rope._INTERLEAVED_PLANS, rope._ROTATE_HALF_PLANS)
+
+
+@pytest.fixture()
+def log(monkeypatch):
+    for plans in _all_plans():  # every test starts with no plans, and leaves none behind
+        monkeypatch.setattr(plans, "plans", {})
+    return fake_launch.install(monkeypatch.setattr)
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_a_replay_launches_what_the_full_path_launches(log, monkeypatch, name):
+    a, b = _inputs(0), _inputs(1)
+    call = CALLS[name]
+    call(a)  # first call of this geometry: checks, compile (faked), plan recorded
+    assert any(plan for plans in _all_plans() for plan in plans.plans.values())
+    log.clear()
+    out = call(b)  # other tensors, same geometry: the plan's replay
+    assert len(log) == 1
+    replayed = _roles(log[0], {**b, **_outs(out)})
+
+    log.clear()
+    monkeypatch.setattr(launch.LaunchPlans, "find", lambda self, *items: (None, None))  # the full path, every time
+    out = call(b)
+    assert len(log) == 1
+    assert replayed == _roles(log[0], {**b, **_outs(out)})
+    assert all(isinstance(v, str) or not isinstance(v, int) or v < 1 << 32 for v in replayed), \
+        "every address in the launch is one of the call's tensors"
+
+
+def test_bad_input_raises_after_a_plan_exists(log):
+    t = _inputs(0)
+    kernels.adaln_rms(t["x"], t["sc"], t["sh"])
+    kernels.adaln_rms(t["x"], t["sc"], t["sh"])
+    with pytest.raises(TypeError, match="scale has dtype torch.float32"):
+        kernels.adaln_rms(t["x"], t["sc"].float(), t["sh"])
+    with pytest.raises(ValueError, match="shift has shape"):
+        kernels.adaln_rms(t["x"], t["sc"], t["sh"][:, :5])
+    with pytest.raises(ValueError, match="eps must be a finite float"):
+        kernels.adaln_rms(t["x"], t["sc"], t["sh"], None, -1.0)
+    with pytest.raises(TypeError, match="eps must be a float"):
+        kernels.adaln_rms(t["x"], t["sc"], t["sh"], None, [1e-6])  # unhashable: no plan lookup, the check says why
+    with pytest.raises(TypeError, match="eps must be a float"):
+        kernels.rms_norm(t["x"], None, True)
+
+
+def test_the_key_holds_the_geometry_and_the_alignment(log):
+    from kernels import rmsnorm
+
+    t = _inputs(0)
+    flat = torch.randn(2 * 12 * 64 + 1).to(BF)
+    kernels.rms_norm(t["x"], t["w"])
+    kernels.rms_norm(t["x"][:, :6], t["w"])  # other shape and strides
+    kernels.rms_norm(t["x"].float(), t["w"].float())  # other dtype
+    kernels.rms_norm(flat[1:].view(2, 12, 64), t["w"])  # 2-byte offset: not 16-byte aligned
+    kernels.rms_norm(t["x"], t["w"], 1e-5)  # other eps
+    assert len(rmsnorm._PLANS.plans) == 5
+
+
+def test_calls_a_plan_cannot_repeat_take_the_full_path(log):
+    """q's and k's weights at one address: the recorded launch cannot tell them apart, so nothing is kept for that
+    key and every such call takes the full path (and launches with the right addresses)."""
+    qk_norm_rope = sys.modules["kernels.qk_norm_rope"]
+    t = _inputs(0)
+    for _ in range(3):
+        log.clear()
+        q_out, k_out = kernels.qk_norm_rope(t["x"], t["res"], t["w"], t["w"], t["cos"], t["sin"])
+        names = _roles(log[0], {**t, "q_out": q_out, "k_out": k_out}) if log else ()
+    assert list(qk_norm_rope._PLANS.plans.values()) == [launch._UNPLANNABLE]
+    want = ("x", "res", "w", "w", "cos", "sin", "q_out", "k_out")  # the kernel's tensor arguments, in order
+    assert any(names[i:i + len(want)] == want for i in range(len(names))), names  # the full path launched
+
+
+def test_plans_are_bounded(log, monkeypatch):
+    from kernels import rmsnorm
+
+    monkeypatch.setattr(launch, "MAX_PLANS", 4)
+    x = torch.randn(64, 32).to(BF)
+    for rows in range(1, 11):
+        kernels.rms_norm(x[:rows])
+    assert 1 <= len(rmsnorm._PLANS.plans) <= 4
+
+
+def test_no_plans_without_the_fast_launch():
+    """Under the interpreter (as in CI) every call takes Triton's path and nothing is recorded."""
+    t = _inputs(0)
+    with torch.no_grad():
+        for call in CALLS.values():
+            call(t)
+            call(t)
+    assert not any(plans.plans for plans in _all_plans())

@@ -1,0 +1,54 @@
+"""A stand-in for Triton's compile and launch, so that the fast launch path of ``kernels.launch`` (its cache, its
+launch plans) runs on the CPU as it does on a GPU, up to the compiled kernel's C launch function, which here logs
+its arguments instead of launching."""
+from __future__ import annotations
+
+from kernels import launch
+
+
+class _FakeRun:
+    """A compiled kernel's launcher: no scratch memory, and a C-style ``launch`` that logs its arguments."""
+
+    global_scratch_size = profile_scratch_size = 0
+    launch_cooperative_grid = launch_pdl = False
+
+    def __init__(self, name: str, log: list):
+        def launch(*args):  # named "launch", as Triton's C launch function is
+            log.append((name,) + args)
+
+        self.launch = launch
+
+
+class _FakeKernel:
+    """A compiled kernel (and Triton's own launch path, which returns it without launching: a first launch does
+    not reach the log, a cached one does)."""
+
+    packed_metadata = None
+
+    def __init__(self, fn, log: list):
+        self.arg_names = fn.arg_names
+        self.function = fn.__name__
+        self.run = _FakeRun(fn.__name__, log)
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self
+
+
+def install(setattr_) -> list:
+    """Patch (through ``setattr_``: pytest's ``monkeypatch.setattr``, or plain ``setattr``) the fast launch path to
+    run on the CPU with fake kernels; returns the log of C launch calls.  The kernels get new launchers (empty
+    caches, holding the fakes), which go when pytest's patches are undone."""
+    log: list = []
+    real = launch.DirectLauncher._launch
+
+    def fake_launch(self, grid, *args, **kwargs):
+        if not isinstance(self.fn, _FakeKernel):
+            self.fn = _FakeKernel(self.fn, log)
+        return real(self, grid, *args, **kwargs)
+
+    setattr_(launch, "_DIRECT", {})
+    setattr_(launch.DirectLauncher, "_launch", fake_launch)
+    setattr_(launch, "fast_launch_active", lambda: True)  # the kernels' device checks still see the interpreter
+    setattr_(launch, "_current_device", lambda: 0)
+    setattr_(launch, "_current_stream", lambda device: 0)
+    return log
