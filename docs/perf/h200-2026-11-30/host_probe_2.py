@@ -112,7 +112,7 @@ def _without_launch():
         for key, plan in list(plans.plans.items()):
             if isinstance(plan, launch._Plan):
                 plans.plans[key] = launch._Plan(tuple(
-                    ((lambda *a: None, prefix),) + rest for (fn, prefix), *rest in plan.launches))
+                    ((lambda *a: None, prefix),) + tuple(rest) for (fn, prefix), *rest in plan.launches))
 
 
 def _all_plans():

@@ -12,7 +12,10 @@ from pathlib import Path
 HERE = Path(__file__).parent
 # oldest first: a later file's measurement of the same (kernel, shape) replaces an earlier one
 SOURCES = [("d781859", ["results-kernels-1.jsonl.gz", "results-kernels-2.jsonl.gz"]),
-           ("9cc7fd0", ["results-adaln-1.jsonl.gz", "results-adaln-2.jsonl.gz"])]
+           ("9cc7fd0", ["results-adaln-1.jsonl.gz", "results-adaln-2.jsonl.gz"]),
+           # second session of the day: L2 flushed by reading (8db33ff), then launch plans + norm warps (b8383d9)
+           ("8db33ff", ["../h200-2026-11-30b/results-kernels-1.jsonl.gz", "../h200-2026-11-30b/results-kernels-2.jsonl.gz"]),
+           ("b8383d9", ["../h200-2026-11-30c/results-kernels-1.jsonl.gz", "../h200-2026-11-30c/results-kernels-2.jsonl.gz"])]
 
 
 def micro_results(names):
