@@ -26,7 +26,8 @@ def _inputs(seed):
         return torch.randn(*shape, generator=g).to(dtype)
 
     return dict(x=r(2, 12, 64), res=r(2, 12, 64), sc=r(2, 1, 64), sh=r(2, 12, 64), w=r(64), w2=r(64),
-                cos=r(12, 64, dtype=torch.float32), sin=r(12, 64, dtype=torch.float32), cos16=r(12, 16), sin16=r(12, 16))
+                cos=r(12, 64, dtype=torch.float32), sin=r(12, 64, dtype=torch.float32),
+                cos16=r(12, 16), sin16=r(12, 16))
 
 
 CALLS = {

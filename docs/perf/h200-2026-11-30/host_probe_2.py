@@ -167,8 +167,8 @@ def model_host():
             model(**kw)
             pr.disable()
             torch.cuda.synchronize()
-        print(f"== 2. {mode}: forward host enqueue {statistics.median(enq):.2f} ms, synced {statistics.median(tot):.2f} ms "
-              f"(median of 7); synchronising calls in one forward: {len(caught)}")
+        print(f"== 2. {mode}: forward host enqueue {statistics.median(enq):.2f} ms, synced "
+              f"{statistics.median(tot):.2f} ms (median of 7); synchronising calls in one forward: {len(caught)}")
         for w in caught[:5]:
             print(f"   sync: {w.filename}:{w.lineno}: {str(w.message)[:160]}")
         s = io.StringIO()
