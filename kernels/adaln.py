@@ -187,7 +187,8 @@ for _op in ("kernelfleet::adaln_rms", "kernelfleet::adaln_layer_norm"):
 # ----------------------------------------------------------------------------------------------------------------
 # Public API
 # ----------------------------------------------------------------------------------------------------------------
-_RMS_PLANS, _LN_PLANS = LaunchPlans(), LaunchPlans()  # eager calls' launches, per argument geometry
+# eager calls' launches, per argument geometry
+_RMS_PLANS, _LN_PLANS = LaunchPlans("adaln_rms"), LaunchPlans("adaln_layer_norm")
 
 
 def adaln_rms(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight: Optional[torch.Tensor] = None,

@@ -161,19 +161,14 @@ def _fast_launch_supported() -> bool:
 
 _FAST_SUPPORTED = _fast_launch_supported()
 _I32_LO, _I32_HI = -(1 << 31), (1 << 31) - 1
-_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
-
-
-def _arg_key(a):
-    """What Triton specialises a runtime argument on: a tensor's dtype and 16-byte alignment; an int's being 1,
-    its divisibility by 16 and whether it fits int32 (one small int: bit 0, 1, 2); a float's being a float."""
-    return _specialise((a,))[0][0]
 
 
 def _specialise(args):
-    """``(key, values)`` of a launch's runtime arguments in one pass: the specialisation key (:func:`_arg_key` of
-    each) and the values the launcher takes, a tensor as its device address (an int, which the launcher passes
-    through as it is: a tensor would cost it a ``data_ptr()`` call and a driver query per pointer)."""
+    """``(key, values)`` of a launch's runtime arguments in one pass.  The key holds what Triton specialises each
+    argument on: a tensor's dtype and 16-byte alignment; an int's being 1, its divisibility by 16 and whether it
+    fits int32 (one small int: bit 0, 1, 2); a float's being a float.  The values are what the launcher takes, a
+    tensor as its device address (an int, which the launcher passes through as it is: a tensor would cost it a
+    ``data_ptr()`` call and a driver query per pointer)."""
     key = []
     values = []
     for a in args:
@@ -181,7 +176,7 @@ def _specialise(args):
         if t is int:
             key.append((a == 1) | ((a & 15 == 0) << 1) | ((not _I32_LO <= a <= _I32_HI) << 2))
             values.append(a)
-        elif t in _TENSOR_TYPES or isinstance(a, torch.Tensor):
+        elif t in _PLAIN or isinstance(a, torch.Tensor):
             ptr = a.data_ptr()
             key.append((a.dtype, not ptr & 15))
             values.append(ptr)
@@ -214,7 +209,7 @@ class DirectLauncher:
     work (argument binding, cache-key hashing, launch metadata): its first launch of a specialisation goes through
     Triton (compiling if needed) and keeps the compiled kernel; later launches of that specialisation call the
     compiled kernel's C launch function directly, with tensors passed as device addresses.  The specialisation key
-    covers what Triton specialises on (see :func:`_arg_key`), the constexprs, the launch options and the device, so
+    covers what Triton specialises on (see :func:`_specialise`), the constexprs, the launch options and the device, so
     a launch never reuses a binary compiled for other alignment or dtypes.  Used only for plain eager launches
     (``eager_direct``, whose callers have checked that every tensor is on the GPU) with runtime arguments
     positional and constexprs by keyword; Triton's own path is taken under the interpreter, with launch hooks set
@@ -245,17 +240,20 @@ class DirectLauncher:
             _record(self.cache.get(key), grid, args, values)
             return kernel
         kernel, constexprs, raw = hit
-        g1 = grid[1] if len(grid) > 1 else 1
-        g2 = grid[2] if len(grid) > 2 else 1
+        g0, g1, g2 = _grid3(grid)
         stream = _current_stream(device)
         if raw is None:
-            kernel.run(grid[0], g1, g2, stream, kernel.function, kernel.packed_metadata, None, None, None,
+            kernel.run(g0, g1, g2, stream, kernel.function, kernel.packed_metadata, None, None, None,
                        *values, *constexprs)
         else:
-            raw[0](grid[0], g1, g2, stream, *raw[1], *values, *constexprs)
+            raw[0](g0, g1, g2, stream, *raw[1], *values, *constexprs)
         if _RECORDING.launches is not None:
             _record(hit, grid, args, values)
         return kernel
+
+
+def _grid3(grid) -> tuple:
+    return grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1
 
 
 def _current_device() -> int:
@@ -291,8 +289,7 @@ def _record(entry, grid, args, values) -> None:
         _RECORDING.launches = None
         return
     tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
-    grid3 = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
-    rec.append((entry[2], grid3, list(values), tensors, entry[1]))
+    rec.append((entry[2], _grid3(grid), list(values), tensors, entry[1]))
 
 
 def plan_key(*items) -> tuple:
@@ -324,6 +321,7 @@ class _Plan:
 
 MAX_PLANS = 1024  # per function
 _UNPLANNABLE = object()  # a key whose launches cannot be replayed from the call's tensors
+PLANS: dict[str, "LaunchPlans"] = {}  # every public function's plans, by the function's name
 
 
 class LaunchPlans:
@@ -336,8 +334,9 @@ class LaunchPlans:
     the call's own tensors (inputs and outputs) at its address.  A view at an offset, a copy, or two of the call's
     tensors at one address leave the key unrecorded, and each such call takes the full path."""
 
-    def __init__(self):
+    def __init__(self, name: str):
         self.plans: dict = {}
+        PLANS[name] = self
 
     def find(self, *items) -> tuple[tuple | None, _Plan | None]:
         """``(key, plan)`` of a call on ``items`` (its tensors and scalars, in a fixed order); ``(None, None)``

@@ -224,7 +224,7 @@ _qk_norm_rope_op.register_autograd(_backward, setup_context=_setup_context)
 # Public API
 
 
-_PLANS = LaunchPlans()  # eager calls' launches, per argument geometry
+_PLANS = LaunchPlans("qk_norm_rope")  # eager calls' launches, per argument geometry
 
 
 def qk_norm_rope(q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor | None, k_weight: torch.Tensor | None,

@@ -108,7 +108,7 @@ _backward, _setup_context = no_backward("kernelfleet::add_rms_norm_modulate")
 torch.library.register_autograd("kernelfleet::add_rms_norm_modulate", _backward, setup_context=_setup_context)
 
 
-_PLANS = LaunchPlans()  # eager calls' launches, per argument geometry
+_PLANS = LaunchPlans("add_rms_norm_modulate")  # eager calls' launches, per argument geometry
 
 
 def add_rms_norm_modulate(x: torch.Tensor, residual: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,

@@ -362,7 +362,7 @@ _backward, _setup_context = no_backward("kernelfleet::rms_norm")
 torch.library.register_autograd("kernelfleet::rms_norm", _backward, setup_context=_setup_context)
 
 
-_PLANS = LaunchPlans()  # eager calls' launches, per argument geometry
+_PLANS = LaunchPlans("rms_norm")  # eager calls' launches, per argument geometry
 
 
 def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6, *,

@@ -314,7 +314,8 @@ for _op, _name in ((_rope_interleaved_op, "kernelfleet::rope_interleaved"),
 # Public API
 
 
-_INTERLEAVED_PLANS, _ROTATE_HALF_PLANS = LaunchPlans(), LaunchPlans()  # eager calls' launches, per geometry
+# eager calls' launches, per geometry
+_INTERLEAVED_PLANS, _ROTATE_HALF_PLANS = LaunchPlans("rope_interleaved"), LaunchPlans("rope_rotate_half")
 
 
 def _eager(plans: LaunchPlans, x, cos, sin, layout, interleaved: bool) -> torch.Tensor:

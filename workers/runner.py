@@ -25,18 +25,21 @@ def run(specs: Iterable[JobSpec], node_id: str | None = None, env: dict[str, str
         yield result
 
 
+def _open(path: str | Path, mode: str = "r"):
+    """A plan or results file, read decompressed when its name ends in ``.gz`` (results kept in docs/perf/)."""
+    return gzip.open(path, mode + "t" if mode == "r" else mode) if str(path).endswith(".gz") else open(path, mode)
+
+
 def content(path: str | Path) -> bytes:
-    """A plan's or results file's bytes, decompressed when its name ends in ``.gz`` (results kept in docs/perf/)."""
-    if str(path).endswith(".gz"):
-        with gzip.open(path, "rb") as f:
-            return f.read()
-    return Path(path).read_bytes()
+    """A plan's or results file's bytes (decompressed)."""
+    with _open(path, "rb") as f:
+        return f.read()
 
 
 def _json_lines(path: str | Path) -> Iterator[tuple[int, dict]]:
     """(line number, object) for each non-empty line; a last line cut short by an interrupted writer is dropped.
     A ``.gz`` file is read decompressed."""
-    with (gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)) as f:
+    with _open(path) as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue

@@ -21,7 +21,7 @@ _FLUSH_BYTES = 256 * 1024 * 1024  # > 4x the L2 of an H200 (60 MB) or an MI355X 
 _flush_buf: dict[torch.device, torch.Tensor] = {}
 
 
-def _flush(device: torch.device, mode: str = "write") -> None:
+def _flush(device: torch.device, mode: str) -> None:
     buf = _flush_buf.get(device)
     if buf is None:
         buf = torch.zeros(_FLUSH_BYTES // 4, dtype=torch.int32, device=device)

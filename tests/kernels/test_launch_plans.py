@@ -7,8 +7,6 @@ tests/kernels/test_dispatch.py checks the real launches bit for bit against Trit
 """
 from __future__ import annotations
 
-import sys
-
 import pytest
 import torch
 
@@ -56,17 +54,9 @@ def _outs(out):
     return {f"out{i}": t for i, t in enumerate(out)}
 
 
-def _all_plans():
-    from kernels import adaln, residual_norm, rmsnorm, rope
-
-    qk = sys.modules["kernels.qk_norm_rope"]  # (the package exports the function under the module's name)
-    return (adaln._RMS_PLANS, adaln._LN_PLANS, residual_norm._PLANS, rmsnorm._PLANS, qk._PLANS,
-            rope._INTERLEAVED_PLANS, rope._ROTATE_HALF_PLANS)
-
-
 @pytest.fixture()
 def log(monkeypatch):
-    for plans in _all_plans():  # every test starts with no plans, and leaves none behind
+    for plans in launch.PLANS.values():  # every test starts with no plans, and leaves none behind
         monkeypatch.setattr(plans, "plans", {})
     return fake_launch.install(monkeypatch.setattr)
 
@@ -76,7 +66,7 @@ def test_a_replay_launches_what_the_full_path_launches(log, monkeypatch, name):
     a, b = _inputs(0), _inputs(1)
     call = CALLS[name]
     call(a)  # first call of this geometry: checks, compile (faked), plan recorded
-    assert any(plan for plans in _all_plans() for plan in plans.plans.values())
+    assert any(plan for plans in launch.PLANS.values() for plan in plans.plans.values())
     log.clear()
     out = call(b)  # other tensors, same geometry: the plan's replay
     assert len(log) == 1
@@ -108,8 +98,6 @@ def test_bad_input_raises_after_a_plan_exists(log):
 
 
 def test_the_key_holds_the_geometry_and_the_alignment(log):
-    from kernels import rmsnorm
-
     t = _inputs(0)
     flat = torch.randn(2 * 12 * 64 + 1).to(BF)
     kernels.rms_norm(t["x"], t["w"])
@@ -117,31 +105,28 @@ def test_the_key_holds_the_geometry_and_the_alignment(log):
     kernels.rms_norm(t["x"].float(), t["w"].float())  # other dtype
     kernels.rms_norm(flat[1:].view(2, 12, 64), t["w"])  # 2-byte offset: not 16-byte aligned
     kernels.rms_norm(t["x"], t["w"], 1e-5)  # other eps
-    assert len(rmsnorm._PLANS.plans) == 5
+    assert len(launch.PLANS["rms_norm"].plans) == 5
 
 
 def test_calls_a_plan_cannot_repeat_take_the_full_path(log):
     """q's and k's weights at one address: the recorded launch cannot tell them apart, so nothing is kept for that
     key and every such call takes the full path (and launches with the right addresses)."""
-    qk_norm_rope = sys.modules["kernels.qk_norm_rope"]
     t = _inputs(0)
     for _ in range(3):
         log.clear()
         q_out, k_out = kernels.qk_norm_rope(t["x"], t["res"], t["w"], t["w"], t["cos"], t["sin"])
         names = _roles(log[0], {**t, "q_out": q_out, "k_out": k_out}) if log else ()
-    assert list(qk_norm_rope._PLANS.plans.values()) == [launch._UNPLANNABLE]
+    assert list(launch.PLANS["qk_norm_rope"].plans.values()) == [launch._UNPLANNABLE]
     want = ("x", "res", "w", "w", "cos", "sin", "q_out", "k_out")  # the kernel's tensor arguments, in order
     assert any(names[i:i + len(want)] == want for i in range(len(names))), names  # the full path launched
 
 
 def test_plans_are_bounded(log, monkeypatch):
-    from kernels import rmsnorm
-
     monkeypatch.setattr(launch, "MAX_PLANS", 4)
     x = torch.randn(64, 32).to(BF)
     for rows in range(1, 11):
         kernels.rms_norm(x[:rows])
-    assert 1 <= len(rmsnorm._PLANS.plans) <= 4
+    assert 1 <= len(launch.PLANS["rms_norm"].plans) <= 4
 
 
 def test_no_plans_without_the_fast_launch():
@@ -151,4 +136,4 @@ def test_no_plans_without_the_fast_launch():
         for call in CALLS.values():
             call(t)
             call(t)
-    assert not any(plans.plans for plans in _all_plans())
+    assert not any(plans.plans for plans in launch.PLANS.values())

@@ -14,7 +14,6 @@ import cProfile
 import io
 import pstats
 import statistics
-import sys
 import time
 import warnings
 
@@ -22,22 +21,11 @@ import torch
 import torch.nn.functional as F
 
 import kernels
+from host_probe import host_us  # (this folder's first probe)
 from kernels import launch
 
 dev = torch.device("cuda")
 bf = torch.bfloat16
-
-
-def host_us(fn, n=1000):
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(n):
-        fn()
-    enq = time.perf_counter() - t
-    torch.cuda.synchronize()
-    return enq / n * 1e6
 
 
 def per_call():
@@ -67,7 +55,7 @@ def per_call():
     print("== 1. host us per call, [1,16,2048] bf16, no_grad (1000 calls, one sync)")
     with torch.no_grad():
         for name, fn in yard.items():
-            print(f"  {name:28s} {host_us(fn):7.1f}")
+            print(f"  {name:28s} {host_us(fn, n=1000, warmup=50)[0]:7.1f}")
         paths = {name: {} for name in ours}
         for variant in VARIANTS:
             with _variant(variant):
@@ -76,7 +64,7 @@ def per_call():
                         fn()  # record the plans
                     _without_launch()
                 for name, fn in ours.items():
-                    paths[name][variant] = host_us(fn)
+                    paths[name][variant] = host_us(fn, n=1000, warmup=50)[0]
     print(f"  {'kernel':28s}" + "".join(f" {v:>14s}" for v in VARIANTS))
     for name, p in paths.items():
         print(f"  {name:28s}" + "".join(f" {p[v]:14.1f}" for v in VARIANTS))
@@ -93,7 +81,7 @@ def _variant(name):
     saved_find = launch.LaunchPlans.find
     for d in launch._DIRECT.values():
         d.cache.clear()
-    for plans in _all_plans():
+    for plans in launch.PLANS.values():
         plans.plans.clear()
     if name == "no plan":
         launch.LaunchPlans.find = lambda self, *items: (None, None)
@@ -107,19 +95,12 @@ def _variant(name):
 
 
 def _without_launch():
-    """Warm every plan, then make each plan's C launch a no-op."""
-    for plans in _all_plans():
+    """Make each recorded plan's C launch a no-op."""
+    for plans in launch.PLANS.values():
         for key, plan in list(plans.plans.items()):
             if isinstance(plan, launch._Plan):
                 plans.plans[key] = launch._Plan(tuple(
                     ((lambda *a: None, prefix),) + tuple(rest) for (fn, prefix), *rest in plan.launches))
-
-
-def _all_plans():
-    from kernels import adaln, residual_norm, rmsnorm
-
-    return (adaln._RMS_PLANS, adaln._LN_PLANS, residual_norm._PLANS, rmsnorm._PLANS,
-            sys.modules["kernels.qk_norm_rope"]._PLANS)
 
 
 def _ltx_inputs():
