@@ -40,7 +40,7 @@ from torch.library import triton_op, wrap_triton
 
 from kernels.launch import (LaunchPlans, cdiv, check_device, check_float, direct_launcher, eager_call, eager_direct,
                             next_pow2, no_backward, out_like, row_num_warps, unit_last)
-from kernels.rmsnorm import round_code, round_trip
+from kernels.rmsnorm import cast_trip, fusion_options, round_code, round_trip
 from kernels.rounding import round_to
 
 LAYOUTS = ("bshd", "bhsd")
@@ -85,6 +85,9 @@ def _rope_kernel(
     BLOCK_S: tl.constexpr,
     BLOCK_H: tl.constexpr,
     BLOCK_D: tl.constexpr,
+    # with ROUND_EACH: round the products in integer arithmetic (a traced launch, fp fusion on) or by casts (a
+    # direct launch, fp fusion off; the integer path made the kernel ALU-bound at half the copy bandwidth)
+    INT_ROUND: tl.constexpr,
 ):
     # One program: BLOCK_S sequence positions x BLOCK_H heads of one batch element; the cos/sin tile is
     # [BLOCK_S, 1, BLOCK_D] and broadcasts over the heads.  The last dim of every tensor is unit-stride.
@@ -133,9 +136,12 @@ def _rope_kernel(
         c2 = tl.load(c_base + ls * scs + (d + half), mask=cmask, other=0.0).to(tl.float32)
         s1 = tl.load(n_base + ls * sss + d, mask=cmask, other=0.0).to(tl.float32)
         s2 = tl.load(n_base + ls * sss + (d + half), mask=cmask, other=0.0).to(tl.float32)
-        if ROUND_EACH:
+        if ROUND_EACH and INT_ROUND:
             out1 = round_trip(x1 * c1, ROUND_EACH) + round_trip(-x2 * s1, ROUND_EACH)
             out2 = round_trip(x2 * c2, ROUND_EACH) + round_trip(x1 * s2, ROUND_EACH)
+        elif ROUND_EACH:
+            out1 = cast_trip(x1 * c1, ROUND_EACH) + cast_trip(-x2 * s1, ROUND_EACH)
+            out2 = cast_trip(x2 * c2, ROUND_EACH) + cast_trip(x1 * s2, ROUND_EACH)
         else:
             out1 = x1 * c1 - x2 * s1
             out2 = x2 * c2 + x1 * s2
@@ -258,8 +264,9 @@ def _launch(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Te
     n_programs = batch * cdiv(seq, cfg.block_s) * cdiv(heads, cfg.block_h)
     kernel = direct_launcher(_rope_kernel) if direct else wrap_triton(_rope_kernel)
     # fp fusion off wherever the kernel launches as itself (every eager call); a launch traced by torch.compile
-    # cannot carry the option through Inductor, which compiles with Triton's default (may differ by an ulp).
-    options = {"enable_fp_fusion": False} if direct else {}
+    # cannot carry the option through Inductor, which compiles with Triton's default (the interleaved convention
+    # may then differ by an ulp; rotate-half's per-op rounding stays exact through INT_ROUND).
+    options = fusion_options(traced=not direct)
     kernel[(n_programs,)](
         x, cos, sin, out,
         seq, heads, width,

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Device calls on nvidia-h200-x2 (two H200s, 32 cores) for issues #3/#4, fourth session of 2026-11-30.
+#   stage a: launch-knob sweep 2 (GPU 0, first half of the cores) beside the GELU-epilogue probe and then the GPU
+#            tests (GPU 1, second half)
+#   stage b: the kernel plan, shard 1/2 on GPU 0 and 2/2 on GPU 1 at the same time, each pinned to half the cores
+#   stage c: the LTX-Video e2e plan(s) in PLAN_DIR alone on GPU 0, then the GPU tests
+# Usage (device, repo root): bash docs/perf/h200-2026-11-30d/session.sh a|b|c [PLAN_DIR]
+set -u
+STAGE=${1:?a, b or c}; D=${2:-docs/perf/h200-2026-11-30d}; P=docs/perf/h200-2026-11-30d
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; T0=$(date +%s)
+stamp() { echo "$1 rc=$2 at $(( $(date +%s) - T0 )) s"; }
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+N=$(nproc); H=$((N / 2)); LO=0-$((H - 1)); HI=$H-$((N - 1))
+nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm,power.limit --format=csv > "$OUT/gpus-$STAGE.log"
+echo "cores $N" >> "$OUT/gpus-$STAGE.log"
+gpu_tests() {  # $1: GPU index, $2: seconds
+  CUDA_VISIBLE_DEVICES=$1 timeout $2 python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels tests/inject \
+      tests/workers > "$OUT/pytest-gpu.log" 2>&1
+  stamp pytest $? >> "$OUT/pytest-gpu.log"
+}
+
+if [ "$STAGE" = a ]; then
+  ( CUDA_VISIBLE_DEVICES=0 taskset -c $LO timeout 480 python3 $P/launch_knobs_2.py > "$OUT/launch-knobs-2.log" 2>&1
+    stamp knobs $? >> "$OUT/launch-knobs-2.log" ) &
+  ( CUDA_VISIBLE_DEVICES=1 taskset -c $HI timeout 100 python3 $P/gelu_epilogue_probe.py > "$OUT/gelu-epilogue.log" 2>&1
+    stamp probe $? >> "$OUT/gelu-epilogue.log"
+    export -f gpu_tests stamp; taskset -c $HI bash -c "gpu_tests 1 $(( 500 - ($(date +%s) - T0) ))" ) &
+  wait
+  cat "$OUT/gelu-epilogue.log"; tail -n 5 "$OUT/pytest-gpu.log"; grep -c "^| " "$OUT/launch-knobs-2.log"
+elif [ "$STAGE" = b ]; then
+  for i in 1 2; do
+    cores=$LO; [ $i = 2 ] && cores=$HI
+    ( CUDA_VISIBLE_DEVICES=$((i - 1)) taskset -c $cores timeout 540 python3 -m workers run $D/plan-kernels.jsonl \
+          --out "$OUT/results-kernels-$i.jsonl" --shard $i/2 > "$OUT/kernels-$i.log" 2>&1
+      stamp "shard $i/2" $? >> "$OUT/kernels-$i.log" ) &
+  done
+  wait
+  tail -n 4 "$OUT/kernels-1.log" "$OUT/kernels-2.log"
+else
+  for plan in $D/plan-e2e*.jsonl; do
+    tag=$(basename "$plan" .jsonl | sed 's/^plan-//')
+    CUDA_VISIBLE_DEVICES=0 timeout $(( 560 - ($(date +%s) - T0) )) python3 -m workers run "$plan" \
+        --out "$OUT/results-$tag.jsonl" >> "$OUT/e2e.log" 2>&1
+    stamp "$tag" $? >> "$OUT/e2e.log"
+  done
+  tail -n 8 "$OUT/e2e.log"
+fi
