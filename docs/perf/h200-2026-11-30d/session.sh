@@ -14,8 +14,8 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 N=$(nproc); H=$((N / 2)); LO=0-$((H - 1)); HI=$H-$((N - 1))
 nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm,power.limit --format=csv > "$OUT/gpus-$STAGE.log"
 echo "cores $N" >> "$OUT/gpus-$STAGE.log"
-gpu_tests() {  # $1: GPU index, $2: seconds
-  CUDA_VISIBLE_DEVICES=$1 timeout $2 python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels tests/inject \
+gpu_tests() {  # $1: GPU index, $2: seconds, $3: cores
+  CUDA_VISIBLE_DEVICES=$1 taskset -c $3 timeout $2 python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels tests/inject \
       tests/workers > "$OUT/pytest-gpu.log" 2>&1
   stamp pytest $? >> "$OUT/pytest-gpu.log"
 }
@@ -25,7 +25,7 @@ if [ "$STAGE" = a ]; then
     stamp knobs $? >> "$OUT/launch-knobs-2.log" ) &
   ( CUDA_VISIBLE_DEVICES=1 taskset -c $HI timeout 100 python3 $P/gelu_epilogue_probe.py > "$OUT/gelu-epilogue.log" 2>&1
     stamp probe $? >> "$OUT/gelu-epilogue.log"
-    export -f gpu_tests stamp; taskset -c $HI bash -c "gpu_tests 1 $(( 500 - ($(date +%s) - T0) ))" ) &
+    gpu_tests 1 $(( 500 - ($(date +%s) - T0) )) $HI ) &
   wait
   cat "$OUT/gelu-epilogue.log"; tail -n 5 "$OUT/pytest-gpu.log"; grep -c "^| " "$OUT/launch-knobs-2.log"
 elif [ "$STAGE" = b ]; then
