@@ -45,8 +45,11 @@ from kernels.rounding import round_to
 
 LAYOUTS = ("bshd", "bhsd")
 
-# Elements of x one program handles (rows of several sequence positions and heads when rows are narrow).
-_TILE_ELEMENTS = 4096
+# Elements of x one program handles (rows of several sequence positions and heads when rows are narrow).  H200,
+# 2026-11-30 (docs/perf/h200-2026-11-30d/launch_knobs_2.py): 2048 per program beat 4096 for both conventions at
+# every shape swept (rotate-half by 3-20 %, launch-free), with 8 warps for the interleaved rows and 4 for rotate-half's
+# two 1024-element halves (row_num_warps of the elements per load); the AMD entries take the same rule, unmeasured.
+_TILE_ELEMENTS = 2048
 
 
 class RopeConfig(NamedTuple):
@@ -58,15 +61,17 @@ class RopeConfig(NamedTuple):
 
 
 @functools.lru_cache(maxsize=256)
-def rope_config(heads: int, width: int, device: torch.device | None = None) -> RopeConfig:
-    """The launch knobs for a tile of ``width`` (the pow2 block over the head dim, or half of it for rotate-half).
+def rope_config(heads: int, width: int, device: torch.device | None = None, interleaved: bool = True) -> RopeConfig:
+    """The launch knobs for a block of ``width`` per head (the pow2 block over the head dim, or over half of it for
+    rotate-half, which loads each half separately).
 
     Several heads and sequence positions share a program until it holds about ``_TILE_ELEMENTS`` elements of x;
     the cos/sin row of a position is then loaded once for all its heads.  Only the head count and width enter
     (never the sequence length), so torch.compile with a dynamic sequence length does not specialise on it.
     """
-    block_h = min(next_pow2(heads), max(1, _TILE_ELEMENTS // width))
-    block_s = max(1, _TILE_ELEMENTS // (width * block_h))
+    per_load = _TILE_ELEMENTS if interleaved else _TILE_ELEMENTS // 2
+    block_h = min(next_pow2(heads), max(1, per_load // width))
+    block_s = max(1, per_load // (width * block_h))
     return RopeConfig(block_s, block_h, row_num_warps(block_s * block_h * width, device))
 
 
@@ -260,7 +265,7 @@ def _launch(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Te
     _, _, _, sob, sos, soh = _x_strides(out, seq_dim)
     width = int(x.shape[-1])  # compile-time sizes as plain ints (a traced SymInt is specialised)
     block_d = next_pow2(width if interleaved else width // 2)
-    cfg = config or rope_config(int(heads), block_d, x.device)
+    cfg = config or rope_config(int(heads), block_d, x.device, interleaved)
     n_programs = batch * cdiv(seq, cfg.block_s) * cdiv(heads, cfg.block_h)
     kernel = direct_launcher(_rope_kernel) if direct else wrap_triton(_rope_kernel)
     # fp fusion off wherever the kernel launches as itself (every eager call); a launch traced by torch.compile

@@ -317,9 +317,9 @@ def test_backward_raises(fn, device):
 # ------------------------------------------------------------------------------------------------ launch knobs
 def test_launch_config_and_override(device):
     wide = rope_config(1, 2048)
-    assert wide.block_h == 1 and wide.block_s * 2048 <= 4096
-    narrow = rope_config(16, 32)  # rotate-half D=64: half-width 32, 16 heads share the cos/sin row
-    assert narrow.block_h == 16 and narrow.block_s * narrow.block_h * 32 <= 4096
+    assert wide.block_h == 1 and wide.block_s == 1  # one 2048-wide interleaved row per program
+    narrow = rope_config(16, 32, interleaved=False)  # rotate-half D=64: half-width 32, 16 heads share cos/sin
+    assert narrow.block_h == 16 and narrow.block_s * narrow.block_h * 32 == 1024  # 2048 elements of x, two halves
     for cfg in (wide, narrow):
         assert all(v >= 1 and v & (v - 1) == 0 for v in cfg)
     x = rand((2, 7, 3, 16), torch.bfloat16).to(device)

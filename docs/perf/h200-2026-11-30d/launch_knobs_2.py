@@ -44,7 +44,8 @@ def sweep_cases():
     """(kernel, shape, default config, configs, call(out, inputs, cfg), out allocator)"""
     for shape in ((2, 4096, 16, 128), (1, 8192, 32, 64), (2, 6336, 32, 64), (1, 4096, 16, 64), (1, 1024, 16, 64)):
         half = next_pow2(shape[-1] // 2)
-        yield ("rope_rotate_half", shape, rope_config(shape[2], half, dev), rope_configs(shape[2], half),
+        yield ("rope_rotate_half", shape, rope_config(shape[2], half, dev, interleaved=False),
+               rope_configs(shape[2], half),
                lambda out, i, cfg: _rope_rotate_half_into(out, i["x"], i["cos"], i["sin"], _config=cfg),
                lambda i: torch.empty_like(i["x"]))
     for shape in ((2, 1320, 2048), (1, 1024, 2048), (2, 6336, 2048)):
@@ -62,6 +63,10 @@ def sweep_cases():
                lambda out, i, cfg: _adaln_layer_norm_into(out, i["x"], i["scale"], i["shift"], eps=i["eps"],
                                                           _config=cfg),
                lambda i: torch.empty_like(i["x"]))
+
+
+def knobs(cfg):
+    return tuple(cfg) if isinstance(cfg, tuple) else (cfg.rows_per_program, cfg.num_warps)
 
 
 def snap(out):
@@ -108,12 +113,12 @@ def main():
                     same = all(torch.equal(a, b) for a, b in zip(snap(out), want))
                     gt, pc = timed(lambda: call(out, inputs, cfg))
                 except Exception as e:  # a config that does not compile or launch
-                    print(f"{label} | {tuple(cfg)} | failed: {type(e).__name__}: {str(e)[:80]} | | | |")
+                    print(f"{label} | {knobs(cfg)} | failed: {type(e).__name__}: {str(e)[:80]} | | | |")
                     continue
                 results.append((gt, pc, cfg, same))
             best = min(results, key=lambda r: r[0])[2] if results else None
             for gt, pc, cfg, same in results:
-                tag = str(tuple(cfg)) + (" (default)" if tuple(cfg) == tuple(default) else "") + \
+                tag = str(knobs(cfg)) + (" (default)" if knobs(cfg) == knobs(default) else "") + \
                     (" **best**" if cfg == best else "") + ("" if same else " OUTPUT DIFFERS")
                 row(tag, gt, pc)
 
