@@ -3,6 +3,7 @@
 Portable between CUDA and ROCm; on the CPU they run through Triton's interpreter (TRITON_INTERPRET=1).
 """
 from kernels.adaln import adaln_layer_norm, adaln_rms
+from kernels.gated_residual import gated_residual
 from kernels.geglu import geglu, gelu_tanh
 from kernels.qk_norm_rope import qk_norm_rope
 from kernels.residual_norm import add_rms_norm_modulate
@@ -19,4 +20,5 @@ __all__ = [
     "adaln_layer_norm",
     "qk_norm_rope",
     "add_rms_norm_modulate",
+    "gated_residual",
 ]

@@ -18,6 +18,7 @@ import threading
 from dataclasses import dataclass
 
 import torch
+from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 
 @dataclass(frozen=True)
@@ -113,12 +114,6 @@ def no_backward(op_name: str):
     return backward, setup_context
 
 
-def _current_dispatch_mode():
-    from torch.utils._python_dispatch import _get_current_dispatch_mode
-
-    return _get_current_dispatch_mode()
-
-
 def eager_direct(*tensors: torch.Tensor | None) -> bool:
     """Whether a public kernel function may launch its kernel directly instead of calling its torch op.
 
@@ -127,7 +122,7 @@ def eager_direct(*tensors: torch.Tensor | None) -> bool:
     torch.compile traces (so it sees the op), for tensor subclasses and fake tensors, and when autograd has to
     record the op (so that backward raises its forward-only error).
     """
-    if torch.compiler.is_compiling() or torch.jit.is_tracing() or _current_dispatch_mode() is not None:
+    if torch.compiler.is_compiling() or torch.jit.is_tracing() or _get_current_dispatch_mode() is not None:
         return False  # traced (torch.compile, jit.trace, make_fx, export, fake tensors): the op must be seen
     grad = torch.is_grad_enabled()
     for t in tensors:
@@ -265,8 +260,13 @@ def _current_stream(device: int) -> int:
     return torch._C._cuda_getCurrentRawStream(device)
 
 
+# Whether the kernels were made interpreted: triton.jit decides when a kernel module is imported, so the fast path
+# (compiled kernels only) goes by the setting at import, read once (os.environ costs ~1 us a call).
+_INTERPRETED = interpreting()
+
+
 def fast_launch_active() -> bool:
-    return FAST_LAUNCH and _FAST_SUPPORTED and not interpreting() and not _launch_hooks_set()
+    return FAST_LAUNCH and _FAST_SUPPORTED and not _INTERPRETED and not _launch_hooks_set()
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -387,9 +387,15 @@ class LaunchPlans:
 
 def _launch_hooks_set() -> bool:
     """Whether a launch hook is installed (None, or an empty ``HookChain`` in newer Triton, means none)."""
+    runtime = _triton_runtime_knobs()
+    return _hook_set(runtime.launch_enter_hook) or _hook_set(runtime.launch_exit_hook)
+
+
+@functools.lru_cache(maxsize=None)
+def _triton_runtime_knobs():
     from triton import knobs
 
-    return _hook_set(knobs.runtime.launch_enter_hook) or _hook_set(knobs.runtime.launch_exit_hook)
+    return knobs.runtime
 
 
 def _hook_set(hook) -> bool:

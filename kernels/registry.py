@@ -76,6 +76,7 @@ _ENTRY_MODULES = (
     "kernels.entries.rmsnorm",  # rmsnorm
     "kernels.entries.adaln",  # adaln (RMSNorm + modulate), adaln_layer_norm
     "kernels.entries.residual_norm",  # add_rms_norm_modulate (LTX attn2 residual + norm2 + modulate)
+    "kernels.entries.gated_residual",  # gated_residual (LTX residual + branch * gate)
     "kernels.entries.rope",  # rope (LTX interleaved), rope_rotate_half
     "kernels.entries.qk_norm_rope",  # qk_norm_rope (LTX attn1 q/k norm + RoPE)
     "kernels.entries.geglu",  # geglu, gelu_tanh

@@ -29,8 +29,8 @@ from kernels.inject.report import InjectionReport, Left, Replaced
 from kernels.inject.state import Session, get_state, InjectionState, STATE_ATTR, undo
 
 # Kernels an injection can use (kernels.__all__ minus those that have no injection point).
-KERNEL_NAMES = ("qk_norm_rope", "adaln_rms", "add_rms_norm_modulate", "rms_norm", "rope_interleaved",
-                "rope_rotate_half", "adaln_layer_norm")
+KERNEL_NAMES = ("qk_norm_rope", "adaln_rms", "add_rms_norm_modulate", "gated_residual", "rms_norm",
+                "rope_interleaved", "rope_rotate_half", "adaln_layer_norm")
 NOT_INJECTABLE = {
     "gelu_tanh": "GELU-tanh is one PyTorch kernel already; a standalone Triton GELU saves no memory traffic in these "
                  "models (the gain needs a GEMM epilogue), so no module is replaced by it",

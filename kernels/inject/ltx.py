@@ -8,8 +8,10 @@ Per ``LTXVideoTransformerBlock`` (see the reference notes, sections 1.2-1.4):
   :func:`kernels.rms_norm` (numerics "torch");
 * the block's forward is replaced: ``norm1`` + ``* (1 + scale_msa) + shift_msa`` is one :func:`kernels.adaln_rms`,
   and the attn2 residual add + ``norm2`` + ``* (1 + scale_mlp) + shift_mlp`` is one
-  :func:`kernels.add_rms_norm_modulate`.  scale/shift come from ``temb`` either broadcast (``[B, 1, 6C]``, t2v) or
-  per token (``[B, S, 6C]``, image-to-video / condition pipelines); both go to the kernels as they are.
+  :func:`kernels.add_rms_norm_modulate`; the two gated residual adds (``hidden + attn1(...) * gate_msa`` and
+  ``hidden + ff(...) * gate_mlp``) are each one :func:`kernels.gated_residual`.  scale/shift/gates come from
+  ``temb`` either broadcast (``[B, 1, 6C]``, t2v) or per token (``[B, S, 6C]``, image-to-video / condition
+  pipelines); both go to the kernels as they are.
 
 The processors call diffusers' ``dispatch_attention_fn`` with ``backend=self._attention_backend`` like the stock
 processor, so ``set_attention_backend`` keeps working.  Everything here is traceable: decisions depend only on
@@ -19,14 +21,15 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
-import torch.nn.modules.module as _module
 from diffusers.models.attention_dispatch import dispatch_attention_fn
 from diffusers.models.transformers.transformer_ltx import (LTXAttention, LTXVideoAttnProcessor,
                                                           LTXVideoTransformerBlock, LTXVideoTransformer3DModel,
                                                           apply_rotary_emb)
 
-from kernels import add_rms_norm_modulate, qk_norm_rope
-from kernels.inject.norms import rms_modulate, rms_modulate_ok, torch_eps, torch_rms_norm, torch_rms_norm_ok
+from kernels import add_rms_norm_modulate, gated_residual, qk_norm_rope
+from kernels.inject.calls import call, plain
+from kernels.inject.norms import (modulation_ok, rms_modulate, rms_modulate_ok, torch_eps, torch_rms_norm,
+                                  torch_rms_norm_ok)
 from kernels.inject.report import KIND_BLOCK_FORWARD
 from kernels.inject.state import Session, mark
 
@@ -91,9 +94,9 @@ class LTXKernelAttnProcessor:
         if encoder_hidden_states is None:
             encoder_hidden_states = hidden_states
 
-        query = attn.to_q(hidden_states)
-        key = attn.to_k(encoder_hidden_states)
-        value = attn.to_v(encoder_hidden_states)
+        query = call(attn.to_q, hidden_states)
+        key = call(attn.to_k, encoder_hidden_states)
+        value = call(attn.to_v, encoder_hidden_states)
 
         if (image_rotary_emb is not None and self.fuse_qk_rope
                 and _fused_qk_rope_ok(attn, query, key, image_rotary_emb)):
@@ -121,16 +124,9 @@ class LTXKernelAttnProcessor:
         )
         hidden_states = hidden_states.flatten(2, 3)
         hidden_states = hidden_states.to(query.dtype)
-        hidden_states = attn.to_out[0](hidden_states)
-        hidden_states = attn.to_out[1](hidden_states)
+        hidden_states = call(attn.to_out[0], hidden_states)
+        hidden_states = call(attn.to_out[1], hidden_states)
         return hidden_states
-
-
-def _hooked(m: nn.Module) -> bool:
-    """Whether calling ``m`` runs anything besides its forward (the condition of nn.Module's own fast path)."""
-    return bool(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks
-                or _module._global_forward_hooks or _module._global_forward_pre_hooks
-                or _module._global_backward_hooks or _module._global_backward_pre_hooks)
 
 
 def _attend(attn: nn.Module, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb):
@@ -141,14 +137,25 @@ def _attend(attn: nn.Module, hidden_states, encoder_hidden_states, attention_mas
     host time per call (56 calls per step), so an attention module that is plain (the class's own forward, no
     hooks) has its processor called directly, which is what its forward would do.  Anything else goes through
     the module."""
-    if type(attn) is LTXAttention and "forward" not in attn.__dict__ and not _hooked(attn):
+    if plain(attn, LTXAttention):
         return attn.processor(attn, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb)
     return attn(hidden_states, encoder_hidden_states=encoder_hidden_states, attention_mask=attention_mask,
                 image_rotary_emb=image_rotary_emb)
 
 
-def _block_forward(use_adaln: bool, use_add_norm: bool):
-    """LTXVideoTransformerBlock.forward with the norm/modulate chains through the kernels the flags allow."""
+def _gated_add(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor, use_gate: bool) -> torch.Tensor:
+    """``residual + x * gate`` (the block's line), through :func:`kernels.gated_residual` where it computes exactly
+    that: one dtype for all three, x shaped like the residual, the gate broadcast or per token."""
+    if (use_gate and residual.dim() == 3 and x.shape == residual.shape and x.dtype == residual.dtype
+            and x.device == residual.device and residual.device.type in ("cuda", "cpu")
+            and modulation_ok(gate, residual)):
+        return gated_residual(residual, x, gate)
+    return residual + x * gate
+
+
+def _block_forward(use_adaln: bool, use_add_norm: bool, use_gate: bool):
+    """LTXVideoTransformerBlock.forward with the norm/modulate chains and the gated residual adds through the
+    kernels the flags allow."""
 
     @mark
     def forward(self, hidden_states: torch.Tensor, encoder_hidden_states: torch.Tensor, temb: torch.Tensor,
@@ -164,7 +171,7 @@ def _block_forward(use_adaln: bool, use_add_norm: bool):
         norm_hidden_states = rms_modulate(self.norm1, hidden_states, scale_msa, shift_msa, use_adaln)
 
         attn_hidden_states = _attend(self.attn1, norm_hidden_states, None, None, image_rotary_emb)
-        hidden_states = hidden_states + attn_hidden_states * gate_msa
+        hidden_states = _gated_add(hidden_states, attn_hidden_states, gate_msa, use_gate)
 
         attn_hidden_states = _attend(self.attn2, hidden_states, encoder_hidden_states, encoder_attention_mask, None)
         # residual add + norm2 + modulate (one kernel writing both the new residual and the FF input)
@@ -177,16 +184,16 @@ def _block_forward(use_adaln: bool, use_add_norm: bool):
             hidden_states = hidden_states + attn_hidden_states
             norm_hidden_states = rms_modulate(self.norm2, hidden_states, scale_mlp, shift_mlp, use_adaln)
 
-        ff_output = self.ff(norm_hidden_states)
-        hidden_states = hidden_states + ff_output * gate_mlp
-        return hidden_states
+        ff_output = call(self.ff, norm_hidden_states)
+        return _gated_add(hidden_states, ff_output, gate_mlp, use_gate)
 
     return forward
 
 
 # One forward function per flag combination: the same function object for every block, so the blocks stay
 # identical for compile_repeated_blocks (one compiled graph reused for all).
-_BLOCK_FORWARDS = {(a, b): _block_forward(a, b) for a in (False, True) for b in (False, True)}
+_BLOCK_FORWARDS = {(a, b, g): _block_forward(a, b, g) for a in (False, True) for b in (False, True)
+                   for g in (False, True)}
 
 
 def _norm_ok_static(norm: nn.Module) -> bool:
@@ -219,19 +226,22 @@ def _inject_attention(s: Session, name: str, attn: LTXAttention, self_attention:
 def _inject_block(s: Session, name: str, blk: LTXVideoTransformerBlock) -> None:
     use_adaln = s.allowed("adaln_rms") and _norm_ok_static(blk.norm1)
     use_add = s.allowed("add_rms_norm_modulate") and _norm_ok_static(blk.norm2) and blk.norm2.weight is None
-    if not (use_adaln or use_add):
-        why = ("adaln_rms and add_rms_norm_modulate not selected"
+    use_gate = s.allowed("gated_residual")
+    if not (use_adaln or use_add or use_gate):
+        why = ("adaln_rms, add_rms_norm_modulate and gated_residual not selected"
                if not (s.allowed("adaln_rms") or s.allowed("add_rms_norm_modulate"))
-               else "norm1/norm2 are not diffusers RMSNorm without bias")
+               else "norm1/norm2 are not diffusers RMSNorm without bias (and gated_residual not selected)")
         s.reason(blk.norm1, why)
         s.reason(blk.norm2, why)
         return
-    used = (("adaln_rms",) if use_adaln else ()) + (("add_rms_norm_modulate",) if use_add else ())
+    used = tuple(k for k, on in (("adaln_rms", use_adaln), ("add_rms_norm_modulate", use_add),
+                                 ("gated_residual", use_gate)) if on)
     note = "; ".join(x for x in (
         "norm1 + modulate" if use_adaln else "",
         "attn2 residual + norm2 + modulate" if use_add else "",
+        "attn1 and feed-forward gated residual adds" if use_gate else "",
     ) if x)
-    if s.replace_forward(name, blk, _BLOCK_FORWARDS[(use_adaln, use_add)], KIND_BLOCK_FORWARD, used, note):
+    if s.replace_forward(name, blk, _BLOCK_FORWARDS[(use_adaln, use_add, use_gate)], KIND_BLOCK_FORWARD, used, note):
         if use_adaln:
             s.cover(blk.norm1)
         else:

@@ -30,7 +30,7 @@ def _param_ok(p: torch.Tensor | None, x: torch.Tensor) -> bool:
     return p is None or (p.dtype == x.dtype and p.device == x.device and p.dim() == 1 and p.shape[0] == x.shape[-1])
 
 
-def _modulation_ok(t: torch.Tensor, x: torch.Tensor) -> bool:
+def modulation_ok(t: torch.Tensor, x: torch.Tensor) -> bool:
     """scale/shift of shape [B, 1, C] or [B, S, C] for x [B, S, C], in x's dtype and on its device."""
     return (t.dim() == 3 and t.dtype == x.dtype and t.device == x.device and t.shape[0] in (1, x.shape[0])
             and t.shape[1] in (1, x.shape[1]) and t.shape[2] == x.shape[2])
@@ -101,7 +101,7 @@ def rms_modulate_ok(norm: nn.Module, x: torch.Tensor, scale: torch.Tensor, shift
     if type(norm) is not DiffusersRMSNorm or getattr(norm, "bias", None) is not None:
         return False
     return (x.dim() == 3 and len(norm.dim) == 1 and norm.dim[0] == x.shape[-1] and _runs_here(x)
-            and _param_ok(norm.weight, x) and _modulation_ok(scale, x) and _modulation_ok(shift, x))
+            and _param_ok(norm.weight, x) and modulation_ok(scale, x) and modulation_ok(shift, x))
 
 
 def rms_modulate(norm: nn.Module, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
@@ -117,7 +117,7 @@ def layer_norm_modulate_ok(norm: nn.Module, x: torch.Tensor, scale: torch.Tensor
     Exactly ``nn.LayerNorm`` (FP32LayerNorm, a subclass, computes in fp32 and is left alone)."""
     return (type(norm) is nn.LayerNorm and len(norm.normalized_shape) == 1 and x.dim() == 3
             and norm.normalized_shape[0] == x.shape[-1] and _runs_here(x) and _param_ok(norm.weight, x)
-            and _param_ok(norm.bias, x) and _modulation_ok(scale, x) and _modulation_ok(shift, x))
+            and _param_ok(norm.bias, x) and modulation_ok(scale, x) and modulation_ok(shift, x))
 
 
 def layer_norm_modulate(norm: nn.Module, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,

@@ -21,7 +21,8 @@ VAE = dict(latent_channels=8, block_out_channels=(8, 8, 8, 8), decoder_block_out
            patch_size=4, patch_size_t=1, encoder_causal=True, decoder_causal=False)
 FRAMES, HEIGHT, WIDTH = 9, 64, 96  # latent 2 x 2 x 3 = 12 tokens through the real 8x/32x compression
 TXT = 16
-PER_FORWARD = {"qk_norm_rope": LAYERS, "rms_norm": 2 * LAYERS, "adaln_rms": LAYERS, "add_rms_norm_modulate": LAYERS}
+PER_FORWARD = {"qk_norm_rope": LAYERS, "rms_norm": 2 * LAYERS, "adaln_rms": LAYERS, "add_rms_norm_modulate": LAYERS,
+               "gated_residual": 2 * LAYERS}
 
 
 def _transformer(dtype=BF16, seed=0):
@@ -86,7 +87,8 @@ def test_pipeline_matches_stock_counts_and_restores_exactly(pipe):
         for i in range(LAYERS):
             assert by_path[f"transformer.transformer_blocks.{i}.attn1"].kernels == ("qk_norm_rope",)
             assert by_path[f"transformer.transformer_blocks.{i}.attn2"].kernels == ("rms_norm",)
-            assert by_path[f"transformer.transformer_blocks.{i}"].kernels == ("adaln_rms", "add_rms_norm_modulate")
+            assert by_path[f"transformer.transformer_blocks.{i}"].kernels == ("adaln_rms", "add_rms_norm_modulate",
+                                                                              "gated_residual")
         left = {x.path: x for x in report.left}
         assert left["transformer.norm_out"].module == "LayerNorm"
         assert {p for p in left if ".ff." in p} == {f"transformer.transformer_blocks.{i}.ff.net.0"

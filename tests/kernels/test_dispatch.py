@@ -95,6 +95,7 @@ def _public_calls(device, seed=0):
         "adaln_rms": lambda: kernels.adaln_rms(x, sc, sh),
         "adaln_layer_norm": lambda: kernels.adaln_layer_norm(x, sc, sh, w, w),
         "add_rms_norm_modulate": lambda: kernels.add_rms_norm_modulate(x, res, sc, sh),
+        "gated_residual": lambda: kernels.gated_residual(res, x, sh),
         "qk_norm_rope": lambda: kernels.qk_norm_rope(x, res, w, w2, cos, sin),
         "qk_norm_rope one weight": lambda: kernels.qk_norm_rope(x, res, w, w, cos, sin),
         "rope_interleaved": lambda: kernels.rope_interleaved(x, cos, sin),
@@ -144,7 +145,7 @@ def test_replayed_launches_match_tritons_launch_on_other_tensors(monkeypatch):
         for name, fn in second.items():
             for got, expected in zip(_as_tuple(fn()), want[name]):
                 assert torch.equal(got, expected), name
-    for name in ("adaln_rms", "adaln_layer_norm", "add_rms_norm_modulate", "rms_norm", "qk_norm_rope"):
+    for name in ("adaln_rms", "adaln_layer_norm", "add_rms_norm_modulate", "gated_residual", "rms_norm", "qk_norm_rope"):
         assert any(isinstance(p, launch._Plan) for p in launch.PLANS[name].plans.values()), name
 
 

@@ -32,6 +32,7 @@ CALLS = {
     "adaln_rms": lambda t: kernels.adaln_rms(t["x"], t["sc"], t["sh"], t["w"]),
     "adaln_layer_norm": lambda t: kernels.adaln_layer_norm(t["x"], t["sc"], t["sh"], t["w"], t["w2"]),
     "add_rms_norm_modulate": lambda t: kernels.add_rms_norm_modulate(t["x"], t["res"], t["sc"], t["sh"]),
+    "gated_residual": lambda t: kernels.gated_residual(t["res"], t["x"], t["sc"]),
     "rms_norm": lambda t: kernels.rms_norm(t["x"], t["w"], 1e-5),
     "rms_norm diffusers": lambda t: kernels.rms_norm(t["x"], None, 1e-6, numerics="diffusers"),
     "qk_norm_rope": lambda t: kernels.qk_norm_rope(t["x"], t["res"], t["w"], t["w2"], t["cos"], t["sin"]),

@@ -3,7 +3,9 @@
 #   stage a: launch-knob sweep 2 (GPU 0, first half of the cores) beside the GELU-epilogue probe and then the GPU
 #            tests (GPU 1, second half)
 #   stage b: the kernel plan, shard 1/2 on GPU 0 and 2/2 on GPU 1 at the same time, each pinned to half the cores
-#   stage c: the LTX-Video e2e plan(s) in PLAN_DIR alone on GPU 0, then the GPU tests
+#   stage c: the LTX-Video e2e plans in PLAN_DIR (plan-e2e*.jsonl) one after another on GPU 0 (first half of the
+#            cores), then the host probe there; beside them on GPU 1 (second half): the knob sweep of
+#            adaln_layer_norm, then the GPU tests
 # Usage (device, repo root): bash docs/perf/h200-2026-11-30d/session.sh a|b|c [PLAN_DIR]
 set -u
 STAGE=${1:?a, b or c}; D=${2:-docs/perf/h200-2026-11-30d}; P=docs/perf/h200-2026-11-30d
@@ -38,11 +40,19 @@ elif [ "$STAGE" = b ]; then
   wait
   tail -n 4 "$OUT/kernels-1.log" "$OUT/kernels-2.log"
 else
+  ( CUDA_VISIBLE_DEVICES=1 taskset -c $HI timeout 200 python3 $P/launch_knobs_2.py adaln_layer_norm \
+        > "$OUT/launch-knobs-2c.log" 2>&1
+    stamp knobs $? >> "$OUT/launch-knobs-2c.log"
+    gpu_tests 1 $(( 540 - ($(date +%s) - T0) )) $HI ) &
   for plan in $D/plan-e2e*.jsonl; do
     tag=$(basename "$plan" .jsonl | sed 's/^plan-//')
-    CUDA_VISIBLE_DEVICES=0 timeout $(( 560 - ($(date +%s) - T0) )) python3 -m workers run "$plan" \
+    CUDA_VISIBLE_DEVICES=0 taskset -c $LO timeout $(( 500 - ($(date +%s) - T0) )) python3 -m workers run "$plan" \
         --out "$OUT/results-$tag.jsonl" >> "$OUT/e2e.log" 2>&1
     stamp "$tag" $? >> "$OUT/e2e.log"
   done
-  tail -n 8 "$OUT/e2e.log"
+  CUDA_VISIBLE_DEVICES=0 taskset -c $LO timeout $(( 550 - ($(date +%s) - T0) )) python3 \
+      docs/perf/h200-2026-11-30/host_probe_2.py > "$OUT/host-probe.log" 2>&1
+  stamp probe $? >> "$OUT/host-probe.log"
+  wait
+  grep -h "rc=" "$OUT/e2e.log" "$OUT/launch-knobs-2c.log" "$OUT/host-probe.log"; tail -n 3 "$OUT/pytest-gpu.log"
 fi

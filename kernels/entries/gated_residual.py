@@ -1,0 +1,71 @@
+"""Registry entry ``gated_residual``: LTX-Video's gated residual add (``hidden_states + branch_output * gate``), run
+twice per block (after attn1 with ``gate_msa``, after the feed-forward with ``gate_mlp``).
+
+Inputs ``residual`` and ``x`` (the branch output) ``[B, S, C]``, ``gate`` ``[B, 1, C]`` (text-to-video).
+"""
+from typing import Sequence
+
+import torch
+
+from kernels.entries.adaln import MODULATION_STD, TOLERANCES, check_shape_bsc
+from kernels.entries.common import numel, randn, standard_impls, upcast
+from kernels.gated_residual import _gated_residual_into, gated_residual
+from kernels.registry import KernelEntry
+
+
+def make_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> dict:
+    n_b, _, width = shape
+    return {
+        "residual": randn(shape, dtype, device, gen),
+        "x": randn(shape, dtype, device, gen),
+        "gate": randn((n_b, 1, width), dtype, device, gen, scale=MODULATION_STD),
+    }
+
+
+def reference(inputs: dict) -> torch.Tensor:
+    up = upcast(inputs)
+    return up["residual"] + up["x"] * up["gate"]
+
+
+def alloc_out(inputs: dict) -> torch.Tensor:
+    return torch.empty_like(inputs["residual"], memory_format=torch.contiguous_format)
+
+
+def eager(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
+    """The LTX block line ``hidden_states = hidden_states + attn_hidden_states * gate_msa``."""
+    return residual + x * gate
+
+
+def triton_gated_residual(residual, x, gate, out=None):
+    if out is None:
+        return gated_residual(residual, x, gate)
+    return _gated_residual_into(out, residual, x, gate)
+
+
+def bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
+    n_b, _, width = shape
+    return (3 * numel(shape) + n_b * width) * dtype.itemsize  # residual, x read, out written, gate read once
+
+
+def flops(shape: Sequence[int]) -> int:
+    return 2 * numel(shape)  # *, +
+
+
+ENTRIES = [
+    KernelEntry(
+        name="gated_residual",
+        description="LTX-Video gated residual add: residual + x * gate, gate [B,1,C]",
+        check_shape=check_shape_bsc("gated_residual"),
+        make_inputs=make_inputs,
+        reference=reference,
+        alloc_out=alloc_out,
+        impls={
+            **standard_impls(triton_gated_residual, "kernels.gated_residual",
+                             eager, "LTX block line: hidden_states + branch_output * gate"),
+        },
+        bytes_moved=bytes_moved,
+        flops=flops,
+        tolerances=TOLERANCES,
+        default_impls=("triton", "eager", "compile", "compile_max"),
+    ),
+]

@@ -1,0 +1,122 @@
+"""LTX-Video's gated residual add in one pass.
+
+An LTX block adds each branch back to the residual stream through a gate (diffusers ``transformer_ltx.py``,
+``LTXVideoTransformerBlock.forward``)::
+
+    hidden_states = hidden_states + attn_hidden_states * gate_msa     # after attn1
+    hidden_states = hidden_states + ff_output * gate_mlp              # after the feed-forward
+
+Eager runs that as two kernels (the product written and read back).  :func:`gated_residual` reads the residual,
+the branch output and the gate once and writes the sum, rounding where eager rounds: the product to the dtype (a
+product that feeds an add: integer rounding when traced, a cast round trip with fp fusion off in direct launches,
+see :func:`kernels.adaln.modulate`), then the sum.  The gate is ``[B, 1, C]`` (broadcast over tokens, text-to-video)
+or ``[B, S, C]`` (per token, image-to-video / condition pipelines).
+"""
+import torch
+import triton
+import triton.language as tl
+
+from kernels.adaln import check_modulation, check_rows_input
+from kernels.launch import LaunchPlans, cdiv, check_float, eager_call, eager_direct, next_pow2, no_backward
+from kernels.rmsnorm import (cast_trip, check_out, check_same_device, fusion_options, launcher, out_rows_3d,
+                             resolve_config, round_code, round_trip, row_offsets, strides_3d)
+from kernels.rounding import round_to
+
+
+@triton.jit
+def _gated_residual_kernel(
+    res_ptr, x_ptr, gate_ptr, out_ptr,
+    n_rows, seq, width,
+    sr_b, sr_s, sr_d,
+    sx_b, sx_s, sx_d,
+    sg_b, sg_s, sg_d,
+    so_b, so_s, so_d,
+    ROUND: tl.constexpr,
+    ROWS: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+    INT_ROUND: tl.constexpr,
+):
+    rows, b, s = row_offsets(tl.program_id(0), seq, ROWS)
+    cols = tl.arange(0, BLOCK_D)
+    mask = (rows < n_rows)[:, None] & (cols < width)[None, :]
+
+    res = tl.load(res_ptr + (b * sr_b + s * sr_s)[:, None] + cols[None, :] * sr_d, mask=mask, other=0.0)
+    x = tl.load(x_ptr + (b * sx_b + s * sx_s)[:, None] + cols[None, :] * sx_d, mask=mask, other=0.0)
+    gate = tl.load(gate_ptr + (b * sg_b + s * sg_s)[:, None] + cols[None, :] * sg_d, mask=mask, other=0.0)
+    prod = x.to(tl.float32) * gate.to(tl.float32)
+    if INT_ROUND:
+        prod = round_trip(prod, ROUND)
+    else:
+        prod = cast_trip(prod, ROUND)
+    tl.store(out_ptr + (b * so_b + s * so_s)[:, None] + cols[None, :] * so_d,
+             round_to(res.to(tl.float32) + prod, out_ptr.dtype.element_ty), mask=mask)
+
+
+def _check_args(residual, x, gate) -> None:
+    check_rows_input("x", x)
+    check_float("residual", residual)
+    check_same_device("residual", residual, x)
+    if residual.dtype != x.dtype:
+        raise TypeError(f"residual has dtype {residual.dtype}; expected x's dtype {x.dtype}")
+    if residual.shape != x.shape:
+        raise ValueError(f"residual has shape {list(residual.shape)}; expected x's shape {list(x.shape)}")
+    check_modulation("gate", gate, x)
+
+
+def _launch(out, residual, x, gate, config=None, traced: bool = True):
+    if residual.numel() == 0:
+        return out
+    out3 = out_rows_3d(out, residual.shape)
+    n_b, seq, width = residual.shape
+    n_rows = n_b * seq
+    block_d = next_pow2(int(width))  # a compile-time block: the row width is specialised
+    cfg = resolve_config(config, block_d, residual.device)
+    launcher(_gated_residual_kernel, traced)[(cdiv(n_rows, cfg.rows_per_program),)](
+        residual, x, gate, out3,
+        n_rows, seq, width,
+        *strides_3d(residual), *strides_3d(x), *strides_3d(gate), *strides_3d(out3),
+        ROUND=round_code(residual.dtype),
+        ROWS=cfg.rows_per_program,
+        BLOCK_D=block_d,
+        **fusion_options(traced),
+        num_warps=cfg.num_warps,
+    )
+    return out
+
+
+def _new_out(residual: torch.Tensor) -> torch.Tensor:
+    return torch.empty(residual.shape, dtype=residual.dtype, device=residual.device)
+
+
+@torch.library.triton_op("kernelfleet::gated_residual", mutates_args=())
+def _gated_residual_op(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
+    return _launch(_new_out(residual), residual, x, gate)
+
+
+_backward, _setup_context = no_backward("kernelfleet::gated_residual")
+torch.library.register_autograd("kernelfleet::gated_residual", _backward, setup_context=_setup_context)
+
+
+_PLANS = LaunchPlans("gated_residual")  # eager calls' launches, per argument geometry
+
+
+def gated_residual(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
+    """``residual + x * gate`` with eager's rounding (the product, then the sum).
+
+    ``residual``, ``x``: ``[B, S, C]`` of one dtype; ``gate``: ``[B, 1, C]`` or ``[B, S, C]`` in that dtype.  Any
+    strides.  Forward only.
+    """
+    if eager_direct(residual, x, gate):
+        return eager_call(_PLANS, (residual, x, gate), lambda: _check_args(residual, x, gate),
+                          lambda: (_new_out(residual),),
+                          lambda out: _launch(out, residual, x, gate, traced=False))[0]
+    _check_args(residual, x, gate)
+    return torch.ops.kernelfleet.gated_residual(residual, x, gate)
+
+
+def _gated_residual_into(out: torch.Tensor, residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor, *,
+                         _config=None) -> torch.Tensor:
+    """:func:`gated_residual` written into ``out`` (residual's shape and dtype); returns ``out``."""
+    _check_args(residual, x, gate)
+    check_out(out, residual.shape, residual.dtype, residual.device)
+    return _launch(out, residual, x, gate, _config, traced=False)
