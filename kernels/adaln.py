@@ -143,7 +143,7 @@ def _launch(out, x, scale, shift, weight, bias, eps, layer_norm: bool, config=No
     n_b, seq, width = x.shape
     n_rows = n_b * seq
     block_d = next_pow2(int(width))  # a compile-time block: the row width is specialised
-    cfg = resolve_config(config, block_d, x.device)
+    cfg = resolve_config(config, block_d, x.device, layer_norm)
     grid = (cdiv(n_rows, cfg.rows_per_program),)
     launcher(_adaln_kernel, traced)[grid](
         x, scale, shift, x if weight is None else weight, x if bias is None else bias, out3,

@@ -1,11 +1,11 @@
 """Per-architecture launch parameters and the checks every Triton wrapper shares.
 
 One table, keyed by the architecture the device reports (``sm_90``, ``gfx950``, ``gfx1201``...), gives the warp
-(wavefront) size and the warps per program for a row of a given width.  No entry is tuned yet: on the H200 the
-RMSNorm kernel reached 88-97 % of the copy ceiling launch-free (>= 64 MB) with the sm_90 entry as it stands
-(docs/perf/kernels-h200.md), but a sweep of its knobs has not been run; the AMD entries follow the ROCm guidance the
-project started from (wave64 on CDNA, wave32 on RDNA; 4/8/16 warps by row width) and have NOT run on AMD hardware.
-``measured`` says which entries come from a tuning sweep on that architecture.
+(wavefront) size and the warps per program for a row of a given width.  On sm_90 (H200) the norm-family kernels'
+warps at their widths come from launch-knob sweeps (``norm_warps``, ``layer_norm_warps``; docs/perf/kernels-h200.md);
+the rest of the sm_90 row table is the generic rule.  The AMD entries follow the ROCm guidance the project started
+from (wave64 on CDNA, wave32 on RDNA; 4/8/16 warps by row width) and have NOT run on AMD hardware.  ``measured``
+says whether a whole entry comes from a tuning sweep on that architecture (none does yet).
 
 Also here: the direct launch path of eager calls (:func:`eager_direct`, :class:`DirectLauncher`).
 """
@@ -33,6 +33,8 @@ class ArchLaunch:
     # (row width, num_warps) for the norm-family row kernels (rms_norm, adaln_*, add_rms_norm_modulate) at one row per
     # program, measured on this architecture; these override row_warps at those widths
     norm_warps: tuple[tuple[int, int], ...] = ()
+    # the same for the LayerNorm variant (adaln_layer_norm: two row reductions, mean then variance), by padded width
+    layer_norm_warps: tuple[tuple[int, int], ...] = ()
 
 
 _TABLE: dict[str, ArchLaunch] = {
@@ -41,7 +43,11 @@ _TABLE: dict[str, ArchLaunch] = {
                         # H200, 2026-11-30 (docs/perf/h200-2026-11-30/launch_knobs.py): at 2048-wide rows 4 warps
                         # beat 8 for rms_norm/adaln_rms by 5-25 % launch-free at 22-104 MB, tie for
                         # add_rms_norm_modulate; at 3072 (block 4096) 8 stays best
-                        norm_warps=((2048, 4),)),
+                        norm_warps=((2048, 4),),
+                        # H200, 2026-11-30 (docs/perf/h200-2026-11-30d/launch_knobs_2.py): adaln_layer_norm at
+                        # 1536-3072 wide rows, per call: 2 warps at block 2048 (17.1 against 18.5 us with 4),
+                        # 4 at block 4096 (16.9 against 19.3 with 8; 26.0 against 33.2 at 2432)
+                        layer_norm_warps=((2048, 2), (4096, 4))),
     # AMD CDNA3+/4 (MI300X gfx942, MI355X gfx950): wave64, so half the warps cover the same row.
     "gfx950": ArchLaunch("gfx950", 64, ((1024, 4), (4096, 8), (1 << 30, 16)), 2048, False),
     "gfx942": ArchLaunch("gfx942", 64, ((1024, 4), (4096, 8), (1 << 30, 16)), 2048, False),

@@ -141,21 +141,23 @@ _MAX_ROWS_PER_PROGRAM = 32
 
 
 @functools.lru_cache(maxsize=None)
-def norm_launch_config(block_d: int, device: Optional[torch.device] = None) -> NormLaunch:
-    """Rows per program and num_warps for rows of padded width ``block_d`` (the one place to tune them).
+def norm_launch_config(block_d: int, device: Optional[torch.device] = None, layer_norm: bool = False) -> NormLaunch:
+    """Rows per program and num_warps for rows of padded width ``block_d`` (the one place to tune them);
+    ``layer_norm``: for the LayerNorm variant, which has its own measured warps.
 
     It depends on the row width only, not on the number of rows, so that a dynamic row count stays symbolic
     under torch.compile.
     """
     rows = max(1, min(_MAX_ROWS_PER_PROGRAM, _ELEMENTS_PER_PROGRAM // block_d))
-    measured = dict(arch_launch(device).norm_warps).get(block_d) if rows == 1 else None
+    table = arch_launch(device)
+    measured = dict(table.layer_norm_warps if layer_norm else table.norm_warps).get(block_d) if rows == 1 else None
     return NormLaunch(rows, measured or row_num_warps(rows * block_d, device))
 
 
-def resolve_config(config, block_d: int, device: torch.device) -> NormLaunch:
+def resolve_config(config, block_d: int, device: torch.device, layer_norm: bool = False) -> NormLaunch:
     """``config`` (a private tuning override: NormLaunch, ``(rows, warps)`` or a dict) or the default."""
     if config is None:
-        return norm_launch_config(block_d, device)
+        return norm_launch_config(block_d, device, layer_norm)
     if isinstance(config, NormLaunch):
         return config
     if isinstance(config, dict):

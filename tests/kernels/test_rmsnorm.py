@@ -248,6 +248,9 @@ def test_launch_config_takes_the_measured_norm_warps():
         assert norm_launch_config(block, dev).num_warps == want
     if arch_launch(dev).arch == "sm_90":
         assert norm_launch_config(2048, dev).num_warps == 4 and norm_launch_config(4096, dev).num_warps == 8
+        # the LayerNorm variant has its own measured entries
+        assert norm_launch_config(2048, dev, layer_norm=True).num_warps == 2
+        assert norm_launch_config(4096, dev, layer_norm=True).num_warps == 4
 
 
 def test_into_rejects_bad_out(device):

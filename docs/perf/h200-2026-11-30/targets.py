@@ -15,7 +15,9 @@ SOURCES = [("d781859", ["results-kernels-1.jsonl.gz", "results-kernels-2.jsonl.g
            ("9cc7fd0", ["results-adaln-1.jsonl.gz", "results-adaln-2.jsonl.gz"]),
            # second session of the day: L2 flushed by reading (8db33ff), then launch plans + norm warps (b8383d9)
            ("8db33ff", [f"../h200-2026-11-30b/results-kernels-{i}.jsonl.gz" for i in (1, 2)]),
-           ("b8383d9", [f"../h200-2026-11-30c/results-kernels-{i}.jsonl.gz" for i in (1, 2)])]
+           ("b8383d9", [f"../h200-2026-11-30c/results-kernels-{i}.jsonl.gz" for i in (1, 2)]),
+           # fourth session: RoPE rounding by casts + measured RoPE tiles, gated_residual (73262fc)
+           ("73262fc", [f"../h200-2026-11-30d/results-kernels-{i}.jsonl.gz" for i in (1, 2)])]
 
 
 def micro_results(names):

@@ -59,7 +59,8 @@ def sweep_cases():
                                                       i["sin"], i["eps"], _config=cfg),
                lambda i: (torch.empty_like(i["q"]), torch.empty_like(i["k"])))
     for shape in ((1, 4096, 3072), (2, 4096, 1536), (2, 4096, 2432), (2, 1024, 3072), (1, 512, 3072)):
-        yield ("adaln_layer_norm", shape, norm_launch_config(next_pow2(shape[-1]), dev), norm_configs(),
+        yield ("adaln_layer_norm", shape, norm_launch_config(next_pow2(shape[-1]), dev, layer_norm=True),
+               norm_configs(),
                lambda out, i, cfg: _adaln_layer_norm_into(out, i["x"], i["scale"], i["shift"], eps=i["eps"],
                                                           _config=cfg),
                lambda i: torch.empty_like(i["x"]))

@@ -6,9 +6,11 @@
 #   stage c: the LTX-Video e2e plans in PLAN_DIR (plan-e2e*.jsonl) one after another on GPU 0 (first half of the
 #            cores), then the host probe there; beside them on GPU 1 (second half): the knob sweep of
 #            adaln_layer_norm, then the GPU tests
-# Usage (device, repo root): bash docs/perf/h200-2026-11-30d/session.sh a|b|c [PLAN_DIR]
+#   stage d: the e2e plan in PLAN_DIR alone on GPU 0, twice (nothing else on the machine); then the kernel plan
+#            plan-kernels.jsonl there on GPU 0 beside the GPU tests on GPU 1
+# Usage (device, repo root): bash docs/perf/h200-2026-11-30d/session.sh a|b|c|d [PLAN_DIR]
 set -u
-STAGE=${1:?a, b or c}; D=${2:-docs/perf/h200-2026-11-30d}; P=docs/perf/h200-2026-11-30d
+STAGE=${1:?a, b, c or d}; D=${2:-docs/perf/h200-2026-11-30d}; P=docs/perf/h200-2026-11-30d
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; T0=$(date +%s)
 stamp() { echo "$1 rc=$2 at $(( $(date +%s) - T0 )) s"; }
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -30,6 +32,18 @@ if [ "$STAGE" = a ]; then
     gpu_tests 1 $(( 500 - ($(date +%s) - T0) )) $HI ) &
   wait
   cat "$OUT/gelu-epilogue.log"; tail -n 5 "$OUT/pytest-gpu.log"; grep -c "^| " "$OUT/launch-knobs-2.log"
+elif [ "$STAGE" = d ]; then
+  for r in 1 2; do
+    CUDA_VISIBLE_DEVICES=0 taskset -c $LO timeout 200 python3 -m workers run $D/plan-e2e.jsonl \
+        --out "$OUT/results-e2e-$r.jsonl" >> "$OUT/e2e.log" 2>&1
+    stamp "e2e $r" $? >> "$OUT/e2e.log"
+  done
+  ( gpu_tests 1 $(( 560 - ($(date +%s) - T0) )) $HI ) &
+  CUDA_VISIBLE_DEVICES=0 taskset -c $LO timeout $(( 550 - ($(date +%s) - T0) )) python3 -m workers run \
+      $D/plan-kernels.jsonl --out "$OUT/results-kernels.jsonl" > "$OUT/kernels.log" 2>&1
+  stamp kernels $? >> "$OUT/kernels.log"
+  wait
+  grep -h "rc=" "$OUT/e2e.log" "$OUT/kernels.log"; tail -n 3 "$OUT/pytest-gpu.log"
 elif [ "$STAGE" = b ]; then
   for i in 1 2; do
     cores=$LO; [ $i = 2 ] && cores=$HI
