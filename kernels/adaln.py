@@ -163,20 +163,21 @@ def _launch(out, x, scale, shift, weight, bias, eps, layer_norm: bool, config=No
     return out
 
 
-def _new_out(x: torch.Tensor) -> torch.Tensor:
+def new_rows_out(x: torch.Tensor) -> torch.Tensor:
+    """A contiguous output shaped and typed like ``x`` (the row kernels' outputs)."""
     return torch.empty(x.shape, dtype=x.dtype, device=x.device)
 
 
 @torch.library.triton_op("kernelfleet::adaln_rms", mutates_args=())
 def _adaln_rms_op(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight: Optional[torch.Tensor],
                   eps: float) -> torch.Tensor:
-    return _launch(_new_out(x), x, scale, shift, weight, None, eps, False)
+    return _launch(new_rows_out(x), x, scale, shift, weight, None, eps, False)
 
 
 @torch.library.triton_op("kernelfleet::adaln_layer_norm", mutates_args=())
 def _adaln_layer_norm_op(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight: Optional[torch.Tensor],
                          bias: Optional[torch.Tensor], eps: float) -> torch.Tensor:
-    return _launch(_new_out(x), x, scale, shift, weight, bias, eps, True)
+    return _launch(new_rows_out(x), x, scale, shift, weight, bias, eps, True)
 
 
 for _op in ("kernelfleet::adaln_rms", "kernelfleet::adaln_layer_norm"):
@@ -200,7 +201,7 @@ def adaln_rms(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight:
     """
     if eager_direct(x, scale, shift, weight):
         return eager_call(_RMS_PLANS, (x, scale, shift, weight, eps),
-                          lambda: _check_adaln_args(x, scale, shift, weight, None, eps), lambda: (_new_out(x),),
+                          lambda: _check_adaln_args(x, scale, shift, weight, None, eps), lambda: (new_rows_out(x),),
                           lambda out: _launch(out, x, scale, shift, weight, None, float(eps), False, traced=False))[0]
     _check_adaln_args(x, scale, shift, weight, None, eps)
     return torch.ops.kernelfleet.adaln_rms(x, scale, shift, weight, float(eps))
@@ -215,7 +216,7 @@ def adaln_layer_norm(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
     """
     if eager_direct(x, scale, shift, weight, bias):
         return eager_call(_LN_PLANS, (x, scale, shift, weight, bias, eps),
-                          lambda: _check_adaln_args(x, scale, shift, weight, bias, eps), lambda: (_new_out(x),),
+                          lambda: _check_adaln_args(x, scale, shift, weight, bias, eps), lambda: (new_rows_out(x),),
                           lambda out: _launch(out, x, scale, shift, weight, bias, float(eps), True, traced=False))[0]
     _check_adaln_args(x, scale, shift, weight, bias, eps)
     return torch.ops.kernelfleet.adaln_layer_norm(x, scale, shift, weight, bias, float(eps))

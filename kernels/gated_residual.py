@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.adaln import check_modulation, check_rows_input
+from kernels.adaln import check_modulation, check_rows_input, new_rows_out
 from kernels.launch import LaunchPlans, cdiv, check_float, eager_call, eager_direct, next_pow2, no_backward
 from kernels.rmsnorm import (cast_trip, check_out, check_same_device, fusion_options, launcher, out_rows_3d,
                              resolve_config, round_code, round_trip, row_offsets, strides_3d)
@@ -84,13 +84,9 @@ def _launch(out, residual, x, gate, config=None, traced: bool = True):
     return out
 
 
-def _new_out(residual: torch.Tensor) -> torch.Tensor:
-    return torch.empty(residual.shape, dtype=residual.dtype, device=residual.device)
-
-
 @torch.library.triton_op("kernelfleet::gated_residual", mutates_args=())
 def _gated_residual_op(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
-    return _launch(_new_out(residual), residual, x, gate)
+    return _launch(new_rows_out(residual), residual, x, gate)
 
 
 _backward, _setup_context = no_backward("kernelfleet::gated_residual")
@@ -108,7 +104,7 @@ def gated_residual(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor) 
     """
     if eager_direct(residual, x, gate):
         return eager_call(_PLANS, (residual, x, gate), lambda: _check_args(residual, x, gate),
-                          lambda: (_new_out(residual),),
+                          lambda: (new_rows_out(residual),),
                           lambda out: _launch(out, residual, x, gate, traced=False))[0]
     _check_args(residual, x, gate)
     return torch.ops.kernelfleet.gated_residual(residual, x, gate)

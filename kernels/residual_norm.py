@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.adaln import check_modulation, check_rows_input, modulate
+from kernels.adaln import check_modulation, check_rows_input, modulate, new_rows_out
 from kernels.launch import LaunchPlans, cdiv, check_float, eager_call, eager_direct, next_pow2, no_backward
 from kernels.rmsnorm import (check_eps, check_out, check_same_device, launcher, out_rows_3d, resolve_config,
                              cast_trip, fusion_options, round_code, row_offsets, strides_3d)
@@ -94,8 +94,7 @@ def _launch(new_residual, normed, x, residual, scale, shift, eps, config=None, t
 
 
 def _new_outs(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    return (torch.empty(x.shape, dtype=x.dtype, device=x.device),
-            torch.empty(x.shape, dtype=x.dtype, device=x.device))
+    return new_rows_out(x), new_rows_out(x)
 
 
 @torch.library.triton_op("kernelfleet::add_rms_norm_modulate", mutates_args=())

@@ -147,11 +147,11 @@ def _gated_add(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor, use_
     """``residual + x * gate`` (the block's line), through :func:`kernels.gated_residual` in eager calls where it
     computes exactly that: one dtype for all three, x shaped like the residual, the gate broadcast or per token.
     While torch.compile traces, the line stays PyTorch: Inductor fuses it into one kernel with its neighbours,
-    which an opaque op would split (on the H200, with the op: 56 more kernels per denoising step and 0.1 ms more
+    which an opaque op would split (on the H200, with the op: 56 more kernels per denoising step and 0.06 ms more
     device time, docs/perf/ltx-e2e-h200.md)."""
-    if (use_gate and not torch.compiler.is_compiling() and residual.dim() == 3 and x.shape == residual.shape and x.dtype == residual.dtype
-            and x.device == residual.device and residual.device.type in ("cuda", "cpu")
-            and modulation_ok(gate, residual)):
+    if (use_gate and not torch.compiler.is_compiling() and residual.dim() == 3 and x.shape == residual.shape
+            and x.dtype == residual.dtype and x.device == residual.device
+            and residual.device.type in ("cuda", "cpu") and modulation_ok(gate, residual)):
         return gated_residual(residual, x, gate)
     return residual + x * gate
 
