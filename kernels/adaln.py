@@ -19,7 +19,7 @@ import triton.language as tl
 from kernels.launch import (LaunchPlans, cdiv, check_device, check_float, eager_call, eager_direct, next_pow2,
                             no_backward)
 from kernels.rmsnorm import (check_eps, check_out, check_row_count, check_same_device, launcher, out_rows_3d,
-                             cast_trip, fusion_options, resolve_config, round_code, round_trip, row_offsets,
+                             cast_trip, fusion_options, resolve_config, round_before_add, round_code, row_offsets,
                              strides_3d)
 from kernels.rounding import round_to
 
@@ -32,12 +32,7 @@ def modulate(normed, scale, shift, CODE: tl.constexpr, INT_ROUND: tl.constexpr):
     there would be contracted away, so ``INT_ROUND`` rounds it in integer arithmetic; direct launches turn fp
     fusion off and use the cheaper cast round trip."""
     one_plus_scale = cast_trip(1.0 + scale, CODE)
-    prod = normed * one_plus_scale
-    if INT_ROUND:
-        prod = round_trip(prod, CODE)
-    else:
-        prod = cast_trip(prod, CODE)
-    return prod + shift
+    return round_before_add(normed * one_plus_scale, CODE, INT_ROUND) + shift
 
 
 @triton.jit

@@ -18,8 +18,8 @@ import triton.language as tl
 
 from kernels.adaln import check_modulation, check_rows_input, new_rows_out
 from kernels.launch import LaunchPlans, cdiv, check_float, eager_call, eager_direct, next_pow2, no_backward
-from kernels.rmsnorm import (cast_trip, check_out, check_same_device, fusion_options, launcher, out_rows_3d,
-                             resolve_config, round_code, round_trip, row_offsets, strides_3d)
+from kernels.rmsnorm import (check_out, check_same_device, fusion_options, launcher, out_rows_3d, resolve_config,
+                             round_before_add, round_code, row_offsets, strides_3d)
 from kernels.rounding import round_to
 
 
@@ -43,11 +43,7 @@ def _gated_residual_kernel(
     res = tl.load(res_ptr + (b * sr_b + s * sr_s)[:, None] + cols[None, :] * sr_d, mask=mask, other=0.0)
     x = tl.load(x_ptr + (b * sx_b + s * sx_s)[:, None] + cols[None, :] * sx_d, mask=mask, other=0.0)
     gate = tl.load(gate_ptr + (b * sg_b + s * sg_s)[:, None] + cols[None, :] * sg_d, mask=mask, other=0.0)
-    prod = x.to(tl.float32) * gate.to(tl.float32)
-    if INT_ROUND:
-        prod = round_trip(prod, ROUND)
-    else:
-        prod = cast_trip(prod, ROUND)
+    prod = round_before_add(x.to(tl.float32) * gate.to(tl.float32), ROUND, INT_ROUND)
     tl.store(out_ptr + (b * so_b + s * so_s)[:, None] + cols[None, :] * so_d,
              round_to(res.to(tl.float32) + prod, out_ptr.dtype.element_ty), mask=mask)
 

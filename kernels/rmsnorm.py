@@ -106,6 +106,18 @@ def cast_trip(y, CODE: tl.constexpr):
 
 
 @triton.jit
+def round_before_add(y, CODE: tl.constexpr, INT_ROUND: tl.constexpr):
+    """fp32 ``y`` (a product eager rounds before it feeds an add) rounded as :func:`round_trip` does when
+    ``INT_ROUND`` (a launch traced by torch.compile: Inductor compiles with fp fusion on, which would contract a cast
+    round trip away), else as :func:`cast_trip` (a direct launch, fp fusion off; see :func:`fusion_options`)."""
+    if INT_ROUND:
+        y = round_trip(y, CODE)
+    else:
+        y = cast_trip(y, CODE)
+    return y
+
+
+@triton.jit
 def row_offsets(pid, seq, ROWS: tl.constexpr):
     """The row indices a program owns and their (batch, token) coordinates in a ``[B, S, D]`` geometry.
 

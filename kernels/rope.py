@@ -40,7 +40,7 @@ from torch.library import triton_op, wrap_triton
 
 from kernels.launch import (LaunchPlans, cdiv, check_device, check_float, direct_launcher, eager_call, eager_direct,
                             next_pow2, no_backward, out_like, row_num_warps, unit_last)
-from kernels.rmsnorm import cast_trip, fusion_options, round_code, round_trip
+from kernels.rmsnorm import fusion_options, round_before_add, round_code
 from kernels.rounding import round_to
 
 LAYOUTS = ("bshd", "bhsd")
@@ -142,12 +142,11 @@ def _rope_kernel(
         c2 = tl.load(c_base + ls * scs + (d + half), mask=cmask, other=0.0).to(tl.float32)
         s1 = tl.load(n_base + ls * sss + d, mask=cmask, other=0.0).to(tl.float32)
         s2 = tl.load(n_base + ls * sss + (d + half), mask=cmask, other=0.0).to(tl.float32)
-        if ROUND_EACH and INT_ROUND:
-            out1 = round_trip(x1 * c1, ROUND_EACH) + round_trip(-x2 * s1, ROUND_EACH)
-            out2 = round_trip(x2 * c2, ROUND_EACH) + round_trip(x1 * s2, ROUND_EACH)
-        elif ROUND_EACH:
-            out1 = cast_trip(x1 * c1, ROUND_EACH) + cast_trip(-x2 * s1, ROUND_EACH)
-            out2 = cast_trip(x2 * c2, ROUND_EACH) + cast_trip(x1 * s2, ROUND_EACH)
+        if ROUND_EACH:
+            out1 = (round_before_add(x1 * c1, ROUND_EACH, INT_ROUND)
+                    + round_before_add(-x2 * s1, ROUND_EACH, INT_ROUND))
+            out2 = (round_before_add(x2 * c2, ROUND_EACH, INT_ROUND)
+                    + round_before_add(x1 * s2, ROUND_EACH, INT_ROUND))
         else:
             out1 = x1 * c1 - x2 * s1
             out2 = x2 * c2 + x1 * s2
