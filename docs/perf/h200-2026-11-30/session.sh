@@ -10,11 +10,11 @@
 # `python3 -m workers run PLAN --out FILE --shard I/2 --resume` (I = 1 or 2).
 set -u
 PLAN=${1:?kernel plan}; E2E=${2:?e2e plan}; BUDGET=${3:-540}
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; T0=$(date +%s)
+OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"; T0=$(date +%s); SITE=$(mktemp -d)  # the wheels, installed for this call
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 stamp() { echo "$1 rc=$2 at $(( $(date +%s) - T0 )) s"; }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl || exit 1
+export PYTHONPATH=$SITE:$PWD PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm,power.limit --format=csv > "$OUT/gpus.log"
 
 for i in 1 2; do

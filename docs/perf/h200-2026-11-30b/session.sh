@@ -12,10 +12,10 @@
 # this folder)
 set -u
 STAGE=${1:?a, b or c}; D=${2:-docs/perf/h200-2026-11-30b}; P=docs/perf/h200-2026-11-30
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; T0=$(date +%s)
+OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"; T0=$(date +%s); SITE=$(mktemp -d)  # the wheels, installed for this call
 stamp() { echo "$1 rc=$2 at $(( $(date +%s) - T0 )) s"; }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl || exit 1
+export PYTHONPATH=$SITE:$PWD PYTHONUNBUFFERED=1
 N=$(nproc); H=$((N / 2)); LO=0-$((H - 1)); HI=$H-$((N - 1))
 nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm,power.limit --format=csv > "$OUT/gpus-$STAGE.log"
 echo "cores $N; commit $(git rev-parse --short HEAD 2>/dev/null)" >> "$OUT/gpus-$STAGE.log"
