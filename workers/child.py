@@ -2,8 +2,10 @@
 
 Protocol (JSON lines): the parent writes one JobSpec per line on stdin; the child answers on its result pipe
 (the original stdout; anything the jobs print goes to stderr) with ``{"event": "ready", ...}`` once at start,
-then for every job ``{"event": "start", "key": ...}`` and ``{"event": "result", "result": {...}}``.  A job that
-raises is a result with status ``error``; a job that kills the process is seen by the parent as a missing result.
+then for every job ``{"event": "start", "key": ...}`` and ``{"event": "result", "result": {...}, "retire": bool}``.
+A job that raises is a result with status ``error``; a job that kills the process is seen by the parent as a missing
+result.  ``retire``: the job ran torch.profiler, which leaves every later launch in this process slower
+(``workers.timing.profiler_used``), so the child exits and the parent starts a fresh one for the next job.
 """
 from __future__ import annotations
 
@@ -88,7 +90,10 @@ def main() -> int:
             result = JobResult(spec.key, STATUS_ERROR, error=msg, details={"traceback": tb})
         result.started_at = t0
         result.duration_s = time.time() - t0
-        _emit(results, {"event": "result", "result": result.to_dict()})
+        retire = timing.profiler_used()  # a profiled process times nothing more (workers.timing)
+        _emit(results, {"event": "result", "result": result.to_dict(), "retire": retire})
+        if retire:
+            break
         if device.type == "cuda":
             torch.cuda.empty_cache()
     return 0

@@ -24,8 +24,8 @@ PARAM_DEFAULTS: dict[str, Any] = {
     "tiny": False,  # a tiny configuration for CPU tests
     "tolerance": None,  # None: DEFAULT_TOLERANCE[dtype]
     "text_len": None,  # None: 128 (the tokenizer length; 16 with tiny)
-    "cpu_compile": False,
-    "profile_steps": 0,  # > 0: after timing, profile one call of this many steps per mode (where the time goes)  # also run the stock "compile" mode on a CPU (Inductor's C++ backend)
+    "cpu_compile": False,  # also run the stock "compile" mode on a CPU (Inductor's C++ backend)
+    "profile_steps": 0,  # > 0: after every mode's timing, profile one call of this many steps per mode
     "timeout_s": 1800.0,  # the whole job; enforced by the sandbox
 }
 

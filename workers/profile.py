@@ -38,6 +38,7 @@ from workers.parsers import rocprofv3, torch_profiler
 from workers.parsers.kernel_row import KernelRow, rows_from_durations
 from workers.profile_target import DEFAULT_ITERS, DEFAULT_WARMUP
 from workers.spec import STATUS_ERROR, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec, Measurement
+from workers.timing import mark_profiler_used
 
 ITER_RANGE = "kernelfleet.iter"
 DEFAULT_TIMEOUT_S = 600.0
@@ -95,6 +96,7 @@ def capture_torch_trace(fn: Callable[[], Any], device: torch.device, warmup: int
     activities = [ProfilerActivity.CPU]
     if device.type == "cuda":
         activities.append(ProfilerActivity.CUDA)
+    mark_profiler_used()
     with profile(activities=activities) as prof:
         for i in range(iters):
             with record_function(f"{ITER_RANGE}.{i}"):

@@ -190,6 +190,9 @@ def run_jobs(specs: Iterable[JobSpec], env: dict[str, str] | None = None,
                             break
                         if ev.get("event") == "result":
                             result = JobResult.from_dict(ev["result"])
+                            if ev.get("retire"):  # the child profiled: the next job gets a fresh one
+                                child.close()
+                                child = None
                             break
                 except TimeoutError:
                     child.kill()

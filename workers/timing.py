@@ -32,6 +32,21 @@ def _flush(device: torch.device, mode: str) -> None:
         buf.sum(dtype=torch.int64)  # reads every line; writes one number
 
 
+# Whether this process has run torch.profiler.  Once a capture with CUDA activity has run, CUPTI stays attached to the
+# process (Kineto does not finalise it: pytorch/pytorch#144455) and every later launch costs more host time, so the
+# sandbox retires a child that profiled instead of timing anything more in it.
+_PROFILER_USED = False
+
+
+def mark_profiler_used() -> None:
+    global _PROFILER_USED
+    _PROFILER_USED = True
+
+
+def profiler_used() -> bool:
+    return _PROFILER_USED
+
+
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)

@@ -31,6 +31,11 @@ from kernels.inject.state import Session, get_state, InjectionState, STATE_ATTR,
 # Kernels an injection can use (kernels.__all__ minus those that have no injection point).
 KERNEL_NAMES = ("qk_norm_rope", "adaln_rms", "add_rms_norm_modulate", "gated_residual", "rms_norm",
                 "rope_interleaved", "rope_rotate_half", "adaln_layer_norm")
+# Rewrites an injection can make that are not Triton kernels; selected like kernels ("all" includes them).
+REWRITES = {
+    "fused_qkv": "the projections that read one input (LTX-Video's attn1 q/k/v, attn2 k/v) as one GEMM each, the "
+                 "modules' weights made views of one concatenation (kernels.inject.fused_linear)",
+}
 NOT_INJECTABLE = {
     "gelu_tanh": "GELU-tanh is one PyTorch kernel already; a standalone Triton GELU saves no memory traffic in these "
                  "models (the gain needs a GEMM epilogue), so no module is replaced by it",
@@ -39,7 +44,7 @@ NOT_INJECTABLE = {
              "reproduce",
 }
 
-__all__ = ["inject", "restore", "is_injected", "InjectionReport", "Replaced", "Left", "KERNEL_NAMES"]
+__all__ = ["inject", "restore", "is_injected", "InjectionReport", "Replaced", "Left", "KERNEL_NAMES", "REWRITES"]
 
 
 def _families():
@@ -50,19 +55,21 @@ def _families():
 
 def resolve_kernels(kernels: str | Iterable[str]) -> tuple[str, ...]:
     """``"all"`` or an iterable of kernel names -> the sorted tuple; unknown names raise ValueError."""
+    selectable = KERNEL_NAMES + tuple(REWRITES)
     if isinstance(kernels, str):
         if kernels == "all":
-            return tuple(sorted(KERNEL_NAMES))
+            return tuple(sorted(selectable))
         kernels = [kernels]
     names = list(kernels)
     for k in names:
         if k in NOT_INJECTABLE:
             raise ValueError(f"kernel {k!r} cannot be injected: {NOT_INJECTABLE[k]}; injectable: "
-                             f"{', '.join(KERNEL_NAMES)}")
-        if k not in KERNEL_NAMES:
-            raise ValueError(f"unknown kernel {k!r}; injectable kernels: {', '.join(KERNEL_NAMES)} (or 'all')")
+                             f"{', '.join(selectable)}")
+        if k not in selectable:
+            raise ValueError(f"unknown kernel {k!r}; injectable kernels: {', '.join(KERNEL_NAMES)}; rewrites: "
+                             f"{', '.join(REWRITES)} (or 'all')")
     if not names:
-        raise ValueError(f"kernels: empty selection; choose 'all' or some of {', '.join(KERNEL_NAMES)}")
+        raise ValueError(f"kernels: empty selection; choose 'all' or some of {', '.join(selectable)}")
     return tuple(sorted(set(names)))
 
 

@@ -6,6 +6,10 @@ Per ``LTXVideoTransformerBlock`` (see the reference notes, sections 1.2-1.4):
   across all heads, eps 1e-5, with weight) and the interleaved RoPE become one :func:`kernels.qk_norm_rope` call;
 * ``attn2`` (cross-attention, no RoPE) gets the same processor class, with ``norm_q``/``norm_k`` through
   :func:`kernels.rms_norm` (numerics "torch");
+* with ``fused_qkv`` selected, attn1's q/k/v projections (which all read the block's normed input) are one GEMM,
+  and so are attn2's k/v (which read the text states): :mod:`kernels.inject.fused_linear`.  This runs in eager
+  calls; while torch.compile traces, the three projections stay separate (the fused weights' check reads
+  addresses, which a trace cannot);
 * the block's forward is replaced: ``norm1`` + ``* (1 + scale_msa) + shift_msa`` is one :func:`kernels.adaln_rms`,
   and the attn2 residual add + ``norm2`` + ``* (1 + scale_mlp) + shift_mlp`` is one
   :func:`kernels.add_rms_norm_modulate`; the two gated residual adds (``hidden + attn1(...) * gate_msa`` and
@@ -27,6 +31,7 @@ from diffusers.models.transformers.transformer_ltx import (LTXAttention, LTXVide
                                                           apply_rotary_emb)
 
 from kernels import add_rms_norm_modulate, gated_residual, qk_norm_rope
+from kernels.inject import fused_linear
 from kernels.inject.calls import call, plain
 from kernels.inject.norms import (modulation_ok, rms_modulate, rms_modulate_ok, torch_eps, torch_rms_norm,
                                   torch_rms_norm_ok)
@@ -71,12 +76,29 @@ class LTXKernelAttnProcessor:
     _attention_backend = None
     _parallel_config = None
 
-    def __init__(self, fuse_qk_rope: bool = True, rms_norm: bool = True):
+    def __init__(self, fuse_qk_rope: bool = True, rms_norm: bool = True,
+                 qkv: fused_linear.FusedLinear | None = None, kv: fused_linear.FusedLinear | None = None):
         self.fuse_qk_rope = bool(fuse_qk_rope)
         self.rms_norm = bool(rms_norm)
+        self.qkv = qkv  # to_q/to_k/to_v as one GEMM (self-attention)
+        self.kv = kv  # to_k/to_v as one GEMM (cross-attention)
 
     def __repr__(self) -> str:
-        return f"LTXKernelAttnProcessor(fuse_qk_rope={self.fuse_qk_rope}, rms_norm={self.rms_norm})"
+        return (f"LTXKernelAttnProcessor(fuse_qk_rope={self.fuse_qk_rope}, rms_norm={self.rms_norm}, "
+                f"fused_qkv={self.qkv is not None}, fused_kv={self.kv is not None})")
+
+    def _project(self, attn, hidden_states, encoder_hidden_states):
+        """query, key, value: one GEMM for the projections that share an input where they are fused (eager
+        calls, weights still fused), else one per projection."""
+        if not torch.compiler.is_compiling():
+            if encoder_hidden_states is None and self.qkv is not None and self.qkv.intact():
+                return self.qkv(hidden_states)
+            if encoder_hidden_states is not None and self.kv is not None and self.kv.intact():
+                return (call(attn.to_q, hidden_states),) + self.kv(encoder_hidden_states)
+        if encoder_hidden_states is None:
+            encoder_hidden_states = hidden_states
+        return (call(attn.to_q, hidden_states), call(attn.to_k, encoder_hidden_states),
+                call(attn.to_v, encoder_hidden_states))
 
     def __call__(
         self,
@@ -91,12 +113,7 @@ class LTXKernelAttnProcessor:
         if attention_mask is not None:
             attention_mask = attn.prepare_attention_mask(attention_mask, sequence_length, batch_size)
             attention_mask = attention_mask.view(batch_size, attn.heads, -1, attention_mask.shape[-1])
-        if encoder_hidden_states is None:
-            encoder_hidden_states = hidden_states
-
-        query = call(attn.to_q, hidden_states)
-        key = call(attn.to_k, encoder_hidden_states)
-        value = call(attn.to_v, encoder_hidden_states)
+        query, key, value = self._project(attn, hidden_states, encoder_hidden_states)
 
         if (image_rotary_emb is not None and self.fuse_qk_rope
                 and _fused_qk_rope_ok(attn, query, key, image_rotary_emb)):
@@ -215,14 +232,28 @@ def _inject_attention(s: Session, name: str, attn: LTXAttention, self_attention:
         return
     fuse = self_attention and s.allowed("qk_norm_rope")
     rms = s.allowed("rms_norm")
-    if not (fuse or rms):
-        why = "qk_norm_rope and rms_norm not selected" if self_attention else "rms_norm not selected"
+    if not (fuse or rms or s.allowed("fused_qkv")):
+        why = ("qk_norm_rope, rms_norm and fused_qkv not selected" if self_attention
+               else "rms_norm and fused_qkv not selected")
         s.leave(name, attn, why)
         return
     used = (("qk_norm_rope",) if fuse else ()) + (("rms_norm",) if rms and not fuse else ())
     note = ("norm_q + norm_k + interleaved RoPE fused" if fuse else
             "norm_q / norm_k through rms_norm (numerics torch)" + ("; RoPE eager" if self_attention else ""))
-    s.replace_processor(name, attn, LTXKernelAttnProcessor(fuse_qk_rope=fuse, rms_norm=rms), used, note)
+    qkv = kv = None
+    if s.allowed("fused_qkv"):
+        group = (attn.to_q, attn.to_k, attn.to_v) if self_attention else (attn.to_k, attn.to_v)
+        why = fused_linear.why_not(group)
+        if why:
+            note += f"; projections not fused: {why}"
+        else:
+            fused = fused_linear.fuse(group)
+            s.on_undo(attn, lambda: fused_linear.unshare(fused))
+            qkv, kv = (fused, None) if self_attention else (None, fused)
+            used += ("fused_qkv",)
+            note += "; q/k/v projections as one GEMM" if self_attention else "; k/v projections as one GEMM"
+    s.replace_processor(name, attn, LTXKernelAttnProcessor(fuse_qk_rope=fuse, rms_norm=rms, qkv=qkv, kv=kv),
+                        used, note)
     s.cover(attn.norm_q, attn.norm_k)
 
 

@@ -7,8 +7,10 @@ Two ways code is replaced, both per instance (other models of the same class are
 * a diffusers attention module's processor is swapped through ``set_processor``; undoing it sets the original
   processor object back.
 
-Nothing else (weights, buffers, hooks) is touched, so after :func:`undo` the model computes bit for bit what it
-computed before.  The record lives on the root module under :data:`STATE_ATTR`.
+One rewrite touches weights, without changing a value: fused projections (:mod:`kernels.inject.fused_linear`) make
+a group of ``nn.Linear`` weights views of one concatenation; undoing it gives each its own copy again.  Nothing else
+(buffers, hooks) is touched, so after :func:`undo` the model computes bit for bit what it computed before.  The
+record lives on the root module under :data:`STATE_ATTR`.
 """
 from __future__ import annotations
 
@@ -38,8 +40,8 @@ def is_ours(obj: Any) -> bool:
 @dataclass
 class _Undo:
     module: nn.Module
-    what: str  # "forward" | "processor"
-    original: Any = None  # the original processor
+    what: str  # "forward" | "processor" | "call"
+    original: Any = None  # the original processor; for "call", the function that undoes the change
 
 
 @dataclass
@@ -145,6 +147,11 @@ class Session:
         return True
 
 
+    def on_undo(self, module: nn.Module, fn: Callable[[], None]) -> None:
+        """Run ``fn()`` when the injection is undone (in reverse order with the other replacements)."""
+        self.undo.append(_Undo(module, "call", fn))
+
+
 def undo(root: nn.Module) -> int:
     """Undo every replacement recorded on ``root`` (newest first); returns how many were undone."""
     state = get_state(root)
@@ -158,6 +165,8 @@ def undo(root: nn.Module) -> int:
                     f"cannot restore {type(u.module).__name__}: its forward was replaced again after inject() "
                     f"(by {current!r}); remove that wrapper first")
             del u.module.__dict__["forward"]
+        elif u.what == "call":
+            u.original()
         else:
             ours = u.module.processor
             # a backend chosen after injection (set_attention_backend) stays chosen
@@ -165,6 +174,6 @@ def undo(root: nn.Module) -> int:
                 if attr in vars(ours) and hasattr(u.original, attr):
                     setattr(u.original, attr, getattr(ours, attr))
             u.module.set_processor(u.original)
-    n = len(state.undo)
+    n = sum(u.what != "call" for u in state.undo)  # replacements (a "call" undoes part of one)
     del root.__dict__[STATE_ATTR]
     return n

@@ -4,11 +4,12 @@ import json
 import pytest
 import torch
 
-from kernels.inject import KERNEL_NAMES, inject, is_injected, resolve_kernels, restore
+from kernels.inject import KERNEL_NAMES, REWRITES, inject, is_injected, resolve_kernels, restore
 
 
 def test_kernel_selection_is_checked():
-    assert resolve_kernels("all") == tuple(sorted(KERNEL_NAMES))
+    assert resolve_kernels("all") == tuple(sorted(KERNEL_NAMES + tuple(REWRITES)))
+    assert resolve_kernels(["fused_qkv", "rms_norm"]) == ("fused_qkv", "rms_norm")
     assert resolve_kernels(["rms_norm", "rms_norm", "adaln_rms"]) == ("adaln_rms", "rms_norm")
     with pytest.raises(ValueError, match=r"unknown kernel 'rmsnorm'; injectable kernels: qk_norm_rope, adaln_rms"):
         resolve_kernels(["rmsnorm"])
@@ -50,6 +51,6 @@ def test_pipeline_report_merges_components_with_paths():
     again = inject(pipe)
     assert again.already_injected and again.replaced == rep.replaced
     text = str(rep)
-    assert "transformer.transformer_blocks.0.attn1 [attn_processor: qk_norm_rope]" in text
+    assert "transformer.transformer_blocks.0.attn1 [attn_processor: qk_norm_rope+fused_qkv]" in text
     assert restore(pipe) == 3
     assert not is_injected(pipe)

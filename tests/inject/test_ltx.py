@@ -85,8 +85,8 @@ def test_pipeline_matches_stock_counts_and_restores_exactly(pipe):
         assert report.counts() == {"attn_processor": 2 * LAYERS, "block_forward": LAYERS}
         by_path = {r.path: r for r in report.replaced}
         for i in range(LAYERS):
-            assert by_path[f"transformer.transformer_blocks.{i}.attn1"].kernels == ("qk_norm_rope",)
-            assert by_path[f"transformer.transformer_blocks.{i}.attn2"].kernels == ("rms_norm",)
+            assert by_path[f"transformer.transformer_blocks.{i}.attn1"].kernels == ("qk_norm_rope", "fused_qkv")
+            assert by_path[f"transformer.transformer_blocks.{i}.attn2"].kernels == ("rms_norm", "fused_qkv")
             assert by_path[f"transformer.transformer_blocks.{i}"].kernels == ("adaln_rms", "add_rms_norm_modulate",
                                                                               "gated_residual")
         left = {x.path: x for x in report.left}
@@ -174,7 +174,7 @@ def test_kernel_selection():
     rep = inject(model, kernels=["qk_norm_rope", "adaln_rms"])
     assert not rep.already_injected
     assert rep.counts() == {"attn_processor": LAYERS, "block_forward": LAYERS}
-    assert {x.path: x.reason for x in rep.left}["transformer_blocks.1.attn2"] == "rms_norm not selected"
+    assert {x.path: x.reason for x in rep.left}["transformer_blocks.1.attn2"] == "rms_norm and fused_qkv not selected"
     with KernelCalls() as kc:
         out = _run(model, kw)
     # without add_rms_norm_modulate, norm2 + modulate also goes through adaln_rms
@@ -243,3 +243,68 @@ def test_attention_hooks_still_run():
     assert len(seen) == LAYERS
     assert_equal(hooked, plain)
     assert_close_bf16(plain, ref)
+
+
+def _storages(model):
+    return [p.untyped_storage().data_ptr() for p in model.parameters()]
+
+
+def test_fused_projections_share_one_gemm_and_restore_unshares(monkeypatch, tmp_path):
+    from kernels.inject import fused_linear
+
+    model = _transformer()
+    kw = _inputs()
+    ref = _run(model, kw)
+    params = {n: p.detach().clone() for n, p in model.named_parameters()}
+    assert len(set(_storages(model))) == len(params)
+    inject(model)
+    blk = model.transformer_blocks[0]
+    # q/k/v of attn1 and k/v of attn2 now live in one storage each, with their values unchanged
+    assert blk.attn1.to_q.weight.untyped_storage().data_ptr() == blk.attn1.to_v.weight.untyped_storage().data_ptr()
+    assert blk.attn2.to_k.bias.untyped_storage().data_ptr() == blk.attn2.to_v.bias.untyped_storage().data_ptr()
+    assert blk.attn2.to_q.weight.untyped_storage().data_ptr() != blk.attn2.to_k.weight.untyped_storage().data_ptr()
+    assert all(torch.equal(p, params[n]) for n, p in model.named_parameters())
+    calls = []
+    monkeypatch.setattr(fused_linear.FusedLinear, "__call__",
+                        lambda self, x: calls.append(len(self.sizes)) or fused_linear.F.linear(
+                            x, self.weight, self.bias).split(self.sizes, dim=-1))
+    with KernelCalls() as kc:
+        out = _run(model, kw)
+    assert sorted(calls) == [2] * LAYERS + [3] * LAYERS
+    assert dict(kc.calls) == PER_FORWARD
+    assert_close_bf16(out, ref)
+    # a weight replaced after injection (a new Parameter, as .to()/offloading do): that attention goes back to its
+    # own three projections, with the new values
+    with torch.no_grad():
+        new_w = blk.attn1.to_k.weight.detach().clone()
+        new_w[:3] *= -1
+    blk.attn1.to_k.weight = torch.nn.Parameter(new_w)
+    calls.clear()
+    changed = _run(model, kw)
+    assert sorted(calls) == [2] * LAYERS + [3] * (LAYERS - 1)
+    restore(model)
+    assert_close_bf16(changed, _run(model, kw))
+    with torch.no_grad():
+        blk.attn1.to_k.weight.copy_(params["transformer_blocks.0.attn1.to_k.weight"])
+    # every parameter has its own storage again, holding the original values: bit-identical outputs, and
+    # safetensors (which refuses shared memory) can save the model
+    assert len(set(_storages(model))) == len(params)
+    assert all(torch.equal(p, params[n]) for n, p in model.named_parameters())
+    assert_equal(_run(model, kw), ref)
+    model.save_pretrained(tmp_path)
+
+
+def test_projections_that_cannot_be_fused_are_reported():
+    from kernels.inject import fused_linear
+
+    model = _transformer()
+    blk = model.transformer_blocks[1]
+    blk.attn1.to_v.bias = None
+    rep = inject(model)
+    by_path = {r.path: r for r in rep.replaced}
+    assert by_path["transformer_blocks.1.attn1"].kernels == ("qk_norm_rope",)
+    assert "projections not fused: some have a bias and some do not" in by_path["transformer_blocks.1.attn1"].note
+    assert by_path["transformer_blocks.0.attn1"].kernels == ("qk_norm_rope", "fused_qkv")
+    with pytest.raises(ValueError, match="cannot fuse these projections: some have a bias"):
+        fused_linear.fuse((blk.attn1.to_q, blk.attn1.to_v))
+    restore(model)

@@ -57,10 +57,20 @@ def test_our_kernel_names_are_found():
     assert {"_rms_norm_kernel", "_qk_norm_rope_kernel", "_add_rms_norm_modulate_kernel"} <= names
 
 
-def test_e2e_job_profiles_each_mode_on_request():
+def test_e2e_job_profiles_each_mode_on_request(monkeypatch):
+    events = []
+    run_call, profile_call = e2e.run_call, e2e.profile_call
+    monkeypatch.setattr(e2e, "run_call", lambda s, spec, p, d: events.append(("call", p["steps"])) or run_call(
+        s, spec, p, d))
+    monkeypatch.setattr(e2e, "profile_call", lambda *a: events.append(("profile",)) or profile_call(*a))
+    monkeypatch.setattr(e2e, "mark_profiler_used", lambda: None)  # this test process goes on timing
     spec = JobSpec(kind="e2e", model="ltx-video", shape=[9, 64, 96], dtype="bf16", impls=["eager", "triton"],
                    key="k", params={"steps": 2, "repeats": 1, "tiny": True, "profile_steps": 1})
     res = e2e.run(spec, torch.device("cpu"))
+    # every timed call (2 steps: warm-up + repeat, per mode) comes before the first capture; each capture is a
+    # warm-up call of 1 step, then the profiled one
+    assert events[:4] == [("call", 2)] * 4
+    assert events[4:] == [("call", 1), ("profile",), ("call", 1)] * 2
     assert res.status == STATUS_OK, res.error
     prof = res.details["profile"]
     assert set(prof) == {"eager", "triton"}

@@ -77,3 +77,19 @@ def test_the_sandbox_dies_with_the_process_that_started_it(tmp_path):
         time.sleep(0.5)
     os.kill(child_pid, signal.SIGKILL)
     raise AssertionError("the sandbox outlived its parent")
+
+
+def test_a_child_that_profiled_is_retired_before_the_next_job():
+    """torch.profiler leaves later launches in its process slower, so nothing is timed after it in that child."""
+    from workers import sandbox
+
+    prof = JobSpec(kind="profile", kernel="rmsnorm", shape=[4, 64], dtype="fp32", impls=["eager"], key="p",
+                   params={"iters": 2, "warmup": 1, "timeout_s": 120})
+    specs = [_spec("noop", "a"), prof, _spec("noop", "b"), _spec("noop", "c")]
+    info = sandbox.ChildInfo()
+    pids = []
+    results = list(sandbox.run_jobs(specs, info=info, on_ready=lambda i: pids.append(i.pid)))
+    assert [r.key for r in results] == ["a", "p", "b", "c"]
+    assert [r.status for r in results] == ["ok"] * 4, [r.error for r in results]
+    # one child for "a" and the profile job, a fresh one for "b" and "c"
+    assert info.starts == 2 and len(set(pids)) == 2

@@ -1,0 +1,80 @@
+"""Host time of one forward of the full-size LTX-Video transformer, before and after a torch.profiler capture, and
+what the fused q/k/v projections do to it (device-side diagnostic, one GPU, nothing else running).
+
+Modes: eager; injected with every kernel and rewrite ("triton"); injected without ``fused_qkv``.  For each, at the
+e2e setting (batch 2, 1320 video tokens, 128 text tokens, bf16, random weights): the host time to enqueue one
+forward and the synced time of one forward (median of 9, after 3 warm-up calls), and the device time of one forward
+(CUDA events around 5 forwards enqueued back to back behind a ~0.3 s sleep kernel, so the host is always ahead).
+Then one torch.profiler capture (CPU + CUDA) of one forward, and every mode timed again: the second table says what
+a capture leaves behind in the process (pytorch/pytorch#144455).
+Run on the device: python3 docs/perf/h200-2026-11-30f/host_probe_3.py
+"""
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, "docs/perf/h200-2026-11-30")
+from host_probe_2 import _ltx_inputs  # noqa: E402  (the same inputs)
+
+dev = torch.device("cuda")
+bf = torch.bfloat16
+ALL_BUT_FUSED = ["qk_norm_rope", "adaln_rms", "add_rms_norm_modulate", "gated_residual", "rms_norm"]
+
+
+def timings(model, kw):
+    with torch.no_grad():
+        for _ in range(3):
+            model(**kw)
+        torch.cuda.synchronize()
+        enq, tot = [], []
+        for _ in range(9):
+            t = time.perf_counter()
+            model(**kw)
+            enq.append((time.perf_counter() - t) * 1e3)
+            torch.cuda.synchronize()
+            tot.append((time.perf_counter() - t) * 1e3)
+        torch.cuda._sleep(600_000_000)  # ~0.3 s of device time: the five forwards queue up behind it
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(5):
+            model(**kw)
+        b.record()
+        b.synchronize()
+    return statistics.median(enq), statistics.median(tot), a.elapsed_time(b) / 5
+
+
+def main():
+    from diffusers import LTXVideoTransformer3DModel
+
+    from kernels.inject import inject, restore
+
+    torch.manual_seed(0)
+    with torch.device(dev):
+        model = LTXVideoTransformer3DModel().to(bf).eval()
+    kw = _ltx_inputs()
+    modes = {"eager": None, "triton (all)": "all", "triton without fused_qkv": ALL_BUT_FUSED}
+
+    def table(title):
+        print(f"== {title}")
+        print("| mode | host enqueue ms | synced forward ms | device ms per forward |")
+        print("|---|---|---|---|")
+        for name, sel in modes.items():
+            if sel is not None:
+                inject(model, kernels=sel)
+            e, t, d = timings(model, kw)
+            restore(model)
+            print(f"| {name} | {e:.2f} | {t:.2f} | {d:.2f} |", flush=True)
+
+    table("before any profiler capture")
+    from torch.profiler import ProfilerActivity, profile
+
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+        model(**kw)
+        torch.cuda.synchronize()
+    table("after one torch.profiler capture in this process")
+
+
+if __name__ == "__main__":
+    main()

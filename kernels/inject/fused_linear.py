@@ -1,0 +1,91 @@
+"""Projections that read the same input, computed as one GEMM: LTX-Video's attn1 q/k/v and attn2 k/v.
+
+Each of the three projections of a self-attention reads the same ``[B, S, C]`` input, and eager PyTorch launches
+three GEMMs for them (and two for a cross-attention's key and value, which read the text states).  :func:`fuse`
+concatenates the weights (and biases) of such a group of ``nn.Linear`` modules once and makes each module's own
+weight and bias views of their rows of the concatenation, so the model holds no second copy; one
+``F.linear(x, weight, bias)`` then yields all the projections, split along the last dim as views (batch and token
+strides of the whole, unit-stride channels: what the kernels and SDPA take).
+
+The modules keep computing exactly what they computed: their values are unchanged and each view is contiguous.
+:meth:`FusedLinear.intact` says whether every module still holds its view (``model.to(...)``, offloading or a new
+``Parameter`` replace them; the caller then uses the modules as they are), and :func:`unshare` gives each module
+its own storage again (``restore``), so that, e.g., safetensors, which refuses tensors that share memory, can save
+the model.  The fused result differs from the separate GEMMs only by the GEMM's own rounding order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from kernels.inject.calls import plain
+
+
+def _addresses(linears) -> tuple[int, ...]:
+    return tuple(p.data_ptr() for m in linears for p in (m.weight, m.bias) if p is not None)
+
+
+@dataclass(eq=False)
+class FusedLinear:
+    linears: tuple[nn.Linear, ...]
+    weight: torch.Tensor  # [sum of out_features, in_features]; each module's weight is a view of its rows
+    bias: torch.Tensor | None  # the same for the biases
+    sizes: tuple[int, ...]  # out_features of each module, in order
+    addresses: tuple[int, ...]  # each weight's and bias's address once fused
+
+    def intact(self) -> bool:
+        """Every module still holds its view of the fused weight (and bias)."""
+        return _addresses(self.linears) == self.addresses
+
+    def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """``tuple(m(x) for m in linears)`` as one GEMM (views of its output)."""
+        return F.linear(x, self.weight, self.bias).split(self.sizes, dim=-1)
+
+
+def why_not(linears) -> str | None:
+    """Why these modules cannot be fused (None if they can)."""
+    first = linears[0]
+    if not all(plain(m, nn.Linear) for m in linears):
+        return "not all plain nn.Linear (a subclass, a replaced forward or hooks)"
+    if len({(m.in_features, m.weight.dtype, m.weight.device) for m in linears}) != 1:
+        return "in_features, dtype or device differ"
+    if len({m.bias is None for m in linears}) != 1:
+        return "some have a bias and some do not"
+    if any(not m.weight.is_contiguous() or (m.bias is not None and m.bias.dtype != first.weight.dtype)
+           for m in linears):
+        return "a weight is not contiguous or a bias has another dtype"
+    if first.weight.device.type == "meta":
+        return "the weights are on the meta device (not loaded)"
+    return None
+
+
+@torch.no_grad()
+def fuse(linears) -> FusedLinear:
+    """Concatenate the modules' weights and biases and make each module's parameters views of their rows."""
+    linears = tuple(linears)
+    why = why_not(linears)
+    if why:
+        raise ValueError(f"cannot fuse these projections: {why}")
+    weight = torch.cat([m.weight for m in linears])
+    bias = None if linears[0].bias is None else torch.cat([m.bias for m in linears])
+    start = 0
+    for m in linears:
+        rows = slice(start, start + m.out_features)
+        m.weight.data = weight[rows]
+        if bias is not None:
+            m.bias.data = bias[rows]
+        start = rows.stop
+    return FusedLinear(linears, weight, bias, tuple(m.out_features for m in linears), _addresses(linears))
+
+
+@torch.no_grad()
+def unshare(fused: FusedLinear) -> None:
+    """Give each module that still holds a view of the fused weight (or bias) its own copy."""
+    for m in fused.linears:
+        for p, whole in ((m.weight, fused.weight), (m.bias, fused.bias)):
+            if p is not None and whole is not None and p.untyped_storage().data_ptr() == \
+                    whole.untyped_storage().data_ptr():
+                p.data = p.data.clone()
