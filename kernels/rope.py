@@ -51,9 +51,6 @@ LAYOUTS = ("bshd", "bhsd")
 # came within 0-7 % of each shape's best config per call, where 4096 was 1-19 % off (better at 3 of 5 shapes, 1-2 %
 # worse at 2).  Warps are row_num_warps of the elements per load; AMD takes the same rule, unmeasured.
 _TILE_ELEMENTS = 2048
-# rotate-half: load whole rows (and each element's partner as a second, cached load of the row) instead of the two
-# halves separately
-ROTATE_HALF_WHOLE_ROWS = False
 
 
 class RopeConfig(NamedTuple):
@@ -67,7 +64,7 @@ class RopeConfig(NamedTuple):
 @functools.lru_cache(maxsize=256)
 def rope_config(heads: int, width: int, device: torch.device | None = None, interleaved: bool = True) -> RopeConfig:
     """The launch knobs for a block of ``width`` per head (the pow2 block over the head dim, or over half of it for
-    rotate-half loading each half separately: ``interleaved=False``).
+    rotate-half, which loads each half separately).
 
     Several heads and sequence positions share a program until it holds about ``_TILE_ELEMENTS`` elements of x;
     the cos/sin row of a position is then loaded once for all its heads.  Only the head count and width enter
@@ -97,8 +94,6 @@ def _rope_kernel(
     # with ROUND_EACH: round the products in integer arithmetic (a traced launch, fp fusion on) or by casts (a
     # direct launch, fp fusion off; the integer path made the kernel ALU-bound at half the copy bandwidth)
     INT_ROUND: tl.constexpr,
-    # rotate-half only: whole rows per load (BLOCK_D = the head dim) instead of the two halves separately
-    WHOLE_ROWS: tl.constexpr,
 ):
     # One program: BLOCK_S sequence positions x BLOCK_H heads of one batch element; the cos/sin tile is
     # [BLOCK_S, 1, BLOCK_D] and broadcasts over the heads.  The last dim of every tensor is unit-stride.
@@ -135,23 +130,6 @@ def _rope_kernel(
         x_even, x_odd = tl.split(pairs)
         x_rot = tl.reshape(tl.join(-x_odd, x_even), [BLOCK_S, BLOCK_H, BLOCK_D])
         out = x * c + x_rot * s
-        tl.store(o_base + o_off + d, round_to(out, out_ty), mask=mask)
-    elif WHOLE_ROWS:
-        # Rotate-half on whole rows: BLOCK_D covers the head dim, x/cos/sin rows load contiguously, and each
-        # element's partner (j + D/2 mod D) is a second load of the same row, served from the cache.
-        half = D // 2
-        mask = row_ok & (d < D)
-        cmask = ((s0 + ls) < S) & (d < D)
-        partner = tl.where(d < half, d + half, d - half)
-        x = tl.load(x_base + x_off + d, mask=mask, other=0.0).to(tl.float32)
-        xp = tl.load(x_base + x_off + partner, mask=mask, other=0.0).to(tl.float32)
-        xp = tl.where(d < half, -xp, xp)
-        c = tl.load(c_base + ls * scs + d, mask=cmask, other=0.0).to(tl.float32)
-        s = tl.load(n_base + ls * sss + d, mask=cmask, other=0.0).to(tl.float32)
-        if ROUND_EACH:
-            out = round_before_add(x * c, ROUND_EACH, INT_ROUND) + round_before_add(xp * s, ROUND_EACH, INT_ROUND)
-        else:
-            out = x * c + xp * s
         tl.store(o_base + o_off + d, round_to(out, out_ty), mask=mask)
     else:
         # Rotate-half: BLOCK_D covers half the head dim; element j pairs with j + D/2.
@@ -286,9 +264,8 @@ def _launch(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Te
     batch, seq, heads, sxb, sxs, sxh = _x_strides(x, seq_dim)
     _, _, _, sob, sos, soh = _x_strides(out, seq_dim)
     width = int(x.shape[-1])  # compile-time sizes as plain ints (a traced SymInt is specialised)
-    whole = interleaved or ROTATE_HALF_WHOLE_ROWS
-    block_d = next_pow2(width if whole else width // 2)
-    cfg = config or rope_config(int(heads), block_d, x.device, whole)
+    block_d = next_pow2(width if interleaved else width // 2)
+    cfg = config or rope_config(int(heads), block_d, x.device, interleaved)
     n_programs = batch * cdiv(seq, cfg.block_s) * cdiv(heads, cfg.block_h)
     kernel = direct_launcher(_rope_kernel) if direct else wrap_triton(_rope_kernel)
     # fp fusion off wherever the kernel launches as itself (every eager call); a launch traced by torch.compile
@@ -303,7 +280,6 @@ def _launch(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Te
         *_table_strides(cos), *_table_strides(sin),
         INTERLEAVED=interleaved, ROUND_EACH=round_code(x.dtype) if round_each else 0,
         BLOCK_S=cfg.block_s, BLOCK_H=cfg.block_h, BLOCK_D=block_d,
-        WHOLE_ROWS=whole and not interleaved,
         num_warps=cfg.num_warps, **options,
     )
 

@@ -208,6 +208,38 @@ def test_attention_backend_is_kept_and_settable():
         _AttentionBackendRegistry.set_active_backend(before)
 
 
+def test_native_backend_is_called_directly_other_backends_through_dispatch(monkeypatch):
+    """With no backend chosen and the native one active, the processors call diffusers' native attention function
+    themselves (what dispatch_attention_fn would call, with the same arguments); a chosen backend, or diffusers'
+    argument checks, go through dispatch_attention_fn."""
+    from diffusers.models.attention_dispatch import _AttentionBackendRegistry
+
+    from kernels.inject import ltx
+
+    model = _transformer()
+    kw = _inputs()
+    inject(model)
+    out = _run(model, kw)
+    dispatched = []
+    dispatch = ltx.dispatch_attention_fn
+    monkeypatch.setattr(ltx, "dispatch_attention_fn", lambda *a, **k: dispatched.append(k["backend"]) or
+                        dispatch(*a, **k))
+    assert_equal(_run(model, kw), out)
+    assert dispatched == []
+    monkeypatch.setattr(_AttentionBackendRegistry, "_checks_enabled", True)
+    assert_equal(_run(model, kw), out)
+    assert dispatched == [None] * 2 * LAYERS
+    monkeypatch.setattr(_AttentionBackendRegistry, "_checks_enabled", False)
+    try:
+        model.set_attention_backend("_native_math")
+        dispatched.clear()
+        _run(model, kw)
+        assert [b.value for b in dispatched] == ["_native_math"] * 2 * LAYERS
+    finally:
+        model.reset_attention_backend()
+    restore(model)
+
+
 def test_wrapped_forward_is_left_alone_with_reason():
     model = _transformer()
     blk = model.transformer_blocks[0]

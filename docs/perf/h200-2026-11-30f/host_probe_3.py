@@ -4,7 +4,9 @@ what the fused q/k/v projections do to it (device-side diagnostic, one GPU, noth
 Modes: eager; injected with every kernel and rewrite ("triton"); injected without ``fused_qkv``.  For each, at the
 e2e setting (batch 2, 1320 video tokens, 128 text tokens, bf16, random weights): the host time to enqueue one
 forward and the synced time of one forward (median of 9, after 3 warm-up calls), and the device time of one forward
-(CUDA events around 5 forwards enqueued back to back behind a ~0.3 s sleep kernel, so the host is always ahead).
+(CUDA events around one forward enqueued behind a ~0.1 s sleep kernel, so the host is ahead; median of 5).  One
+forward at a time: the first run of this probe (dc6b864) put 5 forwards behind the sleep, more launches than the
+driver queues, so the host stalled and that column measured the host.
 Then one torch.profiler capture (CPU + CUDA) of one forward, and every mode timed again: the second table says what
 a capture leaves behind in the process (pytorch/pytorch#144455).
 Run on the device: python3 docs/perf/h200-2026-11-30f/host_probe_3.py
@@ -35,14 +37,16 @@ def timings(model, kw):
             enq.append((time.perf_counter() - t) * 1e3)
             torch.cuda.synchronize()
             tot.append((time.perf_counter() - t) * 1e3)
-        torch.cuda._sleep(600_000_000)  # ~0.3 s of device time: the five forwards queue up behind it
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
+        dev_ms = []
         for _ in range(5):
+            torch.cuda._sleep(200_000_000)  # ~0.1 s of device time: the forward queues up behind it
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
             model(**kw)
-        b.record()
-        b.synchronize()
-    return statistics.median(enq), statistics.median(tot), a.elapsed_time(b) / 5
+            b.record()
+            b.synchronize()
+            dev_ms.append(a.elapsed_time(b))
+    return statistics.median(enq), statistics.median(tot), statistics.median(dev_ms)
 
 
 def main():

@@ -2,7 +2,7 @@
 # Device calls on nvidia-h200-x2 (two H200s, 32 cores) for issues #3/#4, fifth session of 2026-11-30.
 #   stage a: on GPU 0 alone (nothing else on the machine): the e2e plan in PLAN_DIR twice, then host_probe_3.py;
 #            then rope_whole_rows.py on GPU 1 beside the GPU tests on GPU 0
-#   stage b: the kernel plan in PLAN_DIR on GPU 0 alone, then the e2e plan once more beside the GPU tests on GPU 1
+#   stage b: on GPU 0 alone: the e2e plan in PLAN_DIR twice, then host_probe_3.py; then the GPU tests
 # Usage (device, repo root): bash docs/perf/h200-2026-11-30f/session.sh a|b [PLAN_DIR]
 set -u
 STAGE=${1:?a or b}; D=${2:-docs/perf/h200-2026-11-30f}; P=docs/perf/h200-2026-11-30f
@@ -34,11 +34,9 @@ if [ "$STAGE" = a ]; then
   wait
   grep -h "rc=" "$OUT/e2e.log" "$OUT/host-probe-3.log" "$OUT/rope-whole-rows.log"; tail -n 3 "$OUT/pytest-gpu-a.log"
 else
-  CUDA_VISIBLE_DEVICES=0 taskset -c $LO timeout 300 python3 -m workers run $D/plan-kernels.jsonl \
-      --out "$OUT/results-kernels.jsonl" > "$OUT/kernels.log" 2>&1
-  stamp kernels $? >> "$OUT/kernels.log"
-  ( gpu_tests 1 $(( 570 - ($(date +%s) - T0) )) $HI ) &
-  e2e b
-  wait
-  grep -h "rc=" "$OUT/kernels.log" "$OUT/e2e.log"; tail -n 3 "$OUT/pytest-gpu-b.log"
+  e2e b1; e2e b2
+  CUDA_VISIBLE_DEVICES=0 taskset -c $LO timeout 150 python3 $P/host_probe_3.py > "$OUT/host-probe-3b.log" 2>&1
+  stamp probe $? >> "$OUT/host-probe-3b.log"
+  gpu_tests 0 $(( 570 - ($(date +%s) - T0) )) $LO
+  grep -h "rc=" "$OUT/e2e.log" "$OUT/host-probe-3b.log"; tail -n 3 "$OUT/pytest-gpu-b.log"
 fi
