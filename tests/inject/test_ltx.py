@@ -314,7 +314,12 @@ def test_fused_projections_share_one_gemm_and_restore_unshares(monkeypatch, tmp_
     calls.clear()
     changed = _run(model, kw)
     assert sorted(calls) == [2] * LAYERS + [3] * (LAYERS - 1)
+    procs = [b.attn1.processor for b in model.transformer_blocks] + [b.attn2.processor for b in
+                                                                      model.transformer_blocks]
     restore(model)
+    # the concatenations are dropped at restore (each freed as soon as its modules hold their own copies)
+    assert all(p.qkv is None or (p.qkv.weight is None and not p.qkv.intact()) for p in procs)
+    assert all(p.kv is None or (p.kv.weight is None and p.kv.bias is None) for p in procs)
     assert_close_bf16(changed, _run(model, kw))
     with torch.no_grad():
         blk.attn1.to_k.weight.copy_(params["transformer_blocks.0.attn1.to_k.weight"])
