@@ -146,7 +146,6 @@ class Session:
         self.cover(attn)
         return True
 
-
     def on_undo(self, module: nn.Module, fn: Callable[[], None]) -> None:
         """Run ``fn()`` when the injection is undone (in reverse order with the other replacements)."""
         self.undo.append(_Undo(module, "call", fn))
