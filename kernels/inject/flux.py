@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
-from diffusers.models.attention_dispatch import dispatch_attention_fn
 from diffusers.models.embeddings import apply_rotary_emb
 from diffusers.models.normalization import AdaLayerNormContinuous, AdaLayerNormZero, AdaLayerNormZeroSingle
 from diffusers.models.normalization import RMSNorm as DiffusersRMSNorm
@@ -24,6 +23,7 @@ from diffusers.models.transformers.transformer_flux import (FluxAttention, FluxA
                                                            FluxTransformer2DModel, FluxTransformerBlock)
 
 from kernels import rope_interleaved
+from kernels.inject.attention import attend
 from kernels.inject import norms
 from kernels.inject.report import KIND_BLOCK_FORWARD, KIND_NORM_FORWARD
 from kernels.inject.state import Session, mark
@@ -119,12 +119,7 @@ class FluxKernelAttnProcessor:
             query = _rope(query, image_rotary_emb, self.rope)
             key = _rope(key, image_rotary_emb, self.rope)
 
-        hidden_states = dispatch_attention_fn(
-            query, key, value,
-            attn_mask=attention_mask,
-            backend=self._attention_backend,
-            parallel_config=self._parallel_config,
-        )
+        hidden_states = attend(query, key, value, attention_mask, self._attention_backend, self._parallel_config)
         hidden_states = hidden_states.flatten(2, 3)
         hidden_states = hidden_states.to(query.dtype)
 

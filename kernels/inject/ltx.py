@@ -17,21 +17,22 @@ Per ``LTXVideoTransformerBlock`` (see the reference notes, sections 1.2-1.4):
   ``temb`` either broadcast (``[B, 1, 6C]``, t2v) or per token (``[B, S, 6C]``, image-to-video / condition
   pipelines); both go to the kernels as they are.
 
-The processors call diffusers' ``dispatch_attention_fn`` with ``backend=self._attention_backend`` like the stock
-processor, so ``set_attention_backend`` keeps working.  Everything here is traceable: decisions depend only on
+The processors call attention through :func:`kernels.inject.attention.attend` (diffusers' ``dispatch_attention_fn``
+with ``backend=self._attention_backend``, as the stock processor calls it), so ``set_attention_backend`` keeps
+working.  Everything here is traceable: decisions depend only on
 module types, dtypes, shapes and devices.
 """
 from __future__ import annotations
 
 import torch
 import torch.nn as nn
-from diffusers.models.attention_dispatch import AttentionBackendName, _AttentionBackendRegistry, dispatch_attention_fn
 from diffusers.models.transformers.transformer_ltx import (LTXAttention, LTXVideoAttnProcessor,
                                                           LTXVideoTransformerBlock, LTXVideoTransformer3DModel,
                                                           apply_rotary_emb)
 
 from kernels import add_rms_norm_modulate, gated_residual, qk_norm_rope
 from kernels.inject import fused_linear
+from kernels.inject.attention import attend
 from kernels.inject.calls import call, plain
 from kernels.inject.norms import (modulation_ok, rms_modulate, rms_modulate_ok, torch_eps, torch_rms_norm,
                                   torch_rms_norm_ok)
@@ -87,19 +88,6 @@ class LTXKernelAttnProcessor:
         return (f"LTXKernelAttnProcessor(fuse_qk_rope={self.fuse_qk_rope}, rms_norm={self.rms_norm}, "
                 f"fused_qkv={self.qkv is not None}, fused_kv={self.kv is not None})")
 
-    def _attention(self, query, key, value, attention_mask):
-        """``dispatch_attention_fn`` as the stock processor calls it.  In eager calls with no backend chosen for
-        this processor, no context parallelism and diffusers' argument checks off, where the active backend is
-        the native one, its function is called directly with the arguments dispatch would pass (all defaults):
-        dispatch's argument dict and filtering cost tens of microseconds of host time per call."""
-        if (not torch.compiler.is_compiling() and self._attention_backend is None and self._parallel_config is None
-                and not _AttentionBackendRegistry._checks_enabled
-                and _AttentionBackendRegistry._active_backend == AttentionBackendName.NATIVE):
-            return _AttentionBackendRegistry._backends[AttentionBackendName.NATIVE](query, key, value,
-                                                                                    attn_mask=attention_mask)
-        return dispatch_attention_fn(query, key, value, attn_mask=attention_mask, dropout_p=0.0, is_causal=False,
-                                     backend=self._attention_backend, parallel_config=self._parallel_config)
-
     def _project(self, attn, hidden_states, encoder_hidden_states):
         """query, key, value: one GEMM for the projections that share an input where they are fused (eager
         calls, weights still fused), else one per projection."""
@@ -144,7 +132,7 @@ class LTXKernelAttnProcessor:
         key = key.unflatten(2, (attn.heads, -1))
         value = value.unflatten(2, (attn.heads, -1))
 
-        hidden_states = self._attention(query, key, value, attention_mask)
+        hidden_states = attend(query, key, value, attention_mask, self._attention_backend, self._parallel_config)
         hidden_states = hidden_states.flatten(2, 3)
         hidden_states = hidden_states.to(query.dtype)
         hidden_states = call(attn.to_out[0], hidden_states)

@@ -214,15 +214,15 @@ def test_native_backend_is_called_directly_other_backends_through_dispatch(monke
     argument checks, go through dispatch_attention_fn."""
     from diffusers.models.attention_dispatch import _AttentionBackendRegistry
 
-    from kernels.inject import ltx
+    from kernels.inject import attention
 
     model = _transformer()
     kw = _inputs()
     inject(model)
     out = _run(model, kw)
     dispatched = []
-    dispatch = ltx.dispatch_attention_fn
-    monkeypatch.setattr(ltx, "dispatch_attention_fn", lambda *a, **k: dispatched.append(k["backend"]) or
+    dispatch = attention.dispatch_attention_fn
+    monkeypatch.setattr(attention, "dispatch_attention_fn", lambda *a, **k: dispatched.append(k["backend"]) or
                         dispatch(*a, **k))
     assert_equal(_run(model, kw), out)
     assert dispatched == []
@@ -297,9 +297,9 @@ def test_fused_projections_share_one_gemm_and_restore_unshares(monkeypatch, tmp_
     assert blk.attn2.to_q.weight.untyped_storage().data_ptr() != blk.attn2.to_k.weight.untyped_storage().data_ptr()
     assert all(torch.equal(p, params[n]) for n, p in model.named_parameters())
     calls = []
+    fused_call = fused_linear.FusedLinear.__call__
     monkeypatch.setattr(fused_linear.FusedLinear, "__call__",
-                        lambda self, x: calls.append(len(self.sizes)) or fused_linear.F.linear(
-                            x, self.weight, self.bias).split(self.sizes, dim=-1))
+                        lambda self, x: calls.append(len(self.sizes)) or fused_call(self, x))
     with KernelCalls() as kc:
         out = _run(model, kw)
     assert sorted(calls) == [2] * LAYERS + [3] * LAYERS
