@@ -8,7 +8,7 @@
     resolutions: null          # ... unless given as [[height, width], ...] pairs
     steps: [30]
     dtypes: [bf16]
-    modes: [eager, triton, compile, triton+compile]   # all in one job (one GPU, side by side)
+    modes: [eager, triton, compile, triton+compile, compile-max, triton+compile-max]  # one job, side by side
     repeats / warmup / model_path / pipeline / tiny / tolerance / seed / timeout_s / guidance_scale / ...
 
 One job per (frames, resolution, steps, dtype); every mode runs inside that job.  Grid values may be given as one
@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.config import ConfigError
-from workers.e2e_spec import DTYPE_NAMES, MODEL, MODES, PARAM_DEFAULTS, check_shape
+from workers.e2e_spec import DEFAULT_MODES, DTYPE_NAMES, MODEL, MODES, PARAM_DEFAULTS, check_shape
 from workers.spec import JobSpec
 
 GRID_KEYS = ("frames", "heights", "widths", "resolutions", "steps", "dtypes", "modes")
@@ -30,7 +30,7 @@ GRID_DEFAULTS: dict[str, Any] = {
     "resolutions": None,
     "steps": [30],
     "dtypes": ["bf16"],
-    "modes": list(MODES),
+    "modes": list(DEFAULT_MODES),
 }
 # parameters that go into every job's params (steps is per job, from the grid)
 JOB_PARAM_KEYS = tuple(k for k in PARAM_DEFAULTS if k != "steps")

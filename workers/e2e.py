@@ -9,10 +9,13 @@ VAE (``output_type="latent"``); with ``pipeline`` the VAE decodes the video at t
 configuration built on the device with random weights (``tiny``: a small configuration for CPU tests, with a VAE of
 the real 32x/8x compression).
 
-Modes, all on the same model object, the same inputs and the same seed:
-``eager`` (stock), ``triton`` (kernels injected), ``compile`` (``compile_repeated_blocks(fullgraph=True)``) and
-``triton+compile``.  The model is put back between modes (compiled call removed, ``torch._dynamo.reset()``,
-``kernels.inject.restore``) so no mode sees another's code.
+Modes (``workers.e2e_spec.MODES``), all on the same model object, the same inputs and the same seed: ``eager``
+(stock), ``triton`` (kernels injected), ``compile`` (``compile_repeated_blocks(fullgraph=True)``), ``compile-max``
+(the same in torch.compile's ``max-autotune-no-cudagraphs`` mode), ``triton+compile`` and ``triton+compile-max``;
+each also with ``+graph`` (``eager+graph``, ``triton+graph``, ...), where every transformer call replays a CUDA
+graph (:mod:`workers.e2e_graph`), so the step time is the device's and not the host's.  The model is put back
+between modes (graphs dropped, compiled call removed, ``torch._dynamo.reset()``, ``kernels.inject.restore``) so no
+mode sees another's code.
 
 Per mode: ``ms_per_step`` (median over repeats of the mean step time, every repeat kept as a sample; steps are
 timed by device events at each step's end, the first step (which carries the pipeline's set-up) excluded),
@@ -41,9 +44,10 @@ from typing import Any
 
 import torch
 
+from workers import e2e_graph
 from workers.e2e_profile import profile_call
 from workers.e2e_spec import (DEFAULT_TOLERANCE, MODEL, MODES, PARAM_DEFAULTS, SPATIAL, TEMPORAL, check_shape,
-                              latent_shape)
+                              latent_shape, mode_parts)
 from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec, Measurement
 from workers.timing import mark_profiler_used
 
@@ -63,10 +67,13 @@ def skip_reason(mode: str, device: torch.device, params: dict) -> str | None:
     """Why ``mode`` cannot run on ``device`` (None if it can)."""
     if device.type == "cuda":
         return None
-    if mode == "triton+compile":
+    triton, comp, graph = mode_parts(mode)
+    if graph:
+        return "replays CUDA graphs; runs on a CUDA GPU"
+    if triton and comp:
         return ("needs Triton kernels under torch.compile: on the CPU they run in Triton's interpreter "
                 "(TRITON_INTERPRET=1), which torch.compile cannot trace; runs on a GPU")
-    if mode == "compile" and not params.get("cpu_compile"):
+    if comp and not params.get("cpu_compile"):
         return ("torch.compile on the CPU generates Inductor's C++ code, not the GPU Triton code this mode "
                 "measures; runs on a GPU (set params.cpu_compile to run it here anyway)")
     return None
@@ -250,7 +257,8 @@ def _uncompile(model: torch.nn.Module) -> None:
 def _enter(mode: str, transformer: torch.nn.Module) -> dict[str, Any]:
     """Put the model into ``mode``; returns facts for the details (e.g. the injection report)."""
     info: dict[str, Any] = {}
-    if "triton" in mode.split("+"):
+    triton, comp, graph = mode_parts(mode)
+    if triton:
         from kernels.inject import inject
 
         rep = inject(transformer)
@@ -258,15 +266,20 @@ def _enter(mode: str, transformer: torch.nn.Module) -> dict[str, Any]:
             raise RuntimeError(f"injection replaced nothing: {rep.summary()}")
         info["injection"] = {"summary": rep.summary(), "counts": rep.counts(), "kernels": rep.kernels_used(),
                              "left": rep.left_counts()}
-    if "compile" in mode.split("+"):
-        transformer.compile_repeated_blocks(fullgraph=True)
+    if comp:
+        transformer.compile_repeated_blocks(fullgraph=True, **({} if comp == "default" else {"mode": comp}))
+    if graph:
+        e2e_graph.install(transformer)
     return info
 
 
 def _leave(mode: str, transformer: torch.nn.Module) -> None:
-    if "compile" in mode.split("+"):
+    triton, comp, graph = mode_parts(mode)
+    if graph:
+        e2e_graph.uninstall(transformer)
+    if comp:
         _uncompile(transformer)
-    if "triton" in mode.split("+"):
+    if triton:
         from kernels.inject import is_injected, restore
 
         restore(transformer)
@@ -314,6 +327,11 @@ def _run_mode(mode: str, s: Setup, spec: JobSpec, p: dict,
         warm = [run_call(s, spec, p, device) for _ in range(max(int(p["warmup"]), 0))]
         warmup_s = time.perf_counter() - t0
         calls = [run_call(s, spec, p, device) for _ in range(int(p["repeats"]))]
+        graphed = vars(transformer).get("forward")
+        if isinstance(graphed, e2e_graph.GraphedForward):
+            if not graphed.replays:
+                raise RuntimeError("no transformer call replayed a CUDA graph")
+            facts["graph"] = {"captures": graphed.captures, "replays": graphed.replays}
     finally:
         _leave(mode, transformer)
     if mode == "eager" and warm:
@@ -455,6 +473,8 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
         if facts.get("injection"):
             details.setdefault("injection", {})[mode] = facts["injection"]
         details.setdefault("step_ms", {})[mode] = facts["step_ms"]
+        if facts.get("graph"):
+            details.setdefault("graph", {})[mode] = facts["graph"]
         del latents
     # The profiled calls last (see the module doc): a capture would slow every later call's launches.
     if int(p["profile_steps"]):

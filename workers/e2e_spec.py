@@ -5,7 +5,26 @@ from __future__ import annotations
 from typing import Any
 
 MODEL = "ltx-video"
-MODES = ("eager", "triton", "compile", "triton+compile")
+# A mode is "+"-joined parts: "triton" (the kernels injected), one of COMPILE_MODES (compile_repeated_blocks of the
+# blocks, fullgraph, in that torch.compile mode) and "graph" (each transformer call replayed from a CUDA graph:
+# launch-free, so the step time is the device's); no part at all is "eager" (and "eager+graph" with graph alone).
+COMPILE_MODES = {"compile": "default", "compile-max": "max-autotune-no-cudagraphs"}
+MODES = ("eager", "triton", "compile", "triton+compile", "compile-max", "triton+compile-max",
+         "eager+graph", "triton+graph", "compile+graph", "triton+compile+graph", "compile-max+graph",
+         "triton+compile-max+graph")
+# What a sweep runs unless told: eager, the kernels, and torch.compile in its default mode and in
+# max-autotune-no-cudagraphs, each with and without the kernels (all with host launches, as a user runs them).
+DEFAULT_MODES = ("eager", "triton", "compile", "triton+compile", "compile-max", "triton+compile-max")
+
+
+def mode_parts(mode: str) -> tuple[bool, str | None, bool]:
+    """``(triton, compile, graph)`` of a mode name: whether the kernels are injected, the torch.compile mode
+    (``"default"``, ``"max-autotune-no-cudagraphs"`` or None) and whether calls replay a CUDA graph."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; allowed: {', '.join(MODES)}")
+    parts = mode.split("+")
+    comp = [COMPILE_MODES[p] for p in parts if p in COMPILE_MODES]
+    return "triton" in parts, (comp[0] if comp else None), "graph" in parts
 DTYPE_NAMES = ("fp32", "bf16", "fp16")
 # Tolerance on rel_err = ||latents - eager|| / ||eager - initial noise|| of the final latents (the error relative
 # to what the denoising loop changed), per dtype; params.tolerance overrides.

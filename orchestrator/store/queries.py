@@ -16,7 +16,7 @@ Metric names the workers emit (Measurement.metric; ``impl`` is the implementatio
     rel_err        ‖out − ref‖ / ‖ref‖ against the float64 reference
     max_abs        max |out − ref|
     correct        1.0 passed / 0.0 failed
-  e2e, per mode (eager, triton, compile, triton+compile)
+  e2e, per mode (eager, triton, compile, triton+compile, ...: workers.e2e_spec.MODES)
     ms_per_step, total_s, warmup_s, peak_mem_gb, max_abs_vs_eager, cos_sim_vs_eager
   profile
     no metrics; ``details["profile_rows"] = [{name, calls, total_ns, avg_ns, pct}]``, raw files as artifacts
@@ -58,6 +58,7 @@ from orchestrator.store.regression_rule import (
     threshold_for,
 )
 from orchestrator.store.session import get_engine, normalize_url
+from workers.e2e_spec import MODES
 from workers.spec import GOOD_STATUSES
 
 Source = str | Engine | Session
@@ -71,7 +72,7 @@ METRIC_KIND = {**{m: "micro" for m in MICRO_METRICS}, **{m: "correctness" for m 
 HIGHER_IS_BETTER = frozenset({"gbs", "speedup", "cos_sim_vs_eager"})
 BASELINE_IMPL = "eager"
 COMPILE_IMPLS = ("compile", "compile_max")
-E2E_MODES = ("eager", "triton", "compile", "triton+compile")
+E2E_MODES = MODES  # the order rows come in
 
 _schema_checked: "weakref.WeakKeyDictionary[Engine, bool]" = weakref.WeakKeyDictionary()
 

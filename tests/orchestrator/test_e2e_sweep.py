@@ -32,7 +32,7 @@ def test_default_is_the_seed_setting():
     assert len(specs) == 1
     s = specs[0]
     assert (s.kind, s.model, s.shape, s.dtype) == ("e2e", "ltx-video", [25, 480, 704], "bf16")
-    assert s.impls == ["eager", "triton", "compile", "triton+compile"]
+    assert s.impls == ["eager", "triton", "compile", "triton+compile", "compile-max", "triton+compile-max"]
     assert s.params["steps"] == 30 and s.params["repeats"] == 3 and s.params["tiny"] is False
     assert s.params["model_path"] is None and s.params["pipeline"] is False
     assert s.key and s.sweep == "ltx_e2e"
@@ -120,8 +120,9 @@ def test_tiny_sweep_end_to_end_on_cpu(tmp_path):
         assert (job.kind, job.model, job.status, job.shape) == ("e2e", "ltx-video", "ok", [9, 64, 96])
         assert job.spec["params"]["tiny"] is True
         skipped = job.details["skipped"]
-        assert set(skipped) == {"compile", "triton+compile"}
+        assert set(skipped) == {"compile", "triton+compile", "compile-max", "triton+compile-max"}
         assert "runs on a GPU" in skipped["compile"] and "cannot trace" in skipped["triton+compile"]
+        assert "runs on a GPU" in skipped["compile-max"] and "cannot trace" in skipped["triton+compile-max"]
         assert job.details["injection"]["triton"]["counts"] == {"attn_processor": 4, "block_forward": 2}
         # the sweep profiles each mode by default (on the CPU: host ops; on a GPU: device time by kernel class)
         assert job.spec["params"]["profile_steps"] == 3
@@ -134,5 +135,5 @@ def test_tiny_sweep_end_to_end_on_cpu(tmp_path):
             assert (mode, metric) in got, (mode, metric)
         assert got[(mode, "correct")].value == 1.0
         assert got[(mode, "ms_per_step")].samples and got[(mode, "ms_per_step")].value > 0
-    assert not {impl for impl, _ in got} & {"compile", "triton+compile"}
+    assert {impl for impl, _ in got} == {"eager", "triton"}
     engine.dispose()

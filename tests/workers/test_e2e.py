@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from workers import e2e
-from workers.e2e_spec import MODES
+from workers.e2e_spec import DEFAULT_MODES, MODES
 from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec
 
 CPU = torch.device("cpu")
@@ -35,10 +35,12 @@ def test_cpu_job_runs_eager_and_triton_and_skips_compile_modes():
         assert (mode, "peak_mem_gb") not in m  # CPU: no device memory figure
     assert m[("eager", "max_abs_vs_eager")].value == 0.0  # eager is deterministic run to run
     assert m[("triton", "speedup_vs_eager")].value > 0
-    assert set(res.details["skipped"]) == {"compile", "triton+compile"}
-    assert "cannot trace" in res.details["skipped"]["triton+compile"]
-    assert "runs on a GPU" in res.details["skipped"]["compile"]
-    assert not any(k[0] in ("compile", "triton+compile") for k in m)
+    skipped = res.details["skipped"]
+    assert set(skipped) == set(MODES) - {"eager", "triton"}
+    assert "cannot trace" in skipped["triton+compile"] and "cannot trace" in skipped["triton+compile-max"]
+    assert "runs on a GPU" in skipped["compile"] and "runs on a GPU" in skipped["compile-max"]
+    assert all("CUDA graphs" in skipped[mode] for mode in MODES if mode.endswith("+graph"))
+    assert {k[0] for k in m} == {"eager", "triton"}
     cfg = res.details["config"]
     assert cfg["latent"] == [2, 2, 3] and cfg["tokens"] == 12 and cfg["batch"] == 2 and cfg["pipeline"]
     assert res.details["injection"]["triton"]["counts"] == {"attn_processor": 4, "block_forward": 2}
@@ -74,12 +76,14 @@ def test_a_mode_that_drifts_is_incorrect(monkeypatch):
 
 
 def test_only_compile_modes_on_cpu_is_skipped():
-    res = e2e.run(_spec(impls=["compile", "triton+compile"]), CPU)
+    res = e2e.run(_spec(impls=["compile", "triton+compile", "compile-max", "eager+graph"]), CPU)
     assert res.status == STATUS_SKIPPED and "no mode can run here" in res.error
 
 
 @pytest.mark.parametrize("spec,message", [
-    (_spec(impls=["eager", "fast"]), "unknown mode(s) ['fast']; allowed: eager, triton, compile, triton+compile"),
+    (_spec(impls=["eager", "fast"]), "unknown mode(s) ['fast']; allowed: eager, triton, compile, triton+compile, "
+                                     "compile-max, triton+compile-max, eager+graph, triton+graph"),
+    (_spec(impls=["graph+triton"]), "unknown mode(s) ['graph+triton']"),
     (_spec(shape=[24, 64, 96]), "frames=24: LTX-Video takes 8k+1 frames"),
     (_spec(shape=[9, 60, 96]), "both must be multiples of 32"),
     (_spec(bogus=1), "unknown ['bogus']"),
@@ -111,13 +115,13 @@ def test_seed_setting_on_gpu():
 
     if interpreting():
         pytest.skip("TRITON_INTERPRET=1 is set (tests/conftest.py sets it by default); run with TRITON_INTERPRET=0")
-    spec = JobSpec(kind="e2e", model="ltx-video", shape=[25, 480, 704], dtype="bf16", impls=list(MODES), key="seed",
-                   params={"steps": 30, "repeats": 3})
+    spec = JobSpec(kind="e2e", model="ltx-video", shape=[25, 480, 704], dtype="bf16", impls=list(DEFAULT_MODES),
+                   key="seed", params={"steps": 30, "repeats": 3})
     res = e2e.run(spec, torch.device("cuda"))
     assert res.status == STATUS_OK, res.error
     m = _metrics(res)
     assert res.details["config"]["tokens"] == 1320 and res.details["config"]["layers"] == 28
-    for mode in MODES:
+    for mode in DEFAULT_MODES:
         assert m[(mode, "correct")].value == 1.0
         assert m[(mode, "peak_mem_gb")].value > 3.8  # 1.9 B bf16 parameters alone
         assert len(m[(mode, "ms_per_step")].samples) == 3
