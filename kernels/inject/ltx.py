@@ -15,7 +15,9 @@ Per ``LTXVideoTransformerBlock`` (see the reference notes, sections 1.2-1.4):
   :func:`kernels.add_rms_norm_modulate`; the two gated residual adds (``hidden + attn1(...) * gate_msa`` and
   ``hidden + ff(...) * gate_mlp``) are each one :func:`kernels.gated_residual`.  scale/shift/gates come from
   ``temb`` either broadcast (``[B, 1, 6C]``, t2v) or per token (``[B, S, 6C]``, image-to-video / condition
-  pipelines); both go to the kernels as they are.
+  pipelines); both go to the kernels as they are;
+* with ``linear_gelu`` selected, the feed-forward's first projection and its GELU-tanh are one GEMM with the GELU in
+  cuBLASLt's epilogue (:mod:`kernels.inject.linear_gelu`), in eager calls and under torch.compile.
 
 The processors call attention through :func:`kernels.inject.attention.attend` (diffusers' ``dispatch_attention_fn``
 with ``backend=self._attention_backend``, as the stock processor calls it), so ``set_attention_backend`` keeps
@@ -24,8 +26,12 @@ module types, dtypes, shapes and devices.
 """
 from __future__ import annotations
 
+import itertools
+
 import torch
 import torch.nn as nn
+from diffusers.models.activations import GELU
+from diffusers.models.attention import FeedForward
 from diffusers.models.transformers.transformer_ltx import (LTXAttention, LTXVideoAttnProcessor,
                                                           LTXVideoTransformerBlock, LTXVideoTransformer3DModel,
                                                           apply_rotary_emb)
@@ -34,6 +40,7 @@ from kernels import add_rms_norm_modulate, gated_residual, qk_norm_rope
 from kernels.inject import fused_linear
 from kernels.inject.attention import attend
 from kernels.inject.calls import call, plain
+from kernels.inject.linear_gelu import linear_gelu, linear_gelu_ok
 from kernels.inject.norms import (modulation_ok, rms_modulate, rms_modulate_ok, torch_eps, torch_rms_norm,
                                   torch_rms_norm_ok)
 from kernels.inject.report import KIND_BLOCK_FORWARD
@@ -167,9 +174,29 @@ def _gated_add(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor, use_
     return residual + x * gate
 
 
-def _block_forward(use_adaln: bool, use_add_norm: bool, use_gate: bool):
-    """LTXVideoTransformerBlock.forward with the norm/modulate chains and the gated residual adds through the
-    kernels the flags allow."""
+def _ff_fusable(ff: nn.Module) -> bool:
+    """The feed-forward is diffusers' FeedForward starting with a GELU-tanh projection that has a bias (LTX-Video's:
+    ``activation_fn="gelu-approximate"``), every part plain."""
+    return (plain(ff, FeedForward) and len(ff.net) >= 2 and plain(ff.net[0], GELU) and ff.net[0].approximate == "tanh"
+            and plain(ff.net[0].proj, nn.Linear) and ff.net[0].proj.bias is not None)
+
+
+def _feed_forward(ff: nn.Module, x: torch.Tensor, fuse: bool) -> torch.Tensor:
+    """``ff(x)``; with ``fuse``, where the modules are still as injected and the tensors suit it, the first
+    projection and its GELU as one GEMM (:func:`kernels.inject.linear_gelu.linear_gelu`)."""
+    if fuse and _ff_fusable(ff):
+        proj = ff.net[0].proj
+        if linear_gelu_ok(x, proj.weight, proj.bias):
+            x = linear_gelu(x, proj.weight, proj.bias)
+            for sub in ff.net[1:]:
+                x = call(sub, x)
+            return x
+    return call(ff, x)
+
+
+def _block_forward(use_adaln: bool, use_add_norm: bool, use_gate: bool, use_ff: bool):
+    """LTXVideoTransformerBlock.forward with the norm/modulate chains, the gated residual adds and the feed-forward's
+    GELU projection through the kernels and rewrites the flags allow."""
 
     @mark
     def forward(self, hidden_states: torch.Tensor, encoder_hidden_states: torch.Tensor, temb: torch.Tensor,
@@ -198,7 +225,7 @@ def _block_forward(use_adaln: bool, use_add_norm: bool, use_gate: bool):
             hidden_states = hidden_states + attn_hidden_states
             norm_hidden_states = rms_modulate(self.norm2, hidden_states, scale_mlp, shift_mlp, use_adaln)
 
-        ff_output = call(self.ff, norm_hidden_states)
+        ff_output = _feed_forward(self.ff, norm_hidden_states, use_ff)
         return _gated_add(hidden_states, ff_output, gate_mlp, use_gate)
 
     return forward
@@ -206,8 +233,7 @@ def _block_forward(use_adaln: bool, use_add_norm: bool, use_gate: bool):
 
 # One forward function per flag combination: the same function object for every block, so the blocks stay
 # identical for compile_repeated_blocks (one compiled graph reused for all).
-_BLOCK_FORWARDS = {(a, b, g): _block_forward(a, b, g) for a in (False, True) for b in (False, True)
-                   for g in (False, True)}
+_BLOCK_FORWARDS = {flags: _block_forward(*flags) for flags in itertools.product((False, True), repeat=4)}
 
 
 def _norm_ok_static(norm: nn.Module) -> bool:
@@ -255,7 +281,11 @@ def _inject_block(s: Session, name: str, blk: LTXVideoTransformerBlock) -> None:
     use_adaln = s.allowed("adaln_rms") and _norm_ok_static(blk.norm1)
     use_add = s.allowed("add_rms_norm_modulate") and _norm_ok_static(blk.norm2) and blk.norm2.weight is None
     use_gate = s.allowed("gated_residual")
-    if not (use_adaln or use_add or use_gate):
+    use_ff = s.allowed("linear_gelu") and _ff_fusable(blk.ff)
+    if s.allowed("linear_gelu") and not use_ff:
+        s.reason(blk.ff.net[0] if isinstance(blk.ff, FeedForward) else blk.ff,
+                 "linear_gelu: the feed-forward is not a plain FeedForward with a GELU-tanh projection with bias")
+    if not (use_adaln or use_add or use_gate or use_ff):
         why = ("adaln_rms, add_rms_norm_modulate and gated_residual not selected"
                if not (s.allowed("adaln_rms") or s.allowed("add_rms_norm_modulate"))
                else "norm1/norm2 are not diffusers RMSNorm without bias (and gated_residual not selected)")
@@ -263,13 +293,17 @@ def _inject_block(s: Session, name: str, blk: LTXVideoTransformerBlock) -> None:
         s.reason(blk.norm2, why)
         return
     used = tuple(k for k, on in (("adaln_rms", use_adaln), ("add_rms_norm_modulate", use_add),
-                                 ("gated_residual", use_gate)) if on)
+                                 ("gated_residual", use_gate), ("linear_gelu", use_ff)) if on)
     note = "; ".join(x for x in (
         "norm1 + modulate" if use_adaln else "",
         "attn2 residual + norm2 + modulate" if use_add else "",
         "attn1 and feed-forward gated residual adds" if use_gate else "",
+        "feed-forward projection + GELU-tanh as one GEMM" if use_ff else "",
     ) if x)
-    if s.replace_forward(name, blk, _BLOCK_FORWARDS[(use_adaln, use_add, use_gate)], KIND_BLOCK_FORWARD, used, note):
+    forward = _BLOCK_FORWARDS[(use_adaln, use_add, use_gate, use_ff)]
+    if s.replace_forward(name, blk, forward, KIND_BLOCK_FORWARD, used, note):
+        if use_ff:
+            s.cover(blk.ff.net[0])
         if use_adaln:
             s.cover(blk.norm1)
         else:

@@ -13,7 +13,8 @@ class KernelCalls:
 
     The injection modules import the kernels by name (``from kernels import rms_norm``); inside the context each
     such name is a counting wrapper around the same function.  (Counting torch-op dispatches would miss the
-    kernels' eager fast path, which launches without going through the op.)"""
+    kernels' eager fast path, which launches without going through the op.)  The rewrites' GEMM functions that
+    are not Triton kernels (``linear_gelu``) are counted the same way."""
 
     def __init__(self):
         self.calls: Counter[str] = Counter()
@@ -28,12 +29,13 @@ class KernelCalls:
 
     def __enter__(self):
         import kernels
+        from kernels.inject.linear_gelu import linear_gelu
 
+        counted = {**{name: getattr(kernels, name) for name in kernels.__all__}, "linear_gelu": linear_gelu}
         for modname, mod in list(sys.modules.items()):
             if mod is None or not modname.startswith("kernels.inject"):
                 continue
-            for name in kernels.__all__:
-                fn = getattr(kernels, name)
+            for name, fn in counted.items():
                 if getattr(mod, name, None) is fn:
                     self._patched.append((mod, name, fn))
                     setattr(mod, name, self._wrap(name, fn))

@@ -4,11 +4,12 @@ import pytest
 import torch
 
 from workers import e2e
-from workers.e2e_spec import DEFAULT_MODES, MODES
+from workers.e2e_spec import MODES
 from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec
 
 CPU = torch.device("cpu")
 TINY_SHAPE = [9, 64, 96]  # latent 2 x 2 x 3 through the real 8x/32x compression
+SEED_MODES = ("eager", "triton", "compile", "triton+compile")
 
 
 def _spec(impls=MODES, shape=TINY_SHAPE, dtype="bf16", **params):
@@ -115,13 +116,14 @@ def test_seed_setting_on_gpu():
 
     if interpreting():
         pytest.skip("TRITON_INTERPRET=1 is set (tests/conftest.py sets it by default); run with TRITON_INTERPRET=0")
-    spec = JobSpec(kind="e2e", model="ltx-video", shape=[25, 480, 704], dtype="bf16", impls=list(DEFAULT_MODES),
+    # the four base modes (max-autotune's GEMM search alone takes ~100 s here; the e2e runs in docs/perf time it)
+    spec = JobSpec(kind="e2e", model="ltx-video", shape=[25, 480, 704], dtype="bf16", impls=list(SEED_MODES),
                    key="seed", params={"steps": 30, "repeats": 3})
     res = e2e.run(spec, torch.device("cuda"))
     assert res.status == STATUS_OK, res.error
     m = _metrics(res)
     assert res.details["config"]["tokens"] == 1320 and res.details["config"]["layers"] == 28
-    for mode in DEFAULT_MODES:
+    for mode in SEED_MODES:
         assert m[(mode, "correct")].value == 1.0
         assert m[(mode, "peak_mem_gb")].value > 3.8  # 1.9 B bf16 parameters alone
         assert len(m[(mode, "ms_per_step")].samples) == 3

@@ -2,10 +2,12 @@
 # Device calls for issues #3/#4, sixth session of 2026-11-30 (nvidia-h200: one H200, 16 cores).
 #   stage a: the e2e plans in PLAN_DIR: plan-e2e-host.jsonl (the default modes, plain calls), then
 #            plan-e2e-graph.jsonl (eager and the +graph modes)
-#   stage b: the GPU tests, then plan-e2e-host.jsonl again (time left permitting)
-# Usage (device, repo root): bash docs/perf/h200-2026-11-30g/session.sh a|b [PLAN_DIR]
+#   stage b: ff_probe.py (the linear_gelu rewrite; idle time inside a graphed forward), the GPU tests, then
+#            PLAN_DIR/plan-e2e-host.jsonl
+#   stage c: PLAN_DIR/plan-e2e-graph.jsonl, then PLAN_DIR/plan-e2e-host.jsonl again (time left permitting)
+# Usage (device, repo root): bash docs/perf/h200-2026-11-30g/session.sh a|b|c [PLAN_DIR]
 set -u
-STAGE=${1:?a or b}; D=${2:-docs/perf/h200-2026-11-30g}
+STAGE=${1:?a, b or c}; D=${2:-docs/perf/h200-2026-11-30g}; P=docs/perf/h200-2026-11-30g
 OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"; T0=$(date +%s); SITE=$(mktemp -d)  # the wheels, installed for this call
 stamp() { echo "$1 rc=$2 at $(( $(date +%s) - T0 )) s"; }
 left() { echo $(( 580 - ($(date +%s) - T0) )); }
@@ -19,11 +21,15 @@ e2e() {  # $1: plan (host or graph), $2: tag
 }
 if [ "$STAGE" = a ]; then
   e2e host host-a; e2e graph graph-a
-else
-  timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels tests/inject tests/workers \
+elif [ "$STAGE" = b ]; then
+  timeout 120 python3 $P/ff_probe.py > "$OUT/ff-probe.log" 2>&1
+  stamp probe $? >> "$OUT/ff-probe.log"
+  timeout 250 python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels tests/inject tests/workers \
       > "$OUT/pytest-gpu-b.log" 2>&1
   stamp pytest $? >> "$OUT/pytest-gpu-b.log"
-  tail -n 3 "$OUT/pytest-gpu-b.log"
+  tail -n 3 "$OUT/pytest-gpu-b.log"; grep -h "rc=" "$OUT/ff-probe.log"
   e2e host host-b
+else
+  e2e graph graph-c; e2e host host-c
 fi
 grep -h "rc=" "$OUT/e2e-$STAGE.log"

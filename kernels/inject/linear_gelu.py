@@ -1,0 +1,62 @@
+"""A feed-forward's first projection and its GELU (tanh approximation) as one GEMM with the GELU in the epilogue.
+
+diffusers' ``GELU(approximate="tanh")`` module (the first layer of LTX-Video's feed-forward) computes
+``gelu(x @ W.T + b)``: a GEMM that writes its ``[tokens, 4C]`` result, then an elementwise kernel that reads it back
+and writes the activation.  At LTX-Video's seed setting that round trip is 86 MB per block, about 26 us at the
+H200's copy bandwidth, 28 times per denoising step.  ``torch._addmm_activation(b, x, W.T, use_gelu=True)`` asks
+cuBLASLt for the GEMM with its GELU-and-bias epilogue (the tanh approximation; hipBLASLt on ROCm has the same
+epilogue), so the activation is applied to the fp32 accumulator before the one store.  Where the BLAS library
+cannot take the epilogue, PyTorch's CUDA/ROCm code applies ``gelu(approximate="tanh")`` to the GEMM's result: the
+same function either way.  On the CPU, ``_addmm_activation`` applies the exact (erf) GELU instead, so there this
+function computes the two eager ops (nothing is fused on the CPU; the tests there check where it is used, the GPU
+tests what it computes).
+
+Numerics: eager rounds the GEMM's result to the model's dtype and computes GELU from that; the epilogue computes
+GELU from the unrounded fp32 sum, so the two differ by about one rounding of the activation's input (one bf16 ulp
+of the pre-activation at most), the same order as a different GEMM algorithm.
+
+Under torch.compile the call is the opaque op ``kernelfleet::linear_gelu_tanh``: Inductor would otherwise
+decompose ``_addmm_activation`` into a GEMM and a separate pointwise kernel.
+"""
+from __future__ import annotations
+
+import torch
+
+
+def _linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    if x.device.type != "cuda":  # the CPU's _addmm_activation is the erf GELU
+        return torch.nn.functional.gelu(torch.nn.functional.linear(x, weight, bias), approximate="tanh")
+    out = torch._addmm_activation(bias, x.reshape(-1, x.shape[-1]), weight.t(), use_gelu=True)
+    return out.view(*x.shape[:-1], weight.shape[0])
+
+
+@torch.library.custom_op("kernelfleet::linear_gelu_tanh", mutates_args=())
+def _linear_gelu_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    return _linear_gelu(x, weight, bias)
+
+
+@_linear_gelu_op.register_fake
+def _(x, weight, bias):
+    return x.new_empty((*x.shape[:-1], weight.shape[0]))
+
+
+def linear_gelu_ok(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> bool:
+    """Whether :func:`linear_gelu` computes ``F.gelu(F.linear(x, weight, bias), approximate="tanh")`` here: a
+    bias, one floating dtype and one device for all three (CUDA, ROCm or CPU), no gradient wanted."""
+    if bias is None or x.dim() < 2 or weight.dim() != 2 or bias.dim() != 1:
+        return False
+    if not (x.dtype == weight.dtype == bias.dtype and x.dtype in (torch.bfloat16, torch.float16, torch.float32)):
+        return False
+    if not (x.device == weight.device == bias.device and x.device.type in ("cuda", "cpu")):
+        return False
+    if x.shape[-1] != weight.shape[1] or bias.shape[0] != weight.shape[0] or x.numel() == 0:
+        return False
+    return not (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or bias.requires_grad))
+
+
+def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """``gelu(x @ weight.T + bias, approximate="tanh")`` as one GEMM (see the module doc); check
+    :func:`linear_gelu_ok` first."""
+    if torch.compiler.is_compiling():
+        return torch.ops.kernelfleet.linear_gelu_tanh(x, weight, bias)
+    return _linear_gelu(x, weight, bias)
