@@ -4,7 +4,8 @@
 #            plan-e2e-graph.jsonl (eager and the +graph modes)
 #   stage b: ff_probe.py (the linear_gelu rewrite; idle time inside a graphed forward), the GPU tests, then
 #            PLAN_DIR/plan-e2e-host.jsonl
-#   stage c: PLAN_DIR/plan-e2e-graph.jsonl, then PLAN_DIR/plan-e2e-host.jsonl again (time left permitting)
+#   stage c: the injected-model compile tests (their expected op set gained linear_gelu_tanh after stage b), then
+#            PLAN_DIR/plan-e2e-graph.jsonl, then PLAN_DIR/plan-e2e-host.jsonl again (time left permitting)
 # Usage (device, repo root): bash docs/perf/h200-2026-11-30g/session.sh a|b|c [PLAN_DIR]
 set -u
 STAGE=${1:?a, b or c}; D=${2:-docs/perf/h200-2026-11-30g}; P=docs/perf/h200-2026-11-30g
@@ -30,6 +31,10 @@ elif [ "$STAGE" = b ]; then
   tail -n 3 "$OUT/pytest-gpu-b.log"; grep -h "rc=" "$OUT/ff-probe.log"
   e2e host host-b
 else
+  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/inject/test_compile_gpu.py \
+      > "$OUT/pytest-gpu-c.log" 2>&1
+  stamp pytest $? >> "$OUT/pytest-gpu-c.log"
+  tail -n 3 "$OUT/pytest-gpu-c.log"
   e2e graph graph-c; e2e host host-c
 fi
 grep -h "rc=" "$OUT/e2e-$STAGE.log"
