@@ -17,7 +17,12 @@ Per ``LTXVideoTransformerBlock`` (see the reference notes, sections 1.2-1.4):
   ``temb`` either broadcast (``[B, 1, 6C]``, t2v) or per token (``[B, S, 6C]``, image-to-video / condition
   pipelines); both go to the kernels as they are;
 * with ``linear_gelu`` selected, the feed-forward's first projection and its GELU-tanh are one GEMM with the GELU in
-  cuBLASLt's epilogue (:mod:`kernels.inject.linear_gelu`), in eager calls and under torch.compile.
+  cuBLASLt's epilogue (:mod:`kernels.inject.linear_gelu`), in eager calls and under torch.compile;
+* with ``qk_norm_rope`` selected, the model's ``rope`` (``LTXVideoRotaryPosEmbed``) computes its cos/sin tables
+  for one batch element and hands them to every block expanded over the batch (a batch stride of 0): the stock
+  module computes the same table for each element (its coordinates are the batch's, repeated), so the values are
+  bit for bit the same, and :func:`kernels.qk_norm_rope` reads a shared table once per token instead of once per
+  row (a quarter of its bytes at batch 2).  Coordinates given per element (``video_coords``) take the stock path.
 
 The processors call attention through :func:`kernels.inject.attention.attend` (diffusers' ``dispatch_attention_fn``
 with ``backend=self._attention_backend``, as the stock processor calls it), so ``set_attention_backend`` keeps
@@ -33,8 +38,8 @@ import torch.nn as nn
 from diffusers.models.activations import GELU
 from diffusers.models.attention import FeedForward
 from diffusers.models.transformers.transformer_ltx import (LTXAttention, LTXVideoAttnProcessor,
-                                                          LTXVideoTransformerBlock, LTXVideoTransformer3DModel,
-                                                          apply_rotary_emb)
+                                                          LTXVideoRotaryPosEmbed, LTXVideoTransformerBlock,
+                                                          LTXVideoTransformer3DModel, apply_rotary_emb)
 
 from kernels import add_rms_norm_modulate, gated_residual, qk_norm_rope
 from kernels.inject import fused_linear
@@ -43,7 +48,7 @@ from kernels.inject.calls import call, plain
 from kernels.inject.linear_gelu import linear_gelu, linear_gelu_ok
 from kernels.inject.norms import (modulation_ok, rms_modulate, rms_modulate_ok, torch_eps, torch_rms_norm,
                                   torch_rms_norm_ok)
-from kernels.inject.report import KIND_BLOCK_FORWARD
+from kernels.inject.report import KIND_BLOCK_FORWARD, KIND_ROPE_FORWARD
 from kernels.inject.state import Session, mark
 
 FAMILY = "ltx"
@@ -236,6 +241,21 @@ def _block_forward(use_adaln: bool, use_add_norm: bool, use_gate: bool, use_ff: 
 _BLOCK_FORWARDS = {flags: _block_forward(*flags) for flags in itertools.product((False, True), repeat=4)}
 
 
+@mark
+def _rope_forward(self, hidden_states: torch.Tensor, num_frames: int | None = None, height: int | None = None,
+                  width: int | None = None, rope_interpolation_scale=None,
+                  video_coords: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """LTXVideoRotaryPosEmbed.forward with the tables of a batch computed once and expanded over the batch, where
+    the stock forward would compute one identical table per element (no ``video_coords``)."""
+    batch = hidden_states.size(0)
+    if video_coords is not None or batch == 1:
+        return LTXVideoRotaryPosEmbed.forward(self, hidden_states, num_frames, height, width,
+                                              rope_interpolation_scale, video_coords)
+    cos, sin = LTXVideoRotaryPosEmbed.forward(self, hidden_states[:1], num_frames, height, width,
+                                              rope_interpolation_scale, None)
+    return cos.expand(batch, -1, -1), sin.expand(batch, -1, -1)
+
+
 def _norm_ok_static(norm: nn.Module) -> bool:
     from diffusers.models.normalization import RMSNorm as DiffusersRMSNorm
 
@@ -331,6 +351,14 @@ def inject(s: Session, root: nn.Module) -> None:
     for name, mod in root.named_modules():
         if isinstance(mod, LTXVideoTransformer3DModel):
             found = True
+            rope_name = f"{name}.rope" if name else "rope"
+            if not s.allowed("qk_norm_rope"):
+                s.reason(mod.rope, "qk_norm_rope not selected (the tables stay per batch element)")
+            elif type(mod.rope) is not LTXVideoRotaryPosEmbed:
+                s.leave(rope_name, mod.rope, f"{type(mod.rope).__name__} is not LTXVideoRotaryPosEmbed")
+            else:
+                s.replace_forward(rope_name, mod.rope, _rope_forward, KIND_ROPE_FORWARD, ("qk_norm_rope",),
+                                  "cos/sin computed once and shared by the batch (batch stride 0)")
             s.reason(mod.norm_out, "norm_out + modulate runs once per forward, in the model's own forward (not "
                                    "per block); left to PyTorch")
             s.reason(mod.caption_projection.act_1 if hasattr(mod.caption_projection, "act_1") else None,

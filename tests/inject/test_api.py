@@ -52,5 +52,6 @@ def test_pipeline_report_merges_components_with_paths():
     assert again.already_injected and again.replaced == rep.replaced
     text = str(rep)
     assert "transformer.transformer_blocks.0.attn1 [attn_processor: qk_norm_rope+fused_qkv]" in text
-    assert restore(pipe) == 3
+    assert "transformer.rope [rope_forward: qk_norm_rope]" in text
+    assert restore(pipe) == 4  # 2 processors, the block's forward, the rope's forward
     assert not is_injected(pipe)

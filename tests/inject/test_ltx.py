@@ -82,7 +82,7 @@ def test_pipeline_matches_stock_counts_and_restores_exactly(pipe):
     report = inject(pipe)
     try:
         assert report.families == ("ltx",)
-        assert report.counts() == {"attn_processor": 2 * LAYERS, "block_forward": LAYERS}
+        assert report.counts() == {"attn_processor": 2 * LAYERS, "block_forward": LAYERS, "rope_forward": 1}
         by_path = {r.path: r for r in report.replaced}
         for i in range(LAYERS):
             assert by_path[f"transformer.transformer_blocks.{i}.attn1"].kernels == ("qk_norm_rope", "fused_qkv")
@@ -101,7 +101,7 @@ def test_pipeline_matches_stock_counts_and_restores_exactly(pipe):
         assert_close_bf16(out, ref)
     finally:
         n = restore(pipe)
-    assert n == 3 * LAYERS
+    assert n == 3 * LAYERS + 1
     assert not is_injected(pipe)
     assert all(type(p) is LTXVideoAttnProcessor for p in pipe.transformer.attn_processors.values())
     assert all("forward" not in b.__dict__ for b in pipe.transformer.transformer_blocks)
@@ -151,7 +151,7 @@ def test_inject_twice_is_once_and_restore_is_exact():
     assert dict(model.attn_processors) == procs  # the very same processor objects
     assert [b.__dict__["forward"] for b in model.transformer_blocks] == forwards
     assert_equal(_run(model, kw), out1)
-    assert restore(model) == 3 * LAYERS
+    assert restore(model) == 3 * LAYERS + 1
     assert restore(model) == 0  # nothing left to undo
     assert_equal(_run(model, kw), ref)
 
@@ -172,7 +172,7 @@ def test_kernel_selection():
     # a different selection on an injected model: restore, then inject again
     rep = inject(model, kernels=["qk_norm_rope", "adaln_rms"])
     assert not rep.already_injected
-    assert rep.counts() == {"attn_processor": LAYERS, "block_forward": LAYERS}
+    assert rep.counts() == {"attn_processor": LAYERS, "block_forward": LAYERS, "rope_forward": 1}
     assert {x.path: x.reason for x in rep.left}["transformer_blocks.1.attn2"] == "rms_norm and fused_qkv not selected"
     with KernelCalls() as kc:
         out = _run(model, kw)
@@ -249,7 +249,7 @@ def test_wrapped_forward_is_left_alone_with_reason():
 
     blk.forward = wrapper
     rep = inject(model)
-    assert rep.counts() == {"attn_processor": 2 * LAYERS, "block_forward": LAYERS - 1}
+    assert rep.counts() == {"attn_processor": 2 * LAYERS, "block_forward": LAYERS - 1, "rope_forward": 1}
     why = {x.path: x.reason for x in rep.left}["transformer_blocks.0"]
     assert "already replaced" in why and "before" in why
     restore(model)
@@ -343,4 +343,26 @@ def test_projections_that_cannot_be_fused_are_reported():
     assert by_path["transformer_blocks.0.attn1"].kernels == ("qk_norm_rope", "fused_qkv")
     with pytest.raises(ValueError, match="cannot fuse these projections: some have a bias"):
         fused_linear.fuse((blk.attn1.to_q, blk.attn1.to_v))
+    restore(model)
+
+
+def test_rope_tables_are_computed_once_and_shared_by_the_batch():
+    """The injected rope hands every block one cos/sin table expanded over the batch (batch stride 0), bit for bit
+    the stock tables; per-element coordinates (video_coords) take the stock path."""
+    model = _transformer()
+    kw = _inputs()
+    args = (kw["hidden_states"], kw["num_frames"], kw["height"], kw["width"], kw["rope_interpolation_scale"])
+    coords = torch.rand(2, 3, 12, generator=torch.Generator().manual_seed(3)) * 4
+    stock, stock_coords = model.rope(*args), model.rope(kw["hidden_states"], video_coords=coords)
+    rep = inject(model)
+    assert {r.path: r.kind for r in rep.replaced}["rope"] == "rope_forward"
+    cos, sin = model.rope(*args)
+    assert cos.shape == stock[0].shape == (2, 12, 32) and cos.stride(0) == 0 and sin.stride(0) == 0
+    assert torch.equal(cos, stock[0]) and torch.equal(sin, stock[1])
+    per_element = model.rope(kw["hidden_states"], video_coords=coords)
+    assert per_element[0].stride(0) != 0 and torch.equal(per_element[0], stock_coords[0])
+    restore(model)
+    assert "forward" not in vars(model.rope)
+    left = {x.path: x.reason for x in inject(model, kernels=["adaln_rms"]).left}
+    assert left["rope"] == "qk_norm_rope not selected (the tables stay per batch element)"
     restore(model)

@@ -123,6 +123,10 @@ def test_shared_and_per_batch_tables(device):
     assert torch.equal(shared[0].cpu()[0], per_batch[0].cpu()[0]) and not torch.equal(shared[0][1], per_batch[0][1])
     one = qk_norm_rope(*on(device, q, k, qw, kw, cos[:1], sin[:1]))
     assert torch.equal(one[0], shared[0])
+    # [B, S, C] with a batch stride of 0 (the injected LTX model's tables): token-major rows, the same values
+    qd, kd, qwd, kwd, c1, s1 = on(device, q, k, qw, kw, cos[:1], sin[:1])
+    expanded = qk_norm_rope(qd, kd, qwd, kwd, c1.expand(2, -1, -1), s1.expand(2, -1, -1))
+    assert torch.equal(expanded[0], shared[0]) and torch.equal(expanded[1], shared[1])
 
 
 def test_non_contiguous_inputs(device):

@@ -123,7 +123,7 @@ def test_tiny_sweep_end_to_end_on_cpu(tmp_path):
         assert set(skipped) == {"compile", "triton+compile", "compile-max", "triton+compile-max"}
         assert "runs on a GPU" in skipped["compile"] and "cannot trace" in skipped["triton+compile"]
         assert "runs on a GPU" in skipped["compile-max"] and "cannot trace" in skipped["triton+compile-max"]
-        assert job.details["injection"]["triton"]["counts"] == {"attn_processor": 4, "block_forward": 2}
+        assert job.details["injection"]["triton"]["counts"] == {"attn_processor": 4, "block_forward": 2, "rope_forward": 1}
         # the sweep profiles each mode by default (on the CPU: host ops; on a GPU: device time by kernel class)
         assert job.spec["params"]["profile_steps"] == 3
         assert set(job.details["profile"]) == {"eager", "triton"}

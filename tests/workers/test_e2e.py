@@ -44,7 +44,7 @@ def test_cpu_job_runs_eager_and_triton_and_skips_compile_modes():
     assert {k[0] for k in m} == {"eager", "triton"}
     cfg = res.details["config"]
     assert cfg["latent"] == [2, 2, 3] and cfg["tokens"] == 12 and cfg["batch"] == 2 and cfg["pipeline"]
-    assert res.details["injection"]["triton"]["counts"] == {"attn_processor": 4, "block_forward": 2}
+    assert res.details["injection"]["triton"]["counts"] == {"attn_processor": 4, "block_forward": 2, "rope_forward": 1}
     assert len(res.details["step_ms"]["triton"]) == 2 * 1  # 2 repeats x (steps - 1)
 
 
@@ -127,7 +127,8 @@ def test_seed_setting_on_gpu():
         assert m[(mode, "correct")].value == 1.0
         assert m[(mode, "peak_mem_gb")].value > 3.8  # 1.9 B bf16 parameters alone
         assert len(m[(mode, "ms_per_step")].samples) == 3
-    assert res.details["injection"]["triton"]["counts"] == {"attn_processor": 56, "block_forward": 28}
+    assert res.details["injection"]["triton"]["counts"] == {"attn_processor": 56, "block_forward": 28,
+                                                                 "rope_forward": 1}
 
 
 @pytest.mark.parametrize("layout", ["pipeline", "transformer"])

@@ -6,9 +6,11 @@
 #            PLAN_DIR/plan-e2e-host.jsonl
 #   stage c: the injected-model compile tests (their expected op set gained linear_gelu_tanh after stage b), then
 #            PLAN_DIR/plan-e2e-graph.jsonl, then PLAN_DIR/plan-e2e-host.jsonl again (time left permitting)
-# Usage (device, repo root): bash docs/perf/h200-2026-11-30g/session.sh a|b|c [PLAN_DIR]
+#   stage d: ff_probe.py, the GPU tests of qk_norm_rope, the injected-model compile tests and the graph modes, then
+#            PLAN_DIR/plan-e2e-graph.jsonl (after the shared rope tables)
+# Usage (device, repo root): bash docs/perf/h200-2026-11-30g/session.sh a|b|c|d [PLAN_DIR]
 set -u
-STAGE=${1:?a, b or c}; D=${2:-docs/perf/h200-2026-11-30g}; P=docs/perf/h200-2026-11-30g
+STAGE=${1:?a, b, c or d}; D=${2:-docs/perf/h200-2026-11-30g}; P=docs/perf/h200-2026-11-30g
 OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"; T0=$(date +%s); SITE=$(mktemp -d)  # the wheels, installed for this call
 stamp() { echo "$1 rc=$2 at $(( $(date +%s) - T0 )) s"; }
 left() { echo $(( 580 - ($(date +%s) - T0) )); }
@@ -30,6 +32,14 @@ elif [ "$STAGE" = b ]; then
   stamp pytest $? >> "$OUT/pytest-gpu-b.log"
   tail -n 3 "$OUT/pytest-gpu-b.log"; grep -h "rc=" "$OUT/ff-probe.log"
   e2e host host-b
+elif [ "$STAGE" = d ]; then
+  timeout 100 python3 $P/ff_probe.py > "$OUT/ff-probe-d.log" 2>&1
+  stamp probe $? >> "$OUT/ff-probe-d.log"
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels/test_qk_norm_rope.py \
+      tests/inject/test_compile_gpu.py tests/workers/test_e2e_graph.py > "$OUT/pytest-gpu-d.log" 2>&1
+  stamp pytest $? >> "$OUT/pytest-gpu-d.log"
+  tail -n 3 "$OUT/pytest-gpu-d.log"; grep -h "rc=" "$OUT/ff-probe-d.log"
+  e2e graph graph-d
 else
   timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/inject/test_compile_gpu.py \
       > "$OUT/pytest-gpu-c.log" 2>&1
