@@ -12,7 +12,9 @@ twice on a side stream (lazy initialisation, Triton JIT, torch.compile's compila
 call and every later one with the same geometry copy their tensors into the buffers and replay the graph.  Graphs
 share one memory pool.  The output is the graph's own (static) output: the next replay overwrites it, which suits a
 denoising loop (diffusers' pipelines turn the prediction into new tensors before the next call), not a caller that
-keeps outputs across calls.
+keeps outputs across calls.  Whatever the forward decides in Python (an injected processor's checks, torch.compile's
+guards) is decided once, at the capture: a model changed afterwards (weights replaced, kernels injected or
+restored) needs :func:`uninstall` and a new :func:`install`, which the e2e job does between modes.
 """
 from __future__ import annotations
 

@@ -36,12 +36,11 @@ REWRITES = {
     "fused_qkv": "the projections that read one input (LTX-Video's attn1 q/k/v, attn2 k/v) as one GEMM each, the "
                  "modules' weights made views of one concatenation (kernels.inject.fused_linear)",
     "linear_gelu": "a feed-forward's GELU-tanh projection as one GEMM with the GELU in the BLAS epilogue "
-                   "(LTX-Video; kernels.inject.linear_gelu)",
+                   "(LTX-Video, FLUX, SD3; kernels.inject.linear_gelu)",
 }
 NOT_INJECTABLE = {
     "gelu_tanh": "GELU-tanh is one PyTorch kernel already; a standalone Triton GELU saves no memory traffic in these "
-                 "models (the gain needs a GEMM epilogue: the linear_gelu rewrite, for LTX-Video), so no module is "
-                 "replaced by it",
+                 "models (the gain needs a GEMM epilogue: the linear_gelu rewrite), so no module is replaced by it",
     "geglu": "LTX-Video, SD3 and FLUX have no GEGLU feed-forward, and transformers' gated MLPs compute gate and up "
              "in two projections rounding after each op, which geglu (one [..., 2H] input, one rounding) does not "
              "reproduce",

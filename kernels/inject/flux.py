@@ -8,7 +8,10 @@
   ``AdaLayerNormContinuous`` (norm_out): LayerNorm + ``* (1 + scale) + shift`` in one
   :func:`kernels.adaln_layer_norm` (see :mod:`kernels.inject.norms`);
 * ``FluxTransformerBlock``'s forward: norm2 / norm2_context + modulate, which the block computes itself, through
-  adaln_layer_norm too.
+  adaln_layer_norm too;
+* the double blocks' feed-forward projections with GELU-tanh (``ff.net[0]``, ``ff_context.net[0]``): one GEMM with
+  the GELU in the BLAS epilogue (``linear_gelu``, :mod:`kernels.inject.linear_gelu`).  The single blocks'
+  ``proj_mlp`` + ``act_mlp`` stay as they are (two modules inside the block's own forward).
 
 FLUX's LayerNorms are LayerNorms (not RMS), so adaln_rms and add_rms_norm_modulate have no place here.
 """
@@ -20,11 +23,13 @@ from diffusers.models.embeddings import apply_rotary_emb
 from diffusers.models.normalization import AdaLayerNormContinuous, AdaLayerNormZero, AdaLayerNormZeroSingle
 from diffusers.models.normalization import RMSNorm as DiffusersRMSNorm
 from diffusers.models.transformers.transformer_flux import (FluxAttention, FluxAttnProcessor,
-                                                           FluxTransformer2DModel, FluxTransformerBlock)
+                                                           FluxSingleTransformerBlock, FluxTransformer2DModel,
+                                                           FluxTransformerBlock)
 
 from kernels import rope_interleaved
 from kernels.inject.attention import attend
 from kernels.inject import norms
+from kernels.inject.linear_gelu import inject_gelu_projections
 from kernels.inject.report import KIND_BLOCK_FORWARD, KIND_NORM_FORWARD
 from kernels.inject.state import Session, mark
 
@@ -254,3 +259,7 @@ def inject(s: Session, root: nn.Module) -> None:
     for name, mod in root.named_modules():
         if not s.is_covered(mod):
             inject_ada_norm(s, name, mod)
+        if type(mod) is FluxSingleTransformerBlock:
+            s.reason(mod.act_mlp, "single block: proj_mlp and act_mlp are two modules called by the block's own "
+                                  "forward (not replaced), so linear_gelu has no module to take")
+    inject_gelu_projections(s, root)

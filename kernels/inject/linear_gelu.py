@@ -17,10 +17,21 @@ of the pre-activation at most), the same order as a different GEMM algorithm.
 
 Under torch.compile the call is the opaque op ``kernelfleet::linear_gelu_tanh``: Inductor would otherwise
 decompose ``_addmm_activation`` into a GEMM and a separate pointwise kernel.
+
+Where it goes: LTX-Video's injected block forward calls :func:`linear_gelu` for its feed-forward
+(:mod:`kernels.inject.ltx`); FLUX's and SD3's feed-forwards keep their blocks' code and get
+:func:`inject_gelu_projections`, which replaces the forward of each diffusers ``GELU(approximate="tanh")``
+projection module (``ff.net[0]``, ``ff_context.net[0]``).
 """
 from __future__ import annotations
 
 import torch
+import torch.nn as nn
+from diffusers.models.activations import GELU
+
+from kernels.inject.calls import plain
+from kernels.inject.report import KIND_ACTIVATION_FORWARD
+from kernels.inject.state import Session, mark
 
 
 def _linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
@@ -60,3 +71,34 @@ def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> to
     if torch.compiler.is_compiling():
         return torch.ops.kernelfleet.linear_gelu_tanh(x, weight, bias)
     return _linear_gelu(x, weight, bias)
+
+
+def gelu_projection_ok(module: nn.Module) -> bool:
+    """``module`` is diffusers' GELU with the tanh approximation and a plain projection that has a bias."""
+    return (type(module) is GELU and module.approximate == "tanh" and plain(module.proj, nn.Linear)
+            and module.proj.bias is not None)
+
+
+@mark
+def gelu_projection_forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+    """diffusers ``GELU.forward`` (projection, then GELU-tanh) as one GEMM where :func:`linear_gelu_ok`; otherwise
+    the class's own forward."""
+    proj = self.proj
+    if plain(proj, nn.Linear) and linear_gelu_ok(hidden_states, proj.weight, proj.bias):
+        return linear_gelu(hidden_states, proj.weight, proj.bias)
+    return GELU.forward(self, hidden_states)
+
+
+def inject_gelu_projections(s: Session, root: nn.Module) -> None:
+    """Every diffusers GELU-tanh projection module under ``root`` not yet handled: its forward through
+    :func:`linear_gelu` (when ``linear_gelu`` is selected)."""
+    for name, mod in root.named_modules():
+        if type(mod) is not GELU or s.is_covered(mod):
+            continue
+        if not s.allowed("linear_gelu"):
+            s.reason(mod, "linear_gelu not selected")
+        elif not gelu_projection_ok(mod):
+            s.reason(mod, "linear_gelu: not the tanh approximation with a plain biased projection")
+        else:
+            s.replace_forward(name, mod, gelu_projection_forward, KIND_ACTIVATION_FORWARD, ("linear_gelu",),
+                              "projection + GELU-tanh as one GEMM (BLAS epilogue)")

@@ -13,7 +13,9 @@ KIND_BLOCK_FORWARD = "block_forward"  # a transformer block's forward replaced (
 KIND_NORM_FORWARD = "norm_forward"  # a norm module's forward replaced (plain or adaptive norm)
 KIND_ATTENTION_FORWARD = "attention_forward"  # a transformers attention module's forward replaced (RoPE)
 KIND_ROPE_FORWARD = "rope_forward"  # a rotary-embedding module's forward replaced (tables shared by the batch)
-KINDS = (KIND_ATTN_PROCESSOR, KIND_BLOCK_FORWARD, KIND_NORM_FORWARD, KIND_ATTENTION_FORWARD, KIND_ROPE_FORWARD)
+KIND_ACTIVATION_FORWARD = "activation_forward"  # a projection + activation module's forward replaced (one GEMM)
+KINDS = (KIND_ATTN_PROCESSOR, KIND_BLOCK_FORWARD, KIND_NORM_FORWARD, KIND_ATTENTION_FORWARD, KIND_ROPE_FORWARD,
+         KIND_ACTIVATION_FORWARD)
 
 
 @dataclass(frozen=True)

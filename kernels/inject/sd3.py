@@ -9,7 +9,9 @@
   (norm1_context, the latter in the last, context-pre-only block) and ``AdaLayerNormContinuous`` (norm_out):
   LayerNorm + modulate in one :func:`kernels.adaln_layer_norm`;
 * ``JointTransformerBlock`` (and ``SD3SingleTransformerBlock``) forward: norm2 / norm2_context + modulate, which the
-  block computes itself, through adaln_layer_norm too.
+  block computes itself, through adaln_layer_norm too;
+* the feed-forward projections with GELU-tanh (``ff.net[0]``, ``ff_context.net[0]``): one GEMM with the GELU in the
+  BLAS epilogue (``linear_gelu``, :mod:`kernels.inject.linear_gelu`).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from diffusers.models.transformers.transformer_sd3 import SD3SingleTransformerBl
 
 from kernels.inject import norms
 from kernels.inject.flux import inject_ada_norm
+from kernels.inject.linear_gelu import inject_gelu_projections
 from kernels.inject.report import KIND_BLOCK_FORWARD, KIND_NORM_FORWARD
 from kernels.inject.state import Session, mark
 
@@ -145,3 +148,4 @@ def inject(s: Session, root: nn.Module) -> None:
     for name, mod in root.named_modules():
         if not s.is_covered(mod):
             inject_ada_norm(s, name, mod)
+    inject_gelu_projections(s, root)

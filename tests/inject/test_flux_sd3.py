@@ -70,18 +70,23 @@ def test_flux(dtype):
     d, s = 2, 2
     rep = _check(
         _flux(dtype, d, s), _flux_inputs(dtype),
-        counts={"attn_processor": d + s, "block_forward": d, "norm_forward": 2 * d + s + 1},
+        counts={"attn_processor": d + s, "block_forward": d, "norm_forward": 2 * d + s + 1,
+                "activation_forward": 2 * d},
         # adaln_layer_norm: norm1 + norm1_context + norm2 + norm2_context per double block, norm per single block,
-        # norm_out; rms_norm: q, k, added q, added k per double block, q, k per single block; RoPE: q and k
-        calls={"adaln_layer_norm": 4 * d + s + 1, "rms_norm": 4 * d + 2 * s, "rope_interleaved": 2 * (d + s)},
+        # norm_out; rms_norm: q, k, added q, added k per double block, q, k per single block; RoPE: q and k;
+        # linear_gelu: ff and ff_context per double block
+        calls={"adaln_layer_norm": 4 * d + s + 1, "rms_norm": 4 * d + 2 * s, "rope_interleaved": 2 * (d + s),
+               "linear_gelu": 2 * d},
         tol=None if dtype == BF16 else 1e-5)
     assert rep.families == ("flux",)
     kinds = {r.path: (r.kind, r.kernels) for r in rep.replaced}
     assert kinds["transformer_blocks.0.attn"] == ("attn_processor", ("rms_norm", "rope_interleaved"))
     assert kinds["single_transformer_blocks.1.norm"] == ("norm_forward", ("adaln_layer_norm",))
     assert kinds["norm_out"] == ("norm_forward", ("adaln_layer_norm",))
-    # the GELU-tanh activations are left, with the reason
-    assert rep.left_counts() == {"GELU": 2 * d + s}
+    assert kinds["transformer_blocks.1.ff_context.net.0"] == ("activation_forward", ("linear_gelu",))
+    # the single blocks' GELU (act_mlp, inside the block's own forward) is left, with the reason
+    assert rep.left_counts() == {"GELU": s}
+    assert "act_mlp are two modules" in {x.path: x.reason for x in rep.left}["single_transformer_blocks.0.act_mlp"]
 
 
 def test_flux_rope_only():
@@ -103,24 +108,26 @@ def test_sd35_dual_attention_and_qk_norm(dtype):
     rep = _check(
         _sd3(dtype, layers), _sd3_inputs(dtype),
         # norm_forward: q/k/added_q/added_k per block + attn2's q/k in block 0; norm1 x3, norm1_context x3; norm_out
-        counts={"block_forward": layers, "norm_forward": 4 * layers + 2 + 2 * layers + 1},
+        counts={"block_forward": layers, "norm_forward": 4 * layers + 2 + 2 * layers + 1,
+                "activation_forward": 2 * layers - 1},
         # adaln_layer_norm: block0 norm1 (two modulations) + ctx + norm2 + norm2_ctx = 5, block1 4, block2 (no
-        # context FF) 3, norm_out 1; rms_norm: the per-head q/k norms
-        calls={"adaln_layer_norm": 5 + 4 + 3 + 1, "rms_norm": 4 * layers + 2},
+        # context FF) 3, norm_out 1; rms_norm: the per-head q/k norms; linear_gelu: ff (+ ff_context but in block2)
+        calls={"adaln_layer_norm": 5 + 4 + 3 + 1, "rms_norm": 4 * layers + 2, "linear_gelu": 2 * layers - 1},
         tol=None if dtype == BF16 else 1e-5)
     assert rep.families == ("sd3",)
     kinds = {r.path: (r.module, r.kernels) for r in rep.replaced}
     assert kinds["transformer_blocks.0.norm1"] == ("SD35AdaLayerNormZeroX", ("adaln_layer_norm",))
     assert kinds["transformer_blocks.2.norm1_context"] == ("AdaLayerNormContinuous", ("adaln_layer_norm",))
     assert kinds["transformer_blocks.1.attn.norm_added_k"] == ("RMSNorm", ("rms_norm",))
-    assert rep.left_counts() == {"GELU": 2 * layers - 1}
+    assert kinds["transformer_blocks.2.ff.net.0"] == ("GELU", ("linear_gelu",))
+    assert rep.left_counts() == {}
 
 
 def test_sd3_without_qk_norm():
     layers = 2
     _check(_sd3(BF16, layers, qk_norm=None, dual=()), _sd3_inputs(),
-           counts={"block_forward": layers, "norm_forward": 2 * layers + 1},
-           calls={"adaln_layer_norm": 4 + 3 + 1})
+           counts={"block_forward": layers, "norm_forward": 2 * layers + 1, "activation_forward": 2 * layers - 1},
+           calls={"adaln_layer_norm": 4 + 3 + 1, "linear_gelu": 2 * layers - 1})
 
 
 def test_sd3_qk_norm_numerics_follow_the_weight_dtype():

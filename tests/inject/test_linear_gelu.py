@@ -95,3 +95,28 @@ def test_not_selected_leaves_the_gelu_with_its_reason():
     assert "linear_gelu" not in kc.calls
     assert_close_bf16(out, ref)
     restore(model)
+
+
+def test_sd3_gelu_projections_and_the_ones_left():
+    """FLUX/SD3 keep their feed-forward code: each GELU-tanh projection module gets the one-GEMM forward; an erf GELU
+    is left with the reason, and a projection hooked after injection makes that module fall back to its own
+    forward."""
+    from tests.inject.test_flux_sd3 import _run as run_sd3, _sd3, _sd3_inputs
+
+    model, kw = _sd3(BF16, 2, qk_norm=None, dual=()), _sd3_inputs()
+    erf = model.transformer_blocks[0].ff_context.net[0]
+    erf.approximate = "none"
+    ref = run_sd3(model, kw)
+    rep = inject(model)
+    replaced = {r.path for r in rep.replaced if r.kind == "activation_forward"}
+    assert replaced == {"transformer_blocks.0.ff.net.0", "transformer_blocks.1.ff.net.0"}
+    assert "not the tanh approximation" in {x.path: x.reason for x in rep.left}["transformer_blocks.0.ff_context.net.0"]
+    with KernelCalls() as kc:
+        out = run_sd3(model, kw)
+    assert kc.calls["linear_gelu"] == 2
+    assert_close_bf16(out, ref)
+    model.transformer_blocks[1].ff.net[0].proj.register_forward_hook(lambda m, a, o: None)
+    with KernelCalls() as kc:
+        assert_close_bf16(run_sd3(model, kw), ref)
+    assert kc.calls["linear_gelu"] == 1
+    restore(model)

@@ -8,9 +8,10 @@
 #            PLAN_DIR/plan-e2e-graph.jsonl, then PLAN_DIR/plan-e2e-host.jsonl again (time left permitting)
 #   stage d: ff_probe.py, the GPU tests of qk_norm_rope, the injected-model compile tests and the graph modes, then
 #            PLAN_DIR/plan-e2e-graph.jsonl (after the shared rope tables)
-# Usage (device, repo root): bash docs/perf/h200-2026-11-30g/session.sh a|b|c|d [PLAN_DIR]
+#   stage e: the GPU tests of tests/inject (linear_gelu in FLUX and SD3, compiled whole models)
+# Usage (device, repo root): bash docs/perf/h200-2026-11-30g/session.sh a|b|c|d|e [PLAN_DIR]
 set -u
-STAGE=${1:?a, b, c or d}; D=${2:-docs/perf/h200-2026-11-30g}; P=docs/perf/h200-2026-11-30g
+STAGE=${1:?a, b, c, d or e}; D=${2:-docs/perf/h200-2026-11-30g}; P=docs/perf/h200-2026-11-30g
 OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"; T0=$(date +%s); SITE=$(mktemp -d)  # the wheels, installed for this call
 stamp() { echo "$1 rc=$2 at $(( $(date +%s) - T0 )) s"; }
 left() { echo $(( 580 - ($(date +%s) - T0) )); }
@@ -32,6 +33,10 @@ elif [ "$STAGE" = b ]; then
   stamp pytest $? >> "$OUT/pytest-gpu-b.log"
   tail -n 3 "$OUT/pytest-gpu-b.log"; grep -h "rc=" "$OUT/ff-probe.log"
   e2e host host-b
+elif [ "$STAGE" = e ]; then
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/inject > "$OUT/pytest-gpu-e.log" 2>&1
+  stamp pytest $? >> "$OUT/pytest-gpu-e.log"
+  tail -n 5 "$OUT/pytest-gpu-e.log"; exit 0
 elif [ "$STAGE" = d ]; then
   timeout 100 python3 $P/ff_probe.py > "$OUT/ff-probe-d.log" 2>&1
   stamp probe $? >> "$OUT/ff-probe-d.log"
