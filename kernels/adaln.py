@@ -20,7 +20,7 @@ from kernels.launch import (LaunchPlans, cdiv, check_device, check_float, eager_
                             no_backward)
 from kernels.rmsnorm import (check_eps, check_out, check_row_count, check_same_device, launcher, out_rows_3d,
                              cast_trip, fusion_options, resolve_config, round_before_add, round_code, row_offsets,
-                             strides_3d)
+                             row_ptrs, strides_3d)
 from kernels.rounding import round_to
 
 
@@ -58,7 +58,7 @@ def _adaln_kernel(
     col_ok = cols < width
     mask = (rows < n_rows)[:, None] & col_ok[None, :]
 
-    x = tl.load(x_ptr + (b * sx_b + s * sx_s)[:, None] + cols[None, :] * sx_d, mask=mask, other=0.0).to(tl.float32)
+    x = tl.load(row_ptrs(x_ptr, b, s, sx_b, sx_s, sx_d, cols), mask=mask, other=0.0).to(tl.float32)
     if LAYER_NORM:
         # nn.LayerNorm: biased variance, (x - mean) * rstd [* w] [+ b] in fp32, one rounding
         mean = tl.sum(x, axis=1) / width
@@ -78,15 +78,15 @@ def _adaln_kernel(
             y = cast_trip(y, ROUND) * w[None, :]
     normed = cast_trip(y, ROUND)
 
-    scale = tl.load(scale_ptr + (b * sc_b + s * sc_s)[:, None] + cols[None, :] * sc_d, mask=mask, other=0.0)
-    shift = tl.load(shift_ptr + (b * sh_b + s * sh_s)[:, None] + cols[None, :] * sh_d, mask=mask, other=0.0)
+    scale = tl.load(row_ptrs(scale_ptr, b, s, sc_b, sc_s, sc_d, cols), mask=mask, other=0.0)
+    shift = tl.load(row_ptrs(shift_ptr, b, s, sh_b, sh_s, sh_d, cols), mask=mask, other=0.0)
     out = modulate(normed, scale.to(tl.float32), shift.to(tl.float32), ROUND, INT_ROUND)
-    tl.store(out_ptr + (b * so_b + s * so_s)[:, None] + cols[None, :] * so_d, round_to(out, out_ptr.dtype.element_ty),
+    tl.store(row_ptrs(out_ptr, b, s, so_b, so_s, so_d, cols), round_to(out, out_ptr.dtype.element_ty),
              mask=mask)
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Validation shared with kernels.residual_norm
+# Validation shared with kernels.residual_norm and kernels.gated_residual
 # ----------------------------------------------------------------------------------------------------------------
 def check_rows_input(name: str, x) -> None:
     check_float(name, x)
@@ -94,6 +94,16 @@ def check_rows_input(name: str, x) -> None:
     if x.dim() != 3:
         raise ValueError(f"{name} has shape {list(x.shape)}; expected 3 dimensions [B, S, C]")
     check_row_count(x)
+
+
+def check_residual(residual, x: torch.Tensor) -> None:
+    """``residual`` must be a float tensor of x's shape and dtype on x's device."""
+    check_float("residual", residual)
+    check_same_device("residual", residual, x)
+    if residual.dtype != x.dtype:
+        raise TypeError(f"residual has dtype {residual.dtype}; expected x's dtype {x.dtype}")
+    if residual.shape != x.shape:
+        raise ValueError(f"residual has shape {list(residual.shape)}; expected x's shape {list(x.shape)}")
 
 
 def check_modulation(name: str, t, x: torch.Tensor) -> None:

@@ -16,10 +16,10 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.adaln import check_modulation, check_rows_input, new_rows_out
-from kernels.launch import LaunchPlans, cdiv, check_float, eager_call, eager_direct, next_pow2, no_backward
-from kernels.rmsnorm import (check_out, check_same_device, fusion_options, launcher, out_rows_3d, resolve_config,
-                             round_before_add, round_code, row_offsets, strides_3d)
+from kernels.adaln import check_modulation, check_residual, check_rows_input, new_rows_out
+from kernels.launch import LaunchPlans, cdiv, eager_call, eager_direct, next_pow2, no_backward
+from kernels.rmsnorm import (check_out, fusion_options, launcher, out_rows_3d, resolve_config, round_before_add,
+                             round_code, row_offsets, row_ptrs, strides_3d)
 from kernels.rounding import round_to
 
 
@@ -40,22 +40,17 @@ def _gated_residual_kernel(
     cols = tl.arange(0, BLOCK_D)
     mask = (rows < n_rows)[:, None] & (cols < width)[None, :]
 
-    res = tl.load(res_ptr + (b * sr_b + s * sr_s)[:, None] + cols[None, :] * sr_d, mask=mask, other=0.0)
-    x = tl.load(x_ptr + (b * sx_b + s * sx_s)[:, None] + cols[None, :] * sx_d, mask=mask, other=0.0)
-    gate = tl.load(gate_ptr + (b * sg_b + s * sg_s)[:, None] + cols[None, :] * sg_d, mask=mask, other=0.0)
+    res = tl.load(row_ptrs(res_ptr, b, s, sr_b, sr_s, sr_d, cols), mask=mask, other=0.0)
+    x = tl.load(row_ptrs(x_ptr, b, s, sx_b, sx_s, sx_d, cols), mask=mask, other=0.0)
+    gate = tl.load(row_ptrs(gate_ptr, b, s, sg_b, sg_s, sg_d, cols), mask=mask, other=0.0)
     prod = round_before_add(x.to(tl.float32) * gate.to(tl.float32), ROUND, INT_ROUND)
-    tl.store(out_ptr + (b * so_b + s * so_s)[:, None] + cols[None, :] * so_d,
+    tl.store(row_ptrs(out_ptr, b, s, so_b, so_s, so_d, cols),
              round_to(res.to(tl.float32) + prod, out_ptr.dtype.element_ty), mask=mask)
 
 
 def _check_args(residual, x, gate) -> None:
     check_rows_input("x", x)
-    check_float("residual", residual)
-    check_same_device("residual", residual, x)
-    if residual.dtype != x.dtype:
-        raise TypeError(f"residual has dtype {residual.dtype}; expected x's dtype {x.dtype}")
-    if residual.shape != x.shape:
-        raise ValueError(f"residual has shape {list(residual.shape)}; expected x's shape {list(x.shape)}")
+    check_residual(residual, x)
     check_modulation("gate", gate, x)
 
 

@@ -13,10 +13,10 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.adaln import check_modulation, check_rows_input, modulate, new_rows_out
-from kernels.launch import LaunchPlans, cdiv, check_float, eager_call, eager_direct, next_pow2, no_backward
-from kernels.rmsnorm import (check_eps, check_out, check_same_device, launcher, out_rows_3d, resolve_config,
-                             cast_trip, fusion_options, round_code, row_offsets, strides_3d)
+from kernels.adaln import check_modulation, check_residual, check_rows_input, modulate, new_rows_out
+from kernels.launch import LaunchPlans, cdiv, eager_call, eager_direct, next_pow2, no_backward
+from kernels.rmsnorm import (check_eps, check_out, launcher, out_rows_3d, resolve_config, cast_trip, fusion_options,
+                             round_code, row_offsets, row_ptrs, strides_3d)
 from kernels.rounding import round_to
 
 
@@ -40,29 +40,24 @@ def _add_rms_norm_modulate_kernel(
     cols = tl.arange(0, BLOCK_D)
     mask = (rows < n_rows)[:, None] & (cols < width)[None, :]
 
-    x = tl.load(x_ptr + (b * sx_b + s * sx_s)[:, None] + cols[None, :] * sx_d, mask=mask, other=0.0)
-    res = tl.load(res_ptr + (b * sr_b + s * sr_s)[:, None] + cols[None, :] * sr_d, mask=mask, other=0.0)
+    x = tl.load(row_ptrs(x_ptr, b, s, sx_b, sx_s, sx_d, cols), mask=mask, other=0.0)
+    res = tl.load(row_ptrs(res_ptr, b, s, sr_b, sr_s, sr_d, cols), mask=mask, other=0.0)
     h = cast_trip(res.to(tl.float32) + x.to(tl.float32), ROUND)
-    tl.store(new_res_ptr + (b * snr_b + s * snr_s)[:, None] + cols[None, :] * snr_d,
+    tl.store(row_ptrs(new_res_ptr, b, s, snr_b, snr_s, snr_d, cols),
              h.to(new_res_ptr.dtype.element_ty), mask=mask)
 
     rstd = tl.rsqrt((tl.sum(h * h, axis=1) / width + eps).to(tl.float32))
     normed = cast_trip(h * rstd[:, None], ROUND)
-    scale = tl.load(scale_ptr + (b * sc_b + s * sc_s)[:, None] + cols[None, :] * sc_d, mask=mask, other=0.0)
-    shift = tl.load(shift_ptr + (b * sh_b + s * sh_s)[:, None] + cols[None, :] * sh_d, mask=mask, other=0.0)
+    scale = tl.load(row_ptrs(scale_ptr, b, s, sc_b, sc_s, sc_d, cols), mask=mask, other=0.0)
+    shift = tl.load(row_ptrs(shift_ptr, b, s, sh_b, sh_s, sh_d, cols), mask=mask, other=0.0)
     out = modulate(normed, scale.to(tl.float32), shift.to(tl.float32), ROUND, INT_ROUND)
-    tl.store(normed_ptr + (b * sn_b + s * sn_s)[:, None] + cols[None, :] * sn_d,
+    tl.store(row_ptrs(normed_ptr, b, s, sn_b, sn_s, sn_d, cols),
              round_to(out, normed_ptr.dtype.element_ty), mask=mask)
 
 
 def _check_args(x, residual, scale, shift, eps) -> None:
     check_rows_input("x", x)
-    check_float("residual", residual)
-    check_same_device("residual", residual, x)
-    if residual.dtype != x.dtype:
-        raise TypeError(f"residual has dtype {residual.dtype}; expected x's dtype {x.dtype}")
-    if residual.shape != x.shape:
-        raise ValueError(f"residual has shape {list(residual.shape)}; expected x's shape {list(x.shape)}")
+    check_residual(residual, x)
     check_modulation("scale", scale, x)
     check_modulation("shift", shift, x)
     check_eps(eps)

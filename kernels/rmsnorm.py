@@ -130,6 +130,13 @@ def row_offsets(pid, seq, ROWS: tl.constexpr):
     return rows, b.to(tl.int64), s.to(tl.int64)
 
 
+@triton.jit
+def row_ptrs(ptr, b, s, stride_b, stride_s, stride_d, cols):
+    """Pointers to the ``[ROWS, BLOCK_D]`` block of a ``[B, S, D]`` tensor at rows (``b``, ``s``) (from
+    :func:`row_offsets`) and columns ``cols``, through the tensor's strides."""
+    return ptr + (b * stride_b + s * stride_s)[:, None] + cols[None, :] * stride_d
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Launch knobs
 # ----------------------------------------------------------------------------------------------------------------
@@ -287,16 +294,14 @@ def _rms_norm_kernel(
     col_ok = cols < width
     mask = (rows < n_rows)[:, None] & col_ok[None, :]
 
-    x_offs = (b * sx_b + s * sx_s)[:, None] + cols[None, :] * sx_d
-    x = tl.load(x_ptr + x_offs, mask=mask, other=0.0).to(tl.float32)
+    x = tl.load(row_ptrs(x_ptr, b, s, sx_b, sx_s, sx_d, cols), mask=mask, other=0.0).to(tl.float32)
     mean_sq = tl.sum(x * x, axis=1) / width
     rstd = tl.rsqrt((mean_sq + eps).to(tl.float32))
     y = cast_trip(x * rstd[:, None], ROUND_NORMED)
     if HAS_WEIGHT:
         w = tl.load(w_ptr + cols * sw, mask=col_ok, other=0.0).to(tl.float32)
         y = y * w[None, :]
-    o_offs = (b * so_b + s * so_s)[:, None] + cols[None, :] * so_d
-    tl.store(out_ptr + o_offs, round_to(y, out_ptr.dtype.element_ty), mask=mask)
+    tl.store(row_ptrs(out_ptr, b, s, so_b, so_s, so_d, cols), round_to(y, out_ptr.dtype.element_ty), mask=mask)
 
 
 # ----------------------------------------------------------------------------------------------------------------
