@@ -45,7 +45,7 @@ from kernels import add_rms_norm_modulate, gated_residual, qk_norm_rope
 from kernels.inject import fused_linear
 from kernels.inject.attention import attend
 from kernels.inject.calls import call, plain
-from kernels.inject.linear_gelu import linear_gelu, linear_gelu_ok
+from kernels.inject.linear_gelu import gelu_projection_ok, linear_gelu, linear_gelu_ok
 from kernels.inject.norms import (modulation_ok, rms_modulate, rms_modulate_ok, torch_eps, torch_rms_norm,
                                   torch_rms_norm_ok)
 from kernels.inject.report import KIND_BLOCK_FORWARD, KIND_ROPE_FORWARD
@@ -182,8 +182,7 @@ def _gated_add(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor, use_
 def _ff_fusable(ff: nn.Module) -> bool:
     """The feed-forward is diffusers' FeedForward starting with a GELU-tanh projection that has a bias (LTX-Video's:
     ``activation_fn="gelu-approximate"``), every part plain."""
-    return (plain(ff, FeedForward) and len(ff.net) >= 2 and plain(ff.net[0], GELU) and ff.net[0].approximate == "tanh"
-            and plain(ff.net[0].proj, nn.Linear) and ff.net[0].proj.bias is not None)
+    return plain(ff, FeedForward) and len(ff.net) >= 2 and plain(ff.net[0], GELU) and gelu_projection_ok(ff.net[0])
 
 
 def _feed_forward(ff: nn.Module, x: torch.Tensor, fuse: bool) -> torch.Tensor:

@@ -72,7 +72,6 @@ METRIC_KIND = {**{m: "micro" for m in MICRO_METRICS}, **{m: "correctness" for m 
 HIGHER_IS_BETTER = frozenset({"gbs", "speedup", "cos_sim_vs_eager"})
 BASELINE_IMPL = "eager"
 COMPILE_IMPLS = ("compile", "compile_max")
-E2E_MODES = MODES  # the order rows come in
 
 _schema_checked: "weakref.WeakKeyDictionary[Engine, bool]" = weakref.WeakKeyDictionary()
 
@@ -493,7 +492,7 @@ def e2e_results(src: Source, run_id: int | None = None, limit: int = 100) -> lis
     for p in picked:
         planned = [str(m) for m in (p.job.spec or {}).get("impls") or []]
         measured = {impl for impl, _ in p.metrics}
-        modes = [m for m in E2E_MODES if m in measured or m in planned]
+        modes = [m for m in MODES if m in measured or m in planned]
         modes += [m for m in planned if m not in modes] + sorted(measured - set(modes) - set(planned))
         eager_ms = p.value("eager", "ms_per_step")
         for mode in modes:
