@@ -1,0 +1,143 @@
+"""Where a graphed forward's device timeline has no kernel running (one GPU, nothing else running).
+
+The sixth session found a `triton+graph` denoising step 1.4-1.8 ms longer than the union of its kernels' intervals
+(eager+graph: 0.4-0.6 ms).  This probe replays LTX-Video's full-size transformer forward at the seed setting from a
+CUDA graph (workers.e2e_graph), eager and injected, and for one profiled replay lists every device activity
+(kernels, memsets, copies) in start order.  Per activity, the gap before it is the time since the latest end of
+everything before it (0 when it overlaps); the gaps are summed by the pair (previous activity's name, this one's)
+and by this one's class (workers.e2e_profile.kernel_class).  Also: device ms per forward over 20 back-to-back
+replays, the union ("busy") and the sum of durations.
+
+Run on the device: python3 docs/perf/h200-2026-11-30h/gap_probe.py [--modes eager,triton] [--top 25]
+"""
+import argparse
+import collections
+import json
+import os
+import statistics
+import sys
+import tempfile
+
+import torch
+
+sys.path.insert(0, "docs/perf/h200-2026-11-30")
+from host_probe_2 import _ltx_inputs  # noqa: E402  (the seed setting's inputs)
+
+from workers.e2e_profile import busy_ms, kernel_class, kernelfleet_kernel_names  # noqa: E402
+
+DEVICE_CATS = ("kernel", "gpu_memset", "gpu_memcpy")
+dev = torch.device("cuda")
+
+
+def short(name: str) -> str:
+    return name.split("(")[0].split("<")[0][:70]
+
+
+def device_activities(fn) -> list[dict]:
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    finally:
+        os.unlink(path)
+    acts = [e for e in events if e.get("ph") == "X" and str(e.get("cat", "")).lower() in DEVICE_CATS]
+    return sorted(acts, key=lambda e: float(e["ts"]))
+
+
+def gaps(acts: list[dict], ours: frozenset, top: int) -> None:
+    by_pair = collections.defaultdict(lambda: [0, 0.0])
+    by_class = collections.defaultdict(lambda: [0, 0.0])
+    end = None
+    prev = "(start)"
+    overlap = 0.0
+    for a in acts:
+        ts, dur = float(a["ts"]), float(a["dur"])
+        name = a["name"] if a["cat"] == "kernel" else f"[{a['cat']}] {a['name']}"
+        if end is not None:
+            g = ts - end
+            if g > 0:
+                p = by_pair[(short(prev), short(name))]
+                p[0] += 1
+                p[1] += g
+                c = by_class[kernel_class(a["name"], ours) if a["cat"] == "kernel" else a["cat"]]
+                c[0] += 1
+                c[1] += g
+            else:
+                overlap += min(-g, dur)
+        end = ts + dur if end is None else max(end, ts + dur)
+        prev = name
+    span = end - float(acts[0]["ts"])
+    total_gap = sum(v[1] for v in by_pair.values())
+    print(f"activities {len(acts)} ({collections.Counter(a['cat'] for a in acts)}); span {span / 1e3:.3f} ms; "
+          f"busy {busy_ms((float(a['ts']), float(a['dur'])) for a in acts):.3f} ms; sum of durations "
+          f"{sum(float(a['dur']) for a in acts) / 1e3:.3f} ms; gaps {total_gap / 1e3:.3f} ms; overlapped "
+          f"{overlap / 1e3:.3f} ms")
+    print("\n| gap before (class) | gaps | total us | mean us |\n|---|---|---|---|")
+    for k, (n, t) in sorted(by_class.items(), key=lambda kv: -kv[1][1]):
+        print(f"| {k} | {n} | {t:.1f} | {t / n:.2f} |")
+    print("\n| previous -> next | gaps | total us | mean us |\n|---|---|---|---|")
+    for (p, q), (n, t) in sorted(by_pair.items(), key=lambda kv: -kv[1][1])[:top]:
+        print(f"| {p} -> {q} | {n} | {t:.1f} | {t / n:.2f} |")
+    durs = collections.defaultdict(lambda: [0, 0.0])
+    for a in acts:
+        d = durs[short(a["name"])]
+        d[0] += 1
+        d[1] += float(a["dur"])
+    print("\n| activity | count | total us | mean us |\n|---|---|---|---|")
+    for k, (n, t) in sorted(durs.items(), key=lambda kv: -kv[1][1])[:top]:
+        print(f"| {k} | {n} | {t:.1f} | {t / n:.2f} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--modes", default="eager,triton")
+    ap.add_argument("--top", type=int, default=25)
+    args = ap.parse_args()
+    from diffusers import LTXVideoTransformer3DModel
+
+    from kernels.inject import inject, restore
+    from workers import e2e_graph
+
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
+    torch.manual_seed(0)
+    with torch.device(dev):
+        model = LTXVideoTransformer3DModel().to(torch.bfloat16).eval()
+    kw = _ltx_inputs()
+    ours = kernelfleet_kernel_names()
+    for mode in args.modes.split(","):
+        if mode == "triton":
+            inject(model)
+        graphed = e2e_graph.install(model)
+        with torch.no_grad():
+            model(**kw)
+            model(**kw)
+            torch.cuda.synchronize()
+            per = []
+            for _ in range(3):
+                a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                for _ in range(20):
+                    model(**kw)
+                e.record()
+                e.synchronize()
+                per.append(a.elapsed_time(e) / 20)
+            acts = device_activities(lambda: model(**kw))
+        assert graphed.captures == 1, graphed.captures
+        print(f"\n## {mode}: device ms per forward (20 replays, median of 3) {statistics.median(per):.3f}")
+        gaps(acts, ours, args.top)
+        e2e_graph.uninstall(model)
+        if mode == "triton":
+            restore(model)
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

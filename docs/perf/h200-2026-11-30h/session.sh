@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Device calls for issues #3/#4, seventh session of 2026-11-30.
+#   stage a (nvidia-h200): the kernels' GPU tests at the row-pointer review commit, then gap_probe.py (where a
+#            graphed forward's timeline has no kernel running)
+#   stage b (nvidia-h200): GPU tests named in TESTS (default: tests/kernels tests/inject), then the e2e plan
+#            PLAN_DIR/plan-e2e-graph.jsonl
+#   stage c (nvidia-h200-x2): the kernel plan PLAN_DIR/plan-kernels.jsonl in two shards, one per GPU, each pinned
+#            to half of the cores
+# Usage (device, repo root): bash docs/perf/h200-2026-11-30h/session.sh a|b|c [PLAN_DIR]
+set -u
+STAGE=${1:?a, b or c}; D=${2:-docs/perf/h200-2026-11-30h}; P=docs/perf/h200-2026-11-30h
+. docs/perf/device_preamble.sh
+gpu_tests() {  # $1: seconds, then the test paths
+  local t=$1; shift
+  timeout $t python3 -m pytest -q -m gpu -p no:cacheprovider "$@" > "$OUT/pytest-gpu-$STAGE.log" 2>&1
+  stamp pytest $? >> "$OUT/pytest-gpu-$STAGE.log"
+  tail -n 3 "$OUT/pytest-gpu-$STAGE.log"
+}
+if [ "$STAGE" = a ]; then
+  gpu_tests 250 tests/kernels
+  timeout $(left) python3 $P/gap_probe.py > "$OUT/gap-probe-a.log" 2>&1
+  stamp probe $? >> "$OUT/gap-probe-a.log"; tail -n 1 "$OUT/gap-probe-a.log"
+elif [ "$STAGE" = b ]; then
+  gpu_tests 200 ${TESTS:-tests/kernels tests/inject}
+  timeout $(left) python3 -m workers run $D/plan-e2e-graph.jsonl --out "$OUT/results-e2e-graph-b.jsonl" \
+      > "$OUT/e2e-b.log" 2>&1
+  stamp e2e $? >> "$OUT/e2e-b.log"; tail -n 1 "$OUT/e2e-b.log"
+else
+  N=$(nproc); H=$((N / 2))
+  for i in 1 2; do
+    cores=0-$((H - 1)); [ $i = 2 ] && cores=$H-$((N - 1))
+    ( CUDA_VISIBLE_DEVICES=$((i - 1)) taskset -c $cores timeout $(left) python3 -m workers run $D/plan-kernels.jsonl \
+          --out "$OUT/results-kernels-$i.jsonl" --shard $i/2 > "$OUT/kernels-$i.log" 2>&1
+      stamp "shard $i/2" $? >> "$OUT/kernels-$i.log" ) &
+  done
+  wait
+  tail -n 1 "$OUT/kernels-1.log" "$OUT/kernels-2.log"
+fi
