@@ -8,7 +8,8 @@ everything before it (0 when it overlaps); the gaps are summed by the pair (prev
 and by this one's class (workers.e2e_profile.kernel_class).  Also: device ms per forward over 20 back-to-back
 replays, the union ("busy") and the sum of durations.
 
-Run on the device: python3 docs/perf/h200-2026-11-30h/gap_probe.py [--modes eager,triton] [--top 25]
+Modes: ``eager``, ``triton`` (everything injected), ``triton-NAME`` (everything but the kernel or rewrite NAME).
+Run on the device: python3 docs/perf/h200-2026-11-30h/gap_probe.py [--modes eager,triton,triton-fused_qkv] [--top 25]
 """
 import argparse
 import collections
@@ -91,6 +92,10 @@ def gaps(acts: list[dict], ours: frozenset, top: int) -> None:
         d = durs[short(a["name"])]
         d[0] += 1
         d[1] += float(a["dur"])
+    att = [float(a["dur"]) for a in acts if a["cat"] == "kernel" and kernel_class(a["name"], ours) == "attention"]
+    if att:
+        print(f"attention calls in order: odd (attn1) mean {statistics.fmean(att[0::2]):.2f} us, even (attn2) mean "
+              f"{statistics.fmean(att[1::2]) if att[1::2] else float('nan'):.2f} us")
     print("\n| activity | count | total us | mean us |\n|---|---|---|---|")
     for k, (n, t) in sorted(durs.items(), key=lambda kv: -kv[1][1])[:top]:
         print(f"| {k} | {n} | {t:.1f} | {t / n:.2f} |")
@@ -100,13 +105,16 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--modes", default="eager,triton")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--layouts", action="store_true", help="also time attn1's SDPA with v contiguous or a slice")
     args = ap.parse_args()
     from diffusers import LTXVideoTransformer3DModel
 
-    from kernels.inject import inject, restore
+    from kernels.inject import KERNEL_NAMES, REWRITES, inject, restore
     from workers import e2e_graph
 
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
+    if args.layouts:
+        attention_layouts()
     torch.manual_seed(0)
     with torch.device(dev):
         model = LTXVideoTransformer3DModel().to(torch.bfloat16).eval()
@@ -115,6 +123,12 @@ def main() -> None:
     for mode in args.modes.split(","):
         if mode == "triton":
             inject(model)
+        elif mode.startswith("triton-"):
+            left_out = mode.split("-", 1)[1]
+            names = [k for k in KERNEL_NAMES + tuple(REWRITES) if k != left_out]
+            if len(names) == len(KERNEL_NAMES) + len(REWRITES):
+                raise SystemExit(f"unknown kernel or rewrite {left_out!r}")
+            inject(model, kernels=names)
         graphed = e2e_graph.install(model)
         with torch.no_grad():
             model(**kw)
@@ -134,9 +148,40 @@ def main() -> None:
         print(f"\n## {mode}: device ms per forward (20 replays, median of 3) {statistics.median(per):.3f}")
         gaps(acts, ours, args.top)
         e2e_graph.uninstall(model)
-        if mode == "triton":
+        if mode != "eager":
             restore(model)
         sys.stdout.flush()
+
+
+def attention_layouts() -> None:
+    """cuDNN SDPA at attn1's shape ([2, 1320, 32, 64] as [B, S, H, D], permuted the way diffusers' native backend
+    does): v contiguous against v a column slice of a fused [B, S, 3C] projection; us per call, CUDA events."""
+    import torch.nn.functional as F
+
+    g = torch.Generator(device=dev).manual_seed(0)
+    qkv = torch.randn(2, 1320, 3 * 2048, device=dev, generator=g, dtype=torch.bfloat16)
+    q = qkv[..., :2048].contiguous()
+    k = qkv[..., 2048:4096].contiguous()
+    v_slice = qkv[..., 4096:]
+    v_cont = v_slice.contiguous()
+    heads = lambda t: t.unflatten(2, (32, 64)).permute(0, 2, 1, 3)  # noqa: E731
+    cases = {"v contiguous": (heads(q), heads(k), heads(v_cont)),
+             "v slice of [B,S,3C]": (heads(q), heads(k), heads(v_slice)),
+             "q,k,v slices of [B,S,3C]": (heads(qkv[..., :2048]), heads(qkv[..., 2048:4096]), heads(v_slice))}
+    print("\n| attn1 SDPA [2,32,1320,64] bf16 | us per call (median of 5 x 50) |\n|---|---|")
+    for name, (a, b, c) in cases.items():
+        for _ in range(5):
+            F.scaled_dot_product_attention(a, b, c)
+        per = []
+        for _ in range(5):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            for _ in range(50):
+                F.scaled_dot_product_attention(a, b, c)
+            e.record()
+            e.synchronize()
+            per.append(s.elapsed_time(e) * 1e3 / 50)
+        print(f"| {name} | {statistics.median(per):.2f} |")
 
 
 if __name__ == "__main__":
