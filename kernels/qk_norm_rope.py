@@ -19,6 +19,8 @@ by the batch (``[S, C]``, ``[1, S, C]`` or a batch stride of 0, as the injected 
 rows go token-major instead: the B rows of one token are neighbours, so the table row that the first of them reads
 from memory is still in L2 for the others.  The fp32 tables are as large as q and k together at LTX-Video's
 sizes, so reading them once per token instead of once per row takes a quarter of the kernel's bytes away (B = 2).
+Where the B rows of a token fill 2048-8192 elements (B a power of two), one program takes all of them and loads
+the token's table row once (``TABLE_ONCE``; :func:`shared_table_config`).
 """
 from __future__ import annotations
 
@@ -53,6 +55,16 @@ def qk_norm_rope_config(width: int, device: torch.device | None = None) -> QkNor
     return QkNormRopeConfig(block_rows, row_num_warps(block_rows * block_c, device))
 
 
+def shared_table_config(batch: int, width: int, device: torch.device | None = None) -> QkNormRopeConfig:
+    """Launch knobs with tables shared by the batch: one program per token, all B of its rows, where those fill
+    2048-8192 elements and B is a power of two (the kernel then reads the token's table row once); else
+    :func:`qk_norm_rope_config`."""
+    block = batch * next_pow2(width)
+    if batch >= 1 and batch & (batch - 1) == 0 and 2048 <= block <= 8192:
+        return QkNormRopeConfig(batch, row_num_warps(block, device))
+    return qk_norm_rope_config(width, device)
+
+
 @triton.jit
 def _norm_rope_rows(x, w, c, s, C, eps, HAS_WEIGHT: tl.constexpr, BLOCK_R: tl.constexpr,
                     BLOCK_C: tl.constexpr, out_ty: tl.constexpr):
@@ -79,6 +91,7 @@ def _qk_norm_rope_kernel(
     BLOCK_R: tl.constexpr,
     BLOCK_C: tl.constexpr,
     TOKEN_MAJOR: tl.constexpr,
+    TABLE_ONCE: tl.constexpr,
 ):
     # Rows are (batch, token) pairs addressed through (batch, token) strides; channels are unit-stride.  Token-major
     # order (tables shared by the batch): row = token * B + batch, so one token's rows run in neighbouring programs.
@@ -96,8 +109,13 @@ def _qk_norm_rope_kernel(
     # Issue every load up front: q, k and the shared cos/sin rows.
     q = tl.load(q_ptr + b * sqb + srow * sqs + col, mask=mask, other=0.0).to(tl.float32)
     k = tl.load(k_ptr + b * skb + srow * sks + col, mask=mask, other=0.0).to(tl.float32)
-    c = tl.load(cos_ptr + b * scb + srow * scs + col, mask=mask, other=0.0).to(tl.float32)
-    s = tl.load(sin_ptr + b * ssb + srow * sss + col, mask=mask, other=0.0).to(tl.float32)
+    if TABLE_ONCE:  # token-major with BLOCK_R == B: this program's rows are one token's, one table row for all
+        tok = tl.program_id(0).to(tl.int64)
+        c = tl.load(cos_ptr + tok * scs + cols, mask=cols < C, other=0.0).to(tl.float32)[None, :]
+        s = tl.load(sin_ptr + tok * sss + cols, mask=cols < C, other=0.0).to(tl.float32)[None, :]
+    else:
+        c = tl.load(cos_ptr + b * scb + srow * scs + col, mask=mask, other=0.0).to(tl.float32)
+        s = tl.load(sin_ptr + b * ssb + srow * sss + col, mask=mask, other=0.0).to(tl.float32)
     if HAS_QW:
         qw = tl.load(qw_ptr + cols, mask=cols < C, other=0.0).to(tl.float32)[None, :]
     else:
@@ -194,12 +212,18 @@ def _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, eps: float,
     batch, seq, width = q.shape
     rows = batch * seq
     width = int(width)  # compile-time sizes as plain ints (a traced SymInt is specialised)
-    cfg = config or qk_norm_rope_config(width, q.device)
+    cos_strides, sin_strides = _table_strides(cos), _table_strides(sin)
+    token_major = cos_strides[0] == 0 and sin_strides[0] == 0
+    if config is not None:
+        cfg = config
+    elif token_major and isinstance(batch, int):
+        cfg = shared_table_config(batch, width, q.device)
+    else:
+        cfg = qk_norm_rope_config(width, q.device)
     kernel = direct_launcher(_qk_norm_rope_kernel) if direct else wrap_triton(_qk_norm_rope_kernel)
     # fp fusion off wherever the kernel launches as itself (every eager call); a launch traced by torch.compile
     # cannot carry the option through Inductor, which compiles with Triton's default (may differ by an ulp).
     options = {"enable_fp_fusion": False} if direct else {}
-    cos_strides, sin_strides = _table_strides(cos), _table_strides(sin)
     kernel[(cdiv(rows, cfg.block_rows),)](
         q, k,
         q if q_weight is None else q_weight, k if k_weight is None else k_weight,
@@ -209,7 +233,8 @@ def _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, eps: float,
         *cos_strides, *sin_strides,
         HAS_QW=q_weight is not None, HAS_KW=k_weight is not None,
         BLOCK_R=cfg.block_rows, BLOCK_C=next_pow2(width),
-        TOKEN_MAJOR=cos_strides[0] == 0 and sin_strides[0] == 0,
+        TOKEN_MAJOR=token_major,
+        TABLE_ONCE=token_major and isinstance(batch, int) and cfg.block_rows == batch,
         num_warps=cfg.num_warps, **options,
     )
 

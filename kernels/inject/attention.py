@@ -6,8 +6,13 @@ where the active backend is the native one, dispatch would call that backend's f
 (dropout 0, not causal, default scale); calling it directly skips dispatch's argument dict and filtering, tens of
 microseconds of host time per call.  A chosen backend (``set_attention_backend``), checks, context parallelism or a
 trace go through ``dispatch_attention_fn``.
+
+Also here: :func:`prepared_mask`, the cross-attention mask as the processors hand it to attention, made once per
+forward instead of once per block.
 """
 from __future__ import annotations
+
+import weakref
 
 import torch
 from diffusers.models.attention_dispatch import AttentionBackendName, _AttentionBackendRegistry, dispatch_attention_fn
@@ -24,3 +29,35 @@ def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mas
                                                                                 attn_mask=attn_mask)
     return dispatch_attention_fn(query, key, value, attn_mask=attn_mask, dropout_p=0.0, is_causal=False,
                                  backend=backend, parallel_config=parallel_config)
+
+
+# The last mask prepared in an eager call: (weakref to the mask given, its version, what else the result depends on,
+# the result).  One entry for every processor: a transformer hands each of its blocks the same mask object.
+_LAST_MASK: tuple | None = None
+
+
+def prepared_mask(attn, attention_mask: torch.Tensor | None, sequence_length: int, batch_size: int):
+    """``attn.prepare_attention_mask(attention_mask, sequence_length, batch_size)`` viewed as
+    ``[batch_size, attn.heads, -1, L]``, the way diffusers' LTX processor prepares a mask for attention.
+
+    A transformer builds its mask once per forward and gives every block that same tensor, and every block's
+    processor then makes the same per-head copy (LTX-Video: 28 copies per forward, one kernel each).  In eager calls
+    the last result is kept and handed out again while the same mask object, unchanged since (its version counter),
+    comes with the same sizes, head count and ``prepare_attention_mask``.  Under a trace, for a module with its own
+    ``prepare_attention_mask``, or for an inference-mode mask (no version counter) it is prepared every time.
+    """
+    global _LAST_MASK
+    if attention_mask is None:
+        return None
+    cacheable = (not torch.compiler.is_compiling() and "prepare_attention_mask" not in vars(attn)
+                 and not attention_mask.is_inference())
+    if cacheable:
+        key = (type(attn).prepare_attention_mask, attn.heads, sequence_length, batch_size, attention_mask._version)
+        last = _LAST_MASK
+        if last is not None and last[0]() is attention_mask and last[1] == key:
+            return last[2]
+    mask = attn.prepare_attention_mask(attention_mask, sequence_length, batch_size)
+    mask = mask.view(batch_size, attn.heads, -1, mask.shape[-1])
+    if cacheable:
+        _LAST_MASK = (weakref.ref(attention_mask), key, mask)
+    return mask

@@ -26,7 +26,8 @@ Per ``LTXVideoTransformerBlock`` (see the reference notes, sections 1.2-1.4):
 
 The processors call attention through :func:`kernels.inject.attention.attend` (diffusers' ``dispatch_attention_fn``
 with ``backend=self._attention_backend``, as the stock processor calls it), so ``set_attention_backend`` keeps
-working.  Everything here is traceable: decisions depend only on
+working.  attn2's per-head mask is made once per forward and reused by the later blocks
+(:func:`kernels.inject.attention.prepared_mask`; the stock processor makes the same copy in every block).  Everything here is traceable: decisions depend only on
 module types, dtypes, shapes and devices.
 """
 from __future__ import annotations
@@ -43,7 +44,7 @@ from diffusers.models.transformers.transformer_ltx import (LTXAttention, LTXVide
 
 from kernels import add_rms_norm_modulate, gated_residual, qk_norm_rope
 from kernels.inject import fused_linear
-from kernels.inject.attention import attend
+from kernels.inject.attention import attend, prepared_mask
 from kernels.inject.calls import call, plain
 from kernels.inject.linear_gelu import gelu_projection_ok, linear_gelu, linear_gelu_ok
 from kernels.inject.norms import (modulation_ok, rms_modulate, rms_modulate_ok, torch_eps, torch_rms_norm,
@@ -123,9 +124,7 @@ class LTXKernelAttnProcessor:
     ) -> torch.Tensor:
         batch_size, sequence_length, _ = (
             hidden_states.shape if encoder_hidden_states is None else encoder_hidden_states.shape)
-        if attention_mask is not None:
-            attention_mask = attn.prepare_attention_mask(attention_mask, sequence_length, batch_size)
-            attention_mask = attention_mask.view(batch_size, attn.heads, -1, attention_mask.shape[-1])
+        attention_mask = prepared_mask(attn, attention_mask, sequence_length, batch_size)
         query, key, value = self._project(attn, hidden_states, encoder_hidden_states)
 
         if (image_rotary_emb is not None and self.fuse_qk_rope

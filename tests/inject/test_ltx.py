@@ -366,3 +366,47 @@ def test_rope_tables_are_computed_once_and_shared_by_the_batch():
     left = {x.path: x.reason for x in inject(model, kernels=["adaln_rms"]).left}
     assert left["rope"] == "qk_norm_rope not selected (the tables stay per batch element)"
     restore(model)
+
+
+def test_cross_attention_mask_is_prepared_once_per_forward(monkeypatch):
+    """Every block's attn2 gets the transformer's one mask: the per-head copy is made by the first block and handed
+    to the rest; a changed mask, other sizes or an inference-mode mask are prepared again, each time as diffusers
+    does."""
+    from diffusers.models.attention import AttentionModuleMixin
+
+    from kernels.inject import attention
+
+    made = []
+    stock = AttentionModuleMixin.prepare_attention_mask
+
+    def counting(self, *args, **kwargs):
+        made.append(self.heads)
+        return stock(self, *args, **kwargs)
+
+    monkeypatch.setattr(AttentionModuleMixin, "prepare_attention_mask", counting)
+    model, kw = _transformer(), _inputs()
+    expected = _run(model, kw)
+    assert len(made) == LAYERS
+    inject(model)
+    made.clear()
+    assert_close_bf16(_run(model, kw), expected)
+    assert len(made) == 1
+    restore(model)
+
+    attn = model.transformer_blocks[0].attn2
+    mask = torch.zeros(2, 1, TXT)
+    mask[0, :, 10:] = -10000.0
+    made.clear()
+    first = attention.prepared_mask(attn, mask, TXT, 2)
+    assert torch.equal(first, stock(attn, mask, TXT, 2).view(2, attn.heads, -1, TXT))
+    assert attention.prepared_mask(attn, mask, TXT, 2) is first and len(made) == 1
+    mask[1, :, 12:] = -10000.0  # changed in place: its version moved
+    again = attention.prepared_mask(attn, mask, TXT, 2)
+    assert again is not first and torch.equal(again, stock(attn, mask, TXT, 2).view(2, attn.heads, -1, TXT))
+    assert attention.prepared_mask(attn, mask.clone(), TXT, 2) is not again  # another object
+    assert attention.prepared_mask(attn, mask[:1], TXT, 1).shape == (1, attn.heads, 1, TXT)
+    assert attention.prepared_mask(attn, None, TXT, 2) is None
+    with torch.inference_mode():
+        frozen = mask.clone()
+        one, two = attention.prepared_mask(attn, frozen, TXT, 2), attention.prepared_mask(attn, frozen, TXT, 2)
+    assert one is not two and torch.equal(one, two)

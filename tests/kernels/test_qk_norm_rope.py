@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from kernels.entries.qk_norm_rope import ENTRIES, eager
 from kernels.entries.rope import interleaved_reference, ltx_rope_tables
-from kernels.qk_norm_rope import QkNormRopeConfig, _qk_norm_rope_into, qk_norm_rope, qk_norm_rope_config
+from kernels.qk_norm_rope import (QkNormRopeConfig, _qk_norm_rope_into, qk_norm_rope, qk_norm_rope_config,
+                                 shared_table_config)
 from kernels.registry import DTYPES
 from tests.support.kernel_tests import FLOATS, assert_impls_match_reference, gpu_test, rand
 
@@ -127,6 +128,25 @@ def test_shared_and_per_batch_tables(device):
     qd, kd, qwd, kwd, c1, s1 = on(device, q, k, qw, kw, cos[:1], sin[:1])
     expanded = qk_norm_rope(qd, kd, qwd, kwd, c1.expand(2, -1, -1), s1.expand(2, -1, -1))
     assert torch.equal(expanded[0], shared[0]) and torch.equal(expanded[1], shared[1])
+
+
+def test_shared_tables_one_program_per_token(device):
+    """Tables shared by the batch: one program taking a token's B rows (its table row read once) writes what one
+    row per program writes, bit for bit; the default launch takes it where the B rows fill 2048-8192 elements."""
+    assert shared_table_config(2, 1024).block_rows == 2 and shared_table_config(2, 2048).block_rows == 2
+    for batch, width in ((3, 1024), (2, 64), (4, 4096)):  # B not a power of two; too narrow; too wide
+        assert shared_table_config(batch, width) == qk_norm_rope_config(width)
+    q, k, qw, kw, cos, sin = make(2, 5, 1024, torch.bfloat16, seed=11, per_batch=False)
+    default = qk_norm_rope(*on(device, q, k, qw, kw, cos, sin))
+    assert_matches_model(default, ltx_chain(q, k, qw, kw, cos.expand(2, -1, -1), sin.expand(2, -1, -1)))
+    cases = [(2, 1024, QkNormRopeConfig(1, 4)), (2, 1024, QkNormRopeConfig(2, 2)), (4, 64, QkNormRopeConfig(4, 1))]
+    for batch, width, cfg in cases:
+        q, k, qw, kw, cos, sin = on(device, *make(batch, 5, width, torch.bfloat16, seed=12, per_batch=False))
+        row_each = qk_norm_rope(q, k, qw, kw, cos.expand(batch, -1, -1).contiguous(),
+                                sin.expand(batch, -1, -1).contiguous())  # per-batch tables: batch-major rows
+        out = (torch.full_like(q, float("nan")), torch.full_like(k, float("nan")))
+        _qk_norm_rope_into(out, q, k, qw, kw, cos, sin, 1e-5, _config=cfg)
+        assert torch.equal(out[0], row_each[0]) and torch.equal(out[1], row_each[1]), (batch, width, cfg)
 
 
 def test_non_contiguous_inputs(device):

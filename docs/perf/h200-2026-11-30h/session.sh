@@ -2,8 +2,9 @@
 # Device calls for issues #3/#4, seventh session of 2026-11-30.
 #   stage a (nvidia-h200): the kernels' GPU tests at the row-pointer review commit, then gap_probe.py (where a
 #            graphed forward's timeline has no kernel running)
-#   stage b (nvidia-h200): GPU tests named in TESTS (default: tests/kernels tests/inject), then the e2e plan
-#            PLAN_DIR/plan-e2e-graph.jsonl
+#   stage b (nvidia-h200): qk_shared_knobs.py; GPU tests named in TESTS (default: tests/kernels tests/inject);
+#            gap_probe.py (eager, triton) and the e2e plan PLAN_DIR/plan-e2e-graph.jsonl with nvidia-smi logging the
+#            SM clock and power every 200 ms beside them (smi-b.csv); then PLAN_DIR/plan-e2e-host.jsonl
 #   stage c (nvidia-h200-x2): the kernel plan PLAN_DIR/plan-kernels.jsonl in two shards, one per GPU, each pinned
 #            to half of the cores
 # Usage (device, repo root): bash docs/perf/h200-2026-11-30h/session.sh a|b|c [PLAN_DIR]
@@ -21,10 +22,23 @@ if [ "$STAGE" = a ]; then
   timeout $(left) python3 $P/gap_probe.py > "$OUT/gap-probe-a.log" 2>&1
   stamp probe $? >> "$OUT/gap-probe-a.log"; tail -n 1 "$OUT/gap-probe-a.log"
 elif [ "$STAGE" = b ]; then
+  timeout 90 python3 $P/qk_shared_knobs.py > "$OUT/qk-shared-knobs.log" 2>&1
+  stamp knobs $? >> "$OUT/qk-shared-knobs.log"; tail -n 1 "$OUT/qk-shared-knobs.log"
   gpu_tests 200 ${TESTS:-tests/kernels tests/inject}
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv -lms 200 \
+      > "$OUT/smi-b.csv" & SMI=$!
+  echo "probe starts $(date +%H:%M:%S.%N)" > "$OUT/marks-b.log"
+  timeout 120 python3 $P/gap_probe.py --modes eager,triton > "$OUT/gap-probe-b.log" 2>&1
+  stamp probe $? >> "$OUT/gap-probe-b.log"; tail -n 1 "$OUT/gap-probe-b.log"
+  echo "e2e graph starts $(date +%H:%M:%S.%N)" >> "$OUT/marks-b.log"
   timeout $(left) python3 -m workers run $D/plan-e2e-graph.jsonl --out "$OUT/results-e2e-graph-b.jsonl" \
       > "$OUT/e2e-b.log" 2>&1
-  stamp e2e $? >> "$OUT/e2e-b.log"; tail -n 1 "$OUT/e2e-b.log"
+  stamp "e2e graph" $? >> "$OUT/e2e-b.log"
+  echo "e2e graph ends $(date +%H:%M:%S.%N)" >> "$OUT/marks-b.log"
+  kill $SMI
+  timeout $(left) python3 -m workers run $D/plan-e2e-host.jsonl --out "$OUT/results-e2e-host-b.jsonl" \
+      >> "$OUT/e2e-b.log" 2>&1
+  stamp "e2e host" $? >> "$OUT/e2e-b.log"; grep -h "rc=" "$OUT/e2e-b.log"
 else
   N=$(nproc); H=$((N / 2))
   for i in 1 2; do
