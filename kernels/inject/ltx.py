@@ -33,6 +33,7 @@ module types, dtypes, shapes and devices.
 from __future__ import annotations
 
 import itertools
+import weakref
 
 import torch
 import torch.nn as nn
@@ -197,6 +198,73 @@ def _feed_forward(ff: nn.Module, x: torch.Tensor, fuse: bool) -> torch.Tensor:
     return call(ff, x)
 
 
+class AdaValues:
+    """The modulation values of every injected block of one transformer, made by one kernel per forward.
+
+    Each block computes ``scale_shift_table[None, None] + temb.reshape(B, T, 6, C)`` (its six shift/scale/gate rows),
+    one small broadcast add per block (LTX-Video: 28 per forward) on the same ``temb``.  With the tables stacked
+    (rebuilt whenever a block's table is replaced or changed in place), the first block's call adds ``temb`` to all of
+    them at once and the other blocks take their slice: the same elementwise add, so the same values bit for bit.
+    Used in eager calls with ``temb`` broadcast over tokens (``[B, 1, 6C]``); a per-token ``temb`` (its result would
+    be 28 times the size of a block's), an inference-mode ``temb`` (no version counter) or tables that differ in
+    shape, dtype or device take each block's own add.
+    """
+
+    def __init__(self, blocks: list[nn.Module]):
+        self.blocks = blocks
+        self.stack: torch.Tensor | None = None
+        self.stack_key: tuple | None = None
+        self.last: tuple | None = None  # (weakref to temb, its key, every block's values)
+        self.builds = 0  # stacks built (tests)
+        self.adds = 0  # adds over all blocks (tests)
+
+    @staticmethod
+    def _table_key(t: torch.Tensor) -> tuple:
+        return t.data_ptr(), t._version, tuple(t.shape), t.dtype, t.device
+
+    def _stacked(self, device: torch.device) -> torch.Tensor | None:
+        tables = [b.scale_shift_table for b in self.blocks]
+        key = tuple(self._table_key(t) for t in tables)
+        if key != self.stack_key:
+            if len({k[2:] for k in key}) != 1 or tables[0].device != device:
+                return None
+            with torch.no_grad():
+                self.stack = torch.stack([t.detach() for t in tables])
+            self.stack_key = key
+            self.builds += 1
+        return self.stack
+
+    def values(self, index: int, temb: torch.Tensor, batch_size: int) -> torch.Tensor | None:
+        """Block ``index``'s ``ada_values`` for ``temb`` (``[B, 1, 6, C]``), or None where it must compute its own."""
+        if temb.dim() != 3 or temb.size(1) != 1 or temb.is_inference() or torch.is_grad_enabled():
+            return None
+        key = (batch_size, temb._version, temb.shape, temb.dtype)
+        last = self.last
+        if (last is not None and last[0]() is temb and last[1] == key
+                and self.stack_key[index] == self._table_key(self.blocks[index].scale_shift_table)):
+            return last[2][index]  # this temb's values are made and this block's table is what was stacked
+        stack = self._stacked(temb.device)
+        if stack is None:
+            return None
+        every = stack[:, None, None] + temb.reshape(batch_size, 1, stack.shape[1], -1)[None]
+        self.last = (weakref.ref(temb), key, every)
+        self.adds += 1
+        return every[index]
+
+
+def _ada_values(blk: nn.Module, temb: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """``scale_shift_table[None, None] + temb.reshape(B, T, 6, C)`` as the block computes it; from the
+    transformer's :class:`AdaValues` where it has one and can serve this call (eager calls only)."""
+    shared = vars(blk).get("_kf_ada")
+    if shared is not None and not torch.compiler.is_compiling():
+        got = shared[0].values(shared[1], temb, batch_size)
+        if got is not None:
+            return got
+    num_ada_params = blk.scale_shift_table.shape[0]
+    return blk.scale_shift_table[None, None].to(temb.device) + temb.reshape(
+        batch_size, temb.size(1), num_ada_params, -1)
+
+
 def _block_forward(use_adaln: bool, use_add_norm: bool, use_gate: bool, use_ff: bool):
     """LTXVideoTransformerBlock.forward with the norm/modulate chains, the gated residual adds and the feed-forward's
     GELU projection through the kernels and rewrites the flags allow."""
@@ -206,9 +274,7 @@ def _block_forward(use_adaln: bool, use_add_norm: bool, use_gate: bool, use_ff: 
                 image_rotary_emb: tuple[torch.Tensor, torch.Tensor] | None = None,
                 encoder_attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         batch_size = hidden_states.size(0)
-        num_ada_params = self.scale_shift_table.shape[0]
-        ada_values = self.scale_shift_table[None, None].to(temb.device) + temb.reshape(
-            batch_size, temb.size(1), num_ada_params, -1)
+        ada_values = _ada_values(self, temb, batch_size)
         shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = ada_values.unbind(dim=2)
 
         # norm1 + modulate (one kernel)
@@ -295,7 +361,8 @@ def _inject_attention(s: Session, name: str, attn: LTXAttention, self_attention:
     s.cover(attn.norm_q, attn.norm_k)
 
 
-def _inject_block(s: Session, name: str, blk: LTXVideoTransformerBlock) -> None:
+def _inject_block(s: Session, name: str, blk: LTXVideoTransformerBlock) -> bool:
+    """Replace the block's forward where the selection and the block allow; whether it was replaced."""
     use_adaln = s.allowed("adaln_rms") and _norm_ok_static(blk.norm1)
     use_add = s.allowed("add_rms_norm_modulate") and _norm_ok_static(blk.norm2) and blk.norm2.weight is None
     use_gate = s.allowed("gated_residual")
@@ -309,7 +376,7 @@ def _inject_block(s: Session, name: str, blk: LTXVideoTransformerBlock) -> None:
                else "norm1/norm2 are not diffusers RMSNorm without bias (and gated_residual not selected)")
         s.reason(blk.norm1, why)
         s.reason(blk.norm2, why)
-        return
+        return False
     used = tuple(k for k, on in (("adaln_rms", use_adaln), ("add_rms_norm_modulate", use_add),
                                  ("gated_residual", use_gate), ("linear_gelu", use_ff)) if on)
     note = "; ".join(x for x in (
@@ -317,9 +384,11 @@ def _inject_block(s: Session, name: str, blk: LTXVideoTransformerBlock) -> None:
         "attn2 residual + norm2 + modulate" if use_add else "",
         "attn1 and feed-forward gated residual adds" if use_gate else "",
         "feed-forward projection + GELU-tanh as one GEMM" if use_ff else "",
+        "modulation values of all blocks in one add per forward",
     ) if x)
     forward = _BLOCK_FORWARDS[(use_adaln, use_add, use_gate, use_ff)]
-    if s.replace_forward(name, blk, forward, KIND_BLOCK_FORWARD, used, note):
+    replaced = s.replace_forward(name, blk, forward, KIND_BLOCK_FORWARD, used, note)
+    if replaced:
         if use_ff:
             s.cover(blk.ff.net[0])
         if use_adaln:
@@ -330,18 +399,31 @@ def _inject_block(s: Session, name: str, blk: LTXVideoTransformerBlock) -> None:
             s.cover(blk.norm2)
         else:
             s.reason(blk.norm2, "adaln_rms and add_rms_norm_modulate not selected")
+    return replaced
+
+
+def _share_ada_values(s: Session, blocks: list[nn.Module]) -> None:
+    """Give the injected blocks of one transformer one :class:`AdaValues` (each block: it and its index)."""
+    if len(blocks) < 2:
+        return
+    shared = AdaValues(blocks)
+    for i, blk in enumerate(blocks):
+        blk._kf_ada = (shared, i)
+        s.on_undo(blk, lambda blk=blk: vars(blk).pop("_kf_ada", None))
 
 
 def inject(s: Session, root: nn.Module) -> None:
     found = False
     in_blocks: set[int] = set()
+    replaced_blocks: set[int] = set()
     for name, mod in root.named_modules():
         if isinstance(mod, LTXVideoTransformerBlock):
             found = True
             _inject_attention(s, f"{name}.attn1" if name else "attn1", mod.attn1, self_attention=True)
             _inject_attention(s, f"{name}.attn2" if name else "attn2", mod.attn2, self_attention=False)
             in_blocks.update((id(mod.attn1), id(mod.attn2)))
-            _inject_block(s, name, mod)
+            if _inject_block(s, name, mod):
+                replaced_blocks.add(id(mod))
     for name, mod in root.named_modules():
         if isinstance(mod, LTXAttention) and id(mod) not in in_blocks:
             found = True
@@ -357,6 +439,7 @@ def inject(s: Session, root: nn.Module) -> None:
             else:
                 s.replace_forward(rope_name, mod.rope, _rope_forward, KIND_ROPE_FORWARD, ("qk_norm_rope",),
                                   "cos/sin computed once and shared by the batch (batch stride 0)")
+            _share_ada_values(s, [b for b in getattr(mod, "transformer_blocks", ()) if id(b) in replaced_blocks])
             s.reason(mod.norm_out, "norm_out + modulate runs once per forward, in the model's own forward (not "
                                    "per block); left to PyTorch")
             s.reason(mod.caption_projection.act_1 if hasattr(mod.caption_projection, "act_1") else None,

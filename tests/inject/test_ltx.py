@@ -410,3 +410,40 @@ def test_cross_attention_mask_is_prepared_once_per_forward(monkeypatch):
         frozen = mask.clone()
         one, two = attention.prepared_mask(attn, frozen, TXT, 2), attention.prepared_mask(attn, frozen, TXT, 2)
     assert one is not two and torch.equal(one, two)
+
+
+def test_modulation_values_of_all_blocks_in_one_add():
+    """The injected blocks take their shift/scale/gate rows from one add per forward over every block's table, the
+    same values bit for bit as each block's own add; a table changed after injection is stacked again; a per-token
+    temb, grad mode and restore give each block its own add back."""
+    from kernels.inject.ltx import AdaValues
+
+    model, kw = _transformer(), _inputs()
+    expected = _run(model, kw)
+    inject(model)
+    blocks = list(model.transformer_blocks)
+    shared = vars(blocks[0])["_kf_ada"][0]
+    assert isinstance(shared, AdaValues) and [vars(b)["_kf_ada"] for b in blocks] == [(shared, i) for i in
+                                                                                        range(LAYERS)]
+    assert_close_bf16(_run(model, kw), expected)
+    assert (shared.builds, shared.adds) == (1, 1)
+    _run(model, kw)
+    assert (shared.builds, shared.adds) == (1, 2)
+
+    width = blocks[0].scale_shift_table.shape[1]
+    temb = torch.randn(2, 1, 6 * width, generator=torch.Generator().manual_seed(5)).to(BF16)
+    with torch.no_grad():
+        for i, blk in enumerate(blocks):
+            own = blk.scale_shift_table[None, None] + temb.reshape(2, 1, 6, -1)
+            got = shared.values(i, temb, 2)
+            assert torch.equal(got, own) and got.stride() == own.stride()
+        assert shared.adds == 3
+        blocks[1].scale_shift_table.add_(0.5)  # in place: the stacked copy is stale for block 1
+        assert torch.equal(shared.values(1, temb, 2), blocks[1].scale_shift_table[None, None] + temb.reshape(2, 1, 6, -1))
+        assert shared.builds == 2
+        assert shared.values(0, torch.randn(2, 3, 6 * width).to(BF16), 2) is None  # per-token temb
+    assert shared.values(0, temb, 2) is None  # grad mode
+    changed = _run(model, kw)
+    restore(model)
+    assert all("_kf_ada" not in vars(b) for b in blocks)
+    assert_close_bf16(changed, _run(model, kw))
