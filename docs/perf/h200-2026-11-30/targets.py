@@ -19,7 +19,9 @@ SOURCES = [("d781859", ["results-kernels-1.jsonl.gz", "results-kernels-2.jsonl.g
            # fourth session: RoPE rounding by casts + measured RoPE tiles, gated_residual (73262fc)
            ("73262fc", [f"../h200-2026-11-30d/results-kernels-{i}.jsonl.gz" for i in (1, 2)]),
            # adaln_layer_norm with its measured warps (0d141c4)
-           ("0d141c4", ["../h200-2026-11-30e/results-kernels.jsonl.gz"])]
+           ("0d141c4", ["../h200-2026-11-30e/results-kernels.jsonl.gz"]),
+           # seventh session: the whole grid again after the row-pointer review (9df2eea) and TABLE_ONCE (73ae34f)
+           ("73ae34f", [f"../h200-2026-11-30h/c/results-kernels-{i}.jsonl.gz" for i in (1, 2)])]
 
 
 def micro_results(names):

@@ -76,5 +76,7 @@ else
   tail -n 1 "$OUT/kernels-1.log" "$OUT/kernels-2.log"
 fi
 if [ "$STAGE" = c ] || [ "$STAGE" = d ]; then
-  (cd "$OUT" && tar czf "bundle-$STAGE.tgz" --exclude="bundle-*" . && find . -type f ! -name "bundle-*" -delete)
+  # written beside $OUT, then moved in: tar reading the folder it writes into fails ("file changed as we read it"),
+  # as stage d's call did (its files came back loose, smi-d.csv only inside the archive)
+  B=$(mktemp) && tar czf "$B" -C "$OUT" . && find "$OUT" -type f -delete && mv "$B" "$OUT/bundle-$STAGE.tgz"
 fi
