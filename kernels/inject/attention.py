@@ -31,8 +31,9 @@ def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mas
                                  backend=backend, parallel_config=parallel_config)
 
 
-# The last mask prepared in an eager call: (weakref to the mask given, its version, what else the result depends on,
-# the result).  One entry for every processor: a transformer hands each of its blocks the same mask object.
+# The last mask prepared in an eager call: (weakref to the mask given, what the result depends on besides the mask
+# object, its version included, the result).  One entry for every processor: a transformer hands each of its blocks
+# the same mask object.
 _LAST_MASK: tuple | None = None
 
 

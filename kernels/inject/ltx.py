@@ -27,11 +27,14 @@ Per ``LTXVideoTransformerBlock`` (see the reference notes, sections 1.2-1.4):
 The processors call attention through :func:`kernels.inject.attention.attend` (diffusers' ``dispatch_attention_fn``
 with ``backend=self._attention_backend``, as the stock processor calls it), so ``set_attention_backend`` keeps
 working.  attn2's per-head mask is made once per forward and reused by the later blocks
-(:func:`kernels.inject.attention.prepared_mask`; the stock processor makes the same copy in every block).  Everything here is traceable: decisions depend only on
-module types, dtypes, shapes and devices.
+(:func:`kernels.inject.attention.prepared_mask`; the stock processor makes the same copy in every block), and so are
+the blocks' modulation values (:class:`AdaValues`: one add of ``temb`` to every block's ``scale_shift_table`` where
+each block made its own).  Everything here is traceable: decisions depend only on module types, dtypes, shapes and
+devices; the two per-forward reuses apply to eager calls only.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import weakref
 
@@ -255,9 +258,9 @@ class AdaValues:
 def _ada_values(blk: nn.Module, temb: torch.Tensor, batch_size: int) -> torch.Tensor:
     """``scale_shift_table[None, None] + temb.reshape(B, T, 6, C)`` as the block computes it; from the
     transformer's :class:`AdaValues` where it has one and can serve this call (eager calls only)."""
-    shared = vars(blk).get("_kf_ada")
-    if shared is not None and not torch.compiler.is_compiling():
-        got = shared[0].values(shared[1], temb, batch_size)
+    if not torch.compiler.is_compiling():  # a trace never looks at the shared values
+        shared = vars(blk).get("_kf_ada")
+        got = None if shared is None else shared[0].values(shared[1], temb, batch_size)
         if got is not None:
             return got
     num_ada_params = blk.scale_shift_table.shape[0]
@@ -384,7 +387,6 @@ def _inject_block(s: Session, name: str, blk: LTXVideoTransformerBlock) -> bool:
         "attn2 residual + norm2 + modulate" if use_add else "",
         "attn1 and feed-forward gated residual adds" if use_gate else "",
         "feed-forward projection + GELU-tanh as one GEMM" if use_ff else "",
-        "modulation values of all blocks in one add per forward",
     ) if x)
     forward = _BLOCK_FORWARDS[(use_adaln, use_add, use_gate, use_ff)]
     replaced = s.replace_forward(name, blk, forward, KIND_BLOCK_FORWARD, used, note)
@@ -402,20 +404,25 @@ def _inject_block(s: Session, name: str, blk: LTXVideoTransformerBlock) -> bool:
     return replaced
 
 
-def _share_ada_values(s: Session, blocks: list[nn.Module]) -> None:
-    """Give the injected blocks of one transformer one :class:`AdaValues` (each block: it and its index)."""
+def _share_ada_values(s: Session, blocks: list[tuple[str, nn.Module]]) -> None:
+    """Give the injected blocks of one transformer (``(name, block)`` pairs) one :class:`AdaValues` (each block: it
+    and its index), and say so in their report entries."""
     if len(blocks) < 2:
         return
-    shared = AdaValues(blocks)
-    for i, blk in enumerate(blocks):
+    shared = AdaValues([blk for _, blk in blocks])
+    for i, (_, blk) in enumerate(blocks):
         blk._kf_ada = (shared, i)
         s.on_undo(blk, lambda blk=blk: vars(blk).pop("_kf_ada", None))
+    paths = {s.path(name) for name, _ in blocks}
+    note = f"modulation values of all {len(blocks)} blocks in one add per forward"
+    s.report.replaced[:] = [dataclasses.replace(r, note=f"{r.note}; {note}" if r.note else note)
+                            if r.kind == KIND_BLOCK_FORWARD and r.path in paths else r for r in s.report.replaced]
 
 
 def inject(s: Session, root: nn.Module) -> None:
     found = False
     in_blocks: set[int] = set()
-    replaced_blocks: set[int] = set()
+    replaced_blocks: dict[int, str] = {}  # id -> name of the blocks whose forward was replaced
     for name, mod in root.named_modules():
         if isinstance(mod, LTXVideoTransformerBlock):
             found = True
@@ -423,7 +430,7 @@ def inject(s: Session, root: nn.Module) -> None:
             _inject_attention(s, f"{name}.attn2" if name else "attn2", mod.attn2, self_attention=False)
             in_blocks.update((id(mod.attn1), id(mod.attn2)))
             if _inject_block(s, name, mod):
-                replaced_blocks.add(id(mod))
+                replaced_blocks[id(mod)] = name
     for name, mod in root.named_modules():
         if isinstance(mod, LTXAttention) and id(mod) not in in_blocks:
             found = True
@@ -439,7 +446,8 @@ def inject(s: Session, root: nn.Module) -> None:
             else:
                 s.replace_forward(rope_name, mod.rope, _rope_forward, KIND_ROPE_FORWARD, ("qk_norm_rope",),
                                   "cos/sin computed once and shared by the batch (batch stride 0)")
-            _share_ada_values(s, [b for b in getattr(mod, "transformer_blocks", ()) if id(b) in replaced_blocks])
+            _share_ada_values(s, [(replaced_blocks[id(b)], b) for b in getattr(mod, "transformer_blocks", ())
+                                  if id(b) in replaced_blocks])
             s.reason(mod.norm_out, "norm_out + modulate runs once per forward, in the model's own forward (not "
                                    "per block); left to PyTorch")
             s.reason(mod.caption_projection.act_1 if hasattr(mod.caption_projection, "act_1") else None,

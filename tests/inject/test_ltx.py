@@ -420,7 +420,10 @@ def test_modulation_values_of_all_blocks_in_one_add():
 
     model, kw = _transformer(), _inputs()
     expected = _run(model, kw)
-    inject(model)
+    rep = inject(model)
+    notes = [r.note for r in rep.replaced if r.kind == "block_forward"]
+    assert len(notes) == LAYERS and all(n.endswith(f"; modulation values of all {LAYERS} blocks in one add per forward")
+                                        for n in notes)
     blocks = list(model.transformer_blocks)
     shared = vars(blocks[0])["_kf_ada"][0]
     assert isinstance(shared, AdaValues) and [vars(b)["_kf_ada"] for b in blocks] == [(shared, i) for i in
