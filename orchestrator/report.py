@@ -54,8 +54,8 @@ def markdown(rows: Iterable[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-E2E_COLUMNS = ("model", "frames x H x W", "dtype", "mode", "ms/step", "vs eager", "device busy ms", "warm-up s",
-               "peak GB", "max abs vs eager", "cos sim", "status")
+E2E_COLUMNS = ("model", "frames x H x W", "dtype", "mode", "ms/step", "vs eager", "device busy ms", "SM MHz",
+               "warm-up s", "peak GB", "max abs vs eager", "cos sim", "status")
 
 
 def e2e_table(rows: Iterable[dict], title: str) -> Table:
@@ -65,8 +65,8 @@ def e2e_table(rows: Iterable[dict], title: str) -> Table:
     for r in rows:
         t.add_row(r["model"] or "?", "x".join(str(s) for s in r["shape"]), r["dtype"], r["mode"],
                   _fmt(r.get("ms_per_step"), ".1f"), _fmt(r.get("speedup_vs_eager"), ".2f", "x"),
-                  _fmt(r.get("gpu_busy_ms_per_step"), ".1f"), _fmt(r.get("warmup_s"), ".1f"),
-                  _fmt(r.get("peak_mem_gb"), ".2f"),
+                  _fmt(r.get("gpu_busy_ms_per_step"), ".1f"), _fmt(r.get("sm_clock_mhz"), ".0f"),
+                  _fmt(r.get("warmup_s"), ".1f"), _fmt(r.get("peak_mem_gb"), ".2f"),
                   _fmt(r.get("max_abs_vs_eager"), ".3g"), _fmt(r.get("cos_sim_vs_eager"), ".6f"),
                   ("not run" if r.get("ms_per_step") is None and r.get("status") == "ok" else r.get("status")) or "–")
     return t
@@ -87,8 +87,8 @@ def e2e_markdown(rows: Iterable[dict]) -> str:
         lines.append("| " + " | ".join([
             r["model"] or "?", "x".join(str(s) for s in r["shape"]), r["dtype"], r["mode"],
             _fmt(r.get("ms_per_step"), ".1f"), _fmt(r.get("speedup_vs_eager"), ".2f", "x"),
-            _fmt(r.get("gpu_busy_ms_per_step"), ".1f"), _fmt(r.get("warmup_s"), ".1f"),
-            _fmt(r.get("peak_mem_gb"), ".2f"), _fmt(r.get("max_abs_vs_eager"), ".3g"),
+            _fmt(r.get("gpu_busy_ms_per_step"), ".1f"), _fmt(r.get("sm_clock_mhz"), ".0f"),
+            _fmt(r.get("warmup_s"), ".1f"), _fmt(r.get("peak_mem_gb"), ".2f"), _fmt(r.get("max_abs_vs_eager"), ".3g"),
             _fmt(r.get("cos_sim_vs_eager"), ".6f"), r.get("status") or "–"]) + " |")
     return "\n".join(lines) + "\n"
 

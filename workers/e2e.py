@@ -22,7 +22,9 @@ timed by device events at each step's end, the first step (which carries the pip
 ``total_s`` (wall clock of one whole call, VAE decode included), ``warmup_s`` (the warm-up calls: compilation,
 Triton JIT, autotuning), ``peak_mem_gb`` (GPU only), and the final latents against eager's: ``max_abs_vs_eager``,
 ``cos_sim_vs_eager``, ``rel_l2_vs_eager`` (relative to the latents) and ``rel_err_vs_eager`` (relative to what the
-denoising loop changed: ||out - eager|| / ||eager - initial noise||).  The eager reference is eager's warm-up call,
+denoising loop changed: ||out - eager|| / ||eager - initial noise||).  On an NVIDIA GPU the timed calls run beside
+an ``nvidia-smi`` log (:mod:`workers.gpu_clocks`): ``sm_clock_mhz`` and ``power_w`` (medians) per mode, the rest in
+``details["clocks"]`` (a mode that draws the power limit runs at a lower clock).  The eager reference is eager's warm-up call,
 so eager's own numbers show run-to-run determinism.  A mode past the tolerance (``rel_err_vs_eager`` above
 ``tolerance``, or any non-finite value) fails: the job is ``incorrect`` and says which mode and why.  On the CPU
 the compile modes are skipped (``details["skipped"]``), the rest still runs.  With ``profile_steps`` > 0 each mode
@@ -44,7 +46,7 @@ from typing import Any
 
 import torch
 
-from workers import e2e_graph
+from workers import e2e_graph, gpu_clocks
 from workers.e2e_profile import profile_call
 from workers.e2e_spec import (DEFAULT_TOLERANCE, MODEL, MODES, PARAM_DEFAULTS, SPATIAL, TEMPORAL, check_shape,
                               latent_shape, mode_parts)
@@ -326,7 +328,9 @@ def _run_mode(mode: str, s: Setup, spec: JobSpec, p: dict,
         facts.update(_enter(mode, transformer))
         warm = [run_call(s, spec, p, device) for _ in range(max(int(p["warmup"]), 0))]
         warmup_s = time.perf_counter() - t0
-        calls = [run_call(s, spec, p, device) for _ in range(int(p["repeats"]))]
+        with gpu_clocks.ClockLog.for_device(device) as clock_log:  # the SM clock and power the calls ran at
+            calls = [run_call(s, spec, p, device) for _ in range(int(p["repeats"]))]
+        clocks = clock_log.summary()
         graphed = vars(transformer).get("forward")
         if isinstance(graphed, e2e_graph.GraphedForward):
             if not graphed.replays:
@@ -345,6 +349,12 @@ def _run_mode(mode: str, s: Setup, spec: JobSpec, p: dict,
     ]
     if device.type == "cuda":
         out.append(Measurement(mode, "peak_mem_gb", torch.cuda.max_memory_allocated(device) / 1e9, "GB"))
+    if clocks is not None:
+        facts["clocks"] = clocks
+        if "sm_mhz_median" in clocks:
+            out.append(Measurement(mode, "sm_clock_mhz", clocks["sm_mhz_median"], "MHz"))
+        if "power_w_median" in clocks:
+            out.append(Measurement(mode, "power_w", clocks["power_w_median"], "W"))
     facts["step_ms"] = [round(x, 4) for c in calls for x in c.step_ms]
     return out, facts, calls[-1].latents
 
@@ -475,6 +485,8 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
         details.setdefault("step_ms", {})[mode] = facts["step_ms"]
         if facts.get("graph"):
             details.setdefault("graph", {})[mode] = facts["graph"]
+        if facts.get("clocks"):
+            details.setdefault("clocks", {})[mode] = facts["clocks"]
         del latents
     # The profiled calls last (see the module doc): a capture would slow every later call's launches.
     if int(p["profile_steps"]):

@@ -66,7 +66,7 @@ Source = str | Engine | Session
 MICRO_METRICS = ("time_us", "iqr_us", "gbs", "graph_time_us", "speedup")
 CORRECTNESS_METRICS = ("rel_err", "max_abs", "correct")
 E2E_METRICS = ("ms_per_step", "total_s", "warmup_s", "peak_mem_gb", "max_abs_vs_eager", "cos_sim_vs_eager",
-               "gpu_busy_ms_per_step")
+               "gpu_busy_ms_per_step", "sm_clock_mhz", "power_w")
 METRIC_KIND = {**{m: "micro" for m in MICRO_METRICS}, **{m: "correctness" for m in CORRECTNESS_METRICS},
                **{m: "e2e" for m in E2E_METRICS}}
 HIGHER_IS_BETTER = frozenset({"gbs", "speedup", "cos_sim_vs_eager"})

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from workers import gpu_clocks
 from workers.parsers import amdsmi, ncu, nvidia_smi, rocminfo, rocmsmi, rocprof_legacy, rocprofv3, torch_profiler
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tool-output"
@@ -18,6 +19,7 @@ PARSERS = {
     "rocm-smi_concise": rocmsmi.parse_concise,
     "nvidia-smi_query-gpu_csv-noheader": nvidia_smi.parse_gpus,
     "nvidia-smi_query-gpu_name-memtotal": nvidia_smi.parse_query,
+    "nvidia-smi_query-gpu_clocks-power": gpu_clocks.parse_samples,
     "ncu_csv_": ncu.parse,
     "rocprof-v1_rocm7.1.1_gfx942_gunrock_results.stats": rocprof_legacy.parse_stats,
     "rocprof-v1_rocm7.1.1_gfx942_gunrock_results.csv": rocprof_legacy.parse_results,

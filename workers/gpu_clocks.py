@@ -1,0 +1,149 @@
+"""The GPU's SM clock and power draw while a stretch of work runs: ``nvidia-smi`` sampling beside it.
+
+On an H200 the faster LTX-Video modes draw the 700 W limit and their SM clock drops to ~1710-1755 MHz, where
+``eager+graph`` holds ~1950 MHz (docs/perf/ltx-e2e-h200.md, seventh session of 2026-11-30).  The same kernels then
+take longer, so a step time means little without the clock it ran at.  The e2e job logs each mode's timed calls
+with :class:`ClockLog` and reports the median and lowest SM clock, the median and highest power, and the share of
+samples at the power limit.
+
+NVIDIA: ``nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,power.limit --format=csv -lms 200 -i GPU-<uuid>``
+runs as a child process for the stretch (the UUID names the physical GPU whatever CUDA_VISIBLE_DEVICES does to the
+indices); its output is parsed with :mod:`workers.parsers.nvidia_smi`.  ROCm: not implemented (no recorded sample of
+a streaming ``amd-smi`` query to build a parser from; nothing here has run on AMD hardware); the summary says so.
+On the CPU nothing is logged.
+"""
+from __future__ import annotations
+
+import statistics
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from workers.device import find_tool
+from workers.parsers import nvidia_smi
+from workers.parsers.text_values import number
+
+QUERY = ("timestamp", "clocks.sm", "power.draw", "power.limit")
+INTERVAL_MS = 200
+AT_LIMIT = 0.95  # a sample drawing 95 % of the power limit or more counts as at the limit
+STOP_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class Sample:
+    sm_mhz: float | None
+    power_w: float | None
+    power_limit_w: float | None
+
+
+def parse_samples(text: str) -> list[Sample]:
+    """The samples of a ``nvidia-smi --query-gpu=... --format=csv -lms N`` log (header kept, units in the names).
+
+    The header names the current SM clock ``clocks.current.sm`` whichever alias was queried (``clocks.sm``)."""
+    out = []
+    for rec in nvidia_smi.parse_query(text):
+        sm = rec.get("clocks.current.sm", rec.get("clocks.sm"))
+        out.append(Sample(number(sm), number(rec.get("power.draw")), number(rec.get("power.limit"))))
+    return out
+
+
+def summarize(samples: list[Sample]) -> dict[str, Any]:
+    """Median and lowest SM clock, median and highest power, the power limit and the share of samples at it."""
+    clocks = [s.sm_mhz for s in samples if s.sm_mhz is not None]
+    power = [s.power_w for s in samples if s.power_w is not None]
+    limits = [s.power_limit_w for s in samples if s.power_limit_w is not None]
+    out: dict[str, Any] = {"samples": len(samples), "interval_ms": INTERVAL_MS}
+    if clocks:
+        out["sm_mhz_median"] = statistics.median(clocks)
+        out["sm_mhz_min"] = min(clocks)
+    if power:
+        out["power_w_median"] = statistics.median(power)
+        out["power_w_max"] = max(power)
+    if limits and power:
+        limit = statistics.median(limits)
+        out["power_limit_w"] = limit
+        out["at_power_limit"] = round(sum(p >= AT_LIMIT * limit for p in power) / len(power), 4)
+    return out
+
+
+class ClockLog:
+    """A context manager: ``nvidia-smi`` logs the GPU while the ``with`` body runs; then :meth:`summary`.
+
+    ``target`` is what ``nvidia-smi -i`` takes (an index, a PCI bus id or ``GPU-<uuid>``); ``why_not`` (no target)
+    says why nothing is logged."""
+
+    def __init__(self, target: str | None, why_not: str | None = None, exe: str | None = None):
+        self.target = target
+        self.why_not = why_not
+        self.exe = exe
+        self.text: str | None = None
+        self.error: str | None = None
+        self._proc: subprocess.Popen | None = None
+        self._file = None
+
+    @classmethod
+    def for_device(cls, device: torch.device) -> "ClockLog":
+        """The log of ``device``'s GPU; on the CPU, on ROCm or without ``nvidia-smi``, a log of nothing."""
+        if device.type != "cuda":
+            return cls(None, "not a GPU")
+        if torch.version.hip:
+            return cls(None, "clock log not implemented on ROCm")
+        exe = find_tool("nvidia-smi")
+        if exe is None:
+            return cls(None, "nvidia-smi not found")
+        uuid = str(torch.cuda.get_device_properties(device).uuid)
+        return cls(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}", exe=exe)
+
+    def __enter__(self) -> "ClockLog":
+        if self.target is None:
+            return self
+        self._file = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
+        try:
+            self._proc = subprocess.Popen(
+                [self.exe or "nvidia-smi", f"--query-gpu={','.join(QUERY)}", "--format=csv", "-lms", str(INTERVAL_MS),
+                 "-i", self.target], stdout=self._file, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            self.error = f"nvidia-smi did not start: {exc}"
+            self._file.close()
+            self._file = None
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        if self._proc is not None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            self._proc = None
+        if self._file is not None:
+            self._file.seek(0)
+            self.text = self._file.read()
+            self._file.close()
+            self._file = None
+        return False
+
+    def summary(self) -> dict[str, Any] | None:
+        """What the log saw (see :func:`summarize`); ``{"skipped": why}`` or ``{"error": ...}`` where it saw
+        nothing; None on the CPU."""
+        if self.why_not == "not a GPU":
+            return None
+        if self.why_not:
+            return {"skipped": self.why_not}
+        if self.error:
+            return {"error": self.error}
+        text = self.text or ""
+        if not text.endswith("\n"):  # stopped in the middle of a line: keep the whole lines
+            text = text[:text.rfind("\n") + 1]
+        try:
+            samples = parse_samples(text)
+        except ValueError as exc:
+            return {"error": f"unreadable nvidia-smi log: {exc}"}
+        if not samples:
+            return {"error": "nvidia-smi logged no samples (a stretch shorter than its first sample, or the GPU "
+                             f"{self.target} unknown to it)"}
+        return summarize(samples)
