@@ -94,7 +94,10 @@ class ClockLog:
         exe = find_tool("nvidia-smi")
         if exe is None:
             return cls(None, "nvidia-smi not found")
-        uuid = str(torch.cuda.get_device_properties(device).uuid)
+        uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
+        if not uuid:  # no UUID from torch: the index (right unless CUDA_VISIBLE_DEVICES renumbers the GPUs)
+            return cls(str(device.index if device.index is not None else torch.cuda.current_device()), exe=exe)
+        uuid = str(uuid)
         return cls(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}", exe=exe)
 
     def __enter__(self) -> "ClockLog":
