@@ -24,8 +24,8 @@ Triton JIT, autotuning), ``peak_mem_gb`` (GPU only), and the final latents again
 ``cos_sim_vs_eager``, ``rel_l2_vs_eager`` (relative to the latents) and ``rel_err_vs_eager`` (relative to what the
 denoising loop changed: ||out - eager|| / ||eager - initial noise||).  On an NVIDIA GPU the timed calls run beside
 an ``nvidia-smi`` log (:mod:`workers.gpu_clocks`): ``sm_clock_mhz`` and ``power_w`` (medians) per mode, the rest in
-``details["clocks"]`` (a mode that draws the power limit runs at a lower clock).  The eager reference is eager's warm-up call,
-so eager's own numbers show run-to-run determinism.  A mode past the tolerance (``rel_err_vs_eager`` above
+``details["clocks"]`` (a mode that draws the power limit runs at a lower clock).  The eager reference is eager's
+warm-up call, so eager's own numbers show run-to-run determinism.  A mode past the tolerance (``rel_err_vs_eager`` above
 ``tolerance``, or any non-finite value) fails: the job is ``incorrect`` and says which mode and why.  On the CPU
 the compile modes are skipped (``details["skipped"]``), the rest still runs.  With ``profile_steps`` > 0 each mode
 also runs one profiled call of that many steps (:mod:`workers.e2e_profile`): ``details["profile"][mode]`` and, on a

@@ -442,7 +442,8 @@ def test_modulation_values_of_all_blocks_in_one_add():
             assert torch.equal(got, own) and got.stride() == own.stride()
         assert shared.adds == 3
         blocks[1].scale_shift_table.add_(0.5)  # in place: the stacked copy is stale for block 1
-        assert torch.equal(shared.values(1, temb, 2), blocks[1].scale_shift_table[None, None] + temb.reshape(2, 1, 6, -1))
+        own = blocks[1].scale_shift_table[None, None] + temb.reshape(2, 1, 6, -1)
+        assert torch.equal(shared.values(1, temb, 2), own)
         assert shared.builds == 2
         assert shared.values(0, torch.randn(2, 3, 6 * width).to(BF16), 2) is None  # per-token temb
     assert shared.values(0, temb, 2) is None  # grad mode
