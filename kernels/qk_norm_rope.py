@@ -214,9 +214,10 @@ def _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, eps: float,
     width = int(width)  # compile-time sizes as plain ints (a traced SymInt is specialised)
     cos_strides, sin_strides = _table_strides(cos), _table_strides(sin)
     token_major = cos_strides[0] == 0 and sin_strides[0] == 0
+    static_batch = isinstance(batch, int)  # a traced SymInt batch keeps the row-per-program launch
     if config is not None:
         cfg = config
-    elif token_major and isinstance(batch, int):
+    elif token_major and static_batch:
         cfg = shared_table_config(batch, width, q.device)
     else:
         cfg = qk_norm_rope_config(width, q.device)
@@ -234,7 +235,7 @@ def _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, eps: float,
         HAS_QW=q_weight is not None, HAS_KW=k_weight is not None,
         BLOCK_R=cfg.block_rows, BLOCK_C=next_pow2(width),
         TOKEN_MAJOR=token_major,
-        TABLE_ONCE=token_major and isinstance(batch, int) and cfg.block_rows == batch,
+        TABLE_ONCE=token_major and static_batch and cfg.block_rows == batch,
         num_warps=cfg.num_warps, **options,
     )
 

@@ -12,10 +12,10 @@ forward instead of once per block.
 """
 from __future__ import annotations
 
-import weakref
-
 import torch
 from diffusers.models.attention_dispatch import AttentionBackendName, _AttentionBackendRegistry, dispatch_attention_fn
+
+from kernels.inject.memo import LastResult
 
 
 def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None,
@@ -31,10 +31,7 @@ def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mas
                                  backend=backend, parallel_config=parallel_config)
 
 
-# The last mask prepared in an eager call: (weakref to the mask given, what the result depends on besides the mask
-# object, its version included, the result).  One entry for every processor: a transformer hands each of its blocks
-# the same mask object.
-_LAST_MASK: tuple | None = None
+_LAST_MASK = LastResult()  # one for every processor: a transformer hands each of its blocks the same mask object
 
 
 def prepared_mask(attn, attention_mask: torch.Tensor | None, sequence_length: int, batch_size: int):
@@ -44,21 +41,19 @@ def prepared_mask(attn, attention_mask: torch.Tensor | None, sequence_length: in
     A transformer builds its mask once per forward and gives every block that same tensor, and every block's
     processor then makes the same per-head copy (LTX-Video: 28 copies per forward, one kernel each).  In eager calls
     the last result is kept and handed out again while the same mask object, unchanged since (its version counter),
-    comes with the same sizes, head count and ``prepare_attention_mask``.  Under a trace, for a module with its own
-    ``prepare_attention_mask``, or for an inference-mode mask (no version counter) it is prepared every time.
+    comes with the same sizes, head count and ``prepare_attention_mask`` (:class:`kernels.inject.memo.LastResult`).
+    Under a trace, for a module with its own ``prepare_attention_mask``, or for an inference-mode mask (no version
+    counter) it is prepared every time.
     """
-    global _LAST_MASK
     if attention_mask is None:
         return None
     cacheable = (not torch.compiler.is_compiling() and "prepare_attention_mask" not in vars(attn)
-                 and not attention_mask.is_inference())
+                 and LastResult.usable(attention_mask))
+    key = (type(attn).prepare_attention_mask, attn.heads, sequence_length, batch_size)
     if cacheable:
-        key = (type(attn).prepare_attention_mask, attn.heads, sequence_length, batch_size, attention_mask._version)
-        last = _LAST_MASK
-        if last is not None and last[0]() is attention_mask and last[1] == key:
-            return last[2]
+        mask = _LAST_MASK.get(attention_mask, key)
+        if mask is not None:
+            return mask
     mask = attn.prepare_attention_mask(attention_mask, sequence_length, batch_size)
     mask = mask.view(batch_size, attn.heads, -1, mask.shape[-1])
-    if cacheable:
-        _LAST_MASK = (weakref.ref(attention_mask), key, mask)
-    return mask
+    return _LAST_MASK.put(attention_mask, key, mask) if cacheable else mask

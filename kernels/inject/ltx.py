@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import weakref
 
 import torch
 import torch.nn as nn
@@ -51,6 +50,7 @@ from kernels.inject import fused_linear
 from kernels.inject.attention import attend, prepared_mask
 from kernels.inject.calls import call, plain
 from kernels.inject.linear_gelu import gelu_projection_ok, linear_gelu, linear_gelu_ok
+from kernels.inject.memo import LastResult
 from kernels.inject.norms import (modulation_ok, rms_modulate, rms_modulate_ok, torch_eps, torch_rms_norm,
                                   torch_rms_norm_ok)
 from kernels.inject.report import KIND_BLOCK_FORWARD, KIND_ROPE_FORWARD
@@ -217,7 +217,7 @@ class AdaValues:
         self.blocks = blocks
         self.stack: torch.Tensor | None = None
         self.stack_key: tuple | None = None
-        self.last: tuple | None = None  # (weakref to temb, its key, every block's values)
+        self.last = LastResult()  # every block's values for the last temb
         self.builds = 0  # stacks built (tests)
         self.adds = 0  # adds over all blocks (tests)
 
@@ -239,18 +239,16 @@ class AdaValues:
 
     def values(self, index: int, temb: torch.Tensor, batch_size: int) -> torch.Tensor | None:
         """Block ``index``'s ``ada_values`` for ``temb`` (``[B, 1, 6, C]``), or None where it must compute its own."""
-        if temb.dim() != 3 or temb.size(1) != 1 or temb.is_inference() or torch.is_grad_enabled():
+        if temb.dim() != 3 or temb.size(1) != 1 or not LastResult.usable(temb) or torch.is_grad_enabled():
             return None
-        key = (batch_size, temb._version, temb.shape, temb.dtype)
-        last = self.last
-        if (last is not None and last[0]() is temb and last[1] == key
-                and self.stack_key[index] == self._table_key(self.blocks[index].scale_shift_table)):
-            return last[2][index]  # this temb's values are made and this block's table is what was stacked
+        key = (batch_size, temb.shape, temb.dtype)
+        every = self.last.get(temb, key)
+        if every is not None and self.stack_key[index] == self._table_key(self.blocks[index].scale_shift_table):
+            return every[index]  # this temb's values are made and this block's table is what was stacked
         stack = self._stacked(temb.device)
         if stack is None:
             return None
-        every = stack[:, None, None] + temb.reshape(batch_size, 1, stack.shape[1], -1)[None]
-        self.last = (weakref.ref(temb), key, every)
+        every = self.last.put(temb, key, stack[:, None, None] + temb.reshape(batch_size, 1, stack.shape[1], -1)[None])
         self.adds += 1
         return every[index]
 

@@ -6,13 +6,8 @@
 # Usage (device, repo root): bash docs/perf/h200-2026-11-30f/session.sh a|b [PLAN_DIR]
 set -u
 STAGE=${1:?a or b}; D=${2:-docs/perf/h200-2026-11-30f}; P=docs/perf/h200-2026-11-30f
-OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"; T0=$(date +%s); SITE=$(mktemp -d)  # the wheels, installed for this call
-stamp() { echo "$1 rc=$2 at $(( $(date +%s) - T0 )) s"; }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl || exit 1
-export PYTHONPATH=$SITE:$PWD PYTHONUNBUFFERED=1
+. docs/perf/device_preamble.sh  # wheels, PYTHONPATH, the GPU list, stamp
 N=$(nproc); H=$((N / 2)); LO=0-$((H - 1)); HI=$H-$((N - 1))
-nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm,power.limit --format=csv > "$OUT/gpus-$STAGE.log"
-echo "cores $N" >> "$OUT/gpus-$STAGE.log"
 gpu_tests() {  # $1: GPU index, $2: seconds, $3: cores
   CUDA_VISIBLE_DEVICES=$1 taskset -c $3 timeout $2 python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels tests/inject \
       tests/workers > "$OUT/pytest-gpu-$STAGE.log" 2>&1

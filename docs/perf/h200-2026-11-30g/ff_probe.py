@@ -69,6 +69,24 @@ def part1():
               f"{(out - ref_erf).abs().max().item():.4g} |", flush=True)
 
 
+def replayed_ms_per_forward(model, kw, replays=20, rounds=3) -> list[float]:
+    """Device ms per forward of a model whose forward replays a CUDA graph (workers.e2e_graph.install): two calls
+    (the capture), then ``rounds`` times ``replays`` back-to-back calls between CUDA events."""
+    model(**kw)
+    model(**kw)
+    torch.cuda.synchronize()
+    per = []
+    for _ in range(rounds):
+        a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(replays):
+            model(**kw)
+        e.record()
+        e.synchronize()
+        per.append(a.elapsed_time(e) / replays)
+    return per
+
+
 def part2():
     from diffusers import LTXVideoTransformer3DModel
 
@@ -89,18 +107,7 @@ def part2():
             inject(model, kernels=sel)
         graphed = e2e_graph.install(model)
         with torch.no_grad():
-            model(**kw)
-            model(**kw)
-            torch.cuda.synchronize()
-            per = []
-            for _ in range(3):
-                a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record()
-                for _ in range(20):
-                    model(**kw)
-                e.record()
-                e.synchronize()
-                per.append(a.elapsed_time(e) / 20)
+            per = replayed_ms_per_forward(model, kw)
             ks = kernels_of(lambda: model(**kw))
         busy = sum(t for _, t in ks) / 1e3
         assert graphed.captures == 1, graphed.captures

@@ -12,13 +12,7 @@
 # Usage (device, repo root): bash docs/perf/h200-2026-11-30g/session.sh a|b|c|d|e [PLAN_DIR]
 set -u
 STAGE=${1:?a, b, c, d or e}; D=${2:-docs/perf/h200-2026-11-30g}; P=docs/perf/h200-2026-11-30g
-OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"; T0=$(date +%s); SITE=$(mktemp -d)  # the wheels, installed for this call
-stamp() { echo "$1 rc=$2 at $(( $(date +%s) - T0 )) s"; }
-left() { echo $(( 580 - ($(date +%s) - T0) )); }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl || exit 1
-export PYTHONPATH=$SITE:$PWD PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm,power.limit --format=csv > "$OUT/gpus-$STAGE.log"
-echo "cores $(nproc)" >> "$OUT/gpus-$STAGE.log"
+. docs/perf/device_preamble.sh  # wheels, PYTHONPATH, the GPU list, stamp, left
 e2e() {  # $1: plan (host or graph), $2: tag
   timeout $(left) python3 -m workers run $D/plan-e2e-$1.jsonl --out "$OUT/results-e2e-$2.jsonl" >> "$OUT/e2e-$STAGE.log" 2>&1
   stamp "e2e $2" $? >> "$OUT/e2e-$STAGE.log"

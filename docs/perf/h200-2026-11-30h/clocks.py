@@ -7,15 +7,17 @@ stretches follow the plan's modes in order (eager, eager+graph, triton+graph, co
 the idle gaps between them are each mode's set-up (model changes, graph capture, torch.compile).
 Run from the repo root: python docs/perf/h200-2026-11-30h/clocks.py [CSV]
 """
-import csv
 import statistics
 import sys
 
+from workers.parsers.nvidia_smi import parse_query
+from workers.parsers.text_values import number
+
 
 def main(path="docs/perf/h200-2026-11-30h/d/smi-d.csv"):
-    rows = list(csv.reader(open(path)))
-    gpu0 = [(r[0].strip()[11:23], float(r[2].split()[0]), float(r[4].split()[0])) for r in rows[1:]
-            if r[1].strip() == "0"]
+    rows = parse_query(open(path).read())
+    gpu0 = [(r["timestamp"][11:23], number(r["clocks.current.sm"]), number(r["power.draw"])) for r in rows
+            if r["index"] == "0"]
     stretches, cur = [], []
     for sample in gpu0:
         if sample[2] > 200:

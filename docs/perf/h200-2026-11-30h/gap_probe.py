@@ -21,7 +21,8 @@ import tempfile
 
 import torch
 
-sys.path.insert(0, "docs/perf/h200-2026-11-30")
+sys.path[:0] = ["docs/perf/h200-2026-11-30", "docs/perf/h200-2026-11-30g"]
+from ff_probe import replayed_ms_per_forward  # noqa: E402  (device ms per graphed forward)
 from host_probe_2 import _ltx_inputs  # noqa: E402  (the seed setting's inputs)
 
 from workers.e2e_profile import busy_ms, kernel_class, kernelfleet_kernel_names  # noqa: E402
@@ -131,18 +132,7 @@ def main() -> None:
             inject(model, kernels=names)
         graphed = e2e_graph.install(model)
         with torch.no_grad():
-            model(**kw)
-            model(**kw)
-            torch.cuda.synchronize()
-            per = []
-            for _ in range(3):
-                a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record()
-                for _ in range(20):
-                    model(**kw)
-                e.record()
-                e.synchronize()
-                per.append(a.elapsed_time(e) / 20)
+            per = replayed_ms_per_forward(model, kw)
             acts = device_activities(lambda: model(**kw))
         assert graphed.captures == 1, graphed.captures
         print(f"\n## {mode}: device ms per forward (20 replays, median of 3) {statistics.median(per):.3f}")
