@@ -11,7 +11,9 @@ the real 32x/8x compression).
 
 Modes (``workers.e2e_spec.MODES``), all on the same model object, the same inputs and the same seed: ``eager``
 (stock), ``triton`` (kernels injected), ``compile`` (``compile_repeated_blocks(fullgraph=True)``), ``compile-max``
-(the same in torch.compile's ``max-autotune-no-cudagraphs`` mode), ``triton+compile`` and ``triton+compile-max``;
+(the same in torch.compile's ``max-autotune-no-cudagraphs`` mode), ``triton+compile`` and ``triton+compile-max``
+(every compile mode with ``kernels.inject.compile_options``: the mode's own options and Inductor's static launch of
+user-defined Triton kernels, which leaves a stock model's compiled code as it is);
 each also with ``+graph`` (``eager+graph``, ``triton+graph``, ...), where every transformer call replays a CUDA
 graph (:mod:`workers.e2e_graph`), so the step time is the device's and not the host's.  The model is put back
 between modes (graphs dropped, compiled call removed, ``torch._dynamo.reset()``, ``kernels.inject.restore``) so no
@@ -269,7 +271,10 @@ def _enter(mode: str, transformer: torch.nn.Module) -> dict[str, Any]:
         info["injection"] = {"summary": rep.summary(), "counts": rep.counts(), "kernels": rep.kernels_used(),
                              "left": rep.left_counts()}
     if comp:
-        transformer.compile_repeated_blocks(fullgraph=True, **({} if comp == "default" else {"mode": comp}))
+        from kernels.inject.compile_options import compile_options
+
+        info["compile_options"] = options = compile_options(comp)
+        transformer.compile_repeated_blocks(fullgraph=True, options=options)
     if graph:
         e2e_graph.install(transformer)
     return info

@@ -18,6 +18,8 @@ instance (a module's ``forward`` or a diffusers attention processor), so other m
   branches), so ``torch.compile(fullgraph=True)`` and ``compile_repeated_blocks(fullgraph=True)`` work on an
   injected model on a GPU.  On the CPU the kernels run under Triton's interpreter (``TRITON_INTERPRET=1`` set
   before ``kernels`` is imported), which works eagerly but cannot be traced.
+* Compile with ``options=compile_options(mode)`` (:mod:`kernels.inject.compile_options`): Inductor then launches the
+  injected kernels the way it launches its own (static launch), which takes host time off every call.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from typing import Any, Iterable
 
 import torch.nn as nn
 
+from kernels.inject.compile_options import compile_options
 from kernels.inject.report import InjectionReport, Left, Replaced
 from kernels.inject.state import Session, get_state, InjectionState, STATE_ATTR, undo
 
@@ -46,7 +49,8 @@ NOT_INJECTABLE = {
              "reproduce",
 }
 
-__all__ = ["inject", "restore", "is_injected", "InjectionReport", "Replaced", "Left", "KERNEL_NAMES", "REWRITES"]
+__all__ = ["inject", "restore", "is_injected", "compile_options", "InjectionReport", "Replaced", "Left", "KERNEL_NAMES",
+           "REWRITES"]
 
 
 def _families():

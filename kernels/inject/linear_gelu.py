@@ -41,12 +41,18 @@ def _linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> t
     return out.view(*x.shape[:-1], weight.shape[0])
 
 
-@torch.library.custom_op("kernelfleet::linear_gelu_tanh", mutates_args=())
-def _linear_gelu_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    return _linear_gelu(x, weight, bias)
+# The op is defined with the plain ``torch.library.Library`` calls rather than ``torch.library.custom_op``, whose
+# Python autograd and output-aliasing wrappers run on every call of the compiled graph: on the H200 machine a call
+# from a compiled LTX-Video block cost 53 us of host time more than calling the function itself, the plain op 13 us
+# more (docs/perf/h200-2026-11-30i/wrapper_ablation.py).  No autograd kernel: linear_gelu_ok admits no call that
+# wants a gradient.
+_LIB = torch.library.Library("kernelfleet", "FRAGMENT")
+_LIB.define("linear_gelu_tanh(Tensor x, Tensor weight, Tensor bias) -> Tensor")
+for _key in ("CUDA", "CPU"):
+    _LIB.impl("linear_gelu_tanh", _linear_gelu, _key)
 
 
-@_linear_gelu_op.register_fake
+@torch.library.register_fake("kernelfleet::linear_gelu_tanh", lib=_LIB)
 def _(x, weight, bias):
     return x.new_empty((*x.shape[:-1], weight.shape[0]))
 

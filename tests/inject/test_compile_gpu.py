@@ -104,9 +104,8 @@ def _ltx(layers=2):
     return m.to(BF16).eval()
 
 
-def _ltx_inputs(per_token=False):
+def _ltx_inputs(per_token=False, f=4, h=15, w=22):  # default: the seed setting's latent, 1320 tokens
     g = torch.Generator(DEV).manual_seed(1)
-    f, h, w = 4, 15, 22  # the seed setting's latent: 1320 tokens
     mask = torch.ones(2, 128, device=DEV)
     mask[0, 90:] = 0
     t = (torch.rand(2, f * h * w, device=DEV, generator=g) * 1000 if per_token
@@ -149,6 +148,41 @@ def test_ltx_compile_repeated_blocks_fullgraph(per_token):
     restore(model)
     with torch.no_grad():
         assert torch.equal(model(**kw)[0], ref)
+
+
+def _user_kernel_autotuners() -> dict[int, object]:
+    """Inductor's launch objects (CachingAutotuner) of user-defined Triton kernels alive in this process."""
+    import gc
+
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner, HeuristicType
+
+    return {id(o): o for o in gc.get_objects()
+            if isinstance(o, CachingAutotuner) and o.heuristic_type == HeuristicType.USER_AUTOTUNE}
+
+
+def test_ltx_compiled_with_compile_options_launches_our_kernels_statically():
+    from kernels.inject import compile_options, inject, restore
+
+    model = _ltx()
+    # a latent size no other test compiles: Inductor reuses a generated module of the same source in-process, and
+    # with it the launchers made when it was first loaded
+    kw = _ltx_inputs(f=2, h=12, w=20)
+    with torch.no_grad():
+        ref = model(**kw)[0]
+        inject(model)
+        torch._dynamo.reset()
+        before = _user_kernel_autotuners()
+        model.compile_repeated_blocks(fullgraph=True, options=compile_options())
+        out = model(**kw)[0]
+    new = {k: v for k, v in _user_kernel_autotuners().items() if k not in before}
+    names = {a.fn.__name__ for a in new.values()}
+    assert {"_adaln_kernel", "_qk_norm_rope_kernel", "_add_rms_norm_modulate_kernel", "_rms_norm_kernel"} <= names
+    not_static = sorted(a.fn.__name__ for a in new.values()
+                        if not (a.launchers and all(getattr(x, "_is_static", False) for x in a.launchers)))
+    assert not not_static, f"launched through Triton's own launcher: {not_static}"
+    assert _rel_l2(out, ref) < 3e-2 and torch.isfinite(out).all()
+    _uncompile(model)
+    restore(model)
 
 
 def _whole_model_cases():

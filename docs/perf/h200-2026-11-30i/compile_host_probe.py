@@ -10,6 +10,7 @@ job's call, without and with ``kernels.inject.inject`` first):
    ~0.1 s sleep kernel, median of 5); Dynamo's counters (graph breaks, recompiles, frames) after the calls;
 2. one compiled block (block 0, its real inputs captured by an eager pre-hook before compiling): host µs to enqueue
    one call (median of 200, synced between calls), and a cProfile of 200 calls (own time, top functions);
+(``compile_repeated_blocks`` gets ``options=kernels.inject.compile_options()`` where that exists, as the e2e job does.)
 3. the generated code of the block's graph goes to OUT/output-code-MODE.py (the Inductor cache file that defines
    ``call``), so the launches it makes can be counted and read.
 Run on the device: python3 docs/perf/h200-2026-11-30i/compile_host_probe.py [OUT]
@@ -124,6 +125,16 @@ def save_output_code(mode):
 save_output_code.seen = set()
 
 
+def compile_kwargs():
+    """What the e2e job passes at this commit: kernels.inject.compile_options where it exists (from the launch
+    change on), nothing before it."""
+    try:
+        from kernels.inject import compile_options
+    except ImportError:
+        return {}
+    return {"options": compile_options()}
+
+
 def main():
     from diffusers import LTXVideoTransformer3DModel
 
@@ -141,7 +152,7 @@ def main():
                 inject(model)
             args, kwargs = capture_block_inputs(model, kw)
             t = time.perf_counter()
-            model.compile_repeated_blocks(fullgraph=True)
+            model.compile_repeated_blocks(fullgraph=True, **compile_kwargs())
             model(**kw)
             torch.cuda.synchronize()
             print(f"== {mode}: first call (compiles) {time.perf_counter() - t:.1f} s", flush=True)

@@ -1,0 +1,34 @@
+"""Inductor options for ``torch.compile`` of a model with the kernels injected.
+
+Inductor launches the Triton kernels it generates through its static launcher (one C call with the arguments), but
+the user-defined Triton kernels a graph calls (the injected kernels are such: ``torch.library.triton_op`` +
+``wrap_triton``) through Triton's own Python launch path, unless ``static_launch_user_defined_triton_kernels`` is
+set; torch 2.11 leaves it off.  On the H200 machine (docs/perf/ltx-e2e-h200.md, 2026-11-30 eighth session) one launch
+of ours took ~21 µs of host time in a compiled LTX-Video block and one of Inductor's ~12 µs; an injected block makes
+five such launches, 28 blocks per forward, and the plain-call step of ``triton+compile`` is bound by the host.
+Inductor checks each kernel and keeps Triton's launcher for one the static launcher cannot take (scratch memory,
+tensor descriptors, launch hooks), so the option changes how kernels are launched, never what they compute; a model
+without user-defined Triton kernels compiles to the same code with or without it.
+
+    model.compile_repeated_blocks(fullgraph=True, options=compile_options())
+    torch.compile(model, fullgraph=True, options=compile_options("max-autotune-no-cudagraphs"))
+
+(``torch.compile`` takes ``mode`` or ``options``, not both: ``compile_options(mode)`` carries the mode's own options.)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+STATIC_LAUNCH = "static_launch_user_defined_triton_kernels"
+
+
+def compile_options(mode: str | None = None) -> dict[str, Any]:
+    """``torch.compile`` options: those of ``mode`` (None or ``"default"``: none) plus the static launch of
+    user-defined Triton kernels where this torch has that option.  An unknown mode raises torch's RuntimeError."""
+    import torch._inductor
+    import torch._inductor.config as inductor_config
+
+    options = dict(torch._inductor.list_mode_options(mode)) if mode not in (None, "default") else {}
+    if hasattr(inductor_config, STATIC_LAUNCH):
+        options[STATIC_LAUNCH] = True
+    return options

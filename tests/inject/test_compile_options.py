@@ -1,0 +1,34 @@
+"""kernels.inject.compile_options: the options torch.compile gets for an injected model (CPU; the GPU tests in
+test_compile_gpu.py compile with them)."""
+import pytest
+import torch
+import torch._inductor.config as inductor_config
+
+from kernels.inject import compile_options
+from kernels.inject.compile_options import STATIC_LAUNCH
+
+
+def test_static_launch_of_user_kernels_is_asked_for():
+    assert hasattr(inductor_config, STATIC_LAUNCH), "this torch has no static launch of user-defined Triton kernels"
+    assert compile_options() == {STATIC_LAUNCH: True}
+    assert compile_options("default") == {STATIC_LAUNCH: True}
+
+
+def test_a_mode_brings_its_own_options():
+    opts = compile_options("max-autotune-no-cudagraphs")
+    assert opts == {**torch._inductor.list_mode_options("max-autotune-no-cudagraphs"), STATIC_LAUNCH: True}
+    assert opts["max_autotune"] is True
+
+
+def test_unknown_mode_is_refused():
+    with pytest.raises(RuntimeError, match="Unrecognized mode"):
+        compile_options("fastest")
+
+
+@pytest.mark.parametrize("mode", [None, "max-autotune-no-cudagraphs"])
+def test_torch_compile_accepts_them(mode):
+    # torch.compile checks every option name against Inductor's config when it is called
+    compiled = torch.compile(lambda x: x + 1, options=compile_options(mode))
+    assert callable(compiled)
+    with pytest.raises(RuntimeError):
+        torch.compile(lambda x: x + 1, options={"no_such_inductor_option": True})
