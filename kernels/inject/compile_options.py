@@ -14,21 +14,31 @@ without user-defined Triton kernels compiles to the same code with or without it
     torch.compile(model, fullgraph=True, options=compile_options("max-autotune-no-cudagraphs"))
 
 (``torch.compile`` takes ``mode`` or ``options``, not both: ``compile_options(mode)`` carries the mode's own options.)
+
+Inductor compiles kernels in worker processes once its pool is up (from the second compile of a process on), and
+torch (2.11, 2.13) hands the workers ``use_static_triton_launcher`` but not this option: they read it from their
+environment only, ``TORCHINDUCTOR_STATIC_LAUNCH_USER_DEFINED_TRITON_KERNELS``.  ``compile_options`` sets that variable
+(where it is unset), so call it before the process's first ``torch.compile``; workers started earlier keep Triton's
+launcher for our kernels (slower to launch, the same results).
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
 STATIC_LAUNCH = "static_launch_user_defined_triton_kernels"
+STATIC_LAUNCH_ENV = "TORCHINDUCTOR_STATIC_LAUNCH_USER_DEFINED_TRITON_KERNELS"
 
 
 def compile_options(mode: str | None = None) -> dict[str, Any]:
     """``torch.compile`` options: those of ``mode`` (None or ``"default"``: none) plus the static launch of
-    user-defined Triton kernels where this torch has that option.  An unknown mode raises torch's RuntimeError."""
+    user-defined Triton kernels where this torch has that option (and its environment variable for the compile
+    workers, see above).  An unknown mode raises torch's RuntimeError."""
     import torch._inductor
     import torch._inductor.config as inductor_config
 
     options = dict(torch._inductor.list_mode_options(mode)) if mode not in (None, "default") else {}
     if hasattr(inductor_config, STATIC_LAUNCH):
         options[STATIC_LAUNCH] = True
+        os.environ.setdefault(STATIC_LAUNCH_ENV, "1")
     return options

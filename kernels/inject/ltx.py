@@ -262,8 +262,15 @@ def _ada_values(blk: nn.Module, temb: torch.Tensor, batch_size: int) -> torch.Te
         if got is not None:
             return got
     num_ada_params = blk.scale_shift_table.shape[0]
-    return blk.scale_shift_table[None, None].to(temb.device) + temb.reshape(
+    values = blk.scale_shift_table[None, None].to(temb.device) + temb.reshape(
         batch_size, temb.size(1), num_ada_params, -1)
+    if torch.compiler.is_compiling() and temb.size(1) == 1:
+        # Inductor computes each scale/shift row the kernels are given into a buffer of its own, one small kernel
+        # (and one launch) each, four per block; a stack of the rows is one buffer, made by one kernel, that the
+        # kernels read slices of.  Same values.  (A per-token temb would make the stack as large as six hidden
+        # states.)
+        values = torch.stack(values.unbind(2), dim=2)
+    return values
 
 
 def _block_forward(use_adaln: bool, use_add_norm: bool, use_gate: bool, use_ff: bool):

@@ -1,17 +1,27 @@
 """kernels.inject.compile_options: the options torch.compile gets for an injected model (CPU; the GPU tests in
 test_compile_gpu.py compile with them)."""
+import os
+
 import pytest
 import torch
 import torch._inductor.config as inductor_config
 
 from kernels.inject import compile_options
-from kernels.inject.compile_options import STATIC_LAUNCH
+from kernels.inject.compile_options import STATIC_LAUNCH, STATIC_LAUNCH_ENV
 
 
-def test_static_launch_of_user_kernels_is_asked_for():
+def test_static_launch_of_user_kernels_is_asked_for(monkeypatch):
     assert hasattr(inductor_config, STATIC_LAUNCH), "this torch has no static launch of user-defined Triton kernels"
+    monkeypatch.delenv(STATIC_LAUNCH_ENV, raising=False)
     assert compile_options() == {STATIC_LAUNCH: True}
     assert compile_options("default") == {STATIC_LAUNCH: True}
+    assert os.environ[STATIC_LAUNCH_ENV] == "1"  # for Inductor's compile workers, which read only the environment
+
+
+def test_a_set_environment_variable_is_left_alone(monkeypatch):
+    monkeypatch.setenv(STATIC_LAUNCH_ENV, "0")
+    assert compile_options() == {STATIC_LAUNCH: True}
+    assert os.environ[STATIC_LAUNCH_ENV] == "0"
 
 
 def test_a_mode_brings_its_own_options():
