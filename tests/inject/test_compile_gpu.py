@@ -166,8 +166,12 @@ def _user_kernel_autotuners() -> dict[int, object]:
     return found
 
 
-def test_ltx_compiled_with_compile_options_launches_our_kernels_statically():
-    from kernels.inject import compile_options, inject, restore
+def test_ltx_compiled_with_static_launch_of_our_kernels():
+    """What ``kernels.inject.compile_options`` asks Inductor for: our kernels launched by its static launcher, with
+    the same results.  (Set on this process's config and compiled in this process: compile workers started by
+    earlier tests lack the environment variable compile_options sets for workers it precedes.)"""
+    from kernels.inject import inject, restore
+    from kernels.inject.compile_options import STATIC_LAUNCH
 
     model = _ltx()
     # a latent size no other test compiles: Inductor reuses a generated module of the same source in-process, and
@@ -178,10 +182,10 @@ def test_ltx_compiled_with_compile_options_launches_our_kernels_statically():
         inject(model)
         torch._dynamo.reset()
         before = _user_kernel_autotuners()
-        model.compile_repeated_blocks(fullgraph=True, options=compile_options())
-        # in this process: compile workers started by earlier tests may lack the environment variable
-        with torch._inductor.config.patch(compile_threads=1):
+        with torch._inductor.config.patch({STATIC_LAUNCH: True, "compile_threads": 1}):
+            model.compile_repeated_blocks(fullgraph=True)
             out = model(**kw)[0]
+        again = model(**kw)[0]
     new = {k: v for k, v in _user_kernel_autotuners().items() if k not in before}
     names = {a.fn.__name__ for a in new.values()}
     assert {"_adaln_kernel", "_qk_norm_rope_kernel", "_add_rms_norm_modulate_kernel", "_rms_norm_kernel"} <= names
@@ -189,6 +193,7 @@ def test_ltx_compiled_with_compile_options_launches_our_kernels_statically():
                         if not (a.launchers and all(getattr(x, "_is_static", False) for x in a.launchers)))
     assert not not_static, f"launched through Triton's own launcher: {not_static}"
     assert _rel_l2(out, ref) < 3e-2 and torch.isfinite(out).all()
+    assert torch.equal(out, again)
     _uncompile(model)
     restore(model)
 
