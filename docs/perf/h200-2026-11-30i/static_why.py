@@ -1,0 +1,10 @@
+import traceback, torch, kernels, torch._inductor.config as c
+x = torch.randn(64, 2048, device="cuda", dtype=torch.bfloat16); w = torch.randn(2048, device="cuda", dtype=torch.bfloat16)
+names = [n for n in ("strict_static_triton_launcher", "strict_static_cuda_launcher") if hasattr(c, n)]
+print("strict options:", names)
+f = torch.compile(lambda x, w: kernels.rms_norm(x, w, 1e-6) * 2, fullgraph=True)
+with c.patch({"static_launch_user_defined_triton_kernels": True, "compile_threads": 1, **{n: True for n in names}}):
+    try:
+        f(x, w); print("in-process compile: no bypass")
+    except Exception as e:
+        print("ERR", type(e).__name__, str(e)[-1500:])
