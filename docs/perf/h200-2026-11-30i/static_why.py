@@ -1,3 +1,9 @@
+"""Whether Inductor launches one of our kernels statically when it compiles in this process (compile_threads=1),
+with the static launch of user-defined kernels asked for: torch's strict switches turn a bypass into an error that
+names its reason.  (The GPU test's first two versions found our kernels' autotuners without static launchers; the
+cause was autotuners an in-process compile leaves that never loaded a launcher, not a bypass.)
+Run on the device: python3 docs/perf/h200-2026-11-30i/static_why.py
+"""
 import traceback, torch, kernels, torch._inductor.config as c
 x = torch.randn(64, 2048, device="cuda", dtype=torch.bfloat16); w = torch.randn(2048, device="cuda", dtype=torch.bfloat16)
 names = [n for n in ("strict_static_triton_launcher", "strict_static_cuda_launcher") if hasattr(c, n)]
