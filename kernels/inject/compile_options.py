@@ -15,8 +15,8 @@ without user-defined Triton kernels compiles to the same code with or without it
 
 (``torch.compile`` takes ``mode`` or ``options``, not both: ``compile_options(mode)`` carries the mode's own options.)
 
-Inductor compiles kernels in worker processes once its pool is up (from the second compile of a process on), and
-torch (2.11, 2.13) hands the workers ``use_static_triton_launcher`` but not this option: they read it from their
+Inductor compiles kernels in worker processes once its pool is up (it starts during the process's first compile),
+and torch (2.11, 2.13) hands the workers ``use_static_triton_launcher`` but not this option: they read it from their
 environment only, ``TORCHINDUCTOR_STATIC_LAUNCH_USER_DEFINED_TRITON_KERNELS``.  ``compile_options`` sets that variable
 (where it is unset), so call it before the process's first ``torch.compile``; workers started earlier keep Triton's
 launcher for our kernels (slower to launch, the same results).

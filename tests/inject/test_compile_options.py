@@ -12,7 +12,8 @@ from kernels.inject.compile_options import STATIC_LAUNCH, STATIC_LAUNCH_ENV
 
 def test_static_launch_of_user_kernels_is_asked_for(monkeypatch):
     assert hasattr(inductor_config, STATIC_LAUNCH), "this torch has no static launch of user-defined Triton kernels"
-    monkeypatch.delenv(STATIC_LAUNCH_ENV, raising=False)
+    monkeypatch.setenv(STATIC_LAUNCH_ENV, "unset below")  # so that the test's end restores the variable's absence
+    monkeypatch.delenv(STATIC_LAUNCH_ENV)
     assert compile_options() == {STATIC_LAUNCH: True}
     assert compile_options("default") == {STATIC_LAUNCH: True}
     assert os.environ[STATIC_LAUNCH_ENV] == "1"  # for Inductor's compile workers, which read only the environment
