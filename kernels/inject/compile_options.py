@@ -17,9 +17,13 @@ without user-defined Triton kernels compiles to the same code with or without it
 
 Inductor compiles kernels in worker processes once its pool is up (it starts during the process's first compile),
 and torch (2.11, 2.13) hands the workers ``use_static_triton_launcher`` but not this option: they read it from their
-environment only, ``TORCHINDUCTOR_STATIC_LAUNCH_USER_DEFINED_TRITON_KERNELS``.  ``compile_options`` sets that variable
-(where it is unset), so call it before the process's first ``torch.compile``; workers started earlier keep Triton's
-launcher for our kernels (slower to launch, the same results).
+environment only, ``TORCHINDUCTOR_STATIC_LAUNCH_USER_DEFINED_TRITON_KERNELS``.  So ``compile_options`` also switches
+the option on for the whole process: it sets that variable (where it is unset) and the option in this process's
+Inductor config (for kernels compiled in this process).  Call it before the process's first ``torch.compile``;
+workers started earlier keep Triton's launcher for our kernels (slower to launch, the same results).  Measured on the
+H200: kernels compiled by workers started after the call (docs/perf/h200-2026-11-30i/e/ab-probe.log) and kernels
+compiled in-process with the config set (the GPU test ``test_ltx_compiled_with_static_launch_of_our_kernels``) are
+launched statically.
 """
 from __future__ import annotations
 
@@ -32,13 +36,14 @@ STATIC_LAUNCH_ENV = "TORCHINDUCTOR_STATIC_LAUNCH_USER_DEFINED_TRITON_KERNELS"
 
 def compile_options(mode: str | None = None) -> dict[str, Any]:
     """``torch.compile`` options: those of ``mode`` (None or ``"default"``: none) plus the static launch of
-    user-defined Triton kernels where this torch has that option (and its environment variable for the compile
-    workers, see above).  An unknown mode raises torch's RuntimeError."""
+    user-defined Triton kernels where this torch has that option, which is also switched on for this process and
+    its compile workers (see above).  An unknown mode raises torch's RuntimeError."""
     import torch._inductor
     import torch._inductor.config as inductor_config
 
     options = dict(torch._inductor.list_mode_options(mode)) if mode not in (None, "default") else {}
     if hasattr(inductor_config, STATIC_LAUNCH):
         options[STATIC_LAUNCH] = True
+        setattr(inductor_config, STATIC_LAUNCH, True)
         os.environ.setdefault(STATIC_LAUNCH_ENV, "1")
     return options

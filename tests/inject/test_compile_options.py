@@ -1,5 +1,5 @@
-"""kernels.inject.compile_options: the options torch.compile gets for an injected model (CPU; the GPU tests in
-test_compile_gpu.py compile with them)."""
+"""kernels.inject.compile_options: the options torch.compile gets for an injected model, and the process-wide switch
+it sets (CPU; the GPU tests in test_compile_gpu.py compile with static launches)."""
 import os
 
 import pytest
@@ -10,13 +10,19 @@ from kernels.inject import compile_options
 from kernels.inject.compile_options import STATIC_LAUNCH, STATIC_LAUNCH_ENV
 
 
-def test_static_launch_of_user_kernels_is_asked_for(monkeypatch):
-    assert hasattr(inductor_config, STATIC_LAUNCH), "this torch has no static launch of user-defined Triton kernels"
-    monkeypatch.setenv(STATIC_LAUNCH_ENV, "unset below")  # so that the test's end restores the variable's absence
+@pytest.fixture(autouse=True)
+def _switch_off(monkeypatch):
+    """Each test starts with the switch off and leaves the process as it found it."""
+    monkeypatch.setenv(STATIC_LAUNCH_ENV, "set below")  # records the variable's state before the test
     monkeypatch.delenv(STATIC_LAUNCH_ENV)
+    monkeypatch.setattr(inductor_config, STATIC_LAUNCH, False)
+
+
+def test_static_launch_of_user_kernels_is_asked_for():
     assert compile_options() == {STATIC_LAUNCH: True}
     assert compile_options("default") == {STATIC_LAUNCH: True}
     assert os.environ[STATIC_LAUNCH_ENV] == "1"  # for Inductor's compile workers, which read only the environment
+    assert getattr(inductor_config, STATIC_LAUNCH) is True  # for kernels compiled in this process
 
 
 def test_a_set_environment_variable_is_left_alone(monkeypatch):
