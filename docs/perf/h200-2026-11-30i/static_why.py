@@ -1,9 +1,7 @@
 """Whether Inductor launches one of our kernels statically when it compiles in this process (compile_threads=1),
 with the static launch of user-defined kernels asked for: torch's strict switches turn a bypass into an error that
-names its reason.  (Run when the GPU test's second version had found our kernels' autotuners without static
-launchers: no bypass here.  The third version, which passed, changed two things at once: the option set on the
-process's config instead of given to torch.compile, and only autotuners that loaded a launcher counted; which of the
-two the failure came from was not measured.)
+names its reason.  (Run after the GPU test's third version had found our kernels' autotuners without static
+launchers: no bypass here.  The fourth version, which passed, counts only autotuners that loaded a launcher.)
 Run on the device: python3 docs/perf/h200-2026-11-30i/static_why.py
 """
 import torch
