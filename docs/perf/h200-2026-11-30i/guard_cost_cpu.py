@@ -1,11 +1,12 @@
 """The Dynamo guards of one compiled LTX-Video block, stock against injected: how many, and what one check costs
 (CPU, this repository's development machine; Dynamo's guards are host work whatever the device).
 
-A small LTX-Video configuration (2 blocks, 4 heads of 32, the real block code), ``compile_repeated_blocks(fullgraph=True,
-backend="eager")``.  Injected, the kernels run in Triton's interpreter, which Dynamo cannot trace on fake tensors, so
-for this experiment only each kernelfleet op gets a stand-in fake kernel (the output shapes); the traced Python, and
-so the guards, are those of the GPU compile.  The block's cache entry is then checked against its own call's locals
-(arguments and the forward's closure variables), 5 rounds of 20000 times.  With TORCH_LOGS=guards the log has every guard.
+A small LTX-Video configuration (2 blocks, 4 heads of 32, the real block code),
+``compile_repeated_blocks(fullgraph=True, backend="eager")``.  Injected, the kernels run in Triton's interpreter,
+which Dynamo cannot trace on fake tensors, so for this experiment only each kernelfleet op gets a stand-in fake kernel
+(the output shapes); the traced Python is the block code the GPU compile traces, branches on the device aside.  The
+block's cache entry is then checked against its own call's locals (arguments and the forward's closure variables),
+5 rounds of 20000 times.  With TORCH_LOGS=guards the log has every guard.
 Run: python docs/perf/h200-2026-11-30i/guard_cost_cpu.py stock|triton
 """
 import inspect
@@ -65,8 +66,9 @@ def main(mode: str) -> None:
         for _ in range(n):
             gm.check(f_locals)
         rounds.append((time.perf_counter() - t) / n * 1e6)
-    print(f"{mode}: {len(entries)} cache entry for {fwd.__code__.co_filename.split('/')[-1]}:{fwd.__code__.co_name}; "
-          f"guard check, us per call, 5 rounds of {n}: {', '.join(f'{r:.2f}' for r in rounds)} (lowest {min(rounds):.2f})")
+    where = f"{fwd.__code__.co_filename.split('/')[-1]}:{fwd.__code__.co_name}"
+    print(f"{mode}: {len(entries)} cache entry for {where}; guard check, us per call, 5 rounds of {n}: "
+          f"{', '.join(f'{r:.2f}' for r in rounds)} (lowest {min(rounds):.2f})")
 
 
 if __name__ == "__main__":
