@@ -13,13 +13,16 @@ of the source (the values computed are then wrong; the host time of what is left
   function.
 
 Host µs per ``call`` (median of 100 calls, synced between calls), three rounds over the variants in turn; the
-median of the rounds is printed.  Run on the device: python3 docs/perf/h200-2026-11-30i/wrapper_ablation.py
+median of the rounds is printed.  Run on the device: python3 docs/perf/h200-2026-11-30i/wrapper_ablation.py [FILE...]
+(default: the two wrappers of run b; d/output-code-triton-compile-0.py.gz is the injected block's wrapper after this
+session's changes, not yet run through this probe).
 """
 import gzip
 import importlib.util
 import os
 import re
 import statistics
+import sys
 import tempfile
 import time
 
@@ -71,9 +74,10 @@ def host_us(mod, args, n=100):
     return statistics.median(out)
 
 
-def main():
-    for fname in ("output-code-compile-0.py.gz", "output-code-triton-compile-0.py.gz"):
-        with gzip.open(os.path.join(HERE, fname), "rt") as f:
+def main(paths):
+    for path in paths:
+        fname = os.path.basename(path)
+        with gzip.open(path, "rt") as f:
             src = f.read()
         mods, args = {}, None
         for i, (label, edit) in enumerate(VARIANTS.items()):
@@ -103,4 +107,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:] or [os.path.join(HERE, f) for f in ("output-code-compile-0.py.gz",
+                                                          "output-code-triton-compile-0.py.gz")])
