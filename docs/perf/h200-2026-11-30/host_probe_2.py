@@ -114,6 +114,41 @@ def _ltx_inputs():
                 num_frames=f, height=h, width=w, rope_interpolation_scale=(8 / 25, 32, 32), return_dict=False)
 
 
+def forward_host_ms(model, kw, n):
+    """Per forward, ``n`` of them: the host time to enqueue it and the time until it finished (synced after each)."""
+    enq, tot = [], []
+    for _ in range(n):
+        t = time.perf_counter()
+        model(**kw)
+        enq.append((time.perf_counter() - t) * 1e3)
+        torch.cuda.synchronize()
+        tot.append((time.perf_counter() - t) * 1e3)
+    return enq, tot
+
+
+def forward_device_ms(model, kw, n=5):
+    """Median device ms of one forward, each queued behind a ~0.1 s sleep kernel so the host is ahead."""
+    out = []
+    for _ in range(n):
+        torch.cuda._sleep(200_000_000)
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        model(**kw)
+        b.record()
+        b.synchronize()
+        out.append(a.elapsed_time(b))
+    return statistics.median(out)
+
+
+def forward_timings(model, kw, n=9):
+    """After 3 warm-up forwards: median host enqueue ms and synced ms of ``n`` forwards, median device ms of 5."""
+    for _ in range(3):
+        model(**kw)
+    torch.cuda.synchronize()
+    enq, tot = forward_host_ms(model, kw, n)
+    return statistics.median(enq), statistics.median(tot), forward_device_ms(model, kw)
+
+
 def model_host():
     from diffusers import LTXVideoTransformer3DModel
 
@@ -130,13 +165,7 @@ def model_host():
             for _ in range(3):
                 model(**kw)
             torch.cuda.synchronize()
-            enq, tot = [], []
-            for _ in range(7):
-                t = time.perf_counter()
-                model(**kw)
-                enq.append((time.perf_counter() - t) * 1e3)
-                torch.cuda.synchronize()
-                tot.append((time.perf_counter() - t) * 1e3)
+            enq, tot = forward_host_ms(model, kw, 7)
             torch.cuda.set_sync_debug_mode("warn")
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")

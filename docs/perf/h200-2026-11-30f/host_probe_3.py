@@ -11,14 +11,12 @@ Then one torch.profiler capture (CPU + CUDA) of one forward, and every mode time
 a capture leaves behind in the process (pytorch/pytorch#144455).
 Run on the device: python3 docs/perf/h200-2026-11-30f/host_probe_3.py
 """
-import statistics
 import sys
-import time
 
 import torch
 
 sys.path.insert(0, "docs/perf/h200-2026-11-30")
-from host_probe_2 import _ltx_inputs  # noqa: E402  (the same inputs)
+from host_probe_2 import _ltx_inputs, forward_timings  # noqa: E402  (the same inputs and timings)
 
 dev = torch.device("cuda")
 bf = torch.bfloat16
@@ -27,26 +25,7 @@ ALL_BUT_FUSED = ["qk_norm_rope", "adaln_rms", "add_rms_norm_modulate", "gated_re
 
 def timings(model, kw):
     with torch.no_grad():
-        for _ in range(3):
-            model(**kw)
-        torch.cuda.synchronize()
-        enq, tot = [], []
-        for _ in range(9):
-            t = time.perf_counter()
-            model(**kw)
-            enq.append((time.perf_counter() - t) * 1e3)
-            torch.cuda.synchronize()
-            tot.append((time.perf_counter() - t) * 1e3)
-        dev_ms = []
-        for _ in range(5):
-            torch.cuda._sleep(200_000_000)  # ~0.1 s of device time: the forward queues up behind it
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            model(**kw)
-            b.record()
-            b.synchronize()
-            dev_ms.append(a.elapsed_time(b))
-    return statistics.median(enq), statistics.median(tot), statistics.median(dev_ms)
+        return forward_timings(model, kw)
 
 
 def main():

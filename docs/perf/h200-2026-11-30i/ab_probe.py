@@ -17,33 +17,9 @@ import time
 import torch
 
 sys.path.insert(0, "docs/perf/h200-2026-11-30")
-from host_probe_2 import _ltx_inputs  # noqa: E402
+from host_probe_2 import _ltx_inputs, forward_device_ms, forward_host_ms  # noqa: E402
 
 dev = torch.device("cuda")
-
-
-def forwards(model, kw, n=7):
-    enq, tot = [], []
-    for _ in range(n):
-        t = time.perf_counter()
-        model(**kw)
-        enq.append((time.perf_counter() - t) * 1e3)
-        torch.cuda.synchronize()
-        tot.append((time.perf_counter() - t) * 1e3)
-    return enq, tot
-
-
-def device_ms(model, kw):
-    out = []
-    for _ in range(5):
-        torch.cuda._sleep(200_000_000)
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        model(**kw)
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b))
-    return statistics.median(out)
 
 
 def main():
@@ -82,7 +58,7 @@ def main():
             order = list(models) if r % 2 == 0 else list(models)[::-1]
             row = {}
             for name in order:
-                e, s = forwards(models[name], kw)
+                e, s = forward_host_ms(models[name], kw, 7)
                 enq[name] += e
                 tot[name] += s
                 row[name] = statistics.median(s)
@@ -94,7 +70,7 @@ def main():
         wins = sum(1 for row in per_round if row["triton+compile"] < row["compile"])
         for name, m in models.items():
             print(f"| {name} | {statistics.median(enq[name]):.2f} | {statistics.median(tot[name]):.2f} | "
-                  f"{wins if name == 'triton+compile' else ''} of 8 | {device_ms(m, kw):.2f} |")
+                  f"{wins if name == 'triton+compile' else ''} of 8 | {forward_device_ms(m, kw):.2f} |")
 
 
 if __name__ == "__main__":

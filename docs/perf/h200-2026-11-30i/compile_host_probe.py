@@ -33,33 +33,11 @@ os.environ["TORCHINDUCTOR_CACHE_DIR"] = CACHE
 import torch  # noqa: E402
 
 sys.path.insert(0, "docs/perf/h200-2026-11-30")
-from host_probe_2 import _ltx_inputs  # noqa: E402  (the inputs of the earlier host probes)
+from host_probe_2 import _ltx_inputs, forward_timings  # noqa: E402  (the earlier host probes)
 
 dev = torch.device("cuda")
 bf = torch.bfloat16
 OUT = sys.argv[1] if len(sys.argv) > 1 else "."
-
-
-def forward_times(model, kw):
-    enq, tot, dev_ms = [], [], []
-    for _ in range(3):
-        model(**kw)
-    torch.cuda.synchronize()
-    for _ in range(9):
-        t = time.perf_counter()
-        model(**kw)
-        enq.append((time.perf_counter() - t) * 1e3)
-        torch.cuda.synchronize()
-        tot.append((time.perf_counter() - t) * 1e3)
-    for _ in range(5):
-        torch.cuda._sleep(200_000_000)
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        model(**kw)
-        b.record()
-        b.synchronize()
-        dev_ms.append(a.elapsed_time(b))
-    return statistics.median(enq), statistics.median(tot), statistics.median(dev_ms)
 
 
 def capture_block_inputs(model, kw):
@@ -156,7 +134,7 @@ def main():
             model(**kw)
             torch.cuda.synchronize()
             print(f"== {mode}: first call (compiles) {time.perf_counter() - t:.1f} s", flush=True)
-            e, s, d = forward_times(model, kw)
+            e, s, d = forward_timings(model, kw)
             print(f"   forward: host enqueue {e:.2f} ms, synced {s:.2f} ms, device {d:.2f} ms")
             c = torch._dynamo.utils.counters
             print(f"   dynamo counters: stats {dict(c['stats'])}, graph_break {dict(c['graph_break'])}, "
