@@ -35,6 +35,10 @@ class ArchLaunch:
     norm_warps: tuple[tuple[int, int], ...] = ()
     # the same for the LayerNorm variant (adaln_layer_norm: two row reductions, mean then variance), by padded width
     layer_norm_warps: tuple[tuple[int, int], ...] = ()
+    # kernels that reproduce PyTorch's per-op rounding in bf16/fp16 (rope_rotate_half with half tables) may multiply
+    # and add in the half dtype itself, one correctly rounded op each, instead of in fp32 with a cast per op; only
+    # where a GPU run compared the result with PyTorch's bit for bit and timed it
+    native_half_math: bool = False
 
 
 _TABLE: dict[str, ArchLaunch] = {
@@ -47,7 +51,11 @@ _TABLE: dict[str, ArchLaunch] = {
                         # H200, 2026-11-30 (docs/perf/h200-2026-11-30d/launch_knobs_2.py): adaln_layer_norm at
                         # 1536-3072 wide rows, per call: 2 warps at block 2048 (17.1 against 18.5 us with 4),
                         # 4 at block 4096 (16.9 against 19.3 with 8; 26.0 against 33.2 at 2432)
-                        layer_norm_warps=((2048, 2), (4096, 4))),
+                        layer_norm_warps=((2048, 2), (4096, 4)),
+                        # H200, 2026-11-30 (docs/perf/h200-2026-11-30j/rope_half_math.py): rope_rotate_half with
+                        # bf16 tables equal to transformers' bit for bit at the five grid shapes, 2-5 % faster per
+                        # call at 69-105 MB than with a cast per op
+                        native_half_math=True),
     # AMD CDNA3+/4 (MI300X gfx942, MI355X gfx950): wave64, so half the warps cover the same row.
     "gfx950": ArchLaunch("gfx950", 64, ((1024, 4), (4096, 8), (1 << 30, 16)), 2048, False),
     "gfx942": ArchLaunch("gfx942", 64, ((1024, 4), (4096, 8), (1 << 30, 16)), 2048, False),

@@ -38,8 +38,8 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from kernels.launch import (LaunchPlans, cdiv, check_device, check_float, direct_launcher, eager_call, eager_direct,
-                            next_pow2, no_backward, out_like, row_num_warps, unit_last)
+from kernels.launch import (LaunchPlans, arch_launch, cdiv, check_device, check_float, direct_launcher, eager_call,
+                            eager_direct, next_pow2, no_backward, out_like, row_num_warps, unit_last)
 from kernels.rmsnorm import fusion_options, round_before_add, round_code
 from kernels.rounding import round_to
 
@@ -94,6 +94,9 @@ def _rope_kernel(
     # with ROUND_EACH: round the products in integer arithmetic (a traced launch, fp fusion on) or by casts (a
     # direct launch, fp fusion off; the integer path made the kernel ALU-bound at half the copy bandwidth)
     INT_ROUND: tl.constexpr,
+    # with ROUND_EACH in a direct launch (fp fusion off) where the architecture's entry allows it
+    # (kernels.launch.ArchLaunch.native_half_math): multiply and add in x's half dtype, each op rounded once
+    HALF_MATH: tl.constexpr,
 ):
     # One program: BLOCK_S sequence positions x BLOCK_H heads of one batch element; the cos/sin tile is
     # [BLOCK_S, 1, BLOCK_D] and broadcasts over the heads.  The last dim of every tensor is unit-stride.
@@ -136,22 +139,33 @@ def _rope_kernel(
         half = D // 2
         mask = row_ok & (d < half)
         cmask = ((s0 + ls) < S) & (d < half)
-        x1 = tl.load(x_base + x_off + d, mask=mask, other=0.0).to(tl.float32)
-        x2 = tl.load(x_base + x_off + (d + half), mask=mask, other=0.0).to(tl.float32)
-        c1 = tl.load(c_base + ls * scs + d, mask=cmask, other=0.0).to(tl.float32)
-        c2 = tl.load(c_base + ls * scs + (d + half), mask=cmask, other=0.0).to(tl.float32)
-        s1 = tl.load(n_base + ls * sss + d, mask=cmask, other=0.0).to(tl.float32)
-        s2 = tl.load(n_base + ls * sss + (d + half), mask=cmask, other=0.0).to(tl.float32)
-        if ROUND_EACH:
-            out1 = (round_before_add(x1 * c1, ROUND_EACH, INT_ROUND)
-                    + round_before_add(-x2 * s1, ROUND_EACH, INT_ROUND))
-            out2 = (round_before_add(x2 * c2, ROUND_EACH, INT_ROUND)
-                    + round_before_add(x1 * s2, ROUND_EACH, INT_ROUND))
-        else:
+        x1 = tl.load(x_base + x_off + d, mask=mask, other=0.0)
+        x2 = tl.load(x_base + x_off + (d + half), mask=mask, other=0.0)
+        c1 = tl.load(c_base + ls * scs + d, mask=cmask, other=0.0)
+        c2 = tl.load(c_base + ls * scs + (d + half), mask=cmask, other=0.0)
+        s1 = tl.load(n_base + ls * sss + d, mask=cmask, other=0.0)
+        s2 = tl.load(n_base + ls * sss + (d + half), mask=cmask, other=0.0)
+        if ROUND_EACH and HALF_MATH:
+            # transformers' separate ops, each correctly rounded in the half dtype: the product of two half values
+            # is exact in fp32 before torch rounds it, and the fp32 sum of two of them rounds to the same half
+            # value as the exact sum, so one native op per step gives torch's result without conversions
             out1 = x1 * c1 - x2 * s1
             out2 = x2 * c2 + x1 * s2
-        tl.store(o_base + o_off + d, round_to(out1, out_ty), mask=mask)
-        tl.store(o_base + o_off + (d + half), round_to(out2, out_ty), mask=mask)
+        else:
+            x1, x2 = x1.to(tl.float32), x2.to(tl.float32)
+            c1, c2 = c1.to(tl.float32), c2.to(tl.float32)
+            s1, s2 = s1.to(tl.float32), s2.to(tl.float32)
+            if ROUND_EACH:
+                out1 = (round_before_add(x1 * c1, ROUND_EACH, INT_ROUND)
+                        + round_before_add(-x2 * s1, ROUND_EACH, INT_ROUND))
+                out2 = (round_before_add(x2 * c2, ROUND_EACH, INT_ROUND)
+                        + round_before_add(x1 * s2, ROUND_EACH, INT_ROUND))
+            else:
+                out1 = x1 * c1 - x2 * s1
+                out2 = x2 * c2 + x1 * s2
+            out1, out2 = round_to(out1, out_ty), round_to(out2, out_ty)
+        tl.store(o_base + o_off + d, out1, mask=mask)
+        tl.store(o_base + o_off + (d + half), out2, mask=mask)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -272,6 +286,8 @@ def _launch(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Te
     # cannot carry the option through Inductor, which compiles with Triton's default (the interleaved convention
     # may then differ by an ulp; rotate-half's per-op rounding stays exact through INT_ROUND).
     options = fusion_options(traced=not direct)
+    # native half-dtype ops only with fusion off: a traced launch could have a multiply and an add contracted
+    half_math = direct and round_each and arch_launch(x.device).native_half_math
     kernel[(n_programs,)](
         x, cos, sin, out,
         seq, heads, width,
@@ -279,7 +295,7 @@ def _launch(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Te
         sob, sos, soh,
         *_table_strides(cos), *_table_strides(sin),
         INTERLEAVED=interleaved, ROUND_EACH=round_code(x.dtype) if round_each else 0,
-        BLOCK_S=cfg.block_s, BLOCK_H=cfg.block_h, BLOCK_D=block_d,
+        BLOCK_S=cfg.block_s, BLOCK_H=cfg.block_h, BLOCK_D=block_d, HALF_MATH=half_math,
         num_warps=cfg.num_warps, **options,
     )
 

@@ -15,7 +15,7 @@ Numerics: eager rounds the GEMM's result to the model's dtype and computes GELU 
 GELU from the unrounded fp32 sum, so the two differ by about one rounding of the activation's input (one bf16 ulp
 of the pre-activation at most), the same order as a different GEMM algorithm.
 
-Under torch.compile the call is the opaque op ``kernelfleet::linear_gelu_tanh``: Inductor would otherwise
+Under torch.compile the GEMM is the opaque op ``kernelfleet::addmm_gelu_tanh``: Inductor would otherwise
 decompose ``_addmm_activation`` into a GEMM and a separate pointwise kernel.
 
 Where it goes: LTX-Video's injected block forward calls :func:`linear_gelu` for its feed-forward
@@ -24,6 +24,8 @@ Where it goes: LTX-Video's injected block forward calls :func:`linear_gelu` for 
 projection module (``ff.net[0]``, ``ff_context.net[0]``).
 """
 from __future__ import annotations
+
+import functools
 
 import torch
 import torch.nn as nn
@@ -41,20 +43,28 @@ def _linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> t
     return out.view(*x.shape[:-1], weight.shape[0])
 
 
-# The op is defined with the plain ``torch.library.Library`` calls rather than ``torch.library.custom_op``, whose
-# Python autograd and output-aliasing wrappers run on every call of the compiled graph: on the H200 machine a call
-# from a compiled LTX-Video block cost 53 us of host time more than calling the function itself, the plain op 13 us
-# more (docs/perf/h200-2026-11-30i/wrapper_ablation.py).  No autograd kernel: linear_gelu_ok admits no call that
-# wants a gradient.
+def _addmm_gelu_tanh_cpu(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.gelu(torch.addmm(bias, mat1, mat2), approximate="tanh")
+
+
+# ``kernelfleet::addmm_gelu_tanh(bias, mat1, mat2)`` = ``gelu(bias + mat1 @ mat2, approximate="tanh")``, 2-D like
+# ``addmm``: the traced graph does the reshape of x and the transpose of the weight (Inductor turns them into views
+# in its wrapper), so the CUDA kernel is ``_addmm_activation`` itself, with no Python frame of ours in between.
+# Defined with the plain ``torch.library.Library`` calls rather than ``torch.library.custom_op``, whose Python
+# autograd and output-aliasing wrappers run on every call of the compiled graph: on the H200 machine a call from a
+# compiled LTX-Video block cost 53 us of host time more than calling the function itself, a plain op 13 us more
+# (docs/perf/h200-2026-11-30i/wrapper_ablation.py); with the reshape, transpose and view inside the op's Python
+# function the op still cost ~2x the host time of Inductor's addmm + GELU kernel (docs/perf/h200-2026-11-30j/
+# host_profile.py).  No autograd kernel: linear_gelu_ok admits no call that wants a gradient.
 _LIB = torch.library.Library("kernelfleet", "FRAGMENT")
-_LIB.define("linear_gelu_tanh(Tensor x, Tensor weight, Tensor bias) -> Tensor")
-for _key in ("CUDA", "CPU"):
-    _LIB.impl("linear_gelu_tanh", _linear_gelu, _key)
+_LIB.define("addmm_gelu_tanh(Tensor bias, Tensor mat1, Tensor mat2) -> Tensor")
+_LIB.impl("addmm_gelu_tanh", functools.partial(torch._addmm_activation, use_gelu=True), "CUDA")
+_LIB.impl("addmm_gelu_tanh", _addmm_gelu_tanh_cpu, "CPU")
 
 
-@torch.library.register_fake("kernelfleet::linear_gelu_tanh", lib=_LIB)
-def _(x, weight, bias):
-    return x.new_empty((*x.shape[:-1], weight.shape[0]))
+@torch.library.register_fake("kernelfleet::addmm_gelu_tanh", lib=_LIB)
+def _(bias, mat1, mat2):
+    return mat1.new_empty((mat1.shape[0], mat2.shape[1]))
 
 
 def linear_gelu_ok(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> bool:
@@ -75,7 +85,8 @@ def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> to
     """``gelu(x @ weight.T + bias, approximate="tanh")`` as one GEMM (see the module doc); check
     :func:`linear_gelu_ok` first."""
     if torch.compiler.is_compiling():
-        return torch.ops.kernelfleet.linear_gelu_tanh(x, weight, bias)
+        out = torch.ops.kernelfleet.addmm_gelu_tanh(bias, x.reshape(-1, x.shape[-1]), weight.t())
+        return out.view(*x.shape[:-1], weight.shape[0])
     return _linear_gelu(x, weight, bias)
 
 

@@ -17,8 +17,8 @@ pytestmark = [
 
 DEV = "cuda"
 BF16 = torch.bfloat16
-# the kernelfleet ops an injected LTX-Video block traces to (linear_gelu_tanh: the feed-forward's GEMM + GELU)
-LTX_OPS = {"qk_norm_rope", "rms_norm", "adaln_rms", "add_rms_norm_modulate", "linear_gelu_tanh"}
+# the kernelfleet ops an injected LTX-Video block traces to (addmm_gelu_tanh: the feed-forward's GEMM + GELU)
+LTX_OPS = {"qk_norm_rope", "rms_norm", "adaln_rms", "add_rms_norm_modulate", "addmm_gelu_tanh"}
 
 
 def _rand(*shape, dtype=BF16):
@@ -219,7 +219,7 @@ def _whole_model_cases():
                   guidance=torch.tensor([3.5, 3.5], device=DEV).to(BF16) if m.config.guidance_embeds else None,
                   img_ids=torch.randint(0, 16, (seq, 3), device=DEV).float(), txt_ids=torch.zeros(txt, 3, device=DEV),
                   return_dict=False)
-        return m.to(BF16).eval(), kw, {"rms_norm", "rope_interleaved", "adaln_layer_norm", "linear_gelu_tanh"}
+        return m.to(BF16).eval(), kw, {"rms_norm", "rope_interleaved", "adaln_layer_norm", "addmm_gelu_tanh"}
 
     def sd3():
         torch.manual_seed(0)
@@ -232,7 +232,7 @@ def _whole_model_cases():
                   encoder_hidden_states=torch.randn(2, 32, 256, device=DEV, generator=g).to(BF16),
                   pooled_projections=torch.randn(2, 128, device=DEV, generator=g).to(BF16),
                   timestep=torch.tensor([200, 800], device=DEV), return_dict=False)
-        return m.to(BF16).eval(), kw, {"rms_norm", "adaln_layer_norm", "linear_gelu_tanh"}
+        return m.to(BF16).eval(), kw, {"rms_norm", "adaln_layer_norm", "addmm_gelu_tanh"}
 
     def llama():
         torch.manual_seed(0)

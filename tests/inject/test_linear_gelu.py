@@ -41,6 +41,16 @@ def test_matches_gelu_of_linear(dtype, device):
         assert err_tanh < 1e-5 < (out.double() - F.gelu(pre)).abs().max().item()
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_op_under_compile_is_addmm_with_the_gelu(device):
+    """``kernelfleet::addmm_gelu_tanh`` (what linear_gelu calls while torch.compile traces): 2-D like addmm, with a
+    fake kernel for tracing (opcheck)."""
+    x, w, b = (t.to(device) for t in _args(torch.float32, rows=(37,), width=64, out=96))
+    out = torch.ops.kernelfleet.addmm_gelu_tanh(b, x, w.t())
+    torch.testing.assert_close(out, F.gelu(F.linear(x, w, b), approximate="tanh"), rtol=1e-3, atol=1e-3)
+    torch.library.opcheck(torch.ops.kernelfleet.addmm_gelu_tanh.default, (b, x, w.t()))
+
+
 def test_non_contiguous_input_and_one_row():
     x, w, b = _args(torch.float32, rows=(7, 3))
     xt = x.transpose(0, 1)  # [3, 7, 48], not contiguous

@@ -423,3 +423,37 @@ def test_gpu_bit_exact_with_eager(dtype):
     expected = x4 * tc[:, None] + rotate_half(x4) * ts[:, None]
     assert torch.equal(rope_rotate_half(x4, tc, ts), expected)
 
+
+
+@gpu_test
+@pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16))
+@pytest.mark.parametrize("half_math", (True, False))
+def test_gpu_rotate_half_per_op_rounding_over_wide_magnitudes(dtype, half_math, monkeypatch):
+    """transformers' per-op rounding with half tables, computed either with native half-dtype ops (the sm_90 entry's
+    ``native_half_math``) or in fp32 with a cast per op: bit for bit equal to the eager chain where the two products
+    of a sum are up to 2**24 apart (the case where rounding an fp32 sum once more could differ from one rounding)."""
+    import dataclasses
+
+    from kernels import launch
+
+    dev = torch.device("cuda")
+    monkeypatch.setitem(launch._TABLE, launch.device_arch(dev.index or 0),
+                        dataclasses.replace(launch.arch_launch(dev), native_half_math=half_math))
+    _forget_launches(launch)
+    g = torch.Generator().manual_seed(3)
+    exponents = torch.randint(-12, 12, (2, 1000, 8, 64), generator=g).to(torch.float32)
+    x = (torch.randn((2, 1000, 8, 64), generator=g) * torch.exp2(exponents)).to(dtype).to(dev)
+    tc, ts = llama_rope_tables(torch.arange(7, 1007), 64, dtype)
+    tc, ts = tc.to(dev), ts.to(dev)
+    try:
+        assert torch.equal(rope_rotate_half(x, tc, ts), rotate_half_eager(x, tc, ts, 1))
+    finally:
+        _forget_launches(launch)
+
+
+def _forget_launches(launch):
+    """Drop the direct launcher's compiled kernels and the eager calls' launch plans (they hold the constexprs)."""
+    for d in launch._DIRECT.values():
+        d.cache.clear()
+    for plans in launch.PLANS.values():
+        plans.plans.clear()
