@@ -1,0 +1,245 @@
+"""Softmax attention over a short key/value sequence in one tile: cross-attention to text tokens.
+
+LTX-Video's ``attn2`` attends from every video token to the prompt's text tokens (128 at the seed setting, an
+additive padding mask of 0 / -10000 per text token).  With so few keys, the whole key and value sequence of a head
+fits in one tile, so each program loads a block of queries and all of its head's keys and values once, and computes
+``softmax(q @ k.T * scale + mask) @ v`` in one pass: no running maximum and no rescaling across key blocks.  Scores,
+the softmax and the normalisation are fp32; the probabilities are rounded to the inputs' dtype for the second
+product (as flash-attention kernels do), and the result is rounded once.
+
+Layouts are diffusers' attention-dispatch layout, ``[B, S, H, D]`` (what the processors hand to
+``dispatch_attention_fn``), with any strides as long as the last dim is unit-stride: q straight from its projection,
+k and v as views of a fused key/value projection.  The output is a new contiguous ``[B, Sq, H, D]`` tensor, i.e.
+``[B, Sq, H * D]`` after ``flatten(2, 3)`` without a copy.  ``attn_mask`` is an additive float mask that broadcasts
+to ``[B, H, Sq, Sk]`` (SDPA's convention; LTX's is ``[B, H, 1, Sk]``), read with stride 0 over the dims it is
+broadcast along.  Up to :data:`MAX_KEYS` keys; longer sequences need a kernel that loops over key blocks (not this
+one).  Forward only.  A plain eager call launches directly; under torch.compile, for tensor subclasses, or when
+autograd must record the call, it goes through the ``kernelfleet::cross_attention`` op.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+import triton
+import triton.language as tl
+from torch.library import triton_op, wrap_triton
+
+from kernels.launch import (LaunchPlans, cdiv, check_device, check_float, direct_launcher, eager_call, eager_direct,
+                            interpreting, next_pow2, no_backward)
+from kernels.rounding import round_to
+
+MAX_KEYS = 256  # keys per head that one tile holds (scores [BLOCK_M, MAX_KEYS] in fp32 registers)
+MAX_HEAD_DIM = 128
+LOG2E = 1.4426950408889634
+
+
+class AttnConfig(NamedTuple):
+    block_m: int  # queries per program
+    num_warps: int
+
+
+def attn_config(keys_block: int, head_block: int) -> AttnConfig:
+    """Queries per program and warps for a key tile of ``keys_block`` and a head dim block of ``head_block``: the
+    score tile ``[block_m, keys_block]`` stays at <= 64 fp32 values per thread."""
+    block_m = 128 if keys_block * head_block <= 128 * 64 else 64
+    return AttnConfig(block_m, 8 if block_m * keys_block >= 128 * 128 else 4)
+
+
+@triton.jit
+def _cross_attention_kernel(
+    q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr,
+    Sq, Sk, H, D, qk_scale,
+    sq_b, sq_s, sq_h,
+    sk_b, sk_s, sk_h,
+    sv_b, sv_s, sv_h,
+    sm_b, sm_h, sm_s,
+    so_b, so_s, so_h,
+    HAS_MASK: tl.constexpr,
+    # fp32 products in full precision (no TF32): fp32 inputs, and every dtype under Triton's CPU interpreter, whose
+    # half-precision dot products do not compute (kernels.rounding)
+    UPCAST: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+):
+    # One program: BLOCK_M queries of one (batch, head); all Sk keys and values of that head in one tile.
+    pid_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    m_ok = offs_m < Sq
+    n_ok = offs_n < Sk
+    d_ok = offs_d < D
+    rows = offs_m.to(tl.int64)
+    q = tl.load(q_ptr + b * sq_b + h * sq_h + rows[:, None] * sq_s + offs_d[None, :],
+                mask=m_ok[:, None] & d_ok[None, :], other=0.0)
+    k = tl.load(k_ptr + b * sk_b + h * sk_h + offs_n[:, None] * sk_s + offs_d[None, :],
+                mask=n_ok[:, None] & d_ok[None, :], other=0.0)
+    v = tl.load(v_ptr + b * sv_b + h * sv_h + offs_n[:, None] * sv_s + offs_d[None, :],
+                mask=n_ok[:, None] & d_ok[None, :], other=0.0)
+    if UPCAST:
+        q, k, v = q.to(tl.float32), k.to(tl.float32), v.to(tl.float32)
+        s = tl.dot(q, tl.trans(k), input_precision="ieee")
+    else:
+        s = tl.dot(q, tl.trans(k))
+    s = s * qk_scale  # the softmax scale times log2(e): the softmax in base 2
+    if HAS_MASK:
+        bias = tl.load(mask_ptr + b * sm_b + h * sm_h + rows[:, None] * sm_s + offs_n[None, :],
+                       mask=m_ok[:, None] & n_ok[None, :], other=0.0)
+        s = s + bias.to(tl.float32) * 1.4426950408889634
+    s = tl.where(n_ok[None, :], s, float("-inf"))
+    row_max = tl.max(s, axis=1)
+    p = tl.exp2(s - row_max[:, None])
+    denom = tl.sum(p, axis=1)
+    if UPCAST:
+        # the probabilities rounded to the inputs' dtype, as the half-precision product below does on a GPU
+        o = tl.dot(round_to(p, out_ptr.dtype.element_ty).to(tl.float32), v, input_precision="ieee")
+    else:
+        o = tl.dot(p.to(v.dtype), v)
+    o = o / denom[:, None]
+    tl.store(out_ptr + b * so_b + h * so_h + rows[:, None] * so_s + offs_d[None, :],
+             o.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & d_ok[None, :])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Validation
+
+
+def _check(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None,
+           scale: float | None) -> None:
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        check_float(name, t)
+        check_device(name, t)
+        if t.dim() != 4:
+            raise ValueError(f"{name} must be [B, S, H, D] (diffusers' attention layout); got shape {tuple(t.shape)}")
+        if t.device != query.device:
+            raise ValueError(f"{name} is on {t.device} but query is on {query.device}; expected the same device")
+    if not (query.dtype == key.dtype == value.dtype):
+        raise TypeError(f"query, key and value must share one dtype; got {query.dtype}, {key.dtype}, {value.dtype}")
+    b, sq, h, d = query.shape
+    if key.shape != value.shape:
+        raise ValueError(f"key {tuple(key.shape)} and value {tuple(value.shape)} must have the same shape")
+    if (key.shape[0], key.shape[2], key.shape[3]) != (b, h, d):
+        raise ValueError(f"key/value {tuple(key.shape)} must be [B, Sk, H, D] with query's B={b}, H={h}, D={d} "
+                         f"(query {tuple(query.shape)})")
+    if not 1 <= key.shape[1] <= MAX_KEYS:
+        raise ValueError(f"key/value hold {key.shape[1]} keys; this kernel takes 1 to {MAX_KEYS} (the whole key "
+                         f"sequence in one tile)")
+    if d > MAX_HEAD_DIM:
+        raise ValueError(f"head dim {d} is larger than {MAX_HEAD_DIM}")
+    if scale is not None and not (isinstance(scale, (int, float)) and math.isfinite(scale)):
+        raise ValueError(f"scale must be a finite number or None; got {scale!r}")
+    if attn_mask is not None:
+        if not isinstance(attn_mask, torch.Tensor):
+            raise TypeError(f"attn_mask must be a tensor or None, got {type(attn_mask).__name__}")
+        if attn_mask.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+            raise TypeError(f"attn_mask must be an additive float mask (float32, bfloat16 or float16); got "
+                            f"{attn_mask.dtype}")
+        if attn_mask.device != query.device:
+            raise ValueError(f"attn_mask is on {attn_mask.device} but query is on {query.device}")
+        try:
+            torch.broadcast_shapes(attn_mask.shape, (b, h, sq, key.shape[1]))
+            ok = attn_mask.dim() <= 4
+        except RuntimeError:
+            ok = False
+        if not ok:
+            raise ValueError(f"attn_mask {tuple(attn_mask.shape)} does not broadcast to [B, H, Sq, Sk] = "
+                             f"{[b, h, sq, key.shape[1]]}")
+
+
+def _mask_strides(mask: torch.Tensor | None, shape4: tuple[int, int, int, int]) -> tuple[torch.Tensor | None, tuple]:
+    """The mask as a 4-D view broadcast to ``[B, H, Sq, Sk]`` with a unit-stride last dim, and its (batch, head,
+    query) strides (0 where broadcast)."""
+    if mask is None:
+        return None, (0, 0, 0)
+    full = mask.expand(shape4)
+    if full.stride(-1) != 1:
+        full = full.contiguous()
+    return full, (full.stride(0), full.stride(1), full.stride(2))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Launch
+
+
+def _launch(out: torch.Tensor, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+            attn_mask: torch.Tensor | None, scale: float | None, config: AttnConfig | None = None,
+            direct: bool = False) -> torch.Tensor:
+    if out.numel() == 0:
+        return out
+    b, sq, h, d = query.shape
+    sk = key.shape[1]
+    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (query, key, value))
+    mask, mask_strides = _mask_strides(attn_mask, (b, h, sq, sk))
+    block_n = max(16, next_pow2(sk))
+    block_d = max(16, next_pow2(d))
+    cfg = config or attn_config(block_n, block_d)
+    softmax_scale = (1.0 / math.sqrt(d)) if scale is None else float(scale)
+    kernel = direct_launcher(_cross_attention_kernel) if direct else wrap_triton(_cross_attention_kernel)
+    kernel[(cdiv(sq, cfg.block_m), b * h)](
+        q, k, v, q if mask is None else mask, out,
+        sq, sk, h, d, softmax_scale * LOG2E,
+        q.stride(0), q.stride(1), q.stride(2),
+        k.stride(0), k.stride(1), k.stride(2),
+        v.stride(0), v.stride(1), v.stride(2),
+        *mask_strides,
+        out.stride(0), out.stride(1), out.stride(2),
+        HAS_MASK=mask is not None, UPCAST=query.dtype == torch.float32 or interpreting(),
+        BLOCK_M=cfg.block_m, BLOCK_N=block_n, BLOCK_D=block_d, num_warps=cfg.num_warps,
+    )
+    return out
+
+
+def _new_out(query: torch.Tensor) -> torch.Tensor:
+    return torch.empty(query.shape, dtype=query.dtype, device=query.device)
+
+
+@triton_op("kernelfleet::cross_attention", mutates_args=())
+def _cross_attention_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None,
+                        scale: float | None) -> torch.Tensor:
+    return _launch(_new_out(query), query, key, value, attn_mask, scale)
+
+
+_backward, _setup_context = no_backward("kernelfleet::cross_attention")
+_cross_attention_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Public API
+
+
+_PLANS = LaunchPlans("cross_attention")  # eager calls' launches, per argument geometry
+
+
+def cross_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                    attn_mask: torch.Tensor | None = None, scale: float | None = None) -> torch.Tensor:
+    """``softmax(query @ key.T * scale + attn_mask) @ value`` per batch and head, for up to :data:`MAX_KEYS` keys.
+
+    query ``[B, Sq, H, D]``, key and value ``[B, Sk, H, D]`` (diffusers' attention layout; any strides with a
+    unit-stride last dim), one float dtype; ``attn_mask`` an additive float mask broadcasting to
+    ``[B, H, Sq, Sk]`` or None; ``scale`` defaults to ``D ** -0.5``.  Returns a new contiguous ``[B, Sq, H, D]``.
+    """
+    if eager_direct(query, key, value, attn_mask):
+        return eager_call(_PLANS, (query, key, value, attn_mask, scale),
+                          lambda: _check(query, key, value, attn_mask, scale), lambda: (_new_out(query),),
+                          lambda out: _launch(out, query, key, value, attn_mask, scale, direct=True))[0]
+    _check(query, key, value, attn_mask, scale)
+    return torch.ops.kernelfleet.cross_attention(query, key, value, attn_mask, scale)
+
+
+def _cross_attention_into(out: torch.Tensor, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                          attn_mask: torch.Tensor | None = None, scale: float | None = None, *,
+                          _config: AttnConfig | None = None) -> torch.Tensor:
+    """:func:`cross_attention` written into ``out`` (query's shape and dtype, unit-stride last dim);
+    ``_config`` overrides the launch knobs (tuning)."""
+    _check(query, key, value, attn_mask, scale)
+    if not isinstance(out, torch.Tensor) or out.shape != query.shape or out.dtype != query.dtype \
+            or out.device != query.device or (out.numel() and out.stride(-1) != 1):
+        raise ValueError(f"out must be a tensor shaped {tuple(query.shape)}, {query.dtype}, on {query.device}, "
+                         f"unit-stride in its last dim")
+    return _launch(out, query, key, value, attn_mask, scale, _config, direct=True)
