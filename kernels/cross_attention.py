@@ -36,9 +36,8 @@ LOG2E = 1.4426950408889634
 
 
 class AttnConfig(NamedTuple):
-    block_m: int  # queries per block
+    block_m: int  # queries per program
     num_warps: int
-    q_blocks: int = 1  # query blocks per program
 
 
 def attn_config(keys_block: int, head_block: int) -> AttnConfig:
@@ -64,50 +63,47 @@ def _cross_attention_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
-    Q_BLOCKS: tl.constexpr,  # query blocks per program, all against the keys and values it loaded once
 ):
-    # One program: Q_BLOCKS blocks of BLOCK_M queries of one (batch, head); all Sk keys and values in one tile.
+    # One program: BLOCK_M queries of one (batch, head); all Sk keys and values of that head in one tile.
     pid_m = tl.program_id(0)
     bh = tl.program_id(1)
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
+    m_ok = offs_m < Sq
     n_ok = offs_n < Sk
     d_ok = offs_d < D
+    rows = offs_m.to(tl.int64)
+    q = tl.load(q_ptr + b * sq_b + h * sq_h + rows[:, None] * sq_s + offs_d[None, :],
+                mask=m_ok[:, None] & d_ok[None, :], other=0.0)
     k = tl.load(k_ptr + b * sk_b + h * sk_h + offs_n[:, None] * sk_s + offs_d[None, :],
                 mask=n_ok[:, None] & d_ok[None, :], other=0.0)
     v = tl.load(v_ptr + b * sv_b + h * sv_h + offs_n[:, None] * sv_s + offs_d[None, :],
                 mask=n_ok[:, None] & d_ok[None, :], other=0.0)
     if UPCAST:
-        k, v = k.to(tl.float32), v.to(tl.float32)
-    for i in tl.range(0, Q_BLOCKS):
-        offs_m = (pid_m * Q_BLOCKS + i) * BLOCK_M + tl.arange(0, BLOCK_M)
-        m_ok = offs_m < Sq
-        rows = offs_m.to(tl.int64)
-        q = tl.load(q_ptr + b * sq_b + h * sq_h + rows[:, None] * sq_s + offs_d[None, :],
-                    mask=m_ok[:, None] & d_ok[None, :], other=0.0)
-        if UPCAST:
-            s = tl.dot(q.to(tl.float32), tl.trans(k), input_precision="ieee")
-        else:
-            s = tl.dot(q, tl.trans(k))
-        s = s * qk_scale  # the softmax scale times log2(e): the softmax in base 2
-        if HAS_MASK:
-            bias = tl.load(mask_ptr + b * sm_b + h * sm_h + rows[:, None] * sm_s + offs_n[None, :],
-                           mask=m_ok[:, None] & n_ok[None, :], other=0.0)
-            s = s + bias.to(tl.float32) * 1.4426950408889634
-        s = tl.where(n_ok[None, :], s, float("-inf"))
-        row_max = tl.max(s, axis=1)
-        p = tl.exp2(s - row_max[:, None])
-        denom = tl.sum(p, axis=1)
-        if UPCAST:
-            # the probabilities rounded to the inputs' dtype, as the half-precision product below does on a GPU
-            o = tl.dot(round_to(p, out_ptr.dtype.element_ty).to(tl.float32), v, input_precision="ieee")
-        else:
-            o = tl.dot(p.to(v.dtype), v)
-        o = o / denom[:, None]
-        tl.store(out_ptr + b * so_b + h * so_h + rows[:, None] * so_s + offs_d[None, :],
-                 o.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & d_ok[None, :])
+        q, k, v = q.to(tl.float32), k.to(tl.float32), v.to(tl.float32)
+        s = tl.dot(q, tl.trans(k), input_precision="ieee")
+    else:
+        s = tl.dot(q, tl.trans(k))
+    s = s * qk_scale  # the softmax scale times log2(e): the softmax in base 2
+    if HAS_MASK:
+        bias = tl.load(mask_ptr + b * sm_b + h * sm_h + rows[:, None] * sm_s + offs_n[None, :],
+                       mask=m_ok[:, None] & n_ok[None, :], other=0.0)
+        s = s + bias.to(tl.float32) * 1.4426950408889634
+    s = tl.where(n_ok[None, :], s, float("-inf"))
+    row_max = tl.max(s, axis=1)
+    p = tl.exp2(s - row_max[:, None])
+    denom = tl.sum(p, axis=1)
+    if UPCAST:
+        # the probabilities rounded to the inputs' dtype, as the half-precision product below does on a GPU
+        o = tl.dot(round_to(p, out_ptr.dtype.element_ty).to(tl.float32), v, input_precision="ieee")
+    else:
+        o = tl.dot(p.to(v.dtype), v)
+    o = o / denom[:, None]
+    tl.store(out_ptr + b * so_b + h * so_h + rows[:, None] * so_s + offs_d[None, :],
+             o.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & d_ok[None, :])
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -185,7 +181,7 @@ def _launch(out: torch.Tensor, query: torch.Tensor, key: torch.Tensor, value: to
     cfg = config or attn_config(block_n, block_d)
     softmax_scale = (1.0 / math.sqrt(d)) if scale is None else float(scale)
     kernel = direct_launcher(_cross_attention_kernel) if direct else wrap_triton(_cross_attention_kernel)
-    kernel[(cdiv(sq, cfg.block_m * cfg.q_blocks), b * h)](
+    kernel[(cdiv(sq, cfg.block_m), b * h)](
         q, k, v, q if mask is None else mask, out,
         sq, sk, h, d, softmax_scale * LOG2E,
         q.stride(0), q.stride(1), q.stride(2),
@@ -194,7 +190,7 @@ def _launch(out: torch.Tensor, query: torch.Tensor, key: torch.Tensor, value: to
         *mask_strides,
         out.stride(0), out.stride(1), out.stride(2),
         HAS_MASK=mask is not None, UPCAST=query.dtype == torch.float32 or interpreting(),
-        BLOCK_M=cfg.block_m, BLOCK_N=block_n, BLOCK_D=block_d, Q_BLOCKS=cfg.q_blocks, num_warps=cfg.num_warps,
+        BLOCK_M=cfg.block_m, BLOCK_N=block_n, BLOCK_D=block_d, num_warps=cfg.num_warps,
     )
     return out
 

@@ -3,7 +3,7 @@
 attn2 of every LTX-Video block: queries [B, Sq, 32, 64] from to_q, keys and values [B, 128, 32, 64] as views of the
 fused key/value projection [B, 128, 4096], the additive padding mask (0 / -10000 per text token, 32 of 128 padded)
 as the processor prepares it, [B, 32, 1, 128] (a per-head copy), and broadcast [B, 1, 1, 128].  Per shape: per-call
-µs (L2 flushed by a read) and launch-free µs of the kernel at several launch configurations (queries per block, warps, query blocks per program), and of
+µs (L2 flushed by a read) and launch-free µs of the kernel at several launch configurations, and of
 F.scaled_dot_product_attention on the [B, H, S, D] views as diffusers' native backend calls it (default backend
 choice: cuDNN on the H200), with the efficient and math backends forced; max abs error of each against SDPA in fp64.
 Run on the device: python3 docs/perf/h200-2026-11-30j/cross_attn_probe.py
@@ -52,11 +52,9 @@ def main():
             "kernel (per-head mask)": lambda: cross_attention(q, k, v, per_head),
             "kernel (broadcast mask)": lambda: cross_attention(q, k, v, bcast),
         }
-        for bm, nw, qb in ((64, 4, 1), (128, 8, 1), (32, 2, 1), (32, 4, 1), (64, 2, 1), (64, 4, 2), (64, 4, 3),
-                           (64, 4, 4), (128, 8, 2), (32, 2, 2)):
-            impls[f"kernel block_m={bm} warps={nw} q_blocks={qb}"] = (
-                lambda bm=bm, nw=nw, qb=qb: _cross_attention_into(out, q, k, v, per_head,
-                                                                  _config=AttnConfig(bm, nw, qb)))
+        for bm, nw in ((64, 4), (64, 8), (128, 4), (128, 8)):
+            impls[f"kernel block_m={bm} warps={nw}"] = (
+                lambda bm=bm, nw=nw: _cross_attention_into(out, q, k, v, per_head, _config=AttnConfig(bm, nw)))
         print(f"== q [{b}, {sq}, 32, 64], k/v [{b}, 128, 32, 64] (views of a fused projection), mask 96 of 128")
         print("| impl | per call µs | launch-free µs | max abs err vs fp64 |")
         print("|---|---|---|---|")
