@@ -3,6 +3,7 @@
 Portable between CUDA and ROCm; on the CPU they run through Triton's interpreter (TRITON_INTERPRET=1).
 """
 from kernels.adaln import adaln_layer_norm, adaln_rms
+from kernels.cross_attention import cross_attention
 from kernels.gated_residual import gated_residual
 from kernels.geglu import geglu, gelu_tanh
 from kernels.qk_norm_rope import qk_norm_rope
@@ -21,4 +22,5 @@ __all__ = [
     "qk_norm_rope",
     "add_rms_norm_modulate",
     "gated_residual",
+    "cross_attention",
 ]

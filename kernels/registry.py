@@ -80,6 +80,7 @@ _ENTRY_MODULES = (
     "kernels.entries.rope",  # rope (LTX interleaved), rope_rotate_half
     "kernels.entries.qk_norm_rope",  # qk_norm_rope (LTX attn1 q/k norm + RoPE)
     "kernels.entries.geglu",  # geglu, gelu_tanh
+    "kernels.entries.cross_attention",  # cross_attention (LTX attn2: attention to the text tokens)
 )
 
 _REGISTRY: dict[str, KernelEntry] | None = None

@@ -33,7 +33,7 @@ from kernels.inject.state import Session, get_state, InjectionState, STATE_ATTR,
 
 # Kernels an injection can use (kernels.__all__ minus those that have no injection point).
 KERNEL_NAMES = ("qk_norm_rope", "adaln_rms", "add_rms_norm_modulate", "gated_residual", "rms_norm",
-                "rope_interleaved", "rope_rotate_half", "adaln_layer_norm")
+                "rope_interleaved", "rope_rotate_half", "adaln_layer_norm", "cross_attention")
 # Rewrites an injection can make that are not Triton kernels; selected like kernels ("all" includes them).
 REWRITES = {
     "fused_qkv": "the projections that read one input (LTX-Video's attn1 q/k/v, attn2 k/v) as one GEMM each, the "

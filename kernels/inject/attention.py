@@ -8,14 +8,17 @@ microseconds of host time per call.  A chosen backend (``set_attention_backend``
 trace go through ``dispatch_attention_fn``.
 
 Also here: :func:`prepared_mask`, the cross-attention mask as the processors hand it to attention, made once per
-forward instead of once per block.
+forward instead of once per block, and :func:`cross_attention_ok`, where :func:`kernels.cross_attention` computes
+what the native backend would.
 """
 from __future__ import annotations
 
 import torch
 from diffusers.models.attention_dispatch import AttentionBackendName, _AttentionBackendRegistry, dispatch_attention_fn
 
+from kernels.cross_attention import MAX_HEAD_DIM, MAX_KEYS
 from kernels.inject.memo import LastResult
+from kernels.launch import interpreting
 
 
 def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None,
@@ -29,6 +32,48 @@ def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mas
                                                                                 attn_mask=attn_mask)
     return dispatch_attention_fn(query, key, value, attn_mask=attn_mask, dropout_p=0.0, is_causal=False,
                                  backend=backend, parallel_config=parallel_config)
+
+
+def native_default(backend, parallel_config) -> bool:
+    """Whether dispatch would run diffusers' native backend with its defaults: no backend chosen for the processor,
+    no context parallelism, argument checks off and the native backend active (also while a trace runs)."""
+    return (backend is None and parallel_config is None and not _AttentionBackendRegistry._checks_enabled
+            and _AttentionBackendRegistry._active_backend == AttentionBackendName.NATIVE)
+
+
+def cross_attention_ok(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                       attn_mask: torch.Tensor | None) -> bool:
+    """:func:`kernels.cross_attention` computes the native backend's ``F.scaled_dot_product_attention`` on these
+    ``[B, S, H, D]`` tensors (dropout 0, not causal, default scale): one float dtype and device, a unit-stride
+    last dim, at most ``MAX_KEYS`` keys and ``MAX_HEAD_DIM`` per head, an additive float mask or none, and no
+    gradient wanted (the kernel is forward-only; training keeps SDPA)."""
+    if not (query.dim() == key.dim() == value.dim() == 4 and key.shape == value.shape):
+        return False
+    b, sq, h, d = query.shape
+    if (key.shape[0], key.shape[2], key.shape[3]) != (b, h, d) or not 1 <= key.shape[1] <= MAX_KEYS:
+        return False
+    if d > MAX_HEAD_DIM or sq == 0 or not (query.dtype == key.dtype == value.dtype) or query.dtype not in FLOATS:
+        return False
+    if not (query.device == key.device == value.device and _runs_on(query.device)):
+        return False
+    if any(t.stride(-1) != 1 for t in (query, key, value)):
+        return False
+    if attn_mask is not None:
+        if attn_mask.dtype not in FLOATS or attn_mask.device != query.device or attn_mask.dim() > 4:
+            return False
+        try:
+            torch.broadcast_shapes(attn_mask.shape, (b, h, sq, key.shape[1]))
+        except RuntimeError:
+            return False
+    return not (torch.is_grad_enabled() and any(t is not None and t.requires_grad
+                                                for t in (query, key, value, attn_mask)))
+
+
+FLOATS = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def _runs_on(device: torch.device) -> bool:
+    return device.type == "cuda" or (device.type == "cpu" and interpreting())
 
 
 _LAST_MASK = LastResult()  # one for every processor: a transformer hands each of its blocks the same mask object

@@ -5,7 +5,10 @@ Per ``LTXVideoTransformerBlock`` (see the reference notes, sections 1.2-1.4):
 * ``attn1`` (self-attention) gets :class:`LTXKernelAttnProcessor`: ``norm_q``/``norm_k`` (``torch.nn.RMSNorm``
   across all heads, eps 1e-5, with weight) and the interleaved RoPE become one :func:`kernels.qk_norm_rope` call;
 * ``attn2`` (cross-attention, no RoPE) gets the same processor class, with ``norm_q``/``norm_k`` through
-  :func:`kernels.rms_norm` (numerics "torch");
+  :func:`kernels.rms_norm` (numerics "torch"), and with ``cross_attention`` selected its attention to the text
+  tokens through :func:`kernels.cross_attention` (all the keys in one tile) where diffusers would run its native
+  backend with the defaults and the tensors suit the kernel (:func:`kernels.inject.attention.cross_attention_ok`),
+  in eager calls and under torch.compile; a backend chosen with ``set_attention_backend`` is used as chosen;
 * with ``fused_qkv`` selected, attn1's q/k/v projections (which all read the block's normed input) are one GEMM,
   and so are attn2's k/v (which read the text states): :mod:`kernels.inject.fused_linear`.  This runs in eager
   calls; while torch.compile traces, the three projections stay separate (the fused weights' check reads
@@ -45,9 +48,9 @@ from diffusers.models.transformers.transformer_ltx import (LTXAttention, LTXVide
                                                           LTXVideoRotaryPosEmbed, LTXVideoTransformerBlock,
                                                           LTXVideoTransformer3DModel, apply_rotary_emb)
 
-from kernels import add_rms_norm_modulate, gated_residual, qk_norm_rope
+from kernels import add_rms_norm_modulate, cross_attention, gated_residual, qk_norm_rope
 from kernels.inject import fused_linear
-from kernels.inject.attention import attend, prepared_mask
+from kernels.inject.attention import attend, cross_attention_ok, native_default, prepared_mask
 from kernels.inject.calls import call, plain
 from kernels.inject.linear_gelu import gelu_projection_ok, linear_gelu, linear_gelu_ok
 from kernels.inject.memo import LastResult
@@ -95,15 +98,18 @@ class LTXKernelAttnProcessor:
     _parallel_config = None
 
     def __init__(self, fuse_qk_rope: bool = True, rms_norm: bool = True,
-                 qkv: fused_linear.FusedLinear | None = None, kv: fused_linear.FusedLinear | None = None):
+                 qkv: fused_linear.FusedLinear | None = None, kv: fused_linear.FusedLinear | None = None,
+                 cross_attention: bool = False):
         self.fuse_qk_rope = bool(fuse_qk_rope)
         self.rms_norm = bool(rms_norm)
         self.qkv = qkv  # to_q/to_k/to_v as one GEMM (self-attention)
         self.kv = kv  # to_k/to_v as one GEMM (cross-attention)
+        self.cross_attention = bool(cross_attention)  # attention to the text tokens through kernels.cross_attention
 
     def __repr__(self) -> str:
         return (f"LTXKernelAttnProcessor(fuse_qk_rope={self.fuse_qk_rope}, rms_norm={self.rms_norm}, "
-                f"fused_qkv={self.qkv is not None}, fused_kv={self.kv is not None})")
+                f"fused_qkv={self.qkv is not None}, fused_kv={self.kv is not None}, "
+                f"cross_attention={self.cross_attention})")
 
     def _project(self, attn, hidden_states, encoder_hidden_states):
         """query, key, value: one GEMM for the projections that share an input where they are fused (eager
@@ -147,7 +153,13 @@ class LTXKernelAttnProcessor:
         key = key.unflatten(2, (attn.heads, -1))
         value = value.unflatten(2, (attn.heads, -1))
 
-        hidden_states = attend(query, key, value, attention_mask, self._attention_backend, self._parallel_config)
+        if (self.cross_attention and encoder_hidden_states is not None
+                and native_default(self._attention_backend, self._parallel_config)
+                and cross_attention_ok(query, key, value, attention_mask)):
+            hidden_states = cross_attention(query, key, value, attention_mask)
+        else:
+            hidden_states = attend(query, key, value, attention_mask, self._attention_backend,
+                                   self._parallel_config)
         hidden_states = hidden_states.flatten(2, 3)
         hidden_states = hidden_states.to(query.dtype)
         hidden_states = call(attn.to_out[0], hidden_states)
@@ -344,14 +356,16 @@ def _inject_attention(s: Session, name: str, attn: LTXAttention, self_attention:
         return
     fuse = self_attention and s.allowed("qk_norm_rope")
     rms = s.allowed("rms_norm")
-    if not (fuse or rms or s.allowed("fused_qkv")):
+    xattn = not self_attention and s.allowed("cross_attention")
+    if not (fuse or rms or s.allowed("fused_qkv") or xattn):
         why = ("qk_norm_rope, rms_norm and fused_qkv not selected" if self_attention
-               else "rms_norm and fused_qkv not selected")
+               else "rms_norm, fused_qkv and cross_attention not selected")
         s.leave(name, attn, why)
         return
     used = (("qk_norm_rope",) if fuse else ()) + (("rms_norm",) if rms and not fuse else ())
     note = ("norm_q + norm_k + interleaved RoPE fused" if fuse else
-            "norm_q / norm_k through rms_norm (numerics torch)" + ("; RoPE eager" if self_attention else ""))
+            "norm_q / norm_k through rms_norm (numerics torch)" if rms else "norm_q / norm_k as they are")
+    note += "; RoPE eager" if self_attention and not fuse else ""
     qkv = kv = None
     if s.allowed("fused_qkv"):
         group = (attn.to_q, attn.to_k, attn.to_v) if self_attention else (attn.to_k, attn.to_v)
@@ -364,8 +378,11 @@ def _inject_attention(s: Session, name: str, attn: LTXAttention, self_attention:
             qkv, kv = (fused, None) if self_attention else (None, fused)
             used += ("fused_qkv",)
             note += "; q/k/v projections as one GEMM" if self_attention else "; k/v projections as one GEMM"
-    s.replace_processor(name, attn, LTXKernelAttnProcessor(fuse_qk_rope=fuse, rms_norm=rms, qkv=qkv, kv=kv),
-                        used, note)
+    if xattn:
+        used += ("cross_attention",)
+        note += "; attention to the text tokens in one tile (cross_attention)"
+    s.replace_processor(name, attn, LTXKernelAttnProcessor(fuse_qk_rope=fuse, rms_norm=rms, qkv=qkv, kv=kv,
+                                                           cross_attention=xattn), used, note)
     s.cover(attn.norm_q, attn.norm_k)
 
 

@@ -8,7 +8,7 @@ import torch
 from diffusers import AutoencoderKLLTXVideo, FlowMatchEulerDiscreteScheduler, LTXPipeline, LTXVideoTransformer3DModel
 from diffusers.models.transformers.transformer_ltx import LTXVideoAttnProcessor
 
-from kernels.inject import inject, is_injected, restore
+from kernels.inject import inject, is_injected, resolve_kernels, restore
 from kernels.inject.ltx import LTXKernelAttnProcessor
 from tests.inject.conftest import BF16, KernelCalls, assert_close_bf16, assert_equal
 
@@ -22,7 +22,7 @@ VAE = dict(latent_channels=8, block_out_channels=(8, 8, 8, 8), decoder_block_out
 FRAMES, HEIGHT, WIDTH = 9, 64, 96  # latent 2 x 2 x 3 = 12 tokens through the real 8x/32x compression
 TXT = 16
 PER_FORWARD = {"qk_norm_rope": LAYERS, "rms_norm": 2 * LAYERS, "adaln_rms": LAYERS, "add_rms_norm_modulate": LAYERS,
-               "gated_residual": 2 * LAYERS, "linear_gelu": LAYERS}
+               "gated_residual": 2 * LAYERS, "linear_gelu": LAYERS, "cross_attention": LAYERS}
 
 
 def _transformer(dtype=BF16, seed=0):
@@ -86,7 +86,8 @@ def test_pipeline_matches_stock_counts_and_restores_exactly(pipe):
         by_path = {r.path: r for r in report.replaced}
         for i in range(LAYERS):
             assert by_path[f"transformer.transformer_blocks.{i}.attn1"].kernels == ("qk_norm_rope", "fused_qkv")
-            assert by_path[f"transformer.transformer_blocks.{i}.attn2"].kernels == ("rms_norm", "fused_qkv")
+            assert by_path[f"transformer.transformer_blocks.{i}.attn2"].kernels == ("rms_norm", "fused_qkv",
+                                                                                    "cross_attention")
             assert by_path[f"transformer.transformer_blocks.{i}"].kernels == ("adaln_rms", "add_rms_norm_modulate",
                                                                               "gated_residual", "linear_gelu")
         left = {x.path: x for x in report.left}
@@ -173,7 +174,8 @@ def test_kernel_selection():
     rep = inject(model, kernels=["qk_norm_rope", "adaln_rms"])
     assert not rep.already_injected
     assert rep.counts() == {"attn_processor": LAYERS, "block_forward": LAYERS, "rope_forward": 1}
-    assert {x.path: x.reason for x in rep.left}["transformer_blocks.1.attn2"] == "rms_norm and fused_qkv not selected"
+    assert {x.path: x.reason for x in rep.left}["transformer_blocks.1.attn2"] == \
+        "rms_norm, fused_qkv and cross_attention not selected"
     with KernelCalls() as kc:
         out = _run(model, kw)
     # without add_rms_norm_modulate, norm2 + modulate also goes through adaln_rms
@@ -215,9 +217,11 @@ def test_native_backend_is_called_directly_other_backends_through_dispatch(monke
 
     from kernels.inject import attention
 
+    # set_attention_backend also makes its backend diffusers' active one, which reset_attention_backend leaves
+    monkeypatch.setattr(_AttentionBackendRegistry, "_active_backend", _AttentionBackendRegistry._active_backend)
     model = _transformer()
     kw = _inputs()
-    inject(model)
+    inject(model, kernels=[k for k in resolve_kernels("all") if k != "cross_attention"])
     out = _run(model, kw)
     dispatched = []
     dispatch = attention.dispatch_attention_fn
@@ -234,6 +238,44 @@ def test_native_backend_is_called_directly_other_backends_through_dispatch(monke
         dispatched.clear()
         _run(model, kw)
         assert [b.value for b in dispatched] == ["_native_math"] * 2 * LAYERS
+    finally:
+        model.reset_attention_backend()
+    restore(model)
+
+
+def test_cross_attention_kernel_where_the_native_backend_would_run(monkeypatch):
+    """attn2's attention goes through kernels.cross_attention where dispatch would run the native backend with its
+    defaults; diffusers' argument checks, a chosen backend, or a call that wants gradients keep diffusers' path."""
+    from diffusers.models.attention_dispatch import _AttentionBackendRegistry
+
+    monkeypatch.setattr(_AttentionBackendRegistry, "_active_backend", _AttentionBackendRegistry._active_backend)
+    model = _transformer()
+    kw = _inputs()
+    ref = _run(model, kw)
+    rep = inject(model)
+    assert all("cross_attention" in r.kernels for r in rep.replaced if r.path.endswith("attn2"))
+    assert not any("cross_attention" in r.kernels for r in rep.replaced if r.path.endswith("attn1"))
+    with KernelCalls() as kc:
+        out = _run(model, kw)
+    assert kc.calls["cross_attention"] == LAYERS
+    assert_close_bf16(out, ref)
+    monkeypatch.setattr(_AttentionBackendRegistry, "_checks_enabled", True)
+    with KernelCalls() as kc:
+        _run(model, kw)
+    assert "cross_attention" not in kc.calls
+    monkeypatch.setattr(_AttentionBackendRegistry, "_checks_enabled", False)
+    with torch.enable_grad(), KernelCalls() as kc:
+        for p in model.parameters():
+            p.requires_grad_(True)
+        model(**kw)
+        for p in model.parameters():
+            p.requires_grad_(False)
+    assert "cross_attention" not in kc.calls and kc.calls["qk_norm_rope"] == LAYERS
+    try:
+        model.set_attention_backend("_native_math")
+        with KernelCalls() as kc:
+            assert_close_bf16(_run(model, kw), ref)
+        assert "cross_attention" not in kc.calls
     finally:
         model.reset_attention_backend()
     restore(model)
