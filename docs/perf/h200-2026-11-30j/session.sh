@@ -6,10 +6,13 @@
 #            of tests/kernels/test_rope.py and tests/inject, the rope_rotate_half kernel plan, ab_probe.py (compile
 #            against triton+compile interleaved) and host_profile.py
 #   stage c: the e2e plans, plain calls (plan-e2e-host.jsonl) and launch-free (plan-e2e-graph.jsonl)
+#   stage e: after the cross_attention kernel and its injection: the GPU tests of test_cross_attention.py and
+#            tests/inject, the cross_attention kernel plan, the launch-free e2e plan (plan-e2e-graph-e.jsonl),
+#            xattn_ab_probe.py, then the plain-call plan (plan-e2e-host-e.jsonl) in what time is left
 #   Every stage packs what it wrote into one archive, bundle-STAGE.tgz (a call brings back at most 8 files).
-# Usage (device, repo root): bash docs/perf/h200-2026-11-30j/session.sh a|b|c
+# Usage (device, repo root): bash docs/perf/h200-2026-11-30j/session.sh a|b|c|e
 set -u
-STAGE=${1:?a, b or c}; P=docs/perf/h200-2026-11-30j
+STAGE=${1:?a, b, c or e}; P=docs/perf/h200-2026-11-30j
 . docs/perf/device_preamble.sh
 if [ "$STAGE" = a ]; then
   timeout 200 python3 $P/rope_half_math.py "$OUT" > "$OUT/rope-half-math.log" 2>&1
@@ -37,5 +40,20 @@ elif [ "$STAGE" = c ]; then
   timeout $(left) python3 -m workers run $P/plan-e2e-graph.jsonl --out "$OUT/results-e2e-graph-c.jsonl" \
       >> "$OUT/e2e-c.log" 2>&1
   stamp "e2e graph" $? >> "$OUT/e2e-c.log"; tail -n 1 "$OUT/e2e-c.log"
+elif [ "$STAGE" = e ]; then
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels/test_cross_attention.py tests/inject \
+      > "$OUT/pytest-gpu-e.log" 2>&1
+  stamp pytest $? >> "$OUT/pytest-gpu-e.log"; tail -n 3 "$OUT/pytest-gpu-e.log"
+  timeout 90 python3 -m workers run $P/plan-kernels-xattn.jsonl --out "$OUT/results-kernels-xattn.jsonl" \
+      > "$OUT/kernels-e.log" 2>&1
+  stamp kernels $? >> "$OUT/kernels-e.log"; tail -n 1 "$OUT/kernels-e.log"
+  timeout 120 python3 -m workers run $P/plan-e2e-graph-e.jsonl --out "$OUT/results-e2e-graph-e.jsonl" \
+      > "$OUT/e2e-e.log" 2>&1
+  stamp "e2e graph" $? >> "$OUT/e2e-e.log"; tail -n 1 "$OUT/e2e-e.log"
+  timeout 120 python3 $P/xattn_ab_probe.py > "$OUT/xattn-ab-probe.log" 2>&1
+  stamp ab $? >> "$OUT/xattn-ab-probe.log"; tail -n 1 "$OUT/xattn-ab-probe.log"
+  timeout $(left) python3 -m workers run $P/plan-e2e-host-e.jsonl --out "$OUT/results-e2e-host-e.jsonl" \
+      >> "$OUT/e2e-e.log" 2>&1
+  stamp "e2e host" $? >> "$OUT/e2e-e.log"; tail -n 1 "$OUT/e2e-e.log"
 fi
 B=$(mktemp) && tar czf "$B" -C "$OUT" . && find "$OUT" -type f -delete && mv "$B" "$OUT/bundle-$STAGE.tgz"
