@@ -45,35 +45,39 @@ def cross_attention_ok(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
                        attn_mask: torch.Tensor | None) -> bool:
     """:func:`kernels.cross_attention` computes the native backend's ``F.scaled_dot_product_attention`` on these
     ``[B, S, H, D]`` tensors (dropout 0, not causal, default scale): one float dtype and device, a unit-stride
-    last dim, at most ``MAX_KEYS`` keys and ``MAX_HEAD_DIM`` per head, an additive float mask or none, and no
-    gradient wanted (the kernel is forward-only; training keeps SDPA)."""
-    if not (query.dim() == key.dim() == value.dim() == 4 and key.shape == value.shape):
+    last dim, at most ``MAX_KEYS`` keys and ``MAX_HEAD_DIM`` per head, an additive float mask that broadcasts to
+    ``[B, H, Sq, Sk]`` or none, and no gradient wanted (the kernel is forward-only; training keeps SDPA).  Plain
+    comparisons only: this runs before every attn2 call, and ``torch.broadcast_shapes`` and generator expressions
+    made it cost ~20 us of host time per call on the development machine."""
+    if query.dim() != 4 or key.dim() != 4 or key.shape != value.shape:
         return False
     b, sq, h, d = query.shape
-    if (key.shape[0], key.shape[2], key.shape[3]) != (b, h, d) or not 1 <= key.shape[1] <= MAX_KEYS:
+    kb, sk, kh, kd = key.shape
+    if kb != b or kh != h or kd != d or not 0 < sk <= MAX_KEYS or d > MAX_HEAD_DIM or sq == 0:
         return False
-    if d > MAX_HEAD_DIM or sq == 0 or not (query.dtype == key.dtype == value.dtype) or query.dtype not in FLOATS:
+    dtype, device = query.dtype, query.device
+    if dtype not in FLOATS or key.dtype != dtype or value.dtype != dtype:
         return False
-    if not (query.device == key.device == value.device and _runs_on(query.device)):
+    if not (device.type == "cuda" or (device.type == "cpu" and _INTERPRETING)) or key.device != device \
+            or value.device != device:
         return False
-    if any(t.stride(-1) != 1 for t in (query, key, value)):
+    if query.stride(3) != 1 or key.stride(3) != 1 or value.stride(3) != 1:
         return False
     if attn_mask is not None:
-        if attn_mask.dtype not in FLOATS or attn_mask.device != query.device or attn_mask.dim() > 4:
+        shape = attn_mask.shape
+        if attn_mask.dtype not in FLOATS or attn_mask.device != device or len(shape) > 4:
             return False
-        try:
-            torch.broadcast_shapes(attn_mask.shape, (b, h, sq, key.shape[1]))
-        except RuntimeError:
-            return False
-    return not (torch.is_grad_enabled() and any(t is not None and t.requires_grad
-                                                for t in (query, key, value, attn_mask)))
+        for have, full in zip(shape, (b, h, sq, sk)[4 - len(shape):]):
+            if have != 1 and have != full:
+                return False
+    if torch.is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad
+                                    or (attn_mask is not None and attn_mask.requires_grad)):
+        return False
+    return True
 
 
 FLOATS = (torch.float32, torch.bfloat16, torch.float16)
-
-
-def _runs_on(device: torch.device) -> bool:
-    return device.type == "cuda" or (device.type == "cpu" and interpreting())
+_INTERPRETING = interpreting()  # Triton decides when the kernels are imported (kernels.launch)
 
 
 _LAST_MASK = LastResult()  # one for every processor: a transformer hands each of its blocks the same mask object
