@@ -63,6 +63,9 @@ from kernels.inject.state import Session, mark
 
 FAMILY = "ltx"
 MODEL_CLASSES = (LTXVideoTransformer3DModel,)
+# Whether attn2 calls kernels.cross_attention while torch.compile traces too (see the module doc: off, measured
+# slower under Inductor; docs/perf/h200-2026-11-30j/xattn_compile_probe.py turns it on to find out why).
+CROSS_ATTENTION_UNDER_COMPILE = False
 
 
 def _fused_qk_rope_ok(attn: nn.Module, query: torch.Tensor, key: torch.Tensor, rope) -> bool:
@@ -155,7 +158,8 @@ class LTXKernelAttnProcessor:
         key = key.unflatten(2, (attn.heads, -1))
         value = value.unflatten(2, (attn.heads, -1))
 
-        if (self.cross_attention and encoder_hidden_states is not None and not torch.compiler.is_compiling()
+        if (self.cross_attention and encoder_hidden_states is not None
+                and (CROSS_ATTENTION_UNDER_COMPILE or not torch.compiler.is_compiling())
                 and native_default(self._attention_backend, self._parallel_config)
                 and cross_attention_ok(query, key, value, attention_mask)):
             hidden_states = cross_attention(query, key, value, attention_mask)

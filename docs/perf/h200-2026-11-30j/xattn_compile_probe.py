@@ -5,7 +5,7 @@ At attn2's shape (q [2, 1320, 32, 64], k/v [2, 128, 32, 64], the per-head mask [
 1. The direct launch and ``torch.compile(fullgraph=True)`` of a function that only calls the kernel, each timed
    launch-free; the generated code's launch of the kernel (``run_and_get_code``) saved to OUT_DIR.
 2. The same inside the injected model's block: one LTX-Video block compiled as the e2e job compiles it (fullgraph,
-   ``compile_options()``), with attn2's ``is_compiling`` guard lifted for the probe, timed launch-free per block call.
+   ``compile_options()``), with ``kernels.inject.ltx.CROSS_ATTENTION_UNDER_COMPILE`` on, timed launch-free per block call.
 3. For every compiled variant of ``_cross_attention_kernel`` this process holds (Triton's cache of the direct
    launch, and Inductor's autotuners): num_warps, num_stages, shared memory, and the ``tt.divisibility`` attributes
    of its arguments in the TTIR, to compare the two compilations.
@@ -73,7 +73,7 @@ def main(out_dir):
         model = LTXVideoTransformer3DModel(num_layers=1).to(bf).eval()
     inject(model)
     kw = _ltx_inputs()
-    ltx.torch.compiler.is_compiling = lambda: False  # the probe only: attn2 takes the kernel while traced
+    ltx.CROSS_ATTENTION_UNDER_COMPILE = True  # attn2 takes the kernel while traced
     with torch.no_grad():
         model(**kw)
         eager = median(graph_time(lambda: model(**kw), dev, calls=10))
