@@ -84,9 +84,10 @@ def main(out_dir):
         compiled = median(graph_time(lambda: model(**kw), dev, calls=10))
     print(f"2. one-block model, launch-free ms per forward: eager {eager / 1e3:.3f}, compiled {compiled / 1e3:.3f}")
     print("3. compiled variants of _cross_attention_kernel:")
-    for key, kernel in getattr(_cross_attention_kernel, "device_caches", {}).items():
-        for sig, compiled_kernel in kernel[0].items():
-            describe(f"direct launch {str(sig)[:60]}", compiled_kernel)
+    from kernels.launch import _DIRECT
+    direct_launcher = _DIRECT.get(_cross_attention_kernel)
+    for key, (compiled_kernel, _constexprs, _raw) in (direct_launcher.cache.items() if direct_launcher else ()):
+        describe(f"direct launch {str(key[1])[:60]}", compiled_kernel)
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
     for o in gc.get_objects():
         try:
