@@ -18,16 +18,14 @@ from diffusers.models.attention_dispatch import AttentionBackendName, _Attention
 
 from kernels.cross_attention import MAX_HEAD_DIM, MAX_KEYS
 from kernels.inject.memo import LastResult
-from kernels.launch import interpreting
+from kernels.launch import FLOAT_DTYPES, interpreting
 
 
 def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None,
            backend, parallel_config) -> torch.Tensor:
     """``dispatch_attention_fn(query, key, value, attn_mask=attn_mask, backend=backend,
     parallel_config=parallel_config)``; ``[B, S, H, D]`` in and out."""
-    if (not torch.compiler.is_compiling() and backend is None and parallel_config is None
-            and not _AttentionBackendRegistry._checks_enabled
-            and _AttentionBackendRegistry._active_backend == AttentionBackendName.NATIVE):
+    if not torch.compiler.is_compiling() and native_default(backend, parallel_config):
         return _AttentionBackendRegistry._backends[AttentionBackendName.NATIVE](query, key, value,
                                                                                 attn_mask=attn_mask)
     return dispatch_attention_fn(query, key, value, attn_mask=attn_mask, dropout_p=0.0, is_causal=False,
@@ -56,7 +54,7 @@ def cross_attention_ok(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
     if kb != b or kh != h or kd != d or not 0 < sk <= MAX_KEYS or d > MAX_HEAD_DIM or sq == 0:
         return False
     dtype, device = query.dtype, query.device
-    if dtype not in FLOATS or key.dtype != dtype or value.dtype != dtype:
+    if dtype not in FLOAT_DTYPES or key.dtype != dtype or value.dtype != dtype:
         return False
     if not (device.type == "cuda" or (device.type == "cpu" and _INTERPRETING)) or key.device != device \
             or value.device != device:
@@ -65,7 +63,7 @@ def cross_attention_ok(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
         return False
     if attn_mask is not None:
         shape = attn_mask.shape
-        if attn_mask.dtype not in FLOATS or attn_mask.device != device or len(shape) > 4:
+        if attn_mask.dtype not in FLOAT_DTYPES or attn_mask.device != device or len(shape) > 4:
             return False
         for have, full in zip(shape, (b, h, sq, sk)[4 - len(shape):]):
             if have != 1 and have != full:
@@ -75,8 +73,6 @@ def cross_attention_ok(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
         return False
     return True
 
-
-FLOATS = (torch.float32, torch.bfloat16, torch.float16)
 _INTERPRETING = interpreting()  # Triton decides when the kernels are imported (kernels.launch)
 
 

@@ -31,9 +31,9 @@ import torch.nn as nn
 from kernels import rms_norm, rope_rotate_half
 from kernels.inject.report import KIND_ATTENTION_FORWARD, KIND_NORM_FORWARD
 from kernels.inject.state import MARK, Session, mark
+from kernels.launch import FLOAT_DTYPES
 
 FAMILY = "llama"
-_FLOATS = (torch.float32, torch.bfloat16, torch.float16)
 
 
 def _llama():
@@ -74,8 +74,8 @@ def _from_transformers(cls: type) -> bool:
 # ----------------------------------------------------------------------------------------------------------------
 def llama_rms_norm_ok(norm: nn.Module, x: torch.Tensor) -> bool:
     w = getattr(norm, "weight", None)
-    return (isinstance(w, torch.Tensor) and w.dim() == 1 and w.shape[0] == x.shape[-1] and w.dtype in _FLOATS
-            and w.device == x.device and x.dtype in _FLOATS and x.device.type in ("cuda", "cpu") and x.dim() >= 1)
+    return (isinstance(w, torch.Tensor) and w.dim() == 1 and w.shape[0] == x.shape[-1] and w.dtype in FLOAT_DTYPES
+            and w.device == x.device and x.dtype in FLOAT_DTYPES and x.device.type in ("cuda", "cpu") and x.dim() >= 1)
 
 
 @mark
@@ -105,7 +105,7 @@ def rope_ok(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, unsqueeze_dim
     if unsqueeze_dim not in (1, 2) or x.dim() != 4 or cos.dim() != 3 or cos.shape != sin.shape:
         return False
     seq_dim = 2 if unsqueeze_dim == 1 else 1
-    return (x.dtype in _FLOATS and cos.dtype == x.dtype and sin.dtype == x.dtype and x.shape[-1] % 2 == 0
+    return (x.dtype in FLOAT_DTYPES and cos.dtype == x.dtype and sin.dtype == x.dtype and x.shape[-1] % 2 == 0
             and x.device.type in ("cuda", "cpu") and cos.device == x.device and sin.device == x.device
             and cos.shape[0] in (1, x.shape[0]) and cos.shape[1] == x.shape[seq_dim] and cos.shape[2] == x.shape[-1])
 

@@ -17,13 +17,12 @@ from diffusers.models.normalization import RMSNorm as DiffusersRMSNorm
 
 from kernels import adaln_layer_norm, adaln_rms, rms_norm
 from kernels.inject.state import mark
-
-_FLOATS = (torch.float32, torch.bfloat16, torch.float16)
+from kernels.launch import FLOAT_DTYPES
 
 
 def _runs_here(x: torch.Tensor) -> bool:
     """Triton runs on CUDA/ROCm tensors (and CPU tensors under the interpreter, which the kernels check)."""
-    return x.device.type in ("cuda", "cpu") and x.dtype in _FLOATS
+    return x.device.type in ("cuda", "cpu") and x.dtype in FLOAT_DTYPES
 
 
 def _param_ok(p: torch.Tensor | None, x: torch.Tensor) -> bool:
@@ -74,7 +73,7 @@ def diffusers_rms_norm_ok(norm: nn.Module, x: torch.Tensor) -> bool:
         return False
     w = norm.weight
     # the weight may differ in dtype from x (rms_norm rounds to a half weight's dtype, keeps fp32 for an fp32 one)
-    return w is None or (w.dtype in _FLOATS and w.device == x.device and w.dim() == 1)
+    return w is None or (w.dtype in FLOAT_DTYPES and w.device == x.device and w.dim() == 1)
 
 
 @mark
