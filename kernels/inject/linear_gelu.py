@@ -36,10 +36,13 @@ from kernels.inject.report import KIND_ACTIVATION_FORWARD
 from kernels.inject.state import Session, mark
 
 
-def _linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    if x.device.type != "cuda":  # the CPU's _addmm_activation is the erf GELU
-        return torch.nn.functional.gelu(torch.nn.functional.linear(x, weight, bias), approximate="tanh")
-    out = torch._addmm_activation(bias, x.reshape(-1, x.shape[-1]), weight.t(), use_gelu=True)
+# bias + mat1 @ mat2 and its GELU-tanh in cuBLASLt's (hipBLASLt's) epilogue; on the CPU the erf GELU instead
+_ADDMM_GELU_TANH = functools.partial(torch._addmm_activation, use_gelu=True)
+
+
+def _on_rows(addmm_gelu, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """``addmm_gelu(bias, mat1, mat2)`` on x's rows and the transposed weight, shaped back like x."""
+    out = addmm_gelu(bias, x.reshape(-1, x.shape[-1]), weight.t())
     return out.view(*x.shape[:-1], weight.shape[0])
 
 
@@ -58,7 +61,7 @@ def _addmm_gelu_tanh_cpu(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Ten
 # host_profile.py).  No autograd kernel: linear_gelu_ok admits no call that wants a gradient.
 _LIB = torch.library.Library("kernelfleet", "FRAGMENT")
 _LIB.define("addmm_gelu_tanh(Tensor bias, Tensor mat1, Tensor mat2) -> Tensor")
-_LIB.impl("addmm_gelu_tanh", functools.partial(torch._addmm_activation, use_gelu=True), "CUDA")
+_LIB.impl("addmm_gelu_tanh", _ADDMM_GELU_TANH, "CUDA")
 _LIB.impl("addmm_gelu_tanh", _addmm_gelu_tanh_cpu, "CPU")
 
 
@@ -85,9 +88,10 @@ def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> to
     """``gelu(x @ weight.T + bias, approximate="tanh")`` as one GEMM (see the module doc); check
     :func:`linear_gelu_ok` first."""
     if torch.compiler.is_compiling():
-        out = torch.ops.kernelfleet.addmm_gelu_tanh(bias, x.reshape(-1, x.shape[-1]), weight.t())
-        return out.view(*x.shape[:-1], weight.shape[0])
-    return _linear_gelu(x, weight, bias)
+        return _on_rows(torch.ops.kernelfleet.addmm_gelu_tanh, x, weight, bias)
+    if x.device.type != "cuda":  # the CPU's _addmm_activation is the erf GELU
+        return torch.nn.functional.gelu(torch.nn.functional.linear(x, weight, bias), approximate="tanh")
+    return _on_rows(_ADDMM_GELU_TANH, x, weight, bias)
 
 
 def gelu_projection_ok(module: nn.Module) -> bool:
