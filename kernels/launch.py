@@ -419,6 +419,16 @@ def _hook_set(hook) -> bool:
 _DIRECT: dict = {}
 
 
+def forget_launches() -> None:
+    """Drop every direct launcher's kept kernels and every public function's launch plans (they hold the
+    constexprs a launch was recorded with), so the next calls take the full path again: after a change to what
+    the launch table says, e.g."""
+    for launcher in _DIRECT.values():
+        launcher.cache.clear()
+    for plans in PLANS.values():
+        plans.plans.clear()
+
+
 def direct_launcher(fn) -> DirectLauncher:
     """The (shared) :class:`DirectLauncher` of a ``@triton.jit`` kernel."""
     launcher = _DIRECT.get(fn)

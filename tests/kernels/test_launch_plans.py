@@ -41,6 +41,8 @@ CALLS = {
                                                                      t["sin"][:, :16]),
     "rope_rotate_half bf16 tables": lambda t: kernels.rope_rotate_half(t["x"].view(2, 12, 4, 16), t["cos16"],
                                                                        t["sin16"]),
+    "cross_attention, mask broadcast": lambda t: kernels.cross_attention(
+        t["x"].view(2, 12, 4, 16), t["res"].view(2, 12, 4, 16), t["sh"].view(2, 12, 4, 16), t["cos16"][:, :12]),
 }
 
 
@@ -138,3 +140,15 @@ def test_no_plans_without_the_fast_launch():
             call(t)
             call(t)
     assert not any(plans.plans for plans in launch.PLANS.values())
+
+
+def test_forget_launches_drops_kept_kernels_and_plans(log):
+    t = _inputs(0)
+    kernels.rms_norm(t["x"], t["w"])
+    assert launch.PLANS["rms_norm"].plans and any(d.cache for d in launch._DIRECT.values())
+    launch.forget_launches()
+    assert not any(plans.plans for plans in launch.PLANS.values())
+    assert not any(d.cache for d in launch._DIRECT.values())
+    log.clear()
+    kernels.rms_norm(t["x"], t["w"])  # the full path again: Triton's first launch (not in the fake's log), recorded
+    assert not log and launch.PLANS["rms_norm"].plans

@@ -439,7 +439,7 @@ def test_gpu_rotate_half_per_op_rounding_over_wide_magnitudes(dtype, half_math, 
     dev = torch.device("cuda")
     monkeypatch.setitem(launch._TABLE, launch.device_arch(dev.index or 0),
                         dataclasses.replace(launch.arch_launch(dev), native_half_math=half_math))
-    _forget_launches(launch)
+    launch.forget_launches()
     g = torch.Generator().manual_seed(3)
     exponents = torch.randint(-12, 12, (2, 1000, 8, 64), generator=g).to(torch.float32)
     x = (torch.randn((2, 1000, 8, 64), generator=g) * torch.exp2(exponents)).to(dtype).to(dev)
@@ -448,12 +448,4 @@ def test_gpu_rotate_half_per_op_rounding_over_wide_magnitudes(dtype, half_math, 
     try:
         assert torch.equal(rope_rotate_half(x, tc, ts), rotate_half_eager(x, tc, ts, 1))
     finally:
-        _forget_launches(launch)
-
-
-def _forget_launches(launch):
-    """Drop the direct launcher's compiled kernels and the eager calls' launch plans (they hold the constexprs)."""
-    for d in launch._DIRECT.values():
-        d.cache.clear()
-    for plans in launch.PLANS.values():
-        plans.plans.clear()
+        launch.forget_launches()

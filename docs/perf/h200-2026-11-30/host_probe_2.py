@@ -79,10 +79,7 @@ VARIANTS = ("plan", "no plan", "triton", "plan, no launch")
 @contextlib.contextmanager
 def _variant(name):
     saved_find = launch.LaunchPlans.find
-    for d in launch._DIRECT.values():
-        d.cache.clear()
-    for plans in launch.PLANS.values():
-        plans.plans.clear()
+    launch.forget_launches()
     if name == "no plan":
         launch.LaunchPlans.find = lambda self, *items: (None, None)
     if name == "triton":
