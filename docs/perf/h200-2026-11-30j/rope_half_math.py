@@ -18,6 +18,7 @@ Run on the device: python3 docs/perf/h200-2026-11-30j/rope_half_math.py OUT_DIR
 """
 import os
 import sys
+import tempfile
 
 import torch
 import triton
@@ -131,4 +132,4 @@ def main(out_dir):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/rope-half-math")
+    main(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="rope-half-math-"))

@@ -15,6 +15,7 @@ import gc
 import os
 import re
 import sys
+import tempfile
 
 import torch
 
@@ -103,4 +104,4 @@ def main(out_dir):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/xattn-compile-probe")
+    main(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="xattn-compile-probe-"))
