@@ -146,6 +146,24 @@ def forward_timings(model, kw, n=9):
     return statistics.median(enq), statistics.median(tot), forward_device_ms(model, kw)
 
 
+def interleaved_host_ms(models: dict, kw, rounds: int, n: int = 7, on_round=None):
+    """``rounds`` rounds of ``n`` forwards of each model (``forward_host_ms``), the order of the models reversed
+    every other round: per model, every forward's host enqueue ms and synced ms.  ``on_round(r, medians)`` after
+    each round, with each model's median synced ms of that round."""
+    enq = {name: [] for name in models}
+    tot = {name: [] for name in models}
+    for r in range(rounds):
+        medians = {}
+        for name in (list(models) if r % 2 == 0 else list(models)[::-1]):
+            e, s = forward_host_ms(models[name], kw, n)
+            enq[name] += e
+            tot[name] += s
+            medians[name] = statistics.median(s)
+        if on_round is not None:
+            on_round(r, medians)
+    return enq, tot
+
+
 def model_host():
     from diffusers import LTXVideoTransformer3DModel
 

@@ -17,7 +17,7 @@ import time
 import torch
 
 sys.path.insert(0, "docs/perf/h200-2026-11-30")
-from host_probe_2 import _ltx_inputs, forward_device_ms, forward_host_ms  # noqa: E402
+from host_probe_2 import _ltx_inputs, forward_device_ms, interleaved_host_ms  # noqa: E402
 
 dev = torch.device("cuda")
 
@@ -51,19 +51,13 @@ def main():
             except ReferenceError:
                 continue
         print(f"user-defined kernels and whether statically launched: {sorted(set(user))}")
-        enq = {n: [] for n in models}
-        tot = {n: [] for n in models}
         per_round = []
-        for r in range(8):
-            order = list(models) if r % 2 == 0 else list(models)[::-1]
-            row = {}
-            for name in order:
-                e, s = forward_host_ms(models[name], kw, 7)
-                enq[name] += e
-                tot[name] += s
-                row[name] = statistics.median(s)
+
+        def report(r, row):
             per_round.append(row)
             print(f"round {r}: " + ", ".join(f"{n} synced {row[n]:.2f} ms" for n in models), flush=True)
+
+        enq, tot = interleaved_host_ms(models, kw, 8, on_round=report)
         print("| model | host enqueue ms (median of 56) | synced ms (median of 56) | rounds triton+compile faster | "
               "device ms |")
         print("|---|---|---|---|---|")

@@ -15,19 +15,13 @@ import sys
 import torch
 
 sys.path.insert(0, "docs/perf/h200-2026-11-30")
-from host_probe_2 import _ltx_inputs, forward_device_ms, forward_host_ms  # noqa: E402
+from host_probe_2 import _ltx_inputs, forward_device_ms, interleaved_host_ms  # noqa: E402
 
 dev = torch.device("cuda")
 
 
 def compare(models, kw, label):
-    enq = {n: [] for n in models}
-    tot = {n: [] for n in models}
-    for r in range(6):
-        for name in (list(models) if r % 2 == 0 else list(models)[::-1]):
-            e, s = forward_host_ms(models[name], kw, 7)
-            enq[name] += e
-            tot[name] += s
+    enq, tot = interleaved_host_ms(models, kw, 6)
     print(f"== {label}")
     print("| model | host enqueue ms | synced ms | device ms |")
     print("|---|---|---|---|")
