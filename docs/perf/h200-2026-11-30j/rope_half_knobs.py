@@ -17,6 +17,7 @@ import triton.language as tl
 
 from kernels import registry
 from kernels.launch import cdiv, next_pow2
+from rope_half_math import half_row_tiles  # this folder (the script's own)
 from workers.timing import bench, graph_time, median
 
 dev = torch.device("cuda")
@@ -25,23 +26,7 @@ dev = torch.device("cuda")
 @triton.jit
 def _knob_kernel(x_ptr, cos_ptr, sin_ptr, out_ptr, S, H, D, sxb, sxs, sxh, scs,
                  HINTS: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr):
-    pid = tl.program_id(0)
-    n_h_blocks = tl.cdiv(H, BLOCK_H)
-    n_s_blocks = tl.cdiv(S, BLOCK_S)
-    hb = pid % n_h_blocks
-    rest = pid // n_h_blocks
-    sb = rest % n_s_blocks
-    b = (rest // n_s_blocks).to(tl.int64)
-    s0 = (sb * BLOCK_S).to(tl.int64)
-    h0 = (hb * BLOCK_H).to(tl.int64)
-    ls = tl.arange(0, BLOCK_S)[:, None, None]
-    lh = tl.arange(0, BLOCK_H)[None, :, None]
-    d = tl.arange(0, BLOCK_D)[None, None, :]
-    half = D // 2
-    off = b * sxb + (s0 + ls) * sxs + (h0 + lh) * sxh + d
-    coff = (s0 + ls) * scs + d
-    mask = ((s0 + ls) < S) & ((h0 + lh) < H) & (d < half)
-    cmask = ((s0 + ls) < S) & (d < half)
+    off, coff, mask, cmask, half = half_row_tiles(S, H, D, sxb, sxs, sxh, scs, BLOCK_S, BLOCK_H, BLOCK_D)
     if HINTS:
         x1 = tl.load(x_ptr + off, mask=mask, other=0.0, eviction_policy="evict_first")
         x2 = tl.load(x_ptr + off + half, mask=mask, other=0.0, eviction_policy="evict_first")

@@ -34,8 +34,10 @@ MATHS = {"casts": 0, "native": 1, "fp32": 2}
 
 
 @triton.jit
-def _half_kernel(x_ptr, cos_ptr, sin_ptr, out_ptr, S, H, D, sxb, sxs, sxh, scs,
-                 MATH: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr):
+def half_row_tiles(S, H, D, sxb, sxs, sxh, scs, BLOCK_S: tl.constexpr, BLOCK_H: tl.constexpr,
+                   BLOCK_D: tl.constexpr):
+    """This program's tile (the shipped kernel's: BLOCK_S positions x BLOCK_H heads of one batch element): offsets
+    of the first halves of its rows of x/out and of its table rows, their masks, and the half width."""
     pid = tl.program_id(0)
     n_h_blocks = tl.cdiv(H, BLOCK_H)
     n_s_blocks = tl.cdiv(S, BLOCK_S)
@@ -53,6 +55,13 @@ def _half_kernel(x_ptr, cos_ptr, sin_ptr, out_ptr, S, H, D, sxb, sxs, sxh, scs,
     coff = (s0 + ls) * scs + d
     mask = ((s0 + ls) < S) & ((h0 + lh) < H) & (d < half)
     cmask = ((s0 + ls) < S) & (d < half)
+    return off, coff, mask, cmask, half
+
+
+@triton.jit
+def _half_kernel(x_ptr, cos_ptr, sin_ptr, out_ptr, S, H, D, sxb, sxs, sxh, scs,
+                 MATH: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr):
+    off, coff, mask, cmask, half = half_row_tiles(S, H, D, sxb, sxs, sxh, scs, BLOCK_S, BLOCK_H, BLOCK_D)
     x1 = tl.load(x_ptr + off, mask=mask, other=0.0)
     x2 = tl.load(x_ptr + off + half, mask=mask, other=0.0)
     c1 = tl.load(cos_ptr + coff, mask=cmask, other=0.0)
