@@ -17,7 +17,7 @@ import triton.language as tl
 
 from kernels import registry
 from kernels.launch import cdiv, next_pow2
-from rope_half_math import half_row_tiles  # this folder (the script's own)
+from rope_half_math import half_row_tiles, load_halves  # this folder (the script's own)
 from workers.timing import bench, graph_time, median
 
 dev = torch.device("cuda")
@@ -35,12 +35,7 @@ def _knob_kernel(x_ptr, cos_ptr, sin_ptr, out_ptr, S, H, D, sxb, sxs, sxh, scs,
         s1 = tl.load(sin_ptr + coff, mask=cmask, other=0.0, eviction_policy="evict_last")
         s2 = tl.load(sin_ptr + coff + half, mask=cmask, other=0.0, eviction_policy="evict_last")
     else:
-        x1 = tl.load(x_ptr + off, mask=mask, other=0.0)
-        x2 = tl.load(x_ptr + off + half, mask=mask, other=0.0)
-        c1 = tl.load(cos_ptr + coff, mask=cmask, other=0.0)
-        c2 = tl.load(cos_ptr + coff + half, mask=cmask, other=0.0)
-        s1 = tl.load(sin_ptr + coff, mask=cmask, other=0.0)
-        s2 = tl.load(sin_ptr + coff + half, mask=cmask, other=0.0)
+        x1, x2, c1, c2, s1, s2 = load_halves(x_ptr, cos_ptr, sin_ptr, off, coff, mask, cmask, half)
     out1 = x1 * c1 - x2 * s1
     out2 = x2 * c2 + x1 * s2
     if HINTS:

@@ -59,15 +59,22 @@ def half_row_tiles(S, H, D, sxb, sxs, sxh, scs, BLOCK_S: tl.constexpr, BLOCK_H: 
 
 
 @triton.jit
-def _half_kernel(x_ptr, cos_ptr, sin_ptr, out_ptr, S, H, D, sxb, sxs, sxh, scs,
-                 MATH: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr):
-    off, coff, mask, cmask, half = half_row_tiles(S, H, D, sxb, sxs, sxh, scs, BLOCK_S, BLOCK_H, BLOCK_D)
+def load_halves(x_ptr, cos_ptr, sin_ptr, off, coff, mask, cmask, half):
+    """Both halves of the tile's rows of x and of its cos/sin rows, in their storage dtype."""
     x1 = tl.load(x_ptr + off, mask=mask, other=0.0)
     x2 = tl.load(x_ptr + off + half, mask=mask, other=0.0)
     c1 = tl.load(cos_ptr + coff, mask=cmask, other=0.0)
     c2 = tl.load(cos_ptr + coff + half, mask=cmask, other=0.0)
     s1 = tl.load(sin_ptr + coff, mask=cmask, other=0.0)
     s2 = tl.load(sin_ptr + coff + half, mask=cmask, other=0.0)
+    return x1, x2, c1, c2, s1, s2
+
+
+@triton.jit
+def _half_kernel(x_ptr, cos_ptr, sin_ptr, out_ptr, S, H, D, sxb, sxs, sxh, scs,
+                 MATH: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr):
+    off, coff, mask, cmask, half = half_row_tiles(S, H, D, sxb, sxs, sxh, scs, BLOCK_S, BLOCK_H, BLOCK_D)
+    x1, x2, c1, c2, s1, s2 = load_halves(x_ptr, cos_ptr, sin_ptr, off, coff, mask, cmask, half)
     ty = out_ptr.dtype.element_ty
     if MATH == 0:
         x1f, x2f = x1.to(tl.float32), x2.to(tl.float32)
