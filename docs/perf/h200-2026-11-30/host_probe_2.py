@@ -111,6 +111,16 @@ def _ltx_inputs():
                 num_frames=f, height=h, width=w, rope_interpolation_scale=(8 / 25, 32, 32), return_dict=False)
 
 
+def ltx_transformer():
+    """The full-size LTX-Video transformer (diffusers' default config), random weights from seed 0, bf16, on the GPU,
+    in eval mode: the model every host and gap probe times."""
+    from diffusers import LTXVideoTransformer3DModel
+
+    torch.manual_seed(0)
+    with torch.device(dev):
+        return LTXVideoTransformer3DModel().to(bf).eval()
+
+
 def forward_host_ms(model, kw, n):
     """Per forward, ``n`` of them: the host time to enqueue it and the time until it finished (synced after each)."""
     enq, tot = [], []
@@ -165,13 +175,9 @@ def interleaved_host_ms(models: dict, kw, rounds: int, n: int = 7, on_round=None
 
 
 def model_host():
-    from diffusers import LTXVideoTransformer3DModel
-
     from kernels.inject import inject
 
-    torch.manual_seed(0)
-    with torch.device(dev):
-        model = LTXVideoTransformer3DModel().to(bf).eval()
+    model = ltx_transformer()
     kw = _ltx_inputs()
     for mode in ("eager", "triton"):
         if mode == "triton":

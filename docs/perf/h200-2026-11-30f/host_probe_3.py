@@ -16,7 +16,7 @@ import sys
 import torch
 
 sys.path.insert(0, "docs/perf/h200-2026-11-30")
-from host_probe_2 import _ltx_inputs, forward_timings  # noqa: E402  (the same inputs and timings)
+from host_probe_2 import _ltx_inputs, forward_timings, ltx_transformer  # noqa: E402  (the same inputs and timings)
 
 dev = torch.device("cuda")
 bf = torch.bfloat16
@@ -29,13 +29,9 @@ def timings(model, kw):
 
 
 def main():
-    from diffusers import LTXVideoTransformer3DModel
-
     from kernels.inject import inject, restore
 
-    torch.manual_seed(0)
-    with torch.device(dev):
-        model = LTXVideoTransformer3DModel().to(bf).eval()
+    model = ltx_transformer()
     kw = _ltx_inputs()
     modes = {"eager": None, "triton (all)": "all", "triton without fused_qkv": ALL_BUT_FUSED}
 

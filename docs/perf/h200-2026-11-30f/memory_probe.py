@@ -9,19 +9,15 @@ import sys
 import torch
 
 sys.path.insert(0, "docs/perf/h200-2026-11-30")
-from host_probe_2 import _ltx_inputs  # noqa: E402
+from host_probe_2 import _ltx_inputs, ltx_transformer  # noqa: E402
 
 GB = 1e9
 
 
 def main():
-    from diffusers import LTXVideoTransformer3DModel
-
     from kernels.inject import inject, restore
 
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        model = LTXVideoTransformer3DModel().to(torch.bfloat16).eval()
+    model = ltx_transformer()
     kw = _ltx_inputs()
     gc.collect()
     print(f"built: allocated {torch.cuda.memory_allocated() / GB:.3f} GB")

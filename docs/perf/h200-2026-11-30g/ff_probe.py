@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, "docs/perf/h200-2026-11-30")
-from host_probe_2 import _ltx_inputs  # noqa: E402  (the seed setting's inputs)
+from host_probe_2 import _ltx_inputs, ltx_transformer  # noqa: E402  (the seed setting's inputs)
 
 dev = torch.device("cuda")
 bf = torch.bfloat16
@@ -88,14 +88,10 @@ def replayed_ms_per_forward(model, kw, replays=20, rounds=3) -> list[float]:
 
 
 def part2():
-    from diffusers import LTXVideoTransformer3DModel
-
     from kernels.inject import REWRITES, KERNEL_NAMES, inject, restore
     from workers import e2e_graph
 
-    torch.manual_seed(0)
-    with torch.device(dev):
-        model = LTXVideoTransformer3DModel().to(bf).eval()
+    model = ltx_transformer()
     kw = _ltx_inputs()
     modes = {"eager": None, "triton (all)": "all",
              "triton without linear_gelu": [k for k in KERNEL_NAMES + tuple(REWRITES) if k != "linear_gelu"]}

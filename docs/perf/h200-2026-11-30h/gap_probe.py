@@ -23,7 +23,7 @@ import torch
 
 sys.path[:0] = ["docs/perf/h200-2026-11-30", "docs/perf/h200-2026-11-30g"]
 from ff_probe import replayed_ms_per_forward  # noqa: E402  (device ms per graphed forward)
-from host_probe_2 import _ltx_inputs  # noqa: E402  (the seed setting's inputs)
+from host_probe_2 import _ltx_inputs, ltx_transformer  # noqa: E402  (the seed setting's inputs)
 
 from workers.e2e_profile import busy_ms, kernel_class, kernelfleet_kernel_names  # noqa: E402
 
@@ -108,17 +108,13 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--layouts", action="store_true", help="also time attn1's SDPA with v contiguous or a slice")
     args = ap.parse_args()
-    from diffusers import LTXVideoTransformer3DModel
-
     from kernels.inject import KERNEL_NAMES, REWRITES, inject, restore
     from workers import e2e_graph
 
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
     if args.layouts:
         attention_layouts()
-    torch.manual_seed(0)
-    with torch.device(dev):
-        model = LTXVideoTransformer3DModel().to(torch.bfloat16).eval()
+    model = ltx_transformer()
     kw = _ltx_inputs()
     ours = kernelfleet_kernel_names()
     for mode in args.modes.split(","):

@@ -17,20 +17,17 @@ import time
 import torch
 
 sys.path.insert(0, "docs/perf/h200-2026-11-30")
-from host_probe_2 import _ltx_inputs, forward_device_ms, interleaved_host_ms  # noqa: E402
+from host_probe_2 import _ltx_inputs, forward_device_ms, interleaved_host_ms, ltx_transformer  # noqa: E402
 
 dev = torch.device("cuda")
 
 
 def main():
-    from diffusers import LTXVideoTransformer3DModel
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner, HeuristicType
 
     from kernels.inject import compile_options, inject
 
-    torch.manual_seed(0)
-    with torch.device(dev):
-        stock = LTXVideoTransformer3DModel().to(torch.bfloat16).eval()
+    stock = ltx_transformer()
     injected = copy.deepcopy(stock)
     inject(injected)
     kw = _ltx_inputs()

@@ -33,7 +33,7 @@ os.environ["TORCHINDUCTOR_CACHE_DIR"] = CACHE
 import torch  # noqa: E402
 
 sys.path.insert(0, "docs/perf/h200-2026-11-30")
-from host_probe_2 import _ltx_inputs, forward_timings  # noqa: E402  (the earlier host probes)
+from host_probe_2 import _ltx_inputs, forward_timings, ltx_transformer  # noqa: E402  (the earlier host probes)
 
 dev = torch.device("cuda")
 bf = torch.bfloat16
@@ -114,13 +114,9 @@ def compile_kwargs():
 
 
 def main():
-    from diffusers import LTXVideoTransformer3DModel
-
     from kernels.inject import inject, restore
 
-    torch.manual_seed(0)
-    with torch.device(dev):
-        model = LTXVideoTransformer3DModel().to(bf).eval()
+    model = ltx_transformer()
     kw = _ltx_inputs()
     with torch.no_grad():
         for mode in ("compile", "triton+compile"):

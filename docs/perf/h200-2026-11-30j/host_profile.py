@@ -21,7 +21,7 @@ import sys
 import torch
 
 sys.path.insert(0, "docs/perf/h200-2026-11-30")
-from host_probe_2 import _ltx_inputs, forward_timings  # noqa: E402
+from host_probe_2 import _ltx_inputs, forward_timings, ltx_transformer  # noqa: E402
 
 dev = torch.device("cuda")
 N_PROFILED = 5
@@ -41,13 +41,9 @@ def by_function(prof: cProfile.Profile) -> tuple[dict, int]:
 
 
 def main():
-    from diffusers import LTXVideoTransformer3DModel
-
     from kernels.inject import compile_options, inject
 
-    torch.manual_seed(0)
-    with torch.device(dev):
-        stock = LTXVideoTransformer3DModel().to(torch.bfloat16).eval()
+    stock = ltx_transformer()
     injected = copy.deepcopy(stock)
     inject(injected)
     kw = _ltx_inputs()

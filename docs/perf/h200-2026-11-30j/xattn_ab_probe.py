@@ -15,7 +15,7 @@ import sys
 import torch
 
 sys.path.insert(0, "docs/perf/h200-2026-11-30")
-from host_probe_2 import _ltx_inputs, forward_device_ms, interleaved_host_ms  # noqa: E402
+from host_probe_2 import _ltx_inputs, forward_device_ms, interleaved_host_ms, ltx_transformer  # noqa: E402
 
 dev = torch.device("cuda")
 
@@ -34,13 +34,9 @@ def compare(models, kw, label):
 
 
 def main():
-    from diffusers import LTXVideoTransformer3DModel
-
     from kernels.inject import compile_options, inject, resolve_kernels
 
-    torch.manual_seed(0)
-    with torch.device(dev):
-        base = LTXVideoTransformer3DModel().to(torch.bfloat16).eval()
+    base = ltx_transformer()
     without = copy.deepcopy(base)
     inject(base)
     inject(without, kernels=[k for k in resolve_kernels("all") if k != "cross_attention"])

@@ -5,7 +5,8 @@ At attn2's shape (q [2, 1320, 32, 64], k/v [2, 128, 32, 64], the per-head mask [
 1. The direct launch and ``torch.compile(fullgraph=True)`` of a function that only calls the kernel, each timed
    launch-free; the generated code's launch of the kernel (``run_and_get_code``) saved to OUT_DIR.
 2. The same inside the injected model's block: one LTX-Video block compiled as the e2e job compiles it (fullgraph,
-   ``compile_options()``), with ``kernels.inject.ltx.CROSS_ATTENTION_UNDER_COMPILE`` on, timed launch-free per block call.
+   ``compile_options()``), with ``kernels.inject.ltx.CROSS_ATTENTION_UNDER_COMPILE`` on, timed launch-free per
+   block call.
 3. For every compiled variant of ``_cross_attention_kernel`` this process holds (Triton's cache of the direct
    launch, and Inductor's autotuners): num_warps, num_stages, shared memory, and the ``tt.divisibility`` attributes
    of its arguments in the TTIR, to compare the two compilations.
@@ -98,7 +99,8 @@ def main(out_dir):
                     if binary is not None and hasattr(binary, "metadata"):
                         describe(f"Inductor {o.fn.__name__}", binary)
                     else:
-                        print(f"  Inductor {o.fn.__name__}: launcher {type(launcher).__name__}, config {launcher.config}")
+                        print(f"  Inductor {o.fn.__name__}: launcher {type(launcher).__name__}, "
+                              f"config {launcher.config}")
         except ReferenceError:
             continue
 
