@@ -10,6 +10,7 @@
 Run on the device: python3 docs/perf/h200-2026-11-30/host_probe_2.py
 """
 import contextlib
+import copy
 import cProfile
 import io
 import pstats
@@ -119,6 +120,17 @@ def ltx_transformer():
     torch.manual_seed(0)
     with torch.device(dev):
         return LTXVideoTransformer3DModel().to(bf).eval()
+
+
+def compile_pair() -> dict:
+    """``{"compile": ltx_transformer(), "triton+compile": a copy of it with the kernels injected}``, not compiled
+    yet: the two models the compiled A/B probes compare."""
+    from kernels.inject import inject
+
+    stock = ltx_transformer()
+    injected = copy.deepcopy(stock)
+    inject(injected)
+    return {"compile": stock, "triton+compile": injected}
 
 
 def forward_host_ms(model, kw, n):

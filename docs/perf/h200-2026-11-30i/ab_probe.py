@@ -8,7 +8,6 @@ round): host enqueue ms and synced ms per forward.  Device ms per forward (behin
 5) once per model at the end.  Also whether the injected model's kernels were launched by Inductor's static launcher.
 Run on the device: python3 docs/perf/h200-2026-11-30i/ab_probe.py
 """
-import copy
 import gc
 import statistics
 import sys
@@ -17,7 +16,7 @@ import time
 import torch
 
 sys.path.insert(0, "docs/perf/h200-2026-11-30")
-from host_probe_2 import _ltx_inputs, forward_device_ms, interleaved_host_ms, ltx_transformer  # noqa: E402
+from host_probe_2 import _ltx_inputs, compile_pair, forward_device_ms, interleaved_host_ms  # noqa: E402
 
 dev = torch.device("cuda")
 
@@ -25,13 +24,10 @@ dev = torch.device("cuda")
 def main():
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner, HeuristicType
 
-    from kernels.inject import compile_options, inject
+    from kernels.inject import compile_options
 
-    stock = ltx_transformer()
-    injected = copy.deepcopy(stock)
-    inject(injected)
+    models = compile_pair()
     kw = _ltx_inputs()
-    models = {"compile": stock, "triton+compile": injected}
     with torch.no_grad():
         for name, m in models.items():
             t = time.perf_counter()

@@ -13,7 +13,6 @@ Run on the device: python3 docs/perf/h200-2026-11-30j/host_profile.py
 """
 import cProfile
 import collections
-import copy
 import os
 import pstats
 import sys
@@ -21,7 +20,7 @@ import sys
 import torch
 
 sys.path.insert(0, "docs/perf/h200-2026-11-30")
-from host_probe_2 import _ltx_inputs, forward_timings, ltx_transformer  # noqa: E402
+from host_probe_2 import _ltx_inputs, compile_pair, forward_timings  # noqa: E402
 
 dev = torch.device("cuda")
 N_PROFILED = 5
@@ -41,13 +40,10 @@ def by_function(prof: cProfile.Profile) -> tuple[dict, int]:
 
 
 def main():
-    from kernels.inject import compile_options, inject
+    from kernels.inject import compile_options
 
-    stock = ltx_transformer()
-    injected = copy.deepcopy(stock)
-    inject(injected)
+    models = compile_pair()
     kw = _ltx_inputs()
-    models = {"compile": stock, "triton+compile": injected}
     funcs = {}
     with torch.no_grad():
         for name, m in models.items():
