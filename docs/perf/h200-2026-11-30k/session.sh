@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Device calls for issues #3/#4, tenth session of 2026-11-30 (one H200).
+#   stage a: what the ninth session left unrun: the GPU tests of tests/inject and test_cross_attention.py (attn2
+#            keeps SDPA under compile since 156c5ed), xattn_compile_probe.py (why Inductor's compilation of the
+#            cross_attention kernel ran 3.6x slower), xattn_ab_probe.py eager (the host cost of the final eager
+#            injection), then the launch-free e2e plan (plan-e2e-graph-a.jsonl) in what time is left
+#   Every stage packs what it wrote into one archive, bundle-STAGE.tgz (a call brings back at most 8 files).
+# Usage (device, repo root): bash docs/perf/h200-2026-11-30k/session.sh a
+set -u
+STAGE=${1:?a}; P=docs/perf/h200-2026-11-30k; J=docs/perf/h200-2026-11-30j
+. docs/perf/device_preamble.sh
+if [ "$STAGE" = a ]; then
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels/test_cross_attention.py tests/inject \
+      > "$OUT/pytest-gpu-a.log" 2>&1
+  stamp pytest $? >> "$OUT/pytest-gpu-a.log"; tail -n 3 "$OUT/pytest-gpu-a.log"
+  mkdir -p "$OUT/xattn-compile"
+  timeout 150 python3 $J/xattn_compile_probe.py "$OUT/xattn-compile" > "$OUT/xattn-compile-probe.log" 2>&1
+  stamp compile-probe $? >> "$OUT/xattn-compile-probe.log"; tail -n 12 "$OUT/xattn-compile-probe.log"
+  timeout 120 python3 $J/xattn_ab_probe.py eager > "$OUT/xattn-ab-probe.log" 2>&1
+  stamp ab $? >> "$OUT/xattn-ab-probe.log"; tail -n 8 "$OUT/xattn-ab-probe.log"
+  timeout $(left) python3 -m workers run $P/plan-e2e-graph-a.jsonl --out "$OUT/results-e2e-graph-a.jsonl" \
+      > "$OUT/e2e-a.log" 2>&1
+  stamp "e2e graph" $? >> "$OUT/e2e-a.log"; tail -n 1 "$OUT/e2e-a.log"
+fi
+B=$(mktemp) && tar czf "$B" -C "$OUT" . && find "$OUT" -type f -delete && mv "$B" "$OUT/bundle-$STAGE.tgz"
