@@ -91,7 +91,10 @@ def _cross_attention_kernel(
         s = tl.dot(q, tl.trans(k), input_precision="ieee")
     else:
         s = tl.dot(q, tl.trans(k))
-    s = s * qk_scale  # the softmax scale times log2(e): the softmax in base 2
+    # the softmax scale times log2(e): the softmax in base 2.  The cast matters under torch.compile: Inductor passes
+    # a Python float as an fp64 argument, which would make the score tile, the mask add and exp2 double precision
+    # (3.4x slower on the H200: docs/perf/h200-2026-11-30k/); Triton's own launcher passes fp32.
+    s = s * tl.cast(qk_scale, tl.float32)
     if HAS_MASK:
         bias = tl.load(mask_ptr + b * sm_b + h * sm_h + rows[:, None] * sm_s + offs_n[None, :],
                        mask=m_ok[:, None] & n_ok[None, :], other=0.0)

@@ -8,9 +8,7 @@ Per ``LTXVideoTransformerBlock`` (see the reference notes, sections 1.2-1.4):
   :func:`kernels.rms_norm` (numerics "torch"), and with ``cross_attention`` selected its attention to the text
   tokens through :func:`kernels.cross_attention` (all the keys in one tile) where diffusers would run its native
   backend with the defaults and the tensors suit the kernel (:func:`kernels.inject.attention.cross_attention_ok`).
-  Eager calls only: compiled by Inductor inside LTX-Video's blocks the same kernel took 62 us per call on the
-  H200 against 17.4 us launched directly (cuDNN's SDPA: ~24 us), for a reason not yet found, so while
-  torch.compile traces attn2 keeps SDPA.  A backend chosen with ``set_attention_backend`` is used as chosen;
+  In eager calls and under torch.compile alike.  A backend chosen with ``set_attention_backend`` is used as chosen;
 * with ``fused_qkv`` selected, attn1's q/k/v projections (which all read the block's normed input) are one GEMM,
   and so are attn2's k/v (which read the text states): :mod:`kernels.inject.fused_linear`.  This runs in eager
   calls; while torch.compile traces, the three projections stay separate (the fused weights' check reads
@@ -63,9 +61,6 @@ from kernels.inject.state import Session, mark
 
 FAMILY = "ltx"
 MODEL_CLASSES = (LTXVideoTransformer3DModel,)
-# Whether attn2 calls kernels.cross_attention while torch.compile traces too (see the module doc: off, measured
-# slower under Inductor; docs/perf/h200-2026-11-30j/xattn_compile_probe.py turns it on to find out why).
-CROSS_ATTENTION_UNDER_COMPILE = False
 
 
 def _fused_qk_rope_ok(attn: nn.Module, query: torch.Tensor, key: torch.Tensor, rope) -> bool:
@@ -159,7 +154,6 @@ class LTXKernelAttnProcessor:
         value = value.unflatten(2, (attn.heads, -1))
 
         if (self.cross_attention and encoder_hidden_states is not None
-                and (CROSS_ATTENTION_UNDER_COMPILE or not torch.compiler.is_compiling())
                 and native_default(self._attention_backend, self._parallel_config)
                 and cross_attention_ok(query, key, value, attention_mask)):
             hidden_states = cross_attention(query, key, value, attention_mask)

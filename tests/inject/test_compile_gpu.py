@@ -17,9 +17,8 @@ pytestmark = [
 
 DEV = "cuda"
 BF16 = torch.bfloat16
-# the kernelfleet ops an injected LTX-Video block traces to (addmm_gelu_tanh: the feed-forward's GEMM + GELU; attn2
-# keeps SDPA under compile, see kernels.inject.ltx)
-LTX_OPS = {"qk_norm_rope", "rms_norm", "adaln_rms", "add_rms_norm_modulate", "addmm_gelu_tanh"}
+# the kernelfleet ops an injected LTX-Video block traces to (addmm_gelu_tanh: the feed-forward's GEMM + GELU)
+LTX_OPS = {"qk_norm_rope", "rms_norm", "adaln_rms", "add_rms_norm_modulate", "addmm_gelu_tanh", "cross_attention"}
 
 
 def _rand(*shape, dtype=BF16):

@@ -1,5 +1,8 @@
 """Why kernels.cross_attention ran 3.6x slower compiled by Inductor inside LTX-Video's blocks (run e: 62-64 us per
-call against 17.4 us launched directly).  Not yet run: written after the ninth session's device time was spent.
+call against 17.4 us launched directly).  Written after the ninth session's device time was spent; first run in the
+tenth session at 21e5d74 (docs/perf/h200-2026-11-30k/a/): the compiled call alone was as slow, and Inductor's
+launch typed the kernel's float argument ``qk_scale`` as fp64, which the kernel then casts (since the tenth
+session's fix the switch below no longer exists, attn2 takes the kernel under compile, and setting it does nothing).
 
 At attn2's shape (q [2, 1320, 32, 64], k/v [2, 128, 32, 64], the per-head mask [2, 32, 1, 128], bf16):
 1. The direct launch and ``torch.compile(fullgraph=True)`` of a function that only calls the kernel, each timed
