@@ -4,10 +4,12 @@
 #            keeps SDPA under compile since 156c5ed), xattn_compile_probe.py (why Inductor's compilation of the
 #            cross_attention kernel ran 3.6x slower), xattn_ab_probe.py eager (the host cost of the final eager
 #            injection), then the launch-free e2e plan (plan-e2e-graph-a.jsonl) in what time is left
+#   stage b: after a4c1365 (cross_attention casts its fp64 scale; attn2 takes it under compile too): the GPU tests
+#            again, xattn_compile_probe.py again, the launch-free and the plain-call e2e plans (plan-e2e-*-b.jsonl)
 #   Every stage packs what it wrote into one archive, bundle-STAGE.tgz (a call brings back at most 8 files).
-# Usage (device, repo root): bash docs/perf/h200-2026-11-30k/session.sh a
+# Usage (device, repo root): bash docs/perf/h200-2026-11-30k/session.sh a|b
 set -u
-STAGE=${1:?a}; P=docs/perf/h200-2026-11-30k; J=docs/perf/h200-2026-11-30j
+STAGE=${1:?a or b}; P=docs/perf/h200-2026-11-30k; J=docs/perf/h200-2026-11-30j
 . docs/perf/device_preamble.sh
 if [ "$STAGE" = a ]; then
   timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels/test_cross_attention.py tests/inject \
@@ -21,5 +23,18 @@ if [ "$STAGE" = a ]; then
   timeout $(left) python3 -m workers run $P/plan-e2e-graph-a.jsonl --out "$OUT/results-e2e-graph-a.jsonl" \
       > "$OUT/e2e-a.log" 2>&1
   stamp "e2e graph" $? >> "$OUT/e2e-a.log"; tail -n 1 "$OUT/e2e-a.log"
+elif [ "$STAGE" = b ]; then
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels/test_cross_attention.py tests/inject \
+      > "$OUT/pytest-gpu-b.log" 2>&1
+  stamp pytest $? >> "$OUT/pytest-gpu-b.log"; tail -n 3 "$OUT/pytest-gpu-b.log"
+  mkdir -p "$OUT/xattn-compile"
+  timeout 100 python3 $J/xattn_compile_probe.py "$OUT/xattn-compile" > "$OUT/xattn-compile-probe-b.log" 2>&1
+  stamp compile-probe $? >> "$OUT/xattn-compile-probe-b.log"; head -n 1 "$OUT/xattn-compile-probe-b.log"
+  timeout 120 python3 -m workers run $P/plan-e2e-graph-b.jsonl --out "$OUT/results-e2e-graph-b.jsonl" \
+      > "$OUT/e2e-b.log" 2>&1
+  stamp "e2e graph" $? >> "$OUT/e2e-b.log"; tail -n 1 "$OUT/e2e-b.log"
+  timeout $(left) python3 -m workers run $P/plan-e2e-host-b.jsonl --out "$OUT/results-e2e-host-b.jsonl" \
+      >> "$OUT/e2e-b.log" 2>&1
+  stamp "e2e host" $? >> "$OUT/e2e-b.log"; tail -n 1 "$OUT/e2e-b.log"
 fi
 B=$(mktemp) && tar czf "$B" -C "$OUT" . && find "$OUT" -type f -delete && mv "$B" "$OUT/bundle-$STAGE.tgz"
