@@ -12,6 +12,13 @@ The modules keep computing exactly what they computed: their values are unchange
 ``Parameter`` replace them; the caller then uses the modules as they are), and :func:`unshare` gives each module
 its own storage again (``restore``), so that, e.g., safetensors, which refuses tensors that share memory, can save
 the model.  The fused result differs from the separate GEMMs only by the GEMM's own rounding order.
+
+Code that torch.compile traces cannot read addresses.  :class:`ForwardCheck` checks every group of one model at the
+start of each of the model's forwards (a forward pre-hook) and keeps the answer in a plain bool that the calls
+during that forward read instead: Dynamo guards the bool's value, so compiled blocks (``compile_repeated_blocks``)
+use the fused GEMM while the model's eager forward has found the groups intact, and are compiled again without it
+otherwise; eager calls save their own check (one per group per forward either way).  Weights replaced during a
+forward, after it started, are not seen until the next one.
 """
 from __future__ import annotations
 
@@ -25,7 +32,17 @@ from kernels.inject.calls import plain
 
 
 def _addresses(linears) -> tuple[int, ...]:
-    return tuple(p.data_ptr() for m in linears for p in (m.weight, m.bias) if p is not None)
+    # each module's weight and bias address, read from its parameter dict: ``m.weight`` goes through
+    # nn.Module.__getattr__, several times slower, and this runs once per attention call (a tensor set in place of
+    # a parameter leaves the dict, so the addresses differ and the group is not intact)
+    out = []
+    for m in linears:
+        params = m._parameters
+        for name in ("weight", "bias"):
+            p = params.get(name)
+            if p is not None:
+                out.append(p.data_ptr())
+    return tuple(out)
 
 
 @dataclass(eq=False)
@@ -35,14 +52,61 @@ class FusedLinear:
     bias: torch.Tensor | None  # the same for the biases
     sizes: tuple[int, ...]  # out_features of each module, in order
     addresses: tuple[int, ...]  # each weight's and bias's address once fused
+    check: ForwardCheck | None = None  # the model-level check that traced code reads (None: not fused there)
 
     def intact(self) -> bool:
         """Every module still holds its view of the fused weight (and bias)."""
         return _addresses(self.linears) == self.addresses
 
+    def usable(self) -> bool:
+        """Whether this call may use the fused GEMM: what the model's :class:`ForwardCheck` found at the start of
+        the forward in progress; outside one (or where it found a group broken), :meth:`intact` in eager calls and
+        False while torch.compile traces."""
+        if self.check is not None and self.check.intact:
+            return True
+        return not torch.compiler.is_compiling() and self.intact()
+
     def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """``tuple(m(x) for m in linears)`` as one GEMM (views of its output)."""
         return F.linear(x, self.weight, self.bias).split(self.sizes, dim=-1)
+
+
+class ForwardCheck:
+    """Whether every fused group of one model is :meth:`~FusedLinear.intact`, found once per forward of the model.
+
+    :meth:`attach` registers a forward pre-hook that sets :attr:`intact` from the groups' addresses before the
+    model's forward runs, and a forward hook (also run when the forward raises) that clears it after, so a block
+    called on its own, outside a forward of the model, never relies on an earlier answer.  A forward that is itself
+    traced (torch.compile of the whole model) cannot read addresses: it sets False, and the projections stay
+    separate there.
+    """
+
+    def __init__(self, groups):
+        self.groups = tuple(groups)
+        self.intact = False
+
+    def _before(self, module, args) -> None:
+        self.intact = not torch.compiler.is_compiling() and all(g.intact() for g in self.groups)
+
+    def _after(self, module, args, output) -> None:
+        self.intact = False
+
+    def attach(self, model: nn.Module):
+        """Check at every forward of ``model`` and let the groups read the answer; returns a function that undoes
+        both."""
+        handles = (model.register_forward_pre_hook(self._before),
+                   model.register_forward_hook(self._after, always_call=True))
+        for g in self.groups:
+            g.check = self
+
+        def detach() -> None:
+            for h in handles:
+                h.remove()
+            for g in self.groups:
+                g.check = None
+            self.intact = False
+
+        return detach
 
 
 def why_not(linears) -> str | None:

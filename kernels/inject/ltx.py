@@ -10,9 +10,10 @@ Per ``LTXVideoTransformerBlock`` (see the reference notes, sections 1.2-1.4):
   backend with the defaults and the tensors suit the kernel (:func:`kernels.inject.attention.cross_attention_ok`).
   In eager calls and under torch.compile alike.  A backend chosen with ``set_attention_backend`` is used as chosen;
 * with ``fused_qkv`` selected, attn1's q/k/v projections (which all read the block's normed input) are one GEMM,
-  and so are attn2's k/v (which read the text states): :mod:`kernels.inject.fused_linear`.  This runs in eager
-  calls; while torch.compile traces, the three projections stay separate (the fused weights' check reads
-  addresses, which a trace cannot);
+  and so are attn2's k/v (which read the text states): :mod:`kernels.inject.fused_linear`.  In eager calls each
+  call checks the fused weights' addresses; compiled blocks read what the transformer's forward found at its start
+  (:class:`~kernels.inject.fused_linear.ForwardCheck`), and torch.compile of the whole transformer keeps the
+  projections separate (a trace cannot read addresses);
 * the block's forward is replaced: ``norm1`` + ``* (1 + scale_msa) + shift_msa`` is one :func:`kernels.adaln_rms`,
   and the attn2 residual add + ``norm2`` + ``* (1 + scale_mlp) + shift_mlp`` is one
   :func:`kernels.add_rms_norm_modulate`; the two gated residual adds (``hidden + attn1(...) * gate_msa`` and
@@ -112,13 +113,12 @@ class LTXKernelAttnProcessor:
                 f"cross_attention={self.cross_attention})")
 
     def _project(self, attn, hidden_states, encoder_hidden_states):
-        """query, key, value: one GEMM for the projections that share an input where they are fused (eager
-        calls, weights still fused), else one per projection."""
-        if not torch.compiler.is_compiling():
-            if encoder_hidden_states is None and self.qkv is not None and self.qkv.intact():
-                return self.qkv(hidden_states)
-            if encoder_hidden_states is not None and self.kv is not None and self.kv.intact():
-                return (call(attn.to_q, hidden_states),) + self.kv(encoder_hidden_states)
+        """query, key, value: one GEMM for the projections that share an input where they are fused and the
+        weights still are (:meth:`~kernels.inject.fused_linear.FusedLinear.usable`), else one per projection."""
+        if encoder_hidden_states is None and self.qkv is not None and self.qkv.usable():
+            return self.qkv(hidden_states)
+        if encoder_hidden_states is not None and self.kv is not None and self.kv.usable():
+            return (call(attn.to_q, hidden_states),) + self.kv(encoder_hidden_states)
         if encoder_hidden_states is None:
             encoder_hidden_states = hidden_states
         return (call(attn.to_q, hidden_states), call(attn.to_k, encoder_hidden_states),
@@ -441,6 +441,15 @@ def _share_ada_values(s: Session, blocks: list[tuple[str, nn.Module]]) -> None:
                             if r.kind == KIND_BLOCK_FORWARD and r.path in paths else r for r in s.report.replaced]
 
 
+def _check_fused_each_forward(s: Session, model: nn.Module) -> None:
+    """Give the transformer's fused projection groups one :class:`~kernels.inject.fused_linear.ForwardCheck`, so
+    that its compiled blocks can use them too."""
+    groups = [f for m in model.modules() if isinstance(getattr(m, "processor", None), LTXKernelAttnProcessor)
+              for f in (m.processor.qkv, m.processor.kv) if f is not None and f.check is None]
+    if groups:
+        s.on_undo(model, fused_linear.ForwardCheck(groups).attach(model))
+
+
 def inject(s: Session, root: nn.Module) -> None:
     found = False
     in_blocks: set[int] = set()
@@ -470,6 +479,7 @@ def inject(s: Session, root: nn.Module) -> None:
                                   "cos/sin computed once and shared by the batch (batch stride 0)")
             _share_ada_values(s, [(replaced_blocks[id(b)], b) for b in getattr(mod, "transformer_blocks", ())
                                   if id(b) in replaced_blocks])
+            _check_fused_each_forward(s, mod)
             s.reason(mod.norm_out, "norm_out + modulate runs once per forward, in the model's own forward (not "
                                    "per block); left to PyTorch")
             s.reason(mod.caption_projection.act_1 if hasattr(mod.caption_projection, "act_1") else None,

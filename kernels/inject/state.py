@@ -8,8 +8,9 @@ Two ways code is replaced, both per instance (other models of the same class are
   processor object back.
 
 One rewrite touches weights, without changing a value: fused projections (:mod:`kernels.inject.fused_linear`) make
-a group of ``nn.Linear`` weights views of one concatenation; undoing it gives each its own copy again.  Nothing else
-(buffers, hooks) is touched, so after :func:`undo` the model computes bit for bit what it computed before.  The
+a group of ``nn.Linear`` weights views of one concatenation; undoing it gives each its own copy again.  Those carry
+a check per forward of their model: a forward pre-hook and a forward hook, removed by the undo.  Nothing else
+(buffers, other hooks) is touched, so after :func:`undo` the model computes bit for bit what it computed before.  The
 record lives on the root module under :data:`STATE_ATTR`.
 """
 from __future__ import annotations

@@ -89,6 +89,11 @@ class _Recording:
                     names.add(str(node.target).split(".")[1])
         return names
 
+    def linears(self) -> list[int]:
+        """F.linear calls per graph."""
+        return [sum(n.op == "call_function" and n.target is torch._C._nn.linear for n in gm.graph.nodes)
+                for gm in self.graphs]
+
 
 def _rel_l2(a, b):
     a, b = a.double(), b.double()
@@ -141,6 +146,9 @@ def test_ltx_compile_repeated_blocks_fullgraph(per_token):
     assert rep.counts() == {"attn_processor": 4, "block_forward": 2, "rope_forward": 1}
     assert rec.graphs, "nothing was compiled"
     assert rec.kernel_ops() == LTX_OPS
+    # one graph for both blocks; its GEMMs: attn1's q/k/v as one and out, attn2's q, k/v as one and out, the
+    # feed-forward's second (its first is addmm_gelu_tanh)
+    assert rec.linears() == [6]
     assert _rel_l2(eager_injected, ref) < 1e-2
     assert _rel_l2(out, ref) < 3e-2 and torch.isfinite(out).all()
     assert torch.equal(out, out2)

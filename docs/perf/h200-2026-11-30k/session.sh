@@ -6,10 +6,13 @@
 #            injection), then the launch-free e2e plan (plan-e2e-graph-a.jsonl) in what time is left
 #   stage b: after a4c1365 (cross_attention casts its fp64 scale; attn2 takes it under compile too): the GPU tests
 #            again, xattn_compile_probe.py again, the launch-free and the plain-call e2e plans (plan-e2e-*-b.jsonl)
+#   stage c: after the fused projections under compile (fused_linear.ForwardCheck) and the faster intact check:
+#            the GPU tests, the launch-free and plain-call e2e plans (plan-e2e-*-c.jsonl), then ab_probe.py
+#            (compile against triton+compile, interleaved plain calls)
 #   Every stage packs what it wrote into one archive, bundle-STAGE.tgz (a call brings back at most 8 files).
-# Usage (device, repo root): bash docs/perf/h200-2026-11-30k/session.sh a|b
+# Usage (device, repo root): bash docs/perf/h200-2026-11-30k/session.sh a|b|c
 set -u
-STAGE=${1:?a or b}; P=docs/perf/h200-2026-11-30k; J=docs/perf/h200-2026-11-30j
+STAGE=${1:?a, b or c}; P=docs/perf/h200-2026-11-30k; J=docs/perf/h200-2026-11-30j
 . docs/perf/device_preamble.sh
 if [ "$STAGE" = a ]; then
   timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels/test_cross_attention.py tests/inject \
@@ -36,5 +39,17 @@ elif [ "$STAGE" = b ]; then
   timeout $(left) python3 -m workers run $P/plan-e2e-host-b.jsonl --out "$OUT/results-e2e-host-b.jsonl" \
       >> "$OUT/e2e-b.log" 2>&1
   stamp "e2e host" $? >> "$OUT/e2e-b.log"; tail -n 1 "$OUT/e2e-b.log"
+elif [ "$STAGE" = c ]; then
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels/test_cross_attention.py tests/inject \
+      > "$OUT/pytest-gpu-c.log" 2>&1
+  stamp pytest $? >> "$OUT/pytest-gpu-c.log"; tail -n 3 "$OUT/pytest-gpu-c.log"
+  timeout 120 python3 -m workers run $P/plan-e2e-graph-c.jsonl --out "$OUT/results-e2e-graph-c.jsonl" \
+      > "$OUT/e2e-c.log" 2>&1
+  stamp "e2e graph" $? >> "$OUT/e2e-c.log"; tail -n 1 "$OUT/e2e-c.log"
+  timeout 200 python3 -m workers run $P/plan-e2e-host-c.jsonl --out "$OUT/results-e2e-host-c.jsonl" \
+      >> "$OUT/e2e-c.log" 2>&1
+  stamp "e2e host" $? >> "$OUT/e2e-c.log"; tail -n 1 "$OUT/e2e-c.log"
+  timeout $(left) python3 docs/perf/h200-2026-11-30i/ab_probe.py > "$OUT/ab-probe-c.log" 2>&1
+  stamp ab $? >> "$OUT/ab-probe-c.log"; tail -n 12 "$OUT/ab-probe-c.log"
 fi
 B=$(mktemp) && tar czf "$B" -C "$OUT" . && find "$OUT" -type f -delete && mv "$B" "$OUT/bundle-$STAGE.tgz"
