@@ -61,6 +61,7 @@ def _cross_attention_kernel(
     sm_b, sm_h, sm_s,
     so_b, so_s, so_h,
     HAS_MASK: tl.constexpr,
+    MASK_ROW: tl.constexpr,  # the mask does not vary over the queries (query stride 0)
     # fp32 products in full precision (no TF32): fp32 inputs, and every dtype under Triton's CPU interpreter, whose
     # half-precision dot products do not compute (kernels.rounding)
     UPCAST: tl.constexpr,
@@ -96,9 +97,13 @@ def _cross_attention_kernel(
     # (3.4x slower on the H200: docs/perf/h200-2026-11-30k/); Triton's own launcher passes fp32.
     s = s * tl.cast(qk_scale, tl.float32)
     if HAS_MASK:
-        bias = tl.load(mask_ptr + b * sm_b + h * sm_h + rows[:, None] * sm_s + offs_n[None, :],
-                       mask=m_ok[:, None] & n_ok[None, :], other=0.0)
-        s = s + bias.to(tl.float32) * 1.4426950408889634
+        if MASK_ROW:  # one mask row for every query (LTX's [B, H, 1, Sk]): load it once, add it to every row
+            bias = tl.load(mask_ptr + b * sm_b + h * sm_h + offs_n, mask=n_ok, other=0.0)
+            s = s + (bias.to(tl.float32) * 1.4426950408889634)[None, :]
+        else:
+            bias = tl.load(mask_ptr + b * sm_b + h * sm_h + rows[:, None] * sm_s + offs_n[None, :],
+                           mask=m_ok[:, None] & n_ok[None, :], other=0.0)
+            s = s + bias.to(tl.float32) * 1.4426950408889634
     s = tl.where(n_ok[None, :], s, float("-inf"))
     row_max = tl.max(s, axis=1)
     p = tl.exp2(s - row_max[:, None])
@@ -196,7 +201,8 @@ def _launch(out: torch.Tensor, query: torch.Tensor, key: torch.Tensor, value: to
         v.stride(0), v.stride(1), v.stride(2),
         *mask_strides,
         out.stride(0), out.stride(1), out.stride(2),
-        HAS_MASK=mask is not None, UPCAST=query.dtype == torch.float32 or interpreting(),
+        HAS_MASK=mask is not None, MASK_ROW=mask_strides[2] == 0,
+        UPCAST=query.dtype == torch.float32 or interpreting(),
         BLOCK_M=cfg.block_m, BLOCK_N=block_n, BLOCK_D=block_d, num_warps=cfg.num_warps,
     )
     return out

@@ -9,10 +9,12 @@
 #   stage c: after the fused projections under compile (fused_linear.ForwardCheck) and the faster intact check:
 #            the GPU tests, the launch-free and plain-call e2e plans (plan-e2e-*-c.jsonl), then ab_probe.py
 #            (compile against triton+compile, interleaved plain calls)
+#   stage d: after cross_attention loads a mask that does not vary over the queries once per program (MASK_ROW):
+#            its GPU tests, cross_attn_probe.py (launch configurations), its kernel plan and the launch-free e2e plan
 #   Every stage packs what it wrote into one archive, bundle-STAGE.tgz (a call brings back at most 8 files).
-# Usage (device, repo root): bash docs/perf/h200-2026-11-30k/session.sh a|b|c
+# Usage (device, repo root): bash docs/perf/h200-2026-11-30k/session.sh a|b|c|d
 set -u
-STAGE=${1:?a, b or c}; P=docs/perf/h200-2026-11-30k; J=docs/perf/h200-2026-11-30j
+STAGE=${1:?a, b, c or d}; P=docs/perf/h200-2026-11-30k; J=docs/perf/h200-2026-11-30j
 . docs/perf/device_preamble.sh
 if [ "$STAGE" = a ]; then
   timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels/test_cross_attention.py tests/inject \
@@ -51,5 +53,17 @@ elif [ "$STAGE" = c ]; then
   stamp "e2e host" $? >> "$OUT/e2e-c.log"; tail -n 1 "$OUT/e2e-c.log"
   timeout $(left) python3 docs/perf/h200-2026-11-30i/ab_probe.py > "$OUT/ab-probe-c.log" 2>&1
   stamp ab $? >> "$OUT/ab-probe-c.log"; tail -n 12 "$OUT/ab-probe-c.log"
+elif [ "$STAGE" = d ]; then
+  timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels/test_cross_attention.py \
+      > "$OUT/pytest-gpu-d.log" 2>&1
+  stamp pytest $? >> "$OUT/pytest-gpu-d.log"; tail -n 3 "$OUT/pytest-gpu-d.log"
+  timeout 120 python3 $J/cross_attn_probe.py > "$OUT/cross-attn-probe-d.log" 2>&1
+  stamp probe $? >> "$OUT/cross-attn-probe-d.log"; grep "kernel" "$OUT/cross-attn-probe-d.log"
+  timeout 150 python3 -m workers run $P/plan-kernels-xattn-d.jsonl --out "$OUT/results-kernels-xattn-d.jsonl" \
+      > "$OUT/kernels-d.log" 2>&1
+  stamp kernels $? >> "$OUT/kernels-d.log"; tail -n 1 "$OUT/kernels-d.log"
+  timeout $(left) python3 -m workers run $P/plan-e2e-graph-d.jsonl --out "$OUT/results-e2e-graph-d.jsonl" \
+      > "$OUT/e2e-d.log" 2>&1
+  stamp "e2e graph" $? >> "$OUT/e2e-d.log"; tail -n 1 "$OUT/e2e-d.log"
 fi
 B=$(mktemp) && tar czf "$B" -C "$OUT" . && find "$OUT" -type f -delete && mv "$B" "$OUT/bundle-$STAGE.tgz"
