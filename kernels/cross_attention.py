@@ -45,7 +45,8 @@ def attn_config(keys_block: int, head_block: int) -> AttnConfig:
 
     H200, 2026-11-30 (docs/perf/h200-2026-11-30j/cross_attn_probe.py, 128 keys, head dim 64): 64 queries and 4 warps
     per program were the fastest of 10 configurations at 1320 and 6336 queries (128 queries with 8 warps 15-18 %
-    slower, several query blocks per program against keys loaded once 27-60 % slower).  Larger tiles (256 keys or a
+    slower, several query blocks per program against keys loaded once 27-60 % slower); again so with the mask loaded
+    as one row (docs/perf/h200-2026-11-30k/d: 14.8 us at 1320 queries, 4 configurations).  Larger tiles (256 keys or a
     head dim of 128) take 8 warps so that the fp32 score tile stays at 64 values per thread: not measured.  The same
     rule on ROCm, not measured there."""
     return AttnConfig(64, 4 if keys_block * head_block <= 128 * 64 else 8)
