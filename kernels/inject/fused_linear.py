@@ -33,8 +33,8 @@ from kernels.inject.calls import plain
 
 def _addresses(linears) -> tuple[int, ...]:
     # each module's weight and bias address, read from its parameter dict: ``m.weight`` goes through
-    # nn.Module.__getattr__, several times slower, and this runs once per attention call (a tensor set in place of
-    # a parameter leaves the dict, so the addresses differ and the group is not intact)
+    # nn.Module.__getattr__, several times slower, and this runs for every group at every forward of the model (a
+    # tensor set in place of a parameter leaves the dict, so the addresses differ and the group is not intact)
     out = []
     for m in linears:
         params = m._parameters
@@ -52,7 +52,7 @@ class FusedLinear:
     bias: torch.Tensor | None  # the same for the biases
     sizes: tuple[int, ...]  # out_features of each module, in order
     addresses: tuple[int, ...]  # each weight's and bias's address once fused
-    check: ForwardCheck | None = None  # the model-level check that traced code reads (None: not fused there)
+    check: ForwardCheck | None = None  # the model's check per forward (None: compiled code keeps them separate)
 
     def intact(self) -> bool:
         """Every module still holds its view of the fused weight (and bias)."""

@@ -1,5 +1,5 @@
-"""Shared pieces of the injection tests: a counter of the kernel calls the injected code makes, and the bf16
-comparison.  Without a GPU the kernels run through Triton's interpreter (tests/conftest.py sets TRITON_INTERPRET=1)."""
+"""Shared pieces of the injection tests: a counter of the kernel calls the injected code makes, the bf16
+comparison, and torch.compile helpers (a backend that records Dynamo's graphs, undoing compilation).  Without a GPU the kernels run through Triton's interpreter (tests/conftest.py sets TRITON_INTERPRET=1)."""
 import sys
 from collections import Counter
 
@@ -66,3 +66,33 @@ def assert_close_bf16(out, ref, rel_l2=1e-2):
 def assert_equal(out, ref):
     for o, r in zip(outputs(out), outputs(ref)):
         assert torch.equal(o, r)
+
+
+class GraphRecorder:
+    """A torch.compile backend that keeps every FX graph Dynamo hands over, then runs it as it is or, with
+    ``inductor=True``, compiles it with Inductor."""
+
+    def __init__(self, inductor: bool = False):
+        self.inductor = inductor
+        self.graphs = []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+        if not self.inductor:
+            return gm.forward
+        from torch._inductor.compile_fx import compile_fx
+
+        return compile_fx(gm, example_inputs)
+
+    def linears(self) -> list[int]:
+        """F.linear calls per graph."""
+        return [sum(n.op == "call_function" and n.target is torch._C._nn.linear for n in gm.graph.nodes)
+                for gm in self.graphs]
+
+
+def uncompile(model):
+    """Drop what ``compile_repeated_blocks``/``module.compile`` installed, and Dynamo's caches."""
+    for m in model.modules():
+        if getattr(m, "_compiled_call_impl", None) is not None:
+            m._compiled_call_impl = None
+    torch._dynamo.reset()

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from kernels.launch import interpreting
+from tests.inject.conftest import GraphRecorder, uncompile
 
 pytestmark = [
     pytest.mark.gpu,
@@ -69,17 +70,11 @@ def test_opcheck(case):
 # ----------------------------------------------------------------------------------------------------------------
 # fullgraph compile of injected models
 # ----------------------------------------------------------------------------------------------------------------
-class _Recording:
-    """A torch.compile backend that keeps every FX graph Dynamo hands over, then compiles it with Inductor."""
+class _Recording(GraphRecorder):
+    """Dynamo's graphs, compiled with Inductor."""
 
     def __init__(self):
-        self.graphs = []
-
-    def __call__(self, gm, example_inputs):
-        from torch._inductor.compile_fx import compile_fx
-
-        self.graphs.append(gm)
-        return compile_fx(gm, example_inputs)
+        super().__init__(inductor=True)
 
     def kernel_ops(self) -> set[str]:
         names = set()
@@ -88,11 +83,6 @@ class _Recording:
                 if node.op == "call_function" and str(node.target).startswith("kernelfleet."):
                     names.add(str(node.target).split(".")[1])
         return names
-
-    def linears(self) -> list[int]:
-        """F.linear calls per graph."""
-        return [sum(n.op == "call_function" and n.target is torch._C._nn.linear for n in gm.graph.nodes)
-                for gm in self.graphs]
 
 
 def _rel_l2(a, b):
@@ -121,13 +111,6 @@ def _ltx_inputs(per_token=False, f=4, h=15, w=22):  # default: the seed setting'
                 rope_interpolation_scale=(0.32, 32, 32), return_dict=False)
 
 
-def _uncompile(model):
-    for m in model.modules():
-        if getattr(m, "_compiled_call_impl", None) is not None:
-            m._compiled_call_impl = None
-    torch._dynamo.reset()
-
-
 @pytest.mark.parametrize("per_token", [False, True], ids=["temb_broadcast", "temb_per_token"])
 def test_ltx_compile_repeated_blocks_fullgraph(per_token):
     from kernels.inject import inject, restore
@@ -152,7 +135,7 @@ def test_ltx_compile_repeated_blocks_fullgraph(per_token):
     assert _rel_l2(eager_injected, ref) < 1e-2
     assert _rel_l2(out, ref) < 3e-2 and torch.isfinite(out).all()
     assert torch.equal(out, out2)
-    _uncompile(model)
+    uncompile(model)
     restore(model)
     with torch.no_grad():
         assert torch.equal(model(**kw)[0], ref)
@@ -202,7 +185,7 @@ def test_ltx_compiled_with_static_launch_of_our_kernels():
     assert not not_static, f"launched through Triton's own launcher: {not_static}"
     assert _rel_l2(out, ref) < 3e-2 and torch.isfinite(out).all()
     assert torch.equal(out, again)
-    _uncompile(model)
+    uncompile(model)
     restore(model)
 
 

@@ -7,6 +7,7 @@ import torch.nn as nn
 from diffusers import LTXVideoTransformer3DModel
 
 from kernels.inject import inject, restore
+from tests.inject.conftest import GraphRecorder, uncompile
 from tests.inject.test_ltx import TRANSFORMER, _inputs
 
 LAYERS = TRANSFORMER["num_layers"]
@@ -15,30 +16,9 @@ LINEARS_SEPARATE = 10
 LINEARS_FUSED = LINEARS_SEPARATE - 2 - 1  # q/k/v as one GEMM, k/v as one
 
 
-class _Recording:
-    """A backend that keeps each FX graph Dynamo hands over and runs it as it is."""
-
-    def __init__(self):
-        self.graphs = []
-
-    def __call__(self, gm, example_inputs):
-        self.graphs.append(gm)
-        return gm.forward
-
-    def linears(self, gm) -> int:
-        return sum(node.op == "call_function" and node.target is torch._C._nn.linear for node in gm.graph.nodes)
-
-
 def _model():
     torch.manual_seed(0)
     return LTXVideoTransformer3DModel(**TRANSFORMER).eval()  # fp32: fused and separate GEMMs agree closely
-
-
-def _uncompile(model):
-    for m in model.modules():
-        if getattr(m, "_compiled_call_impl", None) is not None:
-            m._compiled_call_impl = None
-    torch._dynamo.reset()
 
 
 def test_compiled_blocks_use_the_fused_projections_until_a_weight_is_replaced():
@@ -47,21 +27,21 @@ def test_compiled_blocks_use_the_fused_projections_until_a_weight_is_replaced():
         ref = model(**kw)[0]
         rep = inject(model, kernels=["fused_qkv"])
         assert rep.counts() == {"attn_processor": 2 * LAYERS}
-        rec = _Recording()
+        rec = GraphRecorder()
         torch._dynamo.reset()
         model.compile_repeated_blocks(fullgraph=True, backend=rec)
         out = model(**kw)[0]
         with torch._dynamo.config.patch(error_on_recompile=True):  # the check's answer is the same: no recompile
             assert torch.equal(model(**kw)[0], out)
-        assert [rec.linears(g) for g in rec.graphs] == [LINEARS_FUSED]  # one graph serves every block
+        assert rec.linears() == [LINEARS_FUSED]  # one graph serves every block
         torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
 
         # a new Parameter: the fused weight no longer holds to_k's values, so the blocks compile again unfused
         attn = model.transformer_blocks[0].attn1
         attn.to_k.weight = nn.Parameter(attn.to_k.weight * 0.5)
         changed = model(**kw)[0]
-        assert [rec.linears(g) for g in rec.graphs] == [LINEARS_FUSED, LINEARS_SEPARATE]
-    _uncompile(model)
+        assert rec.linears() == [LINEARS_FUSED, LINEARS_SEPARATE]
+    uncompile(model)
     restore(model)
     with torch.no_grad():
         torch.testing.assert_close(changed, model(**kw)[0], rtol=1e-5, atol=1e-5)  # the new weight is what counted
@@ -74,18 +54,18 @@ def test_a_block_called_outside_the_transformers_forward_and_the_whole_model_com
     block = model.transformer_blocks[0]
     x = torch.randn(2, 12, block.attn1.query_dim)
     states, temb = torch.randn(2, 16, block.attn2.cross_attention_dim), torch.randn(2, 1, 6 * block.attn1.query_dim)
-    rec = _Recording()
+    rec = GraphRecorder()
     torch._dynamo.reset()
     with torch.no_grad():
         model(**kw)  # an eager forward found the weights intact; its answer ends with it
         torch.compile(block, fullgraph=True, backend=rec)(x, states, temb)
-        assert [rec.linears(g) for g in rec.graphs] == [LINEARS_SEPARATE]  # nothing checked the weights this time
+        assert rec.linears() == [LINEARS_SEPARATE]  # nothing checked the weights this time
         torch._dynamo.reset()
         rec.graphs.clear()
         compiled = torch.compile(model, fullgraph=True, backend=rec)
         out = compiled(**kw)[0]
     # every nn.Linear of the model called once: the projections stay separate
-    assert [rec.linears(g) for g in rec.graphs] == [sum(isinstance(m, nn.Linear) for m in model.modules())]
+    assert rec.linears() == [sum(isinstance(m, nn.Linear) for m in model.modules())]
     with torch.no_grad():
         torch.testing.assert_close(out, model(**kw)[0], rtol=1e-5, atol=1e-5)
     torch._dynamo.reset()

@@ -11,10 +11,11 @@
 #            (compile against triton+compile, interleaved plain calls)
 #   stage d: after cross_attention loads a mask that does not vary over the queries once per program (MASK_ROW):
 #            its GPU tests, cross_attn_probe.py (launch configurations), its kernel plan and the launch-free e2e plan
+#   stage e: the whole GPU test suite (tests/kernels, tests/inject) at the session's last code
 #   Every stage packs what it wrote into one archive, bundle-STAGE.tgz (a call brings back at most 8 files).
-# Usage (device, repo root): bash docs/perf/h200-2026-11-30k/session.sh a|b|c|d
+# Usage (device, repo root): bash docs/perf/h200-2026-11-30k/session.sh a|b|c|d|e
 set -u
-STAGE=${1:?a, b, c or d}; P=docs/perf/h200-2026-11-30k; J=docs/perf/h200-2026-11-30j
+STAGE=${1:?a, b, c, d or e}; P=docs/perf/h200-2026-11-30k; J=docs/perf/h200-2026-11-30j
 . docs/perf/device_preamble.sh
 if [ "$STAGE" = a ]; then
   timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels/test_cross_attention.py tests/inject \
@@ -65,5 +66,8 @@ elif [ "$STAGE" = d ]; then
   timeout $(left) python3 -m workers run $P/plan-e2e-graph-d.jsonl --out "$OUT/results-e2e-graph-d.jsonl" \
       > "$OUT/e2e-d.log" 2>&1
   stamp "e2e graph" $? >> "$OUT/e2e-d.log"; tail -n 1 "$OUT/e2e-d.log"
+elif [ "$STAGE" = e ]; then
+  timeout $(left) python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels tests/inject > "$OUT/pytest-gpu-e.log" 2>&1
+  stamp pytest $? >> "$OUT/pytest-gpu-e.log"; tail -n 4 "$OUT/pytest-gpu-e.log"
 fi
 B=$(mktemp) && tar czf "$B" -C "$OUT" . && find "$OUT" -type f -delete && mv "$B" "$OUT/bundle-$STAGE.tgz"
