@@ -275,12 +275,13 @@ def _current_stream(device: int) -> int:
 
 
 # Whether the kernels were made interpreted: triton.jit decides when a kernel module is imported, so the fast path
-# (compiled kernels only) goes by the setting at import, read once (os.environ costs ~1 us a call).
-_INTERPRETED = interpreting()
+# (compiled kernels only) and the injection's per-call checks go by the setting at import, read once (os.environ
+# costs ~1 us a call).
+INTERPRETED = interpreting()
 
 
 def fast_launch_active() -> bool:
-    return FAST_LAUNCH and _FAST_SUPPORTED and not _INTERPRETED and not _launch_hooks_set()
+    return FAST_LAUNCH and _FAST_SUPPORTED and not INTERPRETED and not _launch_hooks_set()
 
 
 # ----------------------------------------------------------------------------------------------------------------

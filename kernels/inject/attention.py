@@ -18,7 +18,7 @@ from diffusers.models.attention_dispatch import AttentionBackendName, _Attention
 
 from kernels.cross_attention import MAX_HEAD_DIM, MAX_KEYS
 from kernels.inject.memo import LastResult
-from kernels.launch import FLOAT_DTYPES, interpreting
+from kernels.launch import FLOAT_DTYPES, INTERPRETED
 
 
 def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None,
@@ -56,7 +56,7 @@ def cross_attention_ok(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
     dtype, device = query.dtype, query.device
     if dtype not in FLOAT_DTYPES or key.dtype != dtype or value.dtype != dtype:
         return False
-    if not (device.type == "cuda" or (device.type == "cpu" and _INTERPRETING)) or key.device != device \
+    if not (device.type == "cuda" or (device.type == "cpu" and INTERPRETED)) or key.device != device \
             or value.device != device:
         return False
     if query.stride(3) != 1 or key.stride(3) != 1 or value.stride(3) != 1:
@@ -72,8 +72,6 @@ def cross_attention_ok(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
                                     or (attn_mask is not None and attn_mask.requires_grad)):
         return False
     return True
-
-_INTERPRETING = interpreting()  # Triton decides when the kernels are imported (kernels.launch)
 
 
 _LAST_MASK = LastResult()  # one for every processor: a transformer hands each of its blocks the same mask object
