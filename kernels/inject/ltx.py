@@ -10,10 +10,11 @@ Per ``LTXVideoTransformerBlock`` (see the reference notes, sections 1.2-1.4):
   backend with the defaults and the tensors suit the kernel (:func:`kernels.inject.attention.cross_attention_ok`).
   In eager calls and under torch.compile alike.  A backend chosen with ``set_attention_backend`` is used as chosen;
 * with ``fused_qkv`` selected, attn1's q/k/v projections (which all read the block's normed input) are one GEMM,
-  and so are attn2's k/v (which read the text states): :mod:`kernels.inject.fused_linear`.  In eager calls each
-  call checks the fused weights' addresses; compiled blocks read what the transformer's forward found at its start
-  (:class:`~kernels.inject.fused_linear.ForwardCheck`), and torch.compile of the whole transformer keeps the
-  projections separate (a trace cannot read addresses);
+  and so are attn2's k/v (which read the text states): :mod:`kernels.inject.fused_linear`.  Each forward of the
+  transformer checks the fused weights' addresses once (:class:`~kernels.inject.fused_linear.ForwardCheck`), and
+  its blocks, eager or compiled, read that answer; a block called on its own checks per call when eager and keeps
+  the projections separate when compiled, as torch.compile of the whole transformer does (a trace cannot read
+  addresses);
 * the block's forward is replaced: ``norm1`` + ``* (1 + scale_msa) + shift_msa`` is one :func:`kernels.adaln_rms`,
   and the attn2 residual add + ``norm2`` + ``* (1 + scale_mlp) + shift_mlp`` is one
   :func:`kernels.add_rms_norm_modulate`; the two gated residual adds (``hidden + attn1(...) * gate_msa`` and
