@@ -1,0 +1,139 @@
+"""Where a per-call reading's time goes: the micro job's event timing against the kernel's own device time.
+
+The micro job times each call between two events with the L2 flushed by a read just before (workers.timing.bench).
+At 20-70 MB a call reads 9-20 µs per call against 5-18 µs launch-free (graph replay, warm L2).  This probe splits
+the difference, per kernel x shape x implementation (the registry's inputs, bf16):
+
+- ``event``: workers.timing.bench as the micro job calls it (median µs);
+- ``event+spin``: the same, with the GPU held busy (torch.cuda._sleep) after the flush for longer than the host
+  takes to enqueue the call, so the start event is followed at once by the call's kernels: host enqueue time that
+  outlasts the flush no longer shows up inside the events;
+- ``host``: host µs to enqueue one call (no sync; the GPU kept busy so the queue never blocks);
+- ``kernel``: the sum of the call's kernel durations from torch.profiler (CUPTI), L2 flushed before each call;
+- ``graph``: workers.timing.graph_time (warm L2, launch-free).
+
+Also the floor of the event pair itself: an empty Triton kernel and a one-element torch op.
+Run on the device: python3 docs/perf/h200-2026-11-30l/call_probe.py
+"""
+import statistics
+import sys
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import registry
+from workers.timing import _flush, bench, graph_time
+
+dev = torch.device("cuda")
+SPIN_CYCLES = 400_000  # ~200 µs at 1.98 GHz: longer than any enqueue below
+
+CASES = [
+    ("rmsnorm", [2, 1320, 2048]), ("rmsnorm", [1, 4096, 2048]), ("rmsnorm", [1, 8192, 2048]),
+    ("rmsnorm", [2, 6336, 2048]),
+    ("adaln", [1, 4096, 2048]), ("adaln", [2, 1320, 2048]),
+    ("add_rms_norm_modulate", [1, 256, 2048]), ("add_rms_norm_modulate", [2, 1320, 2048]),
+    ("gated_residual", [1, 256, 2048]), ("gated_residual", [2, 1320, 2048]),
+    ("geglu", [2, 1024, 4096]), ("rope", [2, 1320, 2048]), ("rope_rotate_half", [1, 8192, 32, 64]),
+    ("adaln_layer_norm", [1, 4096, 3072]),
+]
+IMPLS = ("triton", "compile")
+
+
+@triton.jit
+def _empty(x_ptr):
+    pass
+
+
+def spin_bench(fn, reps=200):
+    for _ in range(5):
+        fn()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
+        _flush(dev, "read")
+        torch.cuda._sleep(SPIN_CYCLES)
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends))
+
+
+def host_us(fn, reps=200):
+    out = []
+    for i in range(reps):
+        if i % 20 == 0:
+            torch.cuda.synchronize()
+            torch.cuda._sleep(SPIN_CYCLES * 20)
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(out)
+
+
+def kernel_us(fn, reps=30):
+    """Median over calls of the summed device time of one call's kernels (flush and spin excluded), and their count."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            _flush(dev, "read")
+            torch.cuda._sleep(SPIN_CYCLES // 4)
+            fn()
+        torch.cuda.synchronize()
+    evs = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+                  and "reduce_kernel" not in e.name and "spin_kernel" not in e.name
+                  and "Memset" not in e.name and "Memcpy" not in e.name), key=lambda e: e.time_range.start)
+    if not evs or len(evs) % reps:
+        return float("nan"), f"{len(evs)}/{reps}"
+    k = len(evs) // reps
+    return statistics.median(sum(e.time_range.elapsed_us() for e in evs[j:j + k])
+                             for j in range(0, len(evs), k)), k
+
+
+def main():
+    print(f"torch {torch.__version__}, triton {triton.__version__}, {torch.cuda.get_device_name()}")
+    x = torch.zeros(1, device=dev)
+    floor = {
+        "empty triton kernel": lambda: _empty[(1,)](x),
+        "one-element torch add_": lambda: x.add_(1),
+    }
+    print("| call | event µs | event+spin µs | host µs |")
+    print("|---|---|---|---|")
+    for name, fn in floor.items():
+        print(f"| {name} | {statistics.median(bench(fn, dev)):.2f} | {spin_bench(fn):.2f} | {host_us(fn):.1f} |")
+    sys.stdout.flush()
+
+    print()
+    print("| kernel | shape | MB | impl | event µs | event+spin µs | host µs | kernel µs (profiler) | kernels/call "
+          "| graph µs |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
+    for kname, shape in CASES:
+        entry = registry.get(kname)
+        dtype = registry.dtype_of("bf16")
+        inputs = entry.make_inputs(tuple(shape), dtype, dev, torch.Generator().manual_seed(0))
+        mb = entry.bytes_moved(tuple(shape), dtype) / 1e6
+        for impl in IMPLS:
+            f = entry.impls[impl].make()
+            fn = (lambda f=f, inputs=inputs: f(**inputs))
+            fn()
+            torch.cuda.synchronize()
+            ev = statistics.median(bench(fn, dev))
+            sp = spin_bench(fn)
+            ho = host_us(fn)
+            gr = statistics.median(graph_time(fn, dev))
+            rows.append((kname, shape, mb, impl, ev, sp, ho, gr, fn))
+            print(f"(timed {kname} {shape} {impl}: event {ev:.2f}, spin {sp:.2f}, host {ho:.1f}, graph {gr:.2f})")
+            sys.stdout.flush()
+    # profiler last: once CUPTI is attached every later launch costs more host time
+    for kname, shape, mb, impl, ev, sp, ho, gr, fn in rows:
+        ku, kc = kernel_us(fn)
+        print(f"| {kname} | {'x'.join(map(str, shape))} | {mb:.1f} | {impl} | {ev:.2f} | {sp:.2f} | {ho:.1f} "
+              f"| {ku:.2f} | {kc} | {gr:.2f} |")
+        sys.stdout.flush()
+
+if __name__ == "__main__":
+    main()
