@@ -4,8 +4,14 @@ On a GPU each repeat is bracketed by its own pair of events, the L2 cache is flu
 the timed region, through a buffer larger than L2: ``flush="write"`` zeroes it, as triton.testing.do_bench does;
 ``flush="read"`` reads it, which leaves clean lines, so the timed call does not pay for writing the flush's dirty
 lines back), warm-up is excluded, and every repeat is returned in microseconds, so the caller keeps all samples and
-reports median and IQR.  ``graph_time`` replays a CUDA/HIP graph
-of many calls: a launch-free reading to hold the event timing against.
+reports median and IQR.  After the flush the GPU spins for ~100 µs before the start event, so a call whose host side
+takes longer to enqueue than the flush takes to run does not count that host time; what lies between the events is
+the call's kernels plus the event pair's own cost (~3.4 µs on an H200 around an empty kernel).
+
+Two launch-free readings replay CUDA/HIP graphs: ``graph_time`` many calls back to back (warm L2: a tensor that fits
+in L2 is read from it), and ``cold_graph_time`` calls each after a flush, less the flushes alone: the call's
+kernels and the gaps between them with the L2 flushed, without the events' cost, the reading a byte model is held
+against.
 """
 from __future__ import annotations
 
@@ -29,7 +35,16 @@ def _flush(device: torch.device, mode: str) -> None:
     if mode == "write":
         buf.zero_()
     else:
-        buf.sum(dtype=torch.int64)  # reads every line; writes one number
+        buf.amax()  # reads every line, writes one number (sum(dtype=int64) would first write an int64 copy of it)
+
+
+# ~100 µs of spinning at an H200's 1980 MHz; longer where the clock runs slower.
+_SPIN_CYCLES = 200_000
+
+
+def _hold_gpu(device: torch.device) -> None:
+    """Keep the GPU busy while the host enqueues the timed call (torch.cuda._sleep spins on the device clock)."""
+    torch.cuda._sleep(_SPIN_CYCLES)
 
 
 # Whether this process has run torch.profiler.  Once a capture with CUDA activity has run, CUPTI stays attached to the
@@ -98,6 +113,7 @@ def bench(fn: Callable[[], object], device: torch.device, *, warmup_ms: float = 
     for i in range(reps):
         if flush:
             _flush(device, flush_mode)
+        _hold_gpu(device)
         starts[i].record()
         fn()
         ends[i].record()
@@ -130,6 +146,49 @@ def graph_time(fn: Callable[[], object], device: torch.device, *, calls: int = 5
         end.synchronize()
         out.append(start.elapsed_time(end) * 1e3 / calls)
     del graph
+    return out
+
+
+def cold_graph_time(fn: Callable[[], object], device: torch.device, *, calls: int = 10, replays: int = 15,
+                    flush_mode: str = "read") -> list[float]:
+    """Per-call microseconds of ``fn`` launch-free with the L2 flushed before every call.
+
+    Two graphs are captured: ``calls`` times (flush, ``fn``), and ``calls`` flushes alone.  They are replayed
+    alternately ``replays`` times; each sample is (pair's time - flushes' time) / calls.
+    """
+    if device.type != "cuda":
+        raise ValueError("graph replay needs a GPU")
+    if flush_mode not in FLUSH_MODES:
+        raise ValueError(f"flush_mode must be one of {', '.join(FLUSH_MODES)}, got {flush_mode!r}")
+    stream = torch.cuda.Stream(device)
+    stream.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            _flush(device, flush_mode)
+            fn()
+    torch.cuda.current_stream(device).wait_stream(stream)
+    with_calls, flushes = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+    with torch.cuda.graph(with_calls):
+        for _ in range(calls):
+            _flush(device, flush_mode)
+            fn()
+    with torch.cuda.graph(flushes):
+        for _ in range(calls):
+            _flush(device, flush_mode)
+    with_calls.replay()
+    flushes.replay()
+    torch.cuda.synchronize(device)
+
+    def replay_ms(graph: torch.cuda.CUDAGraph) -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+
+    out = [(replay_ms(with_calls) - replay_ms(flushes)) * 1e3 / calls for _ in range(replays)]
+    del with_calls, flushes
     return out
 
 

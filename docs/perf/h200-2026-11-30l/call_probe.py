@@ -10,7 +10,11 @@ the difference, per kernel x shape x implementation (the registry's inputs, bf16
   outlasts the flush no longer shows up inside the events;
 - ``host``: host µs to enqueue one call (no sync; the GPU kept busy so the queue never blocks);
 - ``kernel``: the sum of the call's kernel durations from torch.profiler (CUPTI), L2 flushed before each call;
-- ``graph``: workers.timing.graph_time (warm L2, launch-free).
+- ``graph``: workers.timing.graph_time (warm L2, launch-free);
+- ``cold graph``: workers.timing.cold_graph_time (flushed L2, launch-free; only with ``cold`` on the command line).
+
+Stage a ran it at 54f667c (before workers.timing read-flushed without a cast and spun before the start event);
+stage b with ``cold`` after that change: there ``event`` and ``event+spin`` are the same reading.
 
 Also the floor of the event pair itself: an empty Triton kernel and a one-element torch op.
 Run on the device: python3 docs/perf/h200-2026-11-30l/call_probe.py
@@ -25,6 +29,10 @@ import triton.language as tl
 
 from kernels import registry
 from workers.timing import _flush, bench, graph_time
+try:
+    from workers.timing import cold_graph_time
+except ImportError:  # stage a's code
+    cold_graph_time = None
 
 dev = torch.device("cuda")
 SPIN_CYCLES = 400_000  # ~200 µs at 1.98 GHz: longer than any enqueue below
@@ -39,6 +47,7 @@ CASES = [
     ("adaln_layer_norm", [1, 4096, 3072]),
 ]
 IMPLS = ("triton", "compile")
+COLD = "cold" in sys.argv[1:]
 
 
 @triton.jit
@@ -74,6 +83,9 @@ def host_us(fn, reps=200):
     return statistics.median(out)
 
 
+_NAMES_SHOWN = 0
+
+
 def kernel_us(fn, reps=30):
     """Median over calls of the summed device time of one call's kernels (flush and spin excluded), and their count."""
     from torch.profiler import ProfilerActivity, profile
@@ -89,6 +101,10 @@ def kernel_us(fn, reps=30):
     if not evs or len(evs) % reps:
         return float("nan"), f"{len(evs)}/{reps}"
     k = len(evs) // reps
+    global _NAMES_SHOWN
+    if _NAMES_SHOWN < 3:
+        _NAMES_SHOWN += 1
+        print("(kernels of one call: " + "; ".join(e.name[:80] for e in evs[:k]) + ")")
     return statistics.median(sum(e.time_range.elapsed_us() for e in evs[j:j + k])
                              for j in range(0, len(evs), k)), k
 
@@ -103,14 +119,25 @@ def main():
     print("| call | event µs | event+spin µs | host µs |")
     print("|---|---|---|---|")
     for name, fn in floor.items():
-        print(f"| {name} | {statistics.median(bench(fn, dev)):.2f} | {spin_bench(fn):.2f} | {host_us(fn):.1f} |")
+        cg = statistics.median(cold_graph_time(fn, dev)) if COLD else float("nan")
+        print(f"| {name} | {statistics.median(bench(fn, dev)):.2f} | {spin_bench(fn):.2f} | {host_us(fn):.1f} "
+              f"| cold graph {cg:.2f} |")
     sys.stdout.flush()
 
     print()
     print("| kernel | shape | MB | impl | event µs | event+spin µs | host µs | kernel µs (profiler) | kernels/call "
-          "| graph µs |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| graph µs | cold graph µs |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     rows = []
+    # the ceiling's own operation at these sizes: a bf16 copy moving the bytes of rmsnorm's [1, n, 2048]
+    for n in (2640, 4096, 8192, 12672):
+        src = torch.randn(n, 2048, device=dev).to(torch.bfloat16)
+        dst = torch.empty_like(src)
+        fn = (lambda src=src, dst=dst: dst.copy_(src))
+        ev, sp, ho = statistics.median(bench(fn, dev)), spin_bench(fn), host_us(fn)
+        gr = statistics.median(graph_time(fn, dev))
+        cg = statistics.median(cold_graph_time(fn, dev)) if COLD else float("nan")
+        rows.append(("copy_", [n, 2048], 2 * src.numel() * 2 / 1e6, "torch", ev, sp, ho, gr, cg, fn))
     for kname, shape in CASES:
         entry = registry.get(kname)
         dtype = registry.dtype_of("bf16")
@@ -125,14 +152,16 @@ def main():
             sp = spin_bench(fn)
             ho = host_us(fn)
             gr = statistics.median(graph_time(fn, dev))
-            rows.append((kname, shape, mb, impl, ev, sp, ho, gr, fn))
-            print(f"(timed {kname} {shape} {impl}: event {ev:.2f}, spin {sp:.2f}, host {ho:.1f}, graph {gr:.2f})")
+            cg = statistics.median(cold_graph_time(fn, dev)) if COLD else float("nan")
+            rows.append((kname, shape, mb, impl, ev, sp, ho, gr, cg, fn))
+            print(f"(timed {kname} {shape} {impl}: event {ev:.2f}, spin {sp:.2f}, host {ho:.1f}, graph {gr:.2f}, "
+                  f"cold graph {cg:.2f})")
             sys.stdout.flush()
     # profiler last: once CUPTI is attached every later launch costs more host time
-    for kname, shape, mb, impl, ev, sp, ho, gr, fn in rows:
+    for kname, shape, mb, impl, ev, sp, ho, gr, cg, fn in rows:
         ku, kc = kernel_us(fn)
         print(f"| {kname} | {'x'.join(map(str, shape))} | {mb:.1f} | {impl} | {ev:.2f} | {sp:.2f} | {ho:.1f} "
-              f"| {ku:.2f} | {kc} | {gr:.2f} |")
+              f"| {ku:.2f} | {kc} | {gr:.2f} | {cg:.2f} |")
         sys.stdout.flush()
 
 if __name__ == "__main__":
