@@ -59,7 +59,8 @@ def job_key(spec: JobSpec, code: CodeVersion) -> str:
 
 
 def timing_params(sweep: dict) -> dict:
-    return {k: sweep[k] for k in ("warmup_ms", "rep_ms", "rounds", "graph", "flush", "seed", "timeout_s")}
+    return {k: sweep[k] for k in ("warmup_ms", "rep_ms", "rounds", "graph", "kernel_time", "flush", "seed",
+                                "timeout_s")}
 
 
 def plan(cfg: dict, code: CodeVersion | None = None, gpu_types: list[str] | None = None) -> list[JobSpec]:

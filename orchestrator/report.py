@@ -6,8 +6,8 @@ from typing import Iterable
 from rich.console import Console
 from rich.table import Table
 
-COLUMNS = ("kernel", "shape", "dtype", "impl", "median µs", "IQR µs", "graph µs", "GB/s", "% ceiling",
-           "vs eager", "vs compile", "correct", "status")
+COLUMNS = ("kernel", "shape", "dtype", "impl", "median µs", "IQR µs", "graph µs", "kernel µs", "GB/s", "% ceiling",
+           "% ceiling (kernel)", "vs eager", "vs compile", "correct", "status")
 
 
 def _fmt(v, spec: str = ".1f", suffix: str = "") -> str:
@@ -25,7 +25,8 @@ def _cells(r: dict) -> list[str]:
     if r.get("compile_baseline") and r.get("speedup_vs_compile") is not None:
         vs_compile += f" ({r['compile_baseline']})"
     return [r["kernel"], shape, r["dtype"], r["impl"], _fmt(r.get("median_us"), ".2f"), _fmt(r.get("iqr_us"), ".2f"),
-            _fmt(r.get("graph_time_us"), ".2f"), _fmt(r.get("gbs"), ".0f"), _fmt(r.get("pct_of_ceiling"), ".0f", "%"),
+            _fmt(r.get("graph_time_us"), ".2f"), _fmt(r.get("kernel_time_us"), ".2f"), _fmt(r.get("gbs"), ".0f"),
+            _fmt(r.get("pct_of_ceiling"), ".0f", "%"), _fmt(r.get("kernel_pct_of_ceiling"), ".0f", "%"),
             _fmt(r.get("speedup_vs_eager"), ".2f", "x"), vs_compile, correct, r.get("status") or "–"]
 
 

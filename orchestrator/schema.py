@@ -38,6 +38,9 @@ class SweepCfg:
     rep_ms: float = 200.0
     rounds: int = 5  # implementations are timed interleaved, in this many rounds
     graph: bool = True  # also time CUDA/HIP-graph replay (launch-free) on a GPU
+    # also read each call's kernel time from torch.profiler on a GPU (the kernels alone, L2 flushed: what ncu or
+    # rocprofv3 would report; workers.timing.kernel_time)
+    kernel_time: bool = True
     # how L2 is flushed before each timed call: "read" a 256 MB buffer (clean lines), or "write" it (dirty lines the
     # timed call writes back; on an H200 per-call times >= 100 MB ran a median 7 % over launch-free with "write",
     # 3 % with "read": docs/perf/kernels-h200.md)

@@ -2,10 +2,11 @@
 
 Protocol (JSON lines): the parent writes one JobSpec per line on stdin; the child answers on its result pipe
 (the original stdout; anything the jobs print goes to stderr) with ``{"event": "ready", ...}`` once at start,
-then for every job ``{"event": "start", "key": ...}`` and ``{"event": "result", "result": {...}, "retire": bool}``.
+then for every job ``{"event": "start", "key": ...}`` and ``{"event": "result", "result": {...}, "profiled": bool}``.
 A job that raises is a result with status ``error``; a job that kills the process is seen by the parent as a missing
-result.  ``retire``: the job ran torch.profiler, which leaves every later launch in this process slower
-(``workers.timing.profiler_used``), so the child exits and the parent starts a fresh one for the next job.
+result.  ``profiled``: this process has run torch.profiler, which leaves every later launch in it slower
+(``workers.timing.profiler_used``); the parent starts a fresh child for a next job whose figures include host time
+(workers.sandbox.runs_in_profiled_child).
 """
 from __future__ import annotations
 
@@ -90,10 +91,7 @@ def main() -> int:
             result = JobResult(spec.key, STATUS_ERROR, error=msg, details={"traceback": tb})
         result.started_at = t0
         result.duration_s = time.time() - t0
-        retire = timing.profiler_used()  # a profiled process times nothing more (workers.timing)
-        _emit(results, {"event": "result", "result": result.to_dict(), "retire": retire})
-        if retire:
-            break
+        _emit(results, {"event": "result", "result": result.to_dict(), "profiled": timing.profiler_used()})
         if device.type == "cuda":
             torch.cuda.empty_cache()
     return 0

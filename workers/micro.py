@@ -5,7 +5,9 @@ reference (an implementation that fails never gets a speed-up), then they are ti
 rounds, each timing every implementation for ``rep_ms / rounds``, so drift of clocks or temperature spreads over
 all of them alike.  Per implementation: ``time_us`` (median, with every repeat kept), ``iqr_us``, ``gbs`` (the
 entry's byte model over the median), ``compile_s`` (first call), ``graph_time_us`` on a GPU (graph replay), and
-``speedup`` = baseline median / implementation median.
+``speedup`` = baseline median / implementation median.  On a GPU, last (the profiler stays attached to the
+process), ``kernel_time_us``: the call's kernels' own device time with the L2 flushed (timing.kernel_time, what a
+kernel profiler reports), and ``kernel_gbs`` by it; the job parameter ``kernel_time: false`` leaves them out.
 """
 from __future__ import annotations
 
@@ -72,6 +74,15 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
                 measurements.append(Measurement(name, "graph_time_us", timing.median(g), "us", g))
             except Exception as exc:  # some implementations cannot be captured; say why, keep the rest
                 details.setdefault("graph_errors", {})[name] = str(exc).splitlines()[0][:300]
+    if device.type == "cuda" and p.get("kernel_time", True):
+        for name, fn in fns.items():
+            try:
+                k = timing.kernel_time(lambda: fn(**inputs), device, flush_mode=str(p.get("flush", "read")))
+                med = timing.median(k)
+                measurements += [Measurement(name, "kernel_time_us", med, "us", k),
+                                 Measurement(name, "kernel_gbs", nbytes / (med * 1e-6) / 1e9, "GB/s")]
+            except Exception as exc:
+                details.setdefault("kernel_time_errors", {})[name] = str(exc).splitlines()[0][:300]
     base = entry.baseline
     if base in medians and correct.get(base):
         for name, med in medians.items():

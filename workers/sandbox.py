@@ -131,6 +131,15 @@ class _Child:
             self.stderr.close()
 
 
+# Job kinds whose figures hold no host time (micro: events after the GPU was held busy, graph replays, profiler
+# kernel times; correctness: none), so they may run in a child that has run torch.profiler.
+DEVICE_ONLY_KINDS = ("correctness", "micro")
+
+
+def runs_in_profiled_child(spec: JobSpec) -> bool:
+    return spec.kind in DEVICE_ONLY_KINDS
+
+
 def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     # One consistent device mask for the child (Ray sets HIP_VISIBLE_DEVICES on AMD; a stale ROCR mask contradicts it)
@@ -190,8 +199,9 @@ def run_jobs(specs: Iterable[JobSpec], env: dict[str, str] | None = None,
                             break
                         if ev.get("event") == "result":
                             result = JobResult.from_dict(ev["result"])
-                            if ev.get("retire"):  # the child profiled: the next job gets a fresh one
-                                child.close()
+                            nxt = pending[1] if len(pending) > 1 else None
+                            if ev.get("profiled") and nxt is not None and not runs_in_profiled_child(nxt):
+                                child.close()  # a job that times host work gets a child the profiler never touched
                                 child = None
                             break
                 except TimeoutError:

@@ -4,14 +4,15 @@ On a GPU each repeat is bracketed by its own pair of events, the L2 cache is flu
 the timed region, through a buffer larger than L2: ``flush="write"`` zeroes it, as triton.testing.do_bench does;
 ``flush="read"`` reads it, which leaves clean lines, so the timed call does not pay for writing the flush's dirty
 lines back), warm-up is excluded, and every repeat is returned in microseconds, so the caller keeps all samples and
-reports median and IQR.  After the flush the GPU spins for ~100 µs before the start event, so a call whose host side
+reports median and IQR.  After the flush the GPU spins for ~150 µs before the start event, so a call whose host side
 takes longer to enqueue than the flush takes to run does not count that host time; what lies between the events is
 the call's kernels plus the event pair's own cost (~3.4 µs on an H200 around an empty kernel).
 
 Two launch-free readings replay CUDA/HIP graphs: ``graph_time`` many calls back to back (warm L2: a tensor that fits
-in L2 is read from it), and ``cold_graph_time`` calls each after a flush, less the flushes alone: the call's
-kernels and the gaps between them with the L2 flushed, without the events' cost, the reading a byte model is held
-against.
+in L2 is read from it), and ``cold_graph_time`` calls each after a flush, less the flushes alone (the call is also
+charged for writing back the dirty lines it leaves in L2, during the next flush).  ``kernel_time`` is the reading
+a kernel profiler gives (ncu's duration, rocprofv3's kernel trace): the summed device time of the call's kernels,
+each call after a flush, from torch.profiler's device activity records; no event or launch cost in it.
 """
 from __future__ import annotations
 
@@ -38,8 +39,9 @@ def _flush(device: torch.device, mode: str) -> None:
         buf.amax()  # reads every line, writes one number (sum(dtype=int64) would first write an int64 copy of it)
 
 
-# ~100 µs of spinning at an H200's 1980 MHz; longer where the clock runs slower.
-_SPIN_CYCLES = 200_000
+# ~150 µs of spinning at an H200's 1980 MHz (longer where the clock runs slower): more than a call takes to enqueue,
+# torch.compile's guards and a profiled process's slower launches included (docs/perf/h200-2026-11-30l)
+_SPIN_CYCLES = 300_000
 
 
 def _hold_gpu(device: torch.device) -> None:
@@ -189,6 +191,45 @@ def cold_graph_time(fn: Callable[[], object], device: torch.device, *, calls: in
 
     out = [(replay_ms(with_calls) - replay_ms(flushes)) * 1e3 / calls for _ in range(replays)]
     del with_calls, flushes
+    return out
+
+
+def kernel_time(fn: Callable[[], object], device: torch.device, *, calls: int = 20,
+                flush_mode: str = "read") -> list[float]:
+    """Per call: microseconds of device activity (kernels, memsets, copies) the call launched, L2 flushed before it.
+
+    torch.profiler records the device activities (CUPTI on CUDA, roctracer on ROCm).  A call's activities are those
+    between the spin that precedes it and a one-cycle spin enqueued right after it on the same stream.  The
+    profiler stays attached to the process (see ``mark_profiler_used``): the caller's host timings end here.
+    """
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    if device.type != "cuda":
+        raise ValueError("kernel time needs a GPU")
+    if flush_mode not in FLUSH_MODES:
+        raise ValueError(f"flush_mode must be one of {', '.join(FLUSH_MODES)}, got {flush_mode!r}")
+    fn()
+    mark_profiler_used()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            _flush(device, flush_mode)
+            _hold_gpu(device)
+            fn()
+            torch.cuda._sleep(1)  # closes the call's span on the timeline
+        torch.cuda.synchronize(device)
+    acts = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA), key=lambda e: e.time_range.start)
+    out: list[float] = []
+    inside, total = False, 0.0
+    for e in acts:
+        if "spin_kernel" in e.name:
+            if inside:
+                out.append(total)
+            inside, total = not inside, 0.0
+        elif inside:
+            total += e.time_range.elapsed_us()
+    if len(out) != calls:
+        raise RuntimeError(f"the profiler recorded {len(out)} of {calls} calls (device activities lost)")
     return out
 
 

@@ -10,7 +10,9 @@ Metric names the workers emit (Measurement.metric; ``impl`` is the implementatio
     time_us        median time in µs; ``samples`` holds every repeat (µs)
     iqr_us         inter-quartile range of the repeats (µs)
     gbs            GB/s by the kernel's byte model (bytes / median time)
-    graph_time_us  optional: median of CUDA/HIP-graph replay (launch-free), µs
+    graph_time_us  optional: median of CUDA/HIP-graph replay (launch-free, warm L2), µs
+    kernel_time_us optional: median of the call's own kernel time from the profiler (L2 flushed), µs
+    kernel_gbs     optional: GB/s by the byte model over kernel_time_us
     speedup        baseline median / this median, emitted only for implementations that passed correctness
   correctness, per implementation
     rel_err        ‖out − ref‖ / ‖ref‖ against the float64 reference
@@ -63,7 +65,7 @@ from workers.spec import GOOD_STATUSES
 
 Source = str | Engine | Session
 
-MICRO_METRICS = ("time_us", "iqr_us", "gbs", "graph_time_us", "speedup")
+MICRO_METRICS = ("time_us", "iqr_us", "gbs", "graph_time_us", "kernel_time_us", "kernel_gbs", "speedup")
 CORRECTNESS_METRICS = ("rel_err", "max_abs", "correct")
 E2E_METRICS = ("ms_per_step", "total_s", "warmup_s", "peak_mem_gb", "max_abs_vs_eager", "cos_sim_vs_eager",
                "gpu_busy_ms_per_step", "sm_clock_mhz", "power_w")
@@ -189,6 +191,11 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
     return numerator / denominator
 
 
+def _pct(gbs: float | None, bandwidth: float | None) -> float | None:
+    ratio = _ratio(gbs, bandwidth)
+    return None if ratio is None else ratio * 100.0
+
+
 def _correctness_lookup(picked: Sequence[_Picked]):
     """impl -> correct, for a micro job: its own `correct` metric, else the correctness job of the same
     (kernel, shape, dtype) on the same hardware, else any of those with the same target (False if any failed)."""
@@ -267,11 +274,13 @@ def run_summary(src: Source, run_id: int) -> list[dict[str, Any]]:
     """One row per (job, implementation) for the micro and correctness jobs of a run.
 
     Keys: run_id, job_id, job_key, attempt, kind, kernel, shape, dtype, target, impl, hardware_key, gpu_type,
-    node_id, median_us, iqr_us, graph_time_us, gbs, copy_bandwidth_gbs, pct_of_ceiling, speedup_vs_eager,
-    speedup_vs_compile, compile_baseline ("compile" or "compile_max": the faster of the two that did not fail
-    correctness), correct (True/False/None: not checked), rel_err, max_abs, status, error.
+    node_id, median_us, iqr_us, graph_time_us, kernel_time_us, gbs, kernel_gbs, copy_bandwidth_gbs, pct_of_ceiling,
+    kernel_pct_of_ceiling, speedup_vs_eager, speedup_vs_compile, compile_baseline ("compile" or "compile_max": the
+    faster of the two that did not fail correctness), correct (True/False/None: not checked), rel_err, max_abs,
+    status, error.
     Speed-ups are ratios of medians measured side by side in the same job; an implementation that failed
-    correctness never gets one.  pct_of_ceiling = gbs / the device's measured copy bandwidth × 100.
+    correctness never gets one.  pct_of_ceiling = gbs / the device's measured copy bandwidth × 100;
+    kernel_pct_of_ceiling the same for kernel_gbs.
     """
     with _reading(src) as s:
         _run_or_raise(s, run_id)
@@ -292,8 +301,9 @@ def run_summary(src: Source, run_id: int) -> list[dict[str, Any]]:
                 "shape": list(p.job.shape or []), "dtype": p.job.dtype, "target": p.job.target, "impl": impl,
                 "hardware_key": p.hardware_key, "gpu_type": gpu_type.get(p.hardware_key or ""),
                 "node_id": p.attempt.node_id if p.attempt else None,
-                "median_us": None, "iqr_us": None, "graph_time_us": None, "gbs": None,
-                "copy_bandwidth_gbs": bw, "pct_of_ceiling": None, "speedup_vs_eager": None,
+                "median_us": None, "iqr_us": None, "graph_time_us": None, "kernel_time_us": None, "gbs": None,
+                "kernel_gbs": None, "copy_bandwidth_gbs": bw, "pct_of_ceiling": None,
+                "kernel_pct_of_ceiling": None, "speedup_vs_eager": None,
                 "speedup_vs_compile": None, "compile_baseline": None,
                 "correct": correct_of(p, impl) if p.job.kind == "micro" else p.correct(impl),
                 "rel_err": p.value(impl, "rel_err"), "max_abs": p.value(impl, "max_abs"),
@@ -310,9 +320,11 @@ def _fill_micro(row: dict[str, Any], p: _Picked, impl: str, bandwidth: float | N
     row["median_us"] = median
     row["iqr_us"] = p.value(impl, "iqr_us")
     row["graph_time_us"] = p.value(impl, "graph_time_us")
+    row["kernel_time_us"] = p.value(impl, "kernel_time_us")
     row["gbs"] = p.value(impl, "gbs")
-    ratio = _ratio(row["gbs"], bandwidth)
-    row["pct_of_ceiling"] = None if ratio is None else ratio * 100.0
+    row["kernel_gbs"] = p.value(impl, "kernel_gbs")
+    row["pct_of_ceiling"] = _pct(row["gbs"], bandwidth)
+    row["kernel_pct_of_ceiling"] = _pct(row["kernel_gbs"], bandwidth)
     if row["correct"] is False or median is None:
         return
     row["speedup_vs_eager"] = _ratio(p.value(BASELINE_IMPL, "time_us"), median)
@@ -372,8 +384,8 @@ def history(src: Source, kernel: str, shape: Sequence[int] | str, dtype: str, im
 def latest_results(src: Source, kernel: str | None = None, hardware_key: str | None = None) -> list[dict[str, Any]]:
     """The newest micro-benchmark result of every (kernel, shape, dtype, impl, hardware key).
 
-    Keys: kernel, shape, dtype, impl, hardware_key, gpu_type, median_us, iqr_us, graph_time_us, gbs,
-    pct_of_ceiling, speedup_vs_eager (against eager of the same job; None when this implementation's newest
+    Keys: kernel, shape, dtype, impl, hardware_key, gpu_type, median_us, iqr_us, graph_time_us, kernel_time_us, gbs,
+    kernel_gbs, pct_of_ceiling, kernel_pct_of_ceiling, speedup_vs_eager (against eager of the same job; None when this implementation's newest
     correctness verdict on that hardware is a failure), correct, measured_at, run_id, commit, job_id, job_key,
     attempt.
     """
@@ -398,14 +410,15 @@ def latest_results(src: Source, kernel: str | None = None, hardware_key: str | N
         own = values.get((impl, "correct"))
         correct = (own >= 0.5) if own is not None else (
             None if verdict is None or verdict["value"] is None else verdict["value"] >= 0.5)
-        gbs = values.get((impl, "gbs"))
-        ratio = _ratio(gbs, bandwidth.get(r["hardware_key"] or ""))
+        gbs, kernel_gbs = values.get((impl, "gbs")), values.get((impl, "kernel_gbs"))
+        bw = bandwidth.get(r["hardware_key"] or "")
         rows.append({
             "kernel": r["kernel"], "shape": r["shape"], "dtype": r["dtype"], "impl": impl,
             "hardware_key": r["hardware_key"], "gpu_type": gpu_type.get(r["hardware_key"] or ""),
             "median_us": r["value"], "iqr_us": values.get((impl, "iqr_us")),
-            "graph_time_us": values.get((impl, "graph_time_us")), "gbs": gbs,
-            "pct_of_ceiling": None if ratio is None else ratio * 100.0,
+            "graph_time_us": values.get((impl, "graph_time_us")),
+            "kernel_time_us": values.get((impl, "kernel_time_us")), "gbs": gbs, "kernel_gbs": kernel_gbs,
+            "pct_of_ceiling": _pct(gbs, bw), "kernel_pct_of_ceiling": _pct(kernel_gbs, bw),
             "speedup_vs_eager": None if correct is False else _ratio(values.get((BASELINE_IMPL, "time_us")),
                                                                       r["value"]),
             "correct": correct, "measured_at": r["measured_at"], "run_id": r["run_id"], "commit": r["commit"],

@@ -79,17 +79,25 @@ def test_the_sandbox_dies_with_the_process_that_started_it(tmp_path):
     raise AssertionError("the sandbox outlived its parent")
 
 
-def test_a_child_that_profiled_is_retired_before_the_next_job():
-    """torch.profiler leaves later launches in its process slower, so nothing is timed after it in that child."""
+def test_a_child_that_profiled_runs_device_timed_jobs_and_is_retired_before_a_host_timed_one():
+    """torch.profiler leaves later launches in its process slower: jobs whose figures hold no host time (correctness,
+    micro) go on in that child; a job that times host work (e2e, profile) gets a fresh one."""
     from workers import sandbox
 
     prof = JobSpec(kind="profile", kernel="rmsnorm", shape=[4, 64], dtype="fp32", impls=["eager"], key="p",
                    params={"iters": 2, "warmup": 1, "timeout_s": 120})
-    specs = [_spec("noop", "a"), prof, _spec("noop", "b"), _spec("noop", "c")]
+    e2e = JobSpec(kind="e2e", model="no-such-model", shape=[9, 64, 64], dtype="bf16", impls=["eager"], key="e",
+                  params={"timeout_s": 120})
+    micro = JobSpec(kind="micro", kernel="noop", shape=[16], dtype="fp32", impls=["eager"], key="m",
+                    params={"warmup_ms": 1, "rep_ms": 2, "rounds": 1, "timeout_s": 120})
+    specs = [_spec("noop", "a"), prof, _spec("noop", "b"), micro, e2e, _spec("noop", "c")]
     info = sandbox.ChildInfo()
     pids = []
     results = list(sandbox.run_jobs(specs, info=info, on_ready=lambda i: pids.append(i.pid)))
-    assert [r.key for r in results] == ["a", "p", "b", "c"]
-    assert [r.status for r in results] == ["ok"] * 4, [r.error for r in results]
-    # one child for "a" and the profile job, a fresh one for "b" and "c"
+    assert [r.key for r in results] == ["a", "p", "b", "m", "e", "c"]
+    assert [r.status for r in results] == ["ok"] * 4 + ["error", "ok"], [r.error for r in results]
+    assert "unknown model 'no-such-model'" in results[4].error
+    # "a", the profile job, "b" and the micro job in the first child; the e2e job and "c" in a fresh one
     assert info.starts == 2 and len(set(pids)) == 2
+    assert sandbox.runs_in_profiled_child(micro) and not sandbox.runs_in_profiled_child(e2e)
+    assert not sandbox.runs_in_profiled_child(prof)

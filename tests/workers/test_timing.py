@@ -29,3 +29,65 @@ def test_both_flush_modes_time_a_copy_on_the_gpu(mode):
     assert int(timing._flush_buf[dev].count_nonzero()) == 0  # flushing never changes the buffer's zeros
     graph = timing.graph_time(lambda: dst.copy_(src), dev, calls=5, replays=3)
     assert len(graph) == 3 and all(g > 0 for g in graph)
+
+
+def test_kernel_time_and_cold_graph_time_need_a_gpu():
+    cpu = torch.device("cpu")
+    with pytest.raises(ValueError, match="kernel time needs a GPU"):
+        timing.kernel_time(lambda: None, cpu)
+    with pytest.raises(ValueError, match="graph replay needs a GPU"):
+        timing.cold_graph_time(lambda: None, cpu)
+
+
+@gpu_test
+def test_the_read_flush_is_one_kernel_that_writes_nothing_back():
+    """buf.sum(dtype=int64) first wrote an int64 copy of the 256 MB buffer (512 MB of writes, ~4x the time)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    dev = torch.device("cuda")
+    timing._flush(dev, "read")
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        timing._flush(dev, "read")
+        torch.cuda.synchronize()
+    timing.mark_profiler_used()
+    names = [e.name for e in prof.events() if e.device_type == DeviceType.CUDA]
+    assert len(names) == 1 and "reduce_kernel" in names[0], names
+
+
+@gpu_test
+def test_kernel_time_counts_every_kernel_of_a_call_and_not_the_event_pair():
+    dev = torch.device("cuda")
+    src = torch.randn(16 << 20, device=dev)  # 64 MB
+    dst = torch.empty_like(src)
+
+    def copy():
+        dst.copy_(src)
+
+    def copy_then_scale():
+        dst.copy_(src)
+        dst.mul_(2.0)
+
+    events = timing.median(timing.bench(copy, dev, warmup_ms=5, rep_ms=20))
+    one = timing.kernel_time(copy, dev, calls=10)
+    two = timing.kernel_time(copy_then_scale, dev, calls=10)
+    assert len(one) == 10 and all(k > 0 for k in one)
+    # the copy's own time is below the events around it and near its bytes over the copy ceiling (2 x 64 MB)
+    assert timing.median(one) < events
+    floor_us = 2 * src.nbytes / 10e12 * 1e6  # no GPU of the fleet copies at 10 TB/s (H200 4.2, MI355X ~6)
+    assert timing.median(one) > floor_us
+    # a second kernel reading and writing the same 64 MB adds about as much again (a little less: part of dst is
+    # still in L2); a reading that kept only one kernel per call would give 1.0
+    assert 1.3 < timing.median(two) / timing.median(one) < 2.6
+    assert timing.profiler_used()
+
+
+@gpu_test
+def test_cold_graph_time_charges_a_call_for_its_bytes():
+    dev = torch.device("cuda")
+    src = torch.randn(4 << 20, device=dev)  # 16 MB each way: fits in an H200's L2, so warm replays hit it
+    dst = torch.empty_like(src)
+    cold = timing.median(timing.cold_graph_time(lambda: dst.copy_(src), dev, calls=5, replays=5))
+    warm = timing.median(timing.graph_time(lambda: dst.copy_(src), dev, calls=5, replays=5))
+    assert cold > warm > 0
