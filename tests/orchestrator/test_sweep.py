@@ -237,6 +237,7 @@ def test_report_shows_a_run_again_and_writes_markdown(smoke_db, tmp_path):
     assert "median µs" in p.stdout and "rmsnorm" in p.stdout
     text = md.read_text()
     assert text.startswith("# Run ") and "**Commit:**" in text and "| rmsnorm |" in text
+    assert "| kernel µs |" in text and "| % ceiling (kernel) |" in text  # no GPU here: the cells stay empty
     missing = cli("report", "99", "--url", f"sqlite:///{db}")
     assert missing.returncode == 2 and "no run 99" in missing.stderr
 

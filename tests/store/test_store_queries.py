@@ -35,7 +35,9 @@ def summary_run(writer, factories):
                + factories.timing("compile", [79.0, 80.0, 81.0], gbs=1875.0)
                + factories.timing("compile_max", [59.0, 60.0, 61.0], gbs=2500.0)
                + factories.timing("triton", [49.0, 50.0, 51.0], gbs=3000.0))
-    writer.record_result(run_id, factories.result(micro_a, timings))
+    kernel_time = [Measurement("triton", "kernel_time_us", 40.0, "us", [39.0, 40.0, 41.0]).to_dict(),
+                   Measurement("triton", "kernel_gbs", 3750.0, "GB/s").to_dict()]
+    writer.record_result(run_id, factories.result(micro_a, timings + kernel_time))
     writer.record_result(run_id, factories.result(micro_b, timings))
     writer.record_result(run_id, factories.result(check_a, factories.verdicts({i: True for i in IMPLS})))
     writer.record_result(run_id, factories.result(check_b, factories.verdicts(
@@ -52,8 +54,14 @@ def test_run_summary_speedups_and_ceiling(store_url, summary_run):
     assert triton["speedup_vs_eager"] == pytest.approx(2.0)
     assert triton["speedup_vs_compile"] == pytest.approx(1.2) and triton["compile_baseline"] == "compile_max"
     assert triton["pct_of_ceiling"] == pytest.approx(75.0) and triton["copy_bandwidth_gbs"] == 4000.0
+    assert triton["kernel_time_us"] == 40.0 and triton["kernel_pct_of_ceiling"] == pytest.approx(93.75)
     assert triton["correct"] is True and triton["status"] == "ok" and triton["gpu_type"] == "h200"
     eager = _row(rows, SHAPE_A, "eager")
+    assert eager["kernel_time_us"] is None and eager["kernel_pct_of_ceiling"] is None  # not measured: not made up
+    assert _row(rows, SHAPE_B, "triton")["kernel_time_us"] is None
+    latest = {(tuple(r["shape"]), r["impl"]): r for r in queries.latest_results(store_url, "rmsnorm")}
+    assert latest[(tuple(SHAPE_A), "triton")]["kernel_pct_of_ceiling"] == pytest.approx(93.75)
+    assert latest[(tuple(SHAPE_A), "triton")]["kernel_gbs"] == 3750.0
     assert eager["speedup_vs_eager"] == pytest.approx(1.0)
     assert eager["speedup_vs_compile"] == pytest.approx(0.6)
     assert [r["impl"] for r in rows if r["shape"] == SHAPE_A and r["kind"] == "micro"] == IMPLS
