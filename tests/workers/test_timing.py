@@ -40,7 +40,7 @@ def test_kernel_time_and_cold_graph_time_need_a_gpu():
 
 
 @gpu_test
-def test_the_read_flush_is_one_kernel_that_writes_nothing_back():
+def test_the_read_flush_is_one_kernel_that_writes_no_copy_of_the_buffer():
     """buf.sum(dtype=int64) first wrote an int64 copy of the 256 MB buffer (512 MB of writes, ~4x the time)."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
@@ -53,7 +53,8 @@ def test_the_read_flush_is_one_kernel_that_writes_nothing_back():
         torch.cuda.synchronize()
     timing.mark_profiler_used()
     names = [e.name for e in prof.events() if e.device_type == DeviceType.CUDA]
-    assert len(names) == 1 and "reduce_kernel" in names[0], names
+    kernels = [n for n in names if not n.startswith("Memset")]  # the reduction zeroes a few bytes of its own
+    assert len(kernels) == 1 and "reduce_kernel" in kernels[0], names
 
 
 @gpu_test

@@ -1,0 +1,75 @@
+"""The target tables of docs/perf/kernels-h200.md (eleventh session) from the raw results beside this file.
+
+One run of the whole grid at one commit.  Per kernel and shape, the triton implementation's per-call median
+(device events, L2 flushed by a read, the GPU held busy until the call is enqueued), its kernel time (the call's
+kernels' device time from the profiler, L2 flushed) and its launch-free time (a CUDA graph of 50 calls, warm L2),
+the first two also as % of the measured copy ceiling for the kernel's byte model; and the ratio to the better of
+torch.compile default / max-autotune-no-cudagraphs measured in the same job, by each of the three readings.
+``--previous`` adds the seventh session's per-call reading of the same shapes (the timing before this session).
+Run from the repo root: python docs/perf/h200-2026-11-30l/targets.py [--previous]
+"""
+import gzip
+import json
+import statistics
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+FILES = [HERE / "a" / f"results-kernels-{i}.jsonl.gz" for i in (1, 2)]
+PREVIOUS = [HERE.parent / "h200-2026-11-30h" / "c" / f"results-kernels-{i}.jsonl.gz" for i in (1, 2)]
+COMPILE = ("compile", "compile_max")
+
+
+def micro_results(paths):
+    """(spec, result, {(impl, metric): value}) of every micro job in the files."""
+    for path in paths:
+        with gzip.open(path, "rt") as f:
+            for line in f:
+                d = json.loads(line)
+                if "result" in d and d["spec"]["kind"] == "micro":
+                    res = d["result"]
+                    yield d["spec"], res, {(x["impl"], x["metric"]): x["value"] for x in res["measurements"]}
+
+
+def best_compile(m, metric):
+    vals = [m[(i, metric)] for i in COMPILE if (i, metric) in m]
+    return min(vals) if vals else None
+
+
+def main(previous: bool):
+    before = {}
+    if previous:
+        for spec, _, m in micro_results(PREVIOUS):
+            before[(spec["kernel"], "x".join(map(str, spec["shape"])))] = m[("triton", "time_us")]
+    ceilings = set()
+    head = ("| kernel | shape | MB | per call µs | % ceiling | kernel µs | % ceiling (kernel) | graph µs "
+            "| × best compile (per call) | × (kernel) | × (graph) |")
+    if previous:
+        head += " per call µs, seventh session |"
+    print(head)
+    print("|---" * (head.count("|") - 1) + "|")
+    for spec, res, m in sorted(micro_results(FILES), key=lambda x: (x[0]["kernel"], x[0]["shape"])):
+        ceiling = res["details"]["copy_gbs"]
+        ceilings.add(round(ceiling))
+        nbytes = res["details"]["bytes"]
+        t, k, g = (m.get(("triton", x)) for x in ("time_us", "kernel_time_us", "graph_time_us"))
+        shape = "x".join(map(str, spec["shape"]))
+        cells = [spec["kernel"], shape, f"{nbytes / 1e6:.1f}", f"{t:.2f}", f"{100 * nbytes / (t * 1e3) / ceiling:.0f} %",
+                 f"{k:.2f}", f"{100 * nbytes / (k * 1e3) / ceiling:.0f} %", f"{g:.2f}"]
+        for metric, own in (("time_us", t), ("kernel_time_us", k), ("graph_time_us", g)):
+            c = best_compile(m, metric)
+            cells.append("–" if c is None else f"{c / own:.2f}×")
+        if previous:
+            b = before.get((spec["kernel"], shape))
+            cells.append("–" if b is None else f"{b:.2f}")
+        print("| " + " | ".join(cells) + " |")
+    print(f"\ncopy ceiling (GB/s, per GPU): {sorted(ceilings)}")
+    # the event pair's own cost: per-call reading less kernel time, over every single-kernel implementation
+    gaps = [m[(i, "time_us")] - m[(i, "kernel_time_us")] for spec, _, m in micro_results(FILES)
+            for i in ("triton", "compile") if (i, "kernel_time_us") in m]
+    print(f"per call - kernel time, triton and compile, every shape: median {statistics.median(gaps):.2f} µs, "
+          f"range {min(gaps):.2f}-{max(gaps):.2f}")
+
+
+if __name__ == "__main__":
+    main("--previous" in sys.argv[1:])
