@@ -4,7 +4,7 @@
 #            (the read flush, kernel_time, cold_graph_time), then shard 2/2 of the kernel plan; on GPU 0 (first half)
 #            shard 1/2.  The plan is every kernel, every shape, every implementation, timed by the new workers.timing
 #            (cast-free read flush, the GPU held busy before the start event, kernel_time_us from the profiler).
-#   stage b (nvidia-h200): the GPU tests of tests/workers (timing, micro), then norm_cold_knobs.py (rms_norm and
+#   stage b (nvidia-h200): the GPU tests of tests/workers/test_timing.py again, then norm_cold_knobs.py (rms_norm and
 #            adaln_rms launch knobs at 2048-wide rows, read with the L2 flushed)
 #   Packs what it wrote into one archive, bundle-STAGE.tgz (a call brings back at most 8 files).
 # Usage (device, repo root, .whl/ carried): bash docs/perf/h200-2026-11-30l/session.sh a
@@ -27,7 +27,7 @@ if [ "$STAGE" = a ]; then
   tail -n 3 "$OUT/pytest-gpu-a.log"; tail -n 1 "$OUT/kernels-1.log" "$OUT/kernels-2.log"
   gzip "$OUT"/results-kernels-*.jsonl
 elif [ "$STAGE" = b ]; then
-  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/workers > "$OUT/pytest-gpu-b.log" 2>&1
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/workers/test_timing.py > "$OUT/pytest-gpu-b.log" 2>&1
   stamp pytest $? >> "$OUT/pytest-gpu-b.log"; tail -n 3 "$OUT/pytest-gpu-b.log"
   timeout $(left) python3 $P/norm_cold_knobs.py > "$OUT/norm-cold-knobs-b.log" 2>&1
   stamp knobs $? >> "$OUT/norm-cold-knobs-b.log"; cat "$OUT/norm-cold-knobs-b.log"
