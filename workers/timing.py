@@ -8,11 +8,12 @@ reports median and IQR.  After the flush the GPU spins for ~150 µs before the s
 takes longer to enqueue than the flush takes to run does not count that host time; what lies between the events is
 the call's kernels plus the event pair's own cost (~3.4 µs on an H200 around an empty kernel).
 
-Two launch-free readings replay CUDA/HIP graphs: ``graph_time`` many calls back to back (warm L2: a tensor that fits
-in L2 is read from it), and ``cold_graph_time`` calls each after a flush, less the flushes alone (the call is also
-charged for writing back the dirty lines it leaves in L2, during the next flush).  ``kernel_time`` is the reading
-a kernel profiler gives (ncu's duration, rocprofv3's kernel trace): the summed device time of the call's kernels,
-each call after a flush, from torch.profiler's device activity records; no event or launch cost in it.
+``graph_time`` replays a CUDA/HIP graph of many calls back to back: a launch-free reading with a warm L2 (a tensor
+that fits in L2 is read from it).  ``kernel_time`` is the reading a kernel profiler gives (ncu's duration,
+rocprofv3's kernel trace): the summed device time of the call's kernels, each call after a flush, from
+torch.profiler's device activity records, with no event or launch cost in it.  Where a call's output fits in L2 its
+writes may still sit there when the kernel ends, so at tens of MB this reading can exceed the copy ceiling
+(docs/perf/kernels-h200.md).
 """
 from __future__ import annotations
 
@@ -148,49 +149,6 @@ def graph_time(fn: Callable[[], object], device: torch.device, *, calls: int = 5
         end.synchronize()
         out.append(start.elapsed_time(end) * 1e3 / calls)
     del graph
-    return out
-
-
-def cold_graph_time(fn: Callable[[], object], device: torch.device, *, calls: int = 10, replays: int = 15,
-                    flush_mode: str = "read") -> list[float]:
-    """Per-call microseconds of ``fn`` launch-free with the L2 flushed before every call.
-
-    Two graphs are captured: ``calls`` times (flush, ``fn``), and ``calls`` flushes alone.  They are replayed
-    alternately ``replays`` times; each sample is (pair's time - flushes' time) / calls.
-    """
-    if device.type != "cuda":
-        raise ValueError("graph replay needs a GPU")
-    if flush_mode not in FLUSH_MODES:
-        raise ValueError(f"flush_mode must be one of {', '.join(FLUSH_MODES)}, got {flush_mode!r}")
-    stream = torch.cuda.Stream(device)
-    stream.wait_stream(torch.cuda.current_stream(device))
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            _flush(device, flush_mode)
-            fn()
-    torch.cuda.current_stream(device).wait_stream(stream)
-    with_calls, flushes = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
-    with torch.cuda.graph(with_calls):
-        for _ in range(calls):
-            _flush(device, flush_mode)
-            fn()
-    with torch.cuda.graph(flushes):
-        for _ in range(calls):
-            _flush(device, flush_mode)
-    with_calls.replay()
-    flushes.replay()
-    torch.cuda.synchronize(device)
-
-    def replay_ms(graph: torch.cuda.CUDAGraph) -> float:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end)
-
-    out = [(replay_ms(with_calls) - replay_ms(flushes)) * 1e3 / calls for _ in range(replays)]
-    del with_calls, flushes
     return out
 
 

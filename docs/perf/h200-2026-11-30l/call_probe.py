@@ -11,7 +11,10 @@ the difference, per kernel x shape x implementation (the registry's inputs, bf16
 - ``host``: host µs to enqueue one call (no sync; the GPU kept busy so the queue never blocks);
 - ``kernel``: the sum of the call's kernel durations from torch.profiler (CUPTI), L2 flushed before each call;
 - ``graph``: workers.timing.graph_time (warm L2, launch-free);
-- ``cold graph``: workers.timing.cold_graph_time (flushed L2, launch-free; only with ``cold`` on the command line).
+- ``cold graph``: ``cold_graph_time`` below (flushed L2, launch-free; only with ``cold`` on the command line): a graph
+  of (flush, call) pairs less a graph of the flushes alone, so the call is also charged for writing back the dirty
+  lines it leaves in L2 (during the next flush).  Stage b ran it from workers.timing (3e58def), where it was until
+  the micro job took ``kernel_time`` instead; the function is the same.
 
 Stage a ran it at 54f667c (before workers.timing read-flushed without a cast and spun before the start event);
 stage b with ``cold`` after that change: there ``event`` and ``event+spin`` are the same reading.
@@ -22,6 +25,7 @@ Run on the device: python3 docs/perf/h200-2026-11-30l/call_probe.py
 import statistics
 import sys
 import time
+from typing import Callable
 
 import torch
 import triton
@@ -29,10 +33,6 @@ import triton.language as tl
 
 from kernels import registry
 from workers.timing import _flush, bench, graph_time
-try:
-    from workers.timing import cold_graph_time
-except ImportError:  # stage a's code
-    cold_graph_time = None
 
 dev = torch.device("cuda")
 SPIN_CYCLES = 400_000  # ~200 µs at 1.98 GHz: longer than any enqueue below
@@ -48,6 +48,47 @@ CASES = [
 ]
 IMPLS = ("triton", "compile")
 COLD = "cold" in sys.argv[1:]
+
+
+def cold_graph_time(fn: Callable[[], object], device: torch.device, *, calls: int = 10, replays: int = 15,
+                    flush_mode: str = "read") -> list[float]:
+    """Per-call microseconds of ``fn`` launch-free with the L2 flushed before every call.
+
+    Two graphs are captured: ``calls`` times (flush, ``fn``), and ``calls`` flushes alone.  They are replayed
+    alternately ``replays`` times; each sample is (pair's time - flushes' time) / calls.
+    """
+    if device.type != "cuda":
+        raise ValueError("graph replay needs a GPU")
+    stream = torch.cuda.Stream(device)
+    stream.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            _flush(device, flush_mode)
+            fn()
+    torch.cuda.current_stream(device).wait_stream(stream)
+    with_calls, flushes = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+    with torch.cuda.graph(with_calls):
+        for _ in range(calls):
+            _flush(device, flush_mode)
+            fn()
+    with torch.cuda.graph(flushes):
+        for _ in range(calls):
+            _flush(device, flush_mode)
+    with_calls.replay()
+    flushes.replay()
+    torch.cuda.synchronize(device)
+
+    def replay_ms(graph: torch.cuda.CUDAGraph) -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+
+    out = [(replay_ms(with_calls) - replay_ms(flushes)) * 1e3 / calls for _ in range(replays)]
+    del with_calls, flushes
+    return out
 
 
 @triton.jit
