@@ -6,10 +6,11 @@
 #            (cast-free read flush, the GPU held busy before the start event, kernel_time_us from the profiler).
 #   stage b (nvidia-h200): the GPU tests of tests/workers/test_timing.py again, then norm_cold_knobs.py (rms_norm and
 #            adaln_rms launch knobs at 2048-wide rows, read with the L2 flushed)
+#   stage c (nvidia-h200): copy_calibration.py (the copy read per call and by kernel time at the grid's sizes)
 #   Packs what it wrote into one archive, bundle-STAGE.tgz (a call brings back at most 8 files).
 # Usage (device, repo root, .whl/ carried): bash docs/perf/h200-2026-11-30l/session.sh a
 set -u
-STAGE=${1:?a or b}; P=docs/perf/h200-2026-11-30l
+STAGE=${1:?a, b or c}; P=docs/perf/h200-2026-11-30l
 . docs/perf/device_preamble.sh
 if [ "$STAGE" = a ]; then
   N=$(nproc); H=$((N / 2)); LO=0-$((H - 1)); HI=$H-$((N - 1))
@@ -31,5 +32,8 @@ elif [ "$STAGE" = b ]; then
   stamp pytest $? >> "$OUT/pytest-gpu-b.log"; tail -n 3 "$OUT/pytest-gpu-b.log"
   timeout $(left) python3 $P/norm_cold_knobs.py > "$OUT/norm-cold-knobs-b.log" 2>&1
   stamp knobs $? >> "$OUT/norm-cold-knobs-b.log"; cat "$OUT/norm-cold-knobs-b.log"
+elif [ "$STAGE" = c ]; then
+  timeout $(left) python3 $P/copy_calibration.py > "$OUT/copy-calibration-c.log" 2>&1
+  stamp calibration $? >> "$OUT/copy-calibration-c.log"; cat "$OUT/copy-calibration-c.log"
 fi
 B=$(mktemp) && tar czf "$B" -C "$OUT" . && find "$OUT" -type f -delete && mv "$B" "$OUT/bundle-$STAGE.tgz"

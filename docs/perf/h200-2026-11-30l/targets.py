@@ -6,6 +6,7 @@ kernels' device time from the profiler, L2 flushed) and its launch-free time (a 
 the first two also as % of the measured copy ceiling for the kernel's byte model; and the ratio to the better of
 torch.compile default / max-autotune-no-cudagraphs measured in the same job, by each of the three readings.
 ``--previous`` adds the seventh session's per-call reading of the same shapes (the timing before this session).
+Then the targets' summary by each reading.
 Run from the repo root: python docs/perf/h200-2026-11-30l/targets.py [--previous]
 """
 import gzip
@@ -71,5 +72,37 @@ def main(previous: bool):
           f"range {min(gaps):.2f}-{max(gaps):.2f}")
 
 
+PCT_TARGETS = {"rmsnorm": 92, "adaln": 95, "geglu": 95, "rope": 85}  # % of the copy ceiling at >= 32 MB
+
+
+def target_summary():
+    """Issue #3's grid-wide targets by each reading: shapes under 1.0x / 1.2x the better compile, the % targets."""
+    rows = list(micro_results(FILES))
+    for metric, label in (("time_us", "per call"), ("kernel_time_us", "kernel time"), ("graph_time_us", "graph")):
+        under, small = [], []
+        for spec, res, m in rows:
+            c, own = best_compile(m, metric), m.get(("triton", metric))
+            if c is None or own is None:
+                continue
+            name = f"{spec['kernel']} {'x'.join(map(str, spec['shape']))} {c / own:.2f}x"
+            if c / own < 1.0:
+                under.append(name)
+            if res["details"]["bytes"] <= 8e6:
+                small.append(name)
+        print(f"\n{label}: below 1.0x the better compile at {len(under)} of {len(rows)} shapes: {', '.join(under)}")
+        print(f"{label}: shapes <= 8 MB (target 1.2x): {', '.join(small)}")
+    for kernel, target in PCT_TARGETS.items():
+        cells = []
+        for spec, res, m in rows:
+            nbytes, ceiling = res["details"]["bytes"], res["details"]["copy_gbs"]
+            if spec["kernel"] != kernel or nbytes < 32e6:
+                continue
+            t, k = m[("triton", "time_us")], m[("triton", "kernel_time_us")]
+            cells.append(f"{nbytes / 1e6:.0f} MB {100 * nbytes / (t * 1e3) / ceiling:.0f}/"
+                         f"{100 * nbytes / (k * 1e3) / ceiling:.0f} %")
+        print(f"{kernel} (target {target} %), per call/kernel time: {', '.join(sorted(cells, key=lambda c: float(c.split()[0])))}")
+
+
 if __name__ == "__main__":
     main("--previous" in sys.argv[1:])
+    target_summary()
