@@ -385,9 +385,9 @@ def latest_results(src: Source, kernel: str | None = None, hardware_key: str | N
     """The newest micro-benchmark result of every (kernel, shape, dtype, impl, hardware key).
 
     Keys: kernel, shape, dtype, impl, hardware_key, gpu_type, median_us, iqr_us, graph_time_us, kernel_time_us, gbs,
-    kernel_gbs, pct_of_ceiling, kernel_pct_of_ceiling, speedup_vs_eager (against eager of the same job; None when this implementation's newest
-    correctness verdict on that hardware is a failure), correct, measured_at, run_id, commit, job_id, job_key,
-    attempt.
+    kernel_gbs, pct_of_ceiling, kernel_pct_of_ceiling, speedup_vs_eager (against eager of the same job; None when
+    this implementation's newest correctness verdict on that hardware is a failure), correct, measured_at, run_id,
+    commit, job_id, job_key, attempt.
     """
     with _reading(src) as s:
         latest_time = _latest_points(s, "micro", "time_us", kernel, hardware_key)

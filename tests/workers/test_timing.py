@@ -79,4 +79,3 @@ def test_kernel_time_counts_every_kernel_of_a_call_and_not_the_event_pair():
     # still in L2); a reading that kept only one kernel per call would give 1.0
     assert 1.3 < timing.median(two) / timing.median(one) < 2.6
     assert timing.profiler_used()
-
