@@ -103,6 +103,29 @@ def target_summary():
         print(f"{kernel} (target {target} %), per call/kernel time: {', '.join(sorted(cells, key=lambda c: float(c.split()[0])))}")
 
 
+def trust_check():
+    """DESIGN's check: the event timing within 5 % of a launch-free reading or of the profiler's kernel duration."""
+    print("\n| tensors | implementations x shapes | event within 5 % of kernel time | of graph | of either "
+          "| median event / kernel time |")
+    print("|---|---|---|---|---|---|")
+    for lo, hi in ((100e6, 400e6), (400e6, float("inf"))):
+        by_kernel, by_graph, either, ratios = 0, 0, 0, []
+        for spec, res, m in micro_results(FILES):
+            if not lo <= res["details"]["bytes"] < hi:
+                continue
+            for i in spec["impls"]:
+                t, k, g = m.get((i, "time_us")), m.get((i, "kernel_time_us")), m.get((i, "graph_time_us"))
+                if t is None or k is None or g is None:
+                    continue
+                ratios.append(t / k)
+                by_kernel += t / k <= 1.05
+                by_graph += abs(t / g - 1) <= 0.05
+                either += t / k <= 1.05 or abs(t / g - 1) <= 0.05
+        span = f"{lo / 1e6:.0f}-{hi / 1e6:.0f} MB" if hi < float("inf") else f">= {lo / 1e6:.0f} MB"
+        print(f"| {span} | {len(ratios)} | {by_kernel} | {by_graph} | {either} | {statistics.median(ratios):.3f} |")
+
+
 if __name__ == "__main__":
     main("--previous" in sys.argv[1:])
     target_summary()
+    trust_check()
