@@ -157,8 +157,10 @@ def kernel_time(fn: Callable[[], object], device: torch.device, *, calls: int = 
     """Per call: microseconds of device activity (kernels, memsets, copies) the call launched, L2 flushed before it.
 
     torch.profiler records the device activities (CUPTI on CUDA, roctracer on ROCm).  A call's activities are those
-    between the spin that precedes it and a one-cycle spin enqueued right after it on the same stream.  The
-    profiler stays attached to the process (see ``mark_profiler_used``): the caller's host timings end here.
+    between the spin that precedes it and a one-cycle spin enqueued right after it on the same stream (found by the
+    name of PyTorch's ``spin_kernel``; on ROCm not yet run on AMD hardware: where the name differs, this raises and
+    the micro job records why).  The profiler stays attached to the process (see ``mark_profiler_used``): the
+    caller's host timings end here.
     """
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
