@@ -7,10 +7,11 @@
 #   stage b (nvidia-h200): the GPU tests of tests/workers/test_timing.py again, then norm_cold_knobs.py (rms_norm and
 #            adaln_rms launch knobs at 2048-wide rows, read with the L2 flushed)
 #   stage c (nvidia-h200): copy_calibration.py (the copy read per call and by kernel time at the grid's sizes)
+#   stage d (nvidia-h200): residual_knobs.py (gated_residual and add_rms_norm_modulate launch knobs, L2 flushed)
 #   Packs what it wrote into one archive, bundle-STAGE.tgz (a call brings back at most 8 files).
 # Usage (device, repo root, .whl/ carried): bash docs/perf/h200-2026-11-30l/session.sh a
 set -u
-STAGE=${1:?a, b or c}; P=docs/perf/h200-2026-11-30l
+STAGE=${1:?a, b, c or d}; P=docs/perf/h200-2026-11-30l
 . docs/perf/device_preamble.sh
 if [ "$STAGE" = a ]; then
   N=$(nproc); H=$((N / 2)); LO=0-$((H - 1)); HI=$H-$((N - 1))
@@ -35,5 +36,8 @@ elif [ "$STAGE" = b ]; then
 elif [ "$STAGE" = c ]; then
   timeout $(left) python3 $P/copy_calibration.py > "$OUT/copy-calibration-c.log" 2>&1
   stamp calibration $? >> "$OUT/copy-calibration-c.log"; cat "$OUT/copy-calibration-c.log"
+elif [ "$STAGE" = d ]; then
+  timeout $(left) python3 $P/residual_knobs.py > "$OUT/residual-knobs-d.log" 2>&1
+  stamp knobs $? >> "$OUT/residual-knobs-d.log"; cat "$OUT/residual-knobs-d.log"
 fi
 B=$(mktemp) && tar czf "$B" -C "$OUT" . && find "$OUT" -type f -delete && mv "$B" "$OUT/bundle-$STAGE.tgz"
