@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device calls for issue #3, eleventh session of 2026-11-30.
 #   stage a (nvidia-h200-x2): on GPU 1 (second half of the cores) the GPU tests of tests/workers/test_timing.py
-#            (the read flush, kernel_time, cold_graph_time), then shard 2/2 of the kernel plan; on GPU 0 (first half)
+#            (the read flush, kernel_time, cold_graph_time: then in workers.timing), then shard 2/2 of the kernel plan; on GPU 0 (first half)
 #            shard 1/2.  The plan is every kernel, every shape, every implementation, timed by the new workers.timing
 #            (cast-free read flush, the GPU held busy before the start event, kernel_time_us from the profiler).
 #   stage b (nvidia-h200): the GPU tests of tests/workers/test_timing.py again, then norm_cold_knobs.py (rms_norm and
@@ -9,7 +9,7 @@
 #   stage c (nvidia-h200): copy_calibration.py (the copy read per call and by kernel time at the grid's sizes)
 #   stage d (nvidia-h200): residual_knobs.py (gated_residual and add_rms_norm_modulate launch knobs, L2 flushed)
 #   Packs what it wrote into one archive, bundle-STAGE.tgz (a call brings back at most 8 files).
-# Usage (device, repo root, .whl/ carried): bash docs/perf/h200-2026-11-30l/session.sh a
+# Usage (device, repo root, .whl/ carried): bash docs/perf/h200-2026-11-30l/session.sh a|b|c|d
 set -u
 STAGE=${1:?a, b, c or d}; P=docs/perf/h200-2026-11-30l
 . docs/perf/device_preamble.sh
