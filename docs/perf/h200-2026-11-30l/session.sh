@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Device calls for issue #3, eleventh session of 2026-11-30.
 #   stage a (nvidia-h200-x2): on GPU 1 (second half of the cores) the GPU tests of tests/workers/test_timing.py
-#            (the read flush, kernel_time, cold_graph_time: then in workers.timing), then shard 2/2 of the kernel plan; on GPU 0 (first half)
-#            shard 1/2.  The plan is every kernel, every shape, every implementation, timed by the new workers.timing
+#            (the read flush, kernel_time, cold_graph_time: then in workers.timing), then shard 2/2 of the kernel
+#            plan; on GPU 0 (first half) shard 1/2.  The plan is every kernel, every shape, every implementation, timed by the new workers.timing
 #            (cast-free read flush, the GPU held busy before the start event, kernel_time_us from the profiler).
 #   stage b (nvidia-h200): the GPU tests of tests/workers/test_timing.py again, then norm_cold_knobs.py (rms_norm and
 #            adaln_rms launch knobs at 2048-wide rows, read with the L2 flushed)
