@@ -51,6 +51,7 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
         fns[name] = fn
     del ref
 
+    flush_mode = str(p.get("flush", "read"))
     rounds = max(int(p.get("rounds", 5)), 1)
     per_round_ms = float(p.get("rep_ms", 100.0)) / rounds
     samples: dict[str, list[float]] = {n: [] for n in fns}
@@ -59,7 +60,7 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
             samples[name] += timing.bench(lambda: fn(**inputs), device,
                                           warmup_ms=float(p.get("warmup_ms", 25.0)) if r == 0 else 1.0,
                                           rep_ms=per_round_ms, min_reps=5 if device.type == "cuda" else 3,
-                                          flush_mode=str(p.get("flush", "read")))
+                                          flush_mode=flush_mode)
     nbytes = entry.bytes_moved(tuple(spec.shape), dtype)
     medians = {n: timing.median(s) for n, s in samples.items()}
     for name, s in samples.items():
@@ -77,7 +78,7 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
     if device.type == "cuda" and p.get("kernel_time", True):
         for name, fn in fns.items():
             try:
-                k = timing.kernel_time(lambda: fn(**inputs), device, flush_mode=str(p.get("flush", "read")))
+                k = timing.kernel_time(lambda: fn(**inputs), device, flush_mode=flush_mode)
                 med = timing.median(k)
                 measurements += [Measurement(name, "kernel_time_us", med, "us", k),
                                  Measurement(name, "kernel_gbs", nbytes / (med * 1e-6) / 1e9, "GB/s")]

@@ -45,14 +45,19 @@ def _flush(device: torch.device, mode: str) -> None:
 _SPIN_CYCLES = 300_000
 
 
-def _hold_gpu(device: torch.device) -> None:
-    """Keep the GPU busy while the host enqueues the timed call (torch.cuda._sleep spins on the device clock)."""
+def _hold_gpu() -> None:
+    """Keep the current GPU busy while the host enqueues the timed call (torch.cuda._sleep spins on its clock)."""
     torch.cuda._sleep(_SPIN_CYCLES)
+
+
+def _check_flush_mode(mode: str) -> None:
+    if mode not in FLUSH_MODES:
+        raise ValueError(f"flush_mode must be one of {', '.join(FLUSH_MODES)}, got {mode!r}")
 
 
 # Whether this process has run torch.profiler.  Once a capture with CUDA activity has run, CUPTI stays attached to the
 # process (Kineto does not finalise it: pytorch/pytorch#144455) and every later launch costs more host time, so the
-# sandbox retires a child that profiled instead of timing anything more in it.
+# sandbox gives a job that times host work a fresh child instead (workers.sandbox.runs_in_profiled_child).
 _PROFILER_USED = False
 
 
@@ -97,8 +102,7 @@ def _estimate_ms(fn: Callable[[], object], device: torch.device, budget_ms: floa
 def bench(fn: Callable[[], object], device: torch.device, *, warmup_ms: float = 25.0, rep_ms: float = 100.0,
           min_reps: int = 5, max_reps: int = 2000, flush: bool = True, flush_mode: str = "read") -> list[float]:
     """Per-repeat times of ``fn()`` in microseconds (warm-up excluded); ``flush_mode``: see the module doc."""
-    if flush_mode not in FLUSH_MODES:
-        raise ValueError(f"flush_mode must be one of {', '.join(FLUSH_MODES)}, got {flush_mode!r}")
+    _check_flush_mode(flush_mode)
     fn()  # first call: compilation and lazy init stay out of the estimate
     est = _estimate_ms(fn, device, rep_ms)
     for _ in range(int(min(warmup_ms / est, 1000))):
@@ -116,7 +120,7 @@ def bench(fn: Callable[[], object], device: torch.device, *, warmup_ms: float = 
     for i in range(reps):
         if flush:
             _flush(device, flush_mode)
-        _hold_gpu(device)
+        _hold_gpu()
         starts[i].record()
         fn()
         ends[i].record()
@@ -167,14 +171,13 @@ def kernel_time(fn: Callable[[], object], device: torch.device, *, calls: int = 
 
     if device.type != "cuda":
         raise ValueError("kernel time needs a GPU")
-    if flush_mode not in FLUSH_MODES:
-        raise ValueError(f"flush_mode must be one of {', '.join(FLUSH_MODES)}, got {flush_mode!r}")
+    _check_flush_mode(flush_mode)
     fn()
     mark_profiler_used()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):
             _flush(device, flush_mode)
-            _hold_gpu(device)
+            _hold_gpu()
             fn()
             torch.cuda._sleep(1)  # closes the call's span on the timeline
         torch.cuda.synchronize(device)
