@@ -18,7 +18,8 @@ def _parser() -> argparse.ArgumentParser:
     db.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
     imp = sub.add_parser("import", help="store results files of `python -m workers run` as a run (several files: "
                                         "the shards of one plan, stored as one run)")
-    imp.add_argument("results", nargs="+", help="RESULTS.jsonl [MORE.jsonl ...]")
+    imp.add_argument("results", nargs="+", help="RESULTS.jsonl [MORE.jsonl ...], or a directory (every results file "
+                                                "under it, each plan a run, in the order measured)")
     imp.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
     rep = sub.add_parser("report", help="show a run's summary again (the newest run by default), or write it as "
                                         "Markdown for docs/perf/")

@@ -54,7 +54,7 @@ def _run(args: argparse.Namespace) -> int:
                                                TextColumn("{task.fields[state]}"), TimeRemainingColumn(),
                                                console=console) as bar:
         if mode == "w":
-            out.write(json.dumps({"kernelfleet": "results", "plan": header}, sort_keys=True) + "\n")
+            out.write(runner.results_header(header))
             out.flush()
         task = bar.add_task("jobs", total=len(todo), state="")
         by_key = {s.key: s for s in todo}

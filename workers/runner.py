@@ -3,7 +3,8 @@
 The same runner serves a Ray task on a fleet node and ``python -m workers run PLAN.jsonl`` on a machine outside
 the cluster.  A plan file is a header line (``{"kernelfleet": "plan", ...}``: sweep, composed config, plan key,
 code version) followed by one JobSpec per line; a results file is a header (``{"kernelfleet": "results",
-"plan": <plan header>}``) followed by one ``{"spec": ..., "result": ...}`` line per job, written as each job ends.
+"format": 1, "plan": <plan header>}``; a header without ``format`` is format 1) followed by one
+``{"spec": ..., "result": ...}`` line per job, written as each job ends.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from workers.sandbox import ChildInfo, run_jobs
 from workers.spec import JobResult, JobSpec
 
 PLAN_FORMAT = 1
+RESULTS_FORMAT = 1  # the results files this code writes and reads; a file without a format is format 1
 
 
 def run(specs: Iterable[JobSpec], node_id: str | None = None, env: dict[str, str] | None = None,
@@ -26,8 +28,14 @@ def run(specs: Iterable[JobSpec], node_id: str | None = None, env: dict[str, str
 
 
 def _open(path: str | Path, mode: str = "r"):
-    """A plan or results file, read decompressed when its name ends in ``.gz`` (results kept in docs/perf/)."""
+    """A plan or results file, read decompressed when its name ends in ``.gz`` (results kept in results/)."""
     return gzip.open(path, mode + "t" if mode == "r" else mode) if str(path).endswith(".gz") else open(path, mode)
+
+
+def results_header(plan_header: dict) -> str:
+    """The first line of a results file (with its newline)."""
+    header = {"kernelfleet": "results", "format": RESULTS_FORMAT, "plan": plan_header}
+    return json.dumps(header, sort_keys=True) + "\n"
 
 
 def content(path: str | Path) -> bytes:
@@ -79,6 +87,9 @@ def read_results(path: str | Path) -> tuple[dict, list[tuple[JobSpec, JobResult]
     rows: list[tuple[JobSpec, JobResult]] = []
     for n, obj in _json_lines(path):
         if obj.get("kernelfleet") == "results":
+            if obj.get("format", 1) != RESULTS_FORMAT:
+                raise ValueError(f"{path}: results format {obj.get('format')!r}; this code reads format "
+                                 f"{RESULTS_FORMAT}")
             header = obj
             continue
         if "spec" not in obj or "result" not in obj:

@@ -210,14 +210,16 @@ class StoreWriter:
 
     # -- runs -----------------------------------------------------------------------------------------------
     def start_run(self, sweep: str, config: dict[str, Any], plan_key: str, commit: str | None,
-                  code_hash: str | None, source: str = "sweep", source_digest: str | None = None) -> int:
-        """A new run (status running), stamped with the current user, host and time; returns its id."""
+                  code_hash: str | None, source: str = "sweep", source_digest: str | None = None,
+                  started_at: dt.datetime | None = None) -> int:
+        """A new run (status running), stamped with the current user, host and time (``started_at``: when its
+        results were measured, for an import); returns its id."""
         if source not in RUN_SOURCES:
             raise ValueError(f"run source {source!r} not in {RUN_SOURCES}")
         with self._tx() as s:
             run = Run(sweep=sweep, config=json_safe(dict(config or {})), plan_key=plan_key, commit=commit,
                       code_hash=code_hash, user=_current_user(), host=socket.gethostname(), source=source,
-                      source_digest=source_digest, status="running", started_at=utcnow(), finished_at=None,
+                      source_digest=source_digest, status="running", started_at=started_at or utcnow(), finished_at=None,
                       counts=None)
             s.add(run)
             s.flush()
@@ -249,13 +251,14 @@ class StoreWriter:
                 .limit(1)
             )
 
-    def finish_run(self, run_id: int, status: str, counts: dict[str, Any]) -> None:
+    def finish_run(self, run_id: int, status: str, counts: dict[str, Any],
+                   finished_at: dt.datetime | None = None) -> None:
         if status not in FINAL_RUN_STATUSES:
             raise ValueError(f"finish_run status {status!r} not in {FINAL_RUN_STATUSES}")
         with self._tx() as s:
             run = self._run(s, run_id)
             run.status = status
-            run.finished_at = utcnow()
+            run.finished_at = finished_at or utcnow()
             run.counts = json_safe(dict(counts or {}))
 
     # -- jobs -----------------------------------------------------------------------------------------------

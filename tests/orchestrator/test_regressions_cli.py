@@ -1,21 +1,23 @@
 """`python -m orchestrator regressions`: a slowdown that is large and significant is flagged, noise is not.
 
-The data are the rmsnorm results recorded on the H200 (docs/perf/h200-2026-11-29/results-rmsnorm.jsonl) and a copy
+The data are the rmsnorm results recorded on the H200 (results/h200/2026-11-29-1421-rmsnorm.jsonl.gz) and a copy
 of them as a later commit would produce, with the Triton implementation's repeats made 25 % slower.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-RECORDED = REPO / "docs" / "perf" / "h200-2026-11-29" / "results-rmsnorm.jsonl"
+RECORDED = REPO / "results" / "h200" / "2026-11-29-1421-rmsnorm.jsonl.gz"
 
 
 def _slower_copy(dst: Path, factor: float) -> None:
-    lines = RECORDED.read_text().splitlines()
+    with gzip.open(RECORDED, "rt") as f:
+        lines = f.read().splitlines()
     out = []
     for i, line in enumerate(lines):
         obj = json.loads(line)

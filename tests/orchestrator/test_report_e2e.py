@@ -1,5 +1,5 @@
 """`python -m orchestrator import` + `report --markdown` on the e2e job recorded on the H200
-(docs/perf/h200-2026-11-30/results-e2e.jsonl): the page shows every mode with its step time, its speed-up and the
+(results/h200/2026-11-30-0456-ltx-e2e.jsonl.gz): the page shows every mode with its step time, its speed-up and the
 device's busy time per step from the job's profile."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-RECORDED = REPO / "docs" / "perf" / "h200-2026-11-30" / "results-e2e.jsonl"
+RECORDED = REPO / "results" / "h200" / "2026-11-30-0456-ltx-e2e.jsonl.gz"
 
 
 def cli(*args):
@@ -27,7 +27,7 @@ def test_e2e_page_shows_each_mode_with_device_busy_time(tmp_path):
     assert "| model | frames x H x W | dtype | mode | ms/step | vs eager | device busy ms |" in text
     rows = {line.split(" | ")[3]: line.split(" | ") for line in text.splitlines() if line.startswith("| ltx-video")}
     assert set(rows) == {"eager", "triton", "compile", "triton+compile"}
-    # step time, speed-up against eager and the profiled device time as measured (docs/perf/ltx-e2e-h200.md)
+    # step time, speed-up against eager and the profiled device time, as the results file holds them
     assert rows["eager"][4:7] == ["37.2", "1.00x", "30.9"]
     assert rows["triton"][4:7] == ["41.1", "0.91x", "19.6"]
     assert rows["compile"][4:7] == ["21.7", "1.72x", "19.8"]

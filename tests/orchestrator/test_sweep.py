@@ -205,7 +205,7 @@ def test_shards_of_one_plan_import_as_one_run(tmp_path):
     assert i1.returncode == 0, i1.stdout + i1.stderr
     assert "imported 4 results of 4 jobs" in i1.stdout
     assert "nothing added" in cli("import", *shards, "--url", url).stdout  # the same pair again
-    # kept gzipped (as in docs/perf/), the same results are recognised as imported already
+    # kept gzipped (as in results/), the same results are recognised as imported already
     gz = []
     for path in shards:
         gz.append(path + ".gz")

@@ -1,0 +1,74 @@
+"""The repository's measured history: every file under results/ is an import-ready results file (format 1, one
+device per folder), and `python -m orchestrator import results/` rebuilds a store from them: the shards of a plan
+as one run, a repeat of a plan as a run of its own, each run dated by when it was measured."""
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import json
+import sqlite3
+from pathlib import Path
+
+from rich.console import Console
+
+from orchestrator.importer import group_runs, import_results, results_files
+from workers import runner
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "results"
+
+
+def test_every_results_file_is_gzipped_format_1_of_its_folders_device():
+    files = results_files(RESULTS)
+    assert files and all(p.name.endswith(".jsonl.gz") for p in files)
+    assert sorted(RESULTS.rglob("*.*")) == files  # nothing else lives there
+    for path in files:
+        with gzip.open(path, "rt") as f:
+            assert json.loads(f.readline())["format"] == runner.RESULTS_FORMAT, path
+        _, rows = runner.read_results(path)
+        assert rows and {r.device.gpu_type for _, r in rows} == {path.parent.name}, path
+        # named by the date it was measured
+        first = min(r.started_at for _, r in rows)
+        assert path.name.startswith(dt.datetime.fromtimestamp(first, dt.timezone.utc).strftime("%Y-%m-%d")), path
+
+
+def test_a_file_without_a_format_is_format_1_and_a_newer_format_is_refused(tmp_path):
+    src = results_files(RESULTS)[0]
+    with gzip.open(src, "rt") as f:
+        lines = f.read().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+    old.write_text(json.dumps({k: v for k, v in header.items() if k != "format"}) + "\n" + "".join(lines[1:]))
+    new.write_text(json.dumps({**header, "format": runner.RESULTS_FORMAT + 1}) + "\n" + "".join(lines[1:]))
+    assert len(runner.read_results(old)[1]) == len(lines) - 1
+    try:
+        runner.read_results(new)
+    except ValueError as exc:
+        assert f"results format {runner.RESULTS_FORMAT + 1}" in str(exc)
+    else:
+        raise AssertionError("a newer results format was read")
+
+
+def test_import_of_results_rebuilds_the_measured_history(tmp_path):
+    files = results_files(RESULTS)
+    expected = group_runs([(str(p), *runner.read_results(p)) for p in files])
+    db = tmp_path / "history.db"
+    console = Console(record=True, width=250)
+    assert import_results([str(RESULTS)], f"sqlite:///{db}", console) == 0, console.export_text()
+    out = console.export_text()
+    assert "error" not in out and f"imported {len(expected)} runs" in out and f"from {len(files)} files" in out
+    con = sqlite3.connect(db)
+    runs = con.execute("select id, status, source, started_at from runs order by id").fetchall()
+    assert len(runs) == len(expected) and {r[1:3] for r in runs} == {("complete", "import")}
+    # dated by the measurements, in the order measured: the oldest file's date first, never the import's
+    dates = [r[3] for r in runs]
+    assert dates == sorted(dates) and dates[0].startswith(files[0].name[:10])
+    # every job result of every file is stored, repeats of a job as further attempts
+    n_rows = sum(len(rows) for run in expected for _, _, rows in run)
+    assert con.execute("select count(*) from job_attempts").fetchone()[0] == n_rows
+    assert con.execute("select count(*) from job_attempts where status != 'ok'").fetchone()[0] == 0
+    # a second import adds nothing
+    again = Console(record=True, width=250)
+    assert import_results([str(RESULTS)], f"sqlite:///{db}", again) == 0
+    assert "imported 0 runs" in again.export_text()
+    assert con.execute("select count(*) from runs").fetchone()[0] == len(expected)
