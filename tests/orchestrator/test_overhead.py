@@ -1,5 +1,5 @@
 """Orchestration overhead per job stays at or under 50 ms (median) on the embedded local Ray."""
-from orchestrator.overhead import measure
+from benchmarks.overhead import measure
 
 
 def test_median_overhead_per_job_is_at_most_50_ms():

@@ -1,12 +1,13 @@
 """Measure the orchestration overhead per job: what the path driver -> Ray -> sandbox -> store adds to a job.
 
-    python -m orchestrator.overhead --jobs 200
+    python -m benchmarks.overhead --jobs 200
 
 Runs ``--jobs`` trivial jobs (the test plugin kernel ``noop``: copy a 16-element tensor) through the embedded local
 Ray instance and the sandbox, recording every result in a temporary SQLite store, exactly as a sweep does.  A job's
 overhead is the time between the arrival of its result at the driver and the arrival of the one before it, minus
 the time the job itself spent inside the sandbox; the first job of each batch carries the task and sandbox start-up
 (torch import), the others only the per-job path, so the median shows the amortised cost.
+It backs docs/perf/orchestration-overhead.md.
 """
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def measure(n_jobs: int, batch_size: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(prog="python -m orchestrator.overhead", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.overhead", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=200)
     ap.add_argument("--batch-size", type=int, default=32)

@@ -1,8 +1,7 @@
 """Where a per-call reading's time goes: the micro job's event timing against the kernel's own device time.
 
 The micro job times each call between two events with the L2 flushed by a read just before (workers.timing.bench).
-At 20-70 MB a call reads 9-20 µs per call against 5-18 µs launch-free (graph replay, warm L2).  This probe splits
-the difference, per kernel x shape x implementation (the registry's inputs, bf16):
+This probe splits a per-call reading into its parts, per kernel x shape x implementation (the registry's inputs):
 
 - ``event``: workers.timing.bench as the micro job calls it (median µs);
 - ``event+spin``: the same, with the GPU held busy (torch.cuda._sleep) after the flush for longer than the host
@@ -11,17 +10,15 @@ the difference, per kernel x shape x implementation (the registry's inputs, bf16
 - ``host``: host µs to enqueue one call (no sync; the GPU kept busy so the queue never blocks);
 - ``kernel``: the sum of the call's kernel durations from torch.profiler (CUPTI), L2 flushed before each call;
 - ``graph``: workers.timing.graph_time (warm L2, launch-free);
-- ``cold graph``: ``cold_graph_time`` below (flushed L2, launch-free; only with ``cold`` on the command line): a graph
-  of (flush, call) pairs less a graph of the flushes alone, so the call is also charged for writing back the dirty
-  lines it leaves in L2 (during the next flush).  Stage b ran it from workers.timing (3e58def), where it was until
-  the micro job took ``kernel_time`` instead; the function is the same.
+- ``cold graph`` (``--cold``): ``cold_graph_time`` below (flushed L2, launch-free): a graph of (flush, call) pairs
+  less a graph of the flushes alone, so the call is also charged for writing back the dirty lines it leaves in L2.
 
-Stage a ran it at 54f667c (before workers.timing read-flushed without a cast and spun before the start event);
-stage b with ``cold`` after that change: there ``event`` and ``event+spin`` are the same reading.
+Also the floor of the event pair itself (an empty Triton kernel and a one-element torch op) and a bf16 copy of
+rmsnorm's sizes, the copy ceiling's own operation.  It backs the timing section of docs/perf/kernels-h200.md.
 
-Also the floor of the event pair itself: an empty Triton kernel and a one-element torch op.
-Run on the device: python3 docs/perf/h200-2026-11-30l/call_probe.py
+    python -m benchmarks.call_probe [--case rmsnorm:2x1320x2048 ...] [--impls triton,compile] [--cold]
 """
+import argparse
 import statistics
 import sys
 import time
@@ -31,6 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
+from benchmarks.cli_args import case
 from kernels import registry
 from workers.timing import _flush, bench, graph_time
 
@@ -47,7 +45,6 @@ CASES = [
     ("adaln_layer_norm", [1, 4096, 3072]),
 ]
 IMPLS = ("triton", "compile")
-COLD = "cold" in sys.argv[1:]
 
 
 def cold_graph_time(fn: Callable[[], object], device: torch.device, *, calls: int = 10, replays: int = 15,
@@ -150,7 +147,16 @@ def kernel_us(fn, reps=30):
                              for j in range(0, len(evs), k)), k
 
 
-def main():
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.call_probe", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--case", type=case, action="append", dest="cases", metavar="KERNEL:SHAPE",
+                    help="a registry kernel and shape, e.g. rmsnorm:2x1320x2048 (repeatable; default: 14 cases at "
+                         "LTX-Video's shapes)")
+    ap.add_argument("--impls", default=",".join(IMPLS), help="implementations, comma-separated (triton,compile)")
+    ap.add_argument("--dtype", default="bf16", help="dtype of the inputs (bf16)")
+    ap.add_argument("--cold", action="store_true", help="also time each call launch-free with the L2 flushed")
+    args = ap.parse_args(argv)
+    cold, impls = args.cold, args.impls.split(",")
     print(f"torch {torch.__version__}, triton {triton.__version__}, {torch.cuda.get_device_name()}")
     x = torch.zeros(1, device=dev)
     floor = {
@@ -160,7 +166,7 @@ def main():
     print("| call | event µs | event+spin µs | host µs |")
     print("|---|---|---|---|")
     for name, fn in floor.items():
-        cg = statistics.median(cold_graph_time(fn, dev)) if COLD else float("nan")
+        cg = statistics.median(cold_graph_time(fn, dev)) if cold else float("nan")
         print(f"| {name} | {statistics.median(bench(fn, dev)):.2f} | {spin_bench(fn):.2f} | {host_us(fn):.1f} "
               f"| cold graph {cg:.2f} |")
     sys.stdout.flush()
@@ -177,14 +183,14 @@ def main():
         fn = (lambda src=src, dst=dst: dst.copy_(src))
         ev, sp, ho = statistics.median(bench(fn, dev)), spin_bench(fn), host_us(fn)
         gr = statistics.median(graph_time(fn, dev))
-        cg = statistics.median(cold_graph_time(fn, dev)) if COLD else float("nan")
+        cg = statistics.median(cold_graph_time(fn, dev)) if cold else float("nan")
         rows.append(("copy_", [n, 2048], 2 * src.numel() * 2 / 1e6, "torch", ev, sp, ho, gr, cg, fn))
-    for kname, shape in CASES:
+    for kname, shape in args.cases or CASES:
         entry = registry.get(kname)
-        dtype = registry.dtype_of("bf16")
+        dtype = registry.dtype_of(args.dtype)
         inputs = entry.make_inputs(tuple(shape), dtype, dev, torch.Generator().manual_seed(0))
         mb = entry.bytes_moved(tuple(shape), dtype) / 1e6
-        for impl in IMPLS:
+        for impl in impls:
             f = entry.impls[impl].make()
             fn = (lambda f=f, inputs=inputs: f(**inputs))
             fn()
@@ -193,7 +199,7 @@ def main():
             sp = spin_bench(fn)
             ho = host_us(fn)
             gr = statistics.median(graph_time(fn, dev))
-            cg = statistics.median(cold_graph_time(fn, dev)) if COLD else float("nan")
+            cg = statistics.median(cold_graph_time(fn, dev)) if cold else float("nan")
             rows.append((kname, shape, mb, impl, ev, sp, ho, gr, cg, fn))
             print(f"(timed {kname} {shape} {impl}: event {ev:.2f}, spin {sp:.2f}, host {ho:.1f}, graph {gr:.2f}, "
                   f"cold graph {cg:.2f})")
@@ -204,6 +210,8 @@ def main():
         print(f"| {kname} | {'x'.join(map(str, shape))} | {mb:.1f} | {impl} | {ev:.2f} | {sp:.2f} | {ho:.1f} "
               f"| {ku:.2f} | {kc} | {gr:.2f} | {cg:.2f} |")
         sys.stdout.flush()
+    return 0
+
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

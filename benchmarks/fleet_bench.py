@@ -1,4 +1,5 @@
-"""Measure the fleet's scheduling figures on a simulated cluster (docs/perf/fleet.md): `python -m orchestrator.fleet_bench`.
+"""Measure the fleet's scheduling figures on a simulated cluster: `python -m benchmarks.fleet_bench [--help]`.
+It backs docs/perf/fleet.md.
 
 The cluster is ray.cluster_utils.Cluster on this machine: a head without CPUs and worker nodes with one logical GPU
 each, labelled like fleet nodes.  Jobs run the real path (orchestrator.schedule.execute -> Ray task -> sandbox child
@@ -197,7 +198,7 @@ def _machine() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m orchestrator.fleet_bench", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.fleet_bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--joins", type=int, default=3, help="nodes joining one after another (figure 1)")
     ap.add_argument("--overhead-jobs", type=int, default=96, help="noop jobs per node count (figure 2)")
     ap.add_argument("--nodes", default="1,2,4", help="node counts for figure 2")
@@ -207,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     _env_setup()
     out = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": _machine(),
-           "command": "python -m orchestrator.fleet_bench " + " ".join(argv if argv is not None else sys.argv[1:]),
+           "command": "python -m benchmarks.fleet_bench " + " ".join(argv if argv is not None else sys.argv[1:]),
            "commit": _commit(), "loadavg_start": os.getloadavg()}
     print(f"# fleet bench  {out['date']}\n# {out['machine']}\n# commit: {out['commit']}", flush=True)
 
