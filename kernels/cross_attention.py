@@ -43,10 +43,10 @@ class AttnConfig(NamedTuple):
 def attn_config(keys_block: int, head_block: int) -> AttnConfig:
     """Queries per program and warps for a key tile of ``keys_block`` and a head dim block of ``head_block``.
 
-    H200, 2026-11-30 (docs/perf/h200-2026-11-30j/cross_attn_probe.py, 128 keys, head dim 64): 64 queries and 4 warps
+    H200 (docs/perf/kernels-h200.md, launch choices; 128 keys, head dim 64): 64 queries and 4 warps
     per program were the fastest of 10 configurations at 1320 and 6336 queries (128 queries with 8 warps 15-18 %
     slower, several query blocks per program against keys loaded once 27-60 % slower); again so with the mask loaded
-    as one row (docs/perf/h200-2026-11-30k/d: 14.8 us at 1320 queries, 4 configurations).  Larger tiles (256 keys or a
+    as one row (14.8 us at 1320 queries, the best of 4 configurations).  Larger tiles (256 keys or a
     head dim of 128) take 8 warps so that the fp32 score tile stays at 64 values per thread: not measured.  The same
     rule on ROCm, not measured there."""
     return AttnConfig(64, 4 if keys_block * head_block <= 128 * 64 else 8)
@@ -95,7 +95,7 @@ def _cross_attention_kernel(
         s = tl.dot(q, tl.trans(k))
     # the softmax scale times log2(e): the softmax in base 2.  The cast matters under torch.compile: Inductor passes
     # a Python float as an fp64 argument, which would make the score tile, the mask add and exp2 double precision
-    # (3.4x slower on the H200: docs/perf/h200-2026-11-30k/); Triton's own launcher passes fp32.
+    # (3.4x slower on the H200: docs/perf/kernels-h200.md); Triton's own launcher passes fp32.
     s = s * tl.cast(qk_scale, tl.float32)
     if HAS_MASK:
         if MASK_ROW:  # one mask row for every query (LTX's [B, H, 1, Sk]): load it once, add it to every row

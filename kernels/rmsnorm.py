@@ -1,6 +1,7 @@
 """RMSNorm over the last dimension, rounding where the module it replaces rounds.
 
-Three modules compute "RMSNorm" and differ only in where they round (see reference notes, section 1.6):
+Three modules compute "RMSNorm" and differ only in where they round (their sources in torch, diffusers and
+transformers):
 
 * ``numerics="torch"``: ``torch.nn.RMSNorm`` / ``F.rms_norm``: ``x * rstd * w`` in fp32, one rounding to ``x.dtype``.
 * ``numerics="diffusers"``: ``diffusers.models.normalization.RMSNorm``: ``x * rstd`` in fp32; with a bf16/fp16

@@ -45,8 +45,8 @@ from kernels.rounding import round_to
 
 LAYOUTS = ("bshd", "bhsd")
 
-# Elements of x one program handles (rows of several sequence positions and heads when rows are narrow).  H200,
-# 2026-11-30 (docs/perf/h200-2026-11-30d/launch_knobs_2.py): with 2048 instead of 4096, interleaved rows (one row, 8
+# Elements of x one program handles (rows of several sequence positions and heads when rows are narrow).  H200
+# (docs/perf/kernels-h200.md, launch choices): with 2048 instead of 4096, interleaved rows (one row, 8
 # warps) were 1-7 % faster launch-free at all three shapes swept; rotate-half (two 1024-element halves, 4 warps)
 # came within 0-7 % of each shape's best config per call, where 4096 was 1-19 % off (better at 3 of 5 shapes, 1-2 %
 # worse at 2).  Warps are row_num_warps of the elements per load; AMD takes the same rule, unmeasured.

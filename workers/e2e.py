@@ -56,8 +56,8 @@ from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult,
 from workers.timing import mark_profiler_used
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-# A tiny transformer (2 blocks, width 32) and a VAE with the real 32x spatial / 8x temporal compression
-# (reference notes, section 3), so latent shapes and token counts are the real model's.
+# A tiny transformer (2 blocks, width 32) and a VAE with the real model's 32x spatial / 8x temporal compression,
+# so latent shapes and token counts are the real model's.
 TINY_TRANSFORMER = dict(in_channels=8, out_channels=8, patch_size=1, patch_size_t=1, num_attention_heads=4,
                         attention_head_dim=8, cross_attention_dim=32, num_layers=2, caption_channels=32)
 TINY_VAE = dict(latent_channels=8, block_out_channels=(8, 8, 8, 8), decoder_block_out_channels=(8, 8, 8, 8),

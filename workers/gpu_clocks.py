@@ -1,7 +1,7 @@
 """The GPU's SM clock and power draw while a stretch of work runs: ``nvidia-smi`` sampling beside it.
 
-On an H200 the faster LTX-Video modes draw the 700 W limit and their SM clock drops to ~1710-1755 MHz, where
-``eager+graph`` holds ~1950 MHz (docs/perf/ltx-e2e-h200.md, seventh session of 2026-11-30).  The same kernels then
+On an H200 the faster LTX-Video modes draw the 700 W limit and their SM clock drops to ~1640-1710 MHz, where
+``eager+graph`` holds ~1890-1930 MHz (docs/perf/ltx-e2e-h200.md, where the time goes).  The same kernels then
 take longer, so a step time means little without the clock it ran at.  The e2e job logs each mode's timed calls
 with :class:`ClockLog` and reports the median and lowest SM clock, the median and highest power, and the share of
 samples at the power limit.

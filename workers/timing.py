@@ -41,7 +41,7 @@ def _flush(device: torch.device, mode: str) -> None:
 
 
 # ~150 µs of spinning at an H200's 1980 MHz (longer where the clock runs slower): more than a call takes to enqueue,
-# torch.compile's guards and a profiled process's slower launches included (docs/perf/h200-2026-11-30l)
+# torch.compile's guards and a profiled process's slower launches included (docs/perf/kernels-h200.md)
 _SPIN_CYCLES = 300_000
 
 

@@ -3,10 +3,10 @@
 Inductor launches the Triton kernels it generates through its static launcher (one C call with the arguments), but
 the user-defined Triton kernels a graph calls (the injected kernels are such: ``torch.library.triton_op`` +
 ``wrap_triton``) through Triton's own Python launch path, unless ``static_launch_user_defined_triton_kernels`` is
-set; torch 2.11 leaves it off.  On the H200 machine (docs/perf/ltx-e2e-h200.md, 2026-11-30 eighth session) one launch
-of ours took ~21 µs of host time in a compiled LTX-Video block and one of Inductor's ~12 µs; an injected block makes
-five such launches, 28 blocks per forward, and the plain-call step of ``triton+compile`` is bound by the host.
-Inductor checks each kernel and keeps Triton's launcher for one the static launcher cannot take (scratch memory,
+set; torch 2.11 leaves it off.  On the H200 (docs/perf/ltx-e2e-h200.md, host cost of compiled injected blocks)
+one launch of ours took ~21 µs of host time in a compiled LTX-Video block and one of Inductor's ~12 µs; an injected
+block makes five such launches, 28 blocks per forward, and the plain-call step of ``triton+compile`` is bound by the
+host.  Inductor checks each kernel and keeps Triton's launcher for one the static launcher cannot take (scratch memory,
 tensor descriptors, launch hooks), so the option changes how kernels are launched, never what they compute; a model
 without user-defined Triton kernels compiles to the same code with or without it.
 
@@ -21,7 +21,7 @@ environment only, ``TORCHINDUCTOR_STATIC_LAUNCH_USER_DEFINED_TRITON_KERNELS``.  
 the option on for the whole process: it sets that variable (where it is unset) and the option in this process's
 Inductor config (for kernels compiled in this process).  Call it before the process's first ``torch.compile``;
 workers started earlier keep Triton's launcher for our kernels (slower to launch, the same results).  Measured on the
-H200: kernels compiled by workers started after the call (docs/perf/h200-2026-11-30i/e/ab-probe.log) and kernels
+H200: kernels compiled by workers started after the call (docs/perf/ltx-e2e-h200.md) and kernels
 compiled in-process with the config set (the GPU test ``test_ltx_compiled_with_static_launch_of_our_kernels``) are
 launched statically.
 """

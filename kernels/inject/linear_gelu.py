@@ -54,11 +54,11 @@ def _addmm_gelu_tanh_cpu(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Ten
 # ``addmm``: the traced graph does the reshape of x and the transpose of the weight (Inductor turns them into views
 # in its wrapper), so the CUDA kernel is ``_addmm_activation`` itself, with no Python frame of ours in between.
 # Defined with the plain ``torch.library.Library`` calls rather than ``torch.library.custom_op``, whose Python
-# autograd and output-aliasing wrappers run on every call of the compiled graph: on the H200 machine a call from a
-# compiled LTX-Video block cost 53 us of host time more than calling the function itself, a plain op 13 us more
-# (docs/perf/h200-2026-11-30i/wrapper_ablation.py); with the reshape, transpose and view inside the op's Python
-# function the op still cost ~2x the host time of Inductor's addmm + GELU kernel (docs/perf/h200-2026-11-30j/
-# host_profile.py).  No autograd kernel: linear_gelu_ok admits no call that wants a gradient.
+# autograd and output-aliasing wrappers run on every call of the compiled graph: on the H200 a call from a
+# compiled LTX-Video block cost 53 us of host time more than calling the function itself, a plain op 13 us more;
+# with the reshape, transpose and view inside the op's Python function the op still cost more host time than
+# Inductor's addmm + GELU kernel (docs/perf/ltx-e2e-h200.md, host cost of compiled injected blocks).  No autograd
+# kernel: linear_gelu_ok admits no call that wants a gradient.
 _LIB = torch.library.Library("kernelfleet", "FRAGMENT")
 _LIB.define("addmm_gelu_tanh(Tensor bias, Tensor mat1, Tensor mat2) -> Tensor")
 _LIB.impl("addmm_gelu_tanh", _ADDMM_GELU_TANH, "CUDA")

@@ -1,6 +1,6 @@
 """LTX-Video (diffusers ``LTXVideoTransformer3DModel``): where the kernels go.
 
-Per ``LTXVideoTransformerBlock`` (see the reference notes, sections 1.2-1.4):
+Per ``LTXVideoTransformerBlock`` (diffusers' ``transformer_ltx.py``):
 
 * ``attn1`` (self-attention) gets :class:`LTXKernelAttnProcessor`: ``norm_q``/``norm_k`` (``torch.nn.RMSNorm``
   across all heads, eps 1e-5, with weight) and the interleaved RoPE become one :func:`kernels.qk_norm_rope` call;

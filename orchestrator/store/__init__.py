@@ -6,7 +6,7 @@ read API.
   migrate.py         upgrade/current/head, SchemaOutOfDate
   writer.py          StoreWriter: the driver is the only writer
   queries.py         read API for the CLI summary and the dashboard (the dashboard imports only that)
-  regression_rule.py DESIGN's regression rule on plain numbers
+  regression_rule.py the regression rule (large AND significant) on plain numbers
 """
 from orchestrator.store.migrate import SchemaOutOfDate, current, head, upgrade, upgrade_command
 from orchestrator.store.session import default_url, display_url, normalize_url, resolve_url

@@ -603,8 +603,8 @@ def regressions(src: Source, run_id: int | None = None, *, baseline_run_id: int 
                 alpha: float = DEFAULT_ALPHA, window: int = DEFAULT_WINDOW,
                 consecutive: int = DEFAULT_CONSECUTIVE, kernel: str | None = None,
                 hardware_key: str | None = None, include_improvements: bool = False) -> list[dict[str, Any]]:
-    """Flag changes of ``metric`` per (kernel, shape, dtype, impl, hardware key) by DESIGN's rule
-    (regression_rule.py: relative change >= threshold AND one-sided Mann-Whitney U p < alpha on the repeats).
+    """Flag changes of ``metric`` per (kernel, shape, dtype, impl, hardware key) by the regression
+    rule (regression_rule.py: relative change >= threshold AND one-sided Mann-Whitney U p < alpha on the repeats).
 
     * ``baseline_run_id`` given: compare ``run_id``'s points with the baseline run's, one to one.
     * otherwise, against history: each series is cut at ``run_id``'s point (the newest point of every series

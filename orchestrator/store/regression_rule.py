@@ -1,4 +1,4 @@
-"""DESIGN's regression rule, on plain numbers (no database here; queries.regressions feeds it).
+"""The project's regression rule, on plain numbers (no database here; queries.regressions feeds it).
 
 A change counts only when it is both
   * large: the relative change of the median is at least ``threshold`` (default 5 %, may differ per kernel), and

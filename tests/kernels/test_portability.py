@@ -1,4 +1,4 @@
-"""DESIGN's portability rules, checked on the kernels' source: what runs on CUDA must also run on ROCm.
+"""The kernels' portability rules, checked on their source: what runs on CUDA must also run on ROCm.
 
 Inside every @triton.jit function: no libdevice / tl.math.tanh (not in ROCm's Triton), no Python min/max (use
 tl.minimum/tl.maximum), no break/continue.  Nowhere in kernels/: @triton.autotune (a row block must never be tuned

@@ -1,4 +1,4 @@
-"""DESIGN's regression rule: large (>= threshold) AND significant (Mann-Whitney U, p < 0.01); against history,
+"""The regression rule: large (>= threshold) AND significant (Mann-Whitney U, p < 0.01); against history,
 two consecutive violations of the last N comparable points."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""nvidia-smi --query-gpu CSV, with and without header and units (recorded on the session's H200)."""
+"""nvidia-smi --query-gpu CSV, with and without header and units (recorded on an H200)."""
 from pathlib import Path
 
 import pytest
