@@ -59,12 +59,12 @@ def measure(n_jobs: int, batch_size: int) -> dict:
             "max_ms": max(overheads_ms), "in_job_ms_median": statistics.median(a[1] for a in arrivals) * 1e3}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.overhead", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--jobs", type=int, default=200)
-    ap.add_argument("--batch-size", type=int, default=32)
-    args = ap.parse_args()
+    ap.add_argument("--jobs", type=int, default=200, help="trivial jobs to run (200)")
+    ap.add_argument("--batch-size", type=int, default=32, help="jobs per Ray task, the sweep default (32)")
+    args = ap.parse_args(argv)
     r = measure(args.jobs, args.batch_size)
     print(f"{r['jobs']} jobs, batch size {r['batch_size']}: wall {r['wall_s']:.1f} s; overhead per job: "
           f"median {r['median_ms']:.1f} ms, mean {r['mean_ms']:.1f} ms, p90 {r['p90_ms']:.1f} ms, "
