@@ -26,7 +26,6 @@ from typing import Callable
 
 import torch
 import triton
-import triton.language as tl
 
 from benchmarks.cli_args import case
 from kernels import registry
@@ -51,41 +50,16 @@ def cold_graph_time(fn: Callable[[], object], device: torch.device, *, calls: in
                     flush_mode: str = "read") -> list[float]:
     """Per-call microseconds of ``fn`` launch-free with the L2 flushed before every call.
 
-    Two graphs are captured: ``calls`` times (flush, ``fn``), and ``calls`` flushes alone.  They are replayed
-    alternately ``replays`` times; each sample is (pair's time - flushes' time) / calls.
+    Two graphs are timed with workers.timing.graph_time: ``calls`` times (flush, ``fn``), and ``calls`` flushes
+    alone, ``replays`` replays each; each sample is the pair's per-call time less the flush's.
     """
-    if device.type != "cuda":
-        raise ValueError("graph replay needs a GPU")
-    stream = torch.cuda.Stream(device)
-    stream.wait_stream(torch.cuda.current_stream(device))
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            _flush(device, flush_mode)
-            fn()
-    torch.cuda.current_stream(device).wait_stream(stream)
-    with_calls, flushes = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
-    with torch.cuda.graph(with_calls):
-        for _ in range(calls):
-            _flush(device, flush_mode)
-            fn()
-    with torch.cuda.graph(flushes):
-        for _ in range(calls):
-            _flush(device, flush_mode)
-    with_calls.replay()
-    flushes.replay()
-    torch.cuda.synchronize(device)
+    def flushed() -> None:
+        _flush(device, flush_mode)
+        fn()
 
-    def replay_ms(graph: torch.cuda.CUDAGraph) -> float:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end)
-
-    out = [(replay_ms(with_calls) - replay_ms(flushes)) * 1e3 / calls for _ in range(replays)]
-    del with_calls, flushes
-    return out
+    pairs = graph_time(flushed, device, calls=calls, replays=replays)
+    flushes = graph_time(lambda: _flush(device, flush_mode), device, calls=calls, replays=replays)
+    return [p - f for p, f in zip(pairs, flushes)]
 
 
 @triton.jit
