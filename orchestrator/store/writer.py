@@ -219,8 +219,8 @@ class StoreWriter:
         with self._tx() as s:
             run = Run(sweep=sweep, config=json_safe(dict(config or {})), plan_key=plan_key, commit=commit,
                       code_hash=code_hash, user=_current_user(), host=socket.gethostname(), source=source,
-                      source_digest=source_digest, status="running", started_at=started_at or utcnow(), finished_at=None,
-                      counts=None)
+                      source_digest=source_digest, status="running", started_at=started_at or utcnow(),
+                      finished_at=None, counts=None)
             s.add(run)
             s.flush()
             return run.id
