@@ -56,7 +56,8 @@ def import_results(paths: str | list[str], url: str | None, console: Console) ->
     specs = list({s.key: s for s, _ in rows}.values())
     run_id = writer.start_run(plan.get("sweep") or "imported", plan.get("config") or {},
                               plan.get("plan_key") or "", plan.get("commit") or "unknown",
-                              plan.get("kernels_hash") or "", source="import", source_digest=digest)
+                              plan.get("code_hash") or plan.get("kernels_hash") or "", source="import",
+                              source_digest=digest)
     writer.add_jobs(run_id, [s.to_dict() for s in specs])
     added = 0
     ceilings: set[str] = set()
