@@ -227,17 +227,17 @@ def adaln_layer_norm(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
     return torch.ops.kernelfleet.adaln_layer_norm(x, scale, shift, weight, bias, float(eps))
 
 
-def _adaln_rms_into(out: torch.Tensor, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
-                    weight: Optional[torch.Tensor] = None, eps: float = 1e-6, *, _config=None) -> torch.Tensor:
+def adaln_rms_into(out: torch.Tensor, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
+                   weight: Optional[torch.Tensor] = None, eps: float = 1e-6, *, _config=None) -> torch.Tensor:
     """:func:`adaln_rms` written into ``out`` (x's shape and dtype); returns ``out``."""
     _check_adaln_args(x, scale, shift, weight, None, eps)
     check_out(out, x.shape, x.dtype, x.device)
     return _launch(out, x, scale, shift, weight, None, float(eps), False, _config, traced=False)
 
 
-def _adaln_layer_norm_into(out: torch.Tensor, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
-                           weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
-                           eps: float = 1e-6, *, _config=None) -> torch.Tensor:
+def adaln_layer_norm_into(out: torch.Tensor, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
+                          weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
+                          eps: float = 1e-6, *, _config=None) -> torch.Tensor:
     """:func:`adaln_layer_norm` written into ``out`` (x's shape and dtype); returns ``out``."""
     _check_adaln_args(x, scale, shift, weight, bias, eps)
     check_out(out, x.shape, x.dtype, x.device)

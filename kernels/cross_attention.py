@@ -246,9 +246,9 @@ def cross_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
     return torch.ops.kernelfleet.cross_attention(query, key, value, attn_mask, scale)
 
 
-def _cross_attention_into(out: torch.Tensor, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                          attn_mask: torch.Tensor | None = None, scale: float | None = None, *,
-                          _config: AttnConfig | None = None) -> torch.Tensor:
+def cross_attention_into(out: torch.Tensor, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                         attn_mask: torch.Tensor | None = None, scale: float | None = None, *,
+                         _config: AttnConfig | None = None) -> torch.Tensor:
     """:func:`cross_attention` written into ``out`` (query's shape and dtype, unit-stride last dim);
     ``_config`` overrides the launch knobs (tuning)."""
     _check(query, key, value, attn_mask, scale)

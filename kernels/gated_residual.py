@@ -101,8 +101,8 @@ def gated_residual(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor) 
     return torch.ops.kernelfleet.gated_residual(residual, x, gate)
 
 
-def _gated_residual_into(out: torch.Tensor, residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor, *,
-                         _config=None) -> torch.Tensor:
+def gated_residual_into(out: torch.Tensor, residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor, *,
+                        _config=None) -> torch.Tensor:
     """:func:`gated_residual` written into ``out`` (residual's shape and dtype); returns ``out``."""
     _check_args(residual, x, gate)
     check_out(out, residual.shape, residual.dtype, residual.device)

@@ -212,8 +212,8 @@ def geglu(x: torch.Tensor, approximate: str = "tanh") -> torch.Tensor:
     return torch.ops.kernelfleet.geglu(x)
 
 
-def _gelu_tanh_into(out: torch.Tensor, x: torch.Tensor, *,
-                    _config: ElementwiseConfig | None = None) -> torch.Tensor:
+def gelu_tanh_into(out: torch.Tensor, x: torch.Tensor, *,
+                   _config: ElementwiseConfig | None = None) -> torch.Tensor:
     """gelu_tanh writing into ``out`` (x's shape, viewable as 2-D); ``_config`` overrides the launch knobs."""
     _validate_gelu(x)
     _check_out(out, tuple(x.shape), x)
@@ -226,8 +226,8 @@ def _gelu_tanh_into(out: torch.Tensor, x: torch.Tensor, *,
     return out
 
 
-def _geglu_into(out: torch.Tensor, x: torch.Tensor, approximate: str = "tanh", *,
-                _config: ElementwiseConfig | None = None) -> torch.Tensor:
+def geglu_into(out: torch.Tensor, x: torch.Tensor, approximate: str = "tanh", *,
+               _config: ElementwiseConfig | None = None) -> torch.Tensor:
     """geglu writing into ``out`` ([..., H], viewable as 2-D); ``_config`` overrides the launch knobs."""
     _validate_geglu(x, approximate)
     width = x.shape[-1] // 2

@@ -280,10 +280,10 @@ def qk_norm_rope(q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor | None
     return torch.ops.kernelfleet.qk_norm_rope(q, k, q_weight, k_weight, cos, sin, float(eps))
 
 
-def _qk_norm_rope_into(out: tuple[torch.Tensor, torch.Tensor], q: torch.Tensor, k: torch.Tensor,
-                       q_weight: torch.Tensor | None, k_weight: torch.Tensor | None, cos: torch.Tensor,
-                       sin: torch.Tensor, eps: float = 1e-5, *,
-                       _config: QkNormRopeConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def qk_norm_rope_into(out: tuple[torch.Tensor, torch.Tensor], q: torch.Tensor, k: torch.Tensor,
+                      q_weight: torch.Tensor | None, k_weight: torch.Tensor | None, cos: torch.Tensor,
+                      sin: torch.Tensor, eps: float = 1e-5, *,
+                      _config: QkNormRopeConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """qk_norm_rope writing into ``out = (q_out, k_out)`` (unit-stride last dims); ``_config`` overrides the
     launch knobs (tuning)."""
     _validate(q, k, q_weight, k_weight, cos, sin, eps)

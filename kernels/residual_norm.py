@@ -122,9 +122,9 @@ def add_rms_norm_modulate(x: torch.Tensor, residual: torch.Tensor, scale: torch.
     return new_residual, normed
 
 
-def _add_rms_norm_modulate_into(out: tuple[torch.Tensor, torch.Tensor], x: torch.Tensor, residual: torch.Tensor,
-                                scale: torch.Tensor, shift: torch.Tensor, eps: float = 1e-6, *,
-                                _config=None) -> tuple[torch.Tensor, torch.Tensor]:
+def add_rms_norm_modulate_into(out: tuple[torch.Tensor, torch.Tensor], x: torch.Tensor, residual: torch.Tensor,
+                               scale: torch.Tensor, shift: torch.Tensor, eps: float = 1e-6, *,
+                               _config=None) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`add_rms_norm_modulate` written into ``out = (new_residual, normed)``; returns ``out``."""
     _check_args(x, residual, scale, shift, eps)
     if not isinstance(out, (tuple, list)) or len(out) != 2:

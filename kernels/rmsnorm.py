@@ -400,8 +400,8 @@ def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float 
     return torch.ops.kernelfleet.rms_norm(x, weight, float(eps), numerics)
 
 
-def _rms_norm_into(out: torch.Tensor, x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6,
-                   *, numerics: str = "torch", _config=None) -> torch.Tensor:
+def rms_norm_into(out: torch.Tensor, x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6,
+                  *, numerics: str = "torch", _config=None) -> torch.Tensor:
     """:func:`rms_norm` written into ``out`` (shape of x, the output dtype of ``numerics``); returns ``out``.
 
     ``_config`` overrides the launch knobs (a :class:`NormLaunch` or ``(rows_per_program, num_warps)``).

@@ -385,8 +385,8 @@ def rope_rotate_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
     return torch.ops.kernelfleet.rope_rotate_half(x, cos, sin, seq_dim, _round_each(x, cos))
 
 
-def _rope_interleaved_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
-                           layout: str | None = None, _config: RopeConfig | None = None) -> torch.Tensor:
+def rope_interleaved_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
+                          layout: str | None = None, _config: RopeConfig | None = None) -> torch.Tensor:
     """rope_interleaved writing into ``out`` (any strides); ``_config`` overrides the launch knobs (tuning)."""
     seq_dim = _validate(x, cos, sin, layout)
     _check_out(out, x)
@@ -395,8 +395,8 @@ def _rope_interleaved_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor
     return out
 
 
-def _rope_rotate_half_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
-                           layout: str | None = None, _config: RopeConfig | None = None) -> torch.Tensor:
+def rope_rotate_half_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
+                          layout: str | None = None, _config: RopeConfig | None = None) -> torch.Tensor:
     """rope_rotate_half writing into ``out`` (any strides); ``_config`` overrides the launch knobs (tuning)."""
     seq_dim = _validate(x, cos, sin, layout)
     _check_out(out, x)

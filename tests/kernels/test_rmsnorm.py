@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 
 from kernels.launch import eager_direct
-from kernels.rmsnorm import (NUMERICS, ROUND_BF16, ROUND_FP16, NormLaunch, _rms_norm_into, norm_launch_config,
+from kernels.rmsnorm import (NUMERICS, ROUND_BF16, ROUND_FP16, NormLaunch, rms_norm_into, norm_launch_config,
                              rms_norm, round_trip)
 from tests.support.kernel_tests import assert_impls_match_reference, gpu_test, rand
 
@@ -222,7 +222,7 @@ def test_into_writes_poisoned_out_and_config_override(device):
     expected = rms_norm(x, w, numerics="llama")
     for config in (None, NormLaunch(1, 1), (4, 2), {"rows_per_program": 16, "num_warps": 4}):
         out = torch.full_like(x, float("nan"))
-        assert _rms_norm_into(out, x, w, numerics="llama", _config=config) is out
+        assert rms_norm_into(out, x, w, numerics="llama", _config=config) is out
         assert_matches_module(out, expected)
 
 
@@ -256,11 +256,11 @@ def test_launch_config_takes_the_measured_norm_warps():
 def test_into_rejects_bad_out(device):
     x = rand((4, 32), torch.bfloat16).to(device)
     with pytest.raises(ValueError, match="out has shape"):
-        _rms_norm_into(torch.empty(4, 31, dtype=torch.bfloat16, device=device), x)
+        rms_norm_into(torch.empty(4, 31, dtype=torch.bfloat16, device=device), x)
     with pytest.raises(TypeError, match="out has dtype"):
-        _rms_norm_into(torch.empty(4, 32, device=device), x)
+        rms_norm_into(torch.empty(4, 32, device=device), x)
     with pytest.raises(TypeError, match="_config"):
-        _rms_norm_into(torch.empty_like(x), x, _config="fast")
+        rms_norm_into(torch.empty_like(x), x, _config="fast")
 
 
 # ------------------------------------------------------------------------------------------------ bad input

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from kernels.entries.rope import ENTRIES, interleaved_reference, llama_rope_tables, ltx_rope_tables, rotate_half
 from kernels.registry import DTYPES
-from kernels.rope import (RopeConfig, _rope_interleaved_into, _rope_rotate_half_into, rope_config, rope_interleaved,
+from kernels.rope import (RopeConfig, rope_interleaved_into, rope_rotate_half_into, rope_config, rope_interleaved,
                           rope_rotate_half)
 from tests.support.kernel_tests import FLOATS, assert_impls_match_reference, gpu_test, rand
 
@@ -209,7 +209,7 @@ def test_rotate_half_non_contiguous_and_into(device):
     assert torch.equal(rope_rotate_half(x, cos.to(device), sin.to(device)).cpu(), expected)
     out_big = torch.full((2, 3, 8, 64), float("nan"), dtype=torch.bfloat16, device=device)
     out = out_big[..., :32]
-    assert _rope_rotate_half_into(out, x, cos.to(device), sin.to(device)) is out
+    assert rope_rotate_half_into(out, x, cos.to(device), sin.to(device)) is out
     assert torch.equal(out.cpu(), expected)
     assert torch.isnan(out_big[..., 32:]).all()  # nothing written outside the view
 
@@ -281,13 +281,13 @@ def test_bad_input_raises(call, exc, match):
 def test_into_rejects_bad_out():
     x, cos, sin = _good()
     with pytest.raises(ValueError, match="out must match x"):
-        _rope_interleaved_into(torch.empty(2, 3, 6), x, cos, sin)
+        rope_interleaved_into(torch.empty(2, 3, 6), x, cos, sin)
     with pytest.raises(ValueError, match="out must match x"):
-        _rope_interleaved_into(torch.empty(2, 3, 8, dtype=torch.float16), x, cos, sin)
+        rope_interleaved_into(torch.empty(2, 3, 8, dtype=torch.float16), x, cos, sin)
     with pytest.raises(ValueError, match="unit stride"):
-        _rope_interleaved_into(torch.empty(2, 8, 3).transpose(1, 2), x, cos, sin)
+        rope_interleaved_into(torch.empty(2, 8, 3).transpose(1, 2), x, cos, sin)
     with pytest.raises(TypeError, match="out must be a torch.Tensor"):
-        _rope_interleaved_into(None, x, cos, sin)
+        rope_interleaved_into(None, x, cos, sin)
 
 
 def test_tables_on_another_device_rejected():
@@ -328,7 +328,7 @@ def test_launch_config_and_override(device):
     expected = rope_interleaved(x, cos, sin)
     for cfg in (RopeConfig(1, 1, 1), RopeConfig(4, 2, 2), RopeConfig(8, 4, 4)):
         out = torch.full_like(x, float("nan"))
-        assert torch.equal(_rope_interleaved_into(out, x, cos, sin, _config=cfg), expected)
+        assert torch.equal(rope_interleaved_into(out, x, cos, sin, _config=cfg), expected)
 
 
 # ------------------------------------------------------------------------------------------------ registry entries
