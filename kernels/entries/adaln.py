@@ -9,7 +9,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from kernels.adaln import adaln_layer_norm_into, adaln_rms_into, adaln_layer_norm, adaln_rms
+from kernels.adaln import adaln_layer_norm, adaln_layer_norm_into, adaln_rms, adaln_rms_into
 from kernels.entries.common import numel, randn, standard_impls, upcast
 from kernels.registry import KernelEntry
 

@@ -14,7 +14,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from kernels.cross_attention import MAX_HEAD_DIM, MAX_KEYS, cross_attention_into, cross_attention
+from kernels.cross_attention import MAX_HEAD_DIM, MAX_KEYS, cross_attention, cross_attention_into
 from kernels.entries.common import numel, randn, standard_impls, upcast
 from kernels.registry import KernelEntry
 

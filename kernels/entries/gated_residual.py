@@ -9,7 +9,7 @@ import torch
 
 from kernels.entries.adaln import MODULATION_STD, TOLERANCES, check_shape_bsc
 from kernels.entries.common import numel, randn, standard_impls, upcast
-from kernels.gated_residual import gated_residual_into, gated_residual
+from kernels.gated_residual import gated_residual, gated_residual_into
 from kernels.registry import KernelEntry
 
 

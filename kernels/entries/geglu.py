@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from kernels.entries.common import liger_unavailable, numel, randn, standard_impls, upcast
-from kernels.geglu import geglu_into, gelu_tanh_into, geglu, gelu_tanh
+from kernels.geglu import geglu, geglu_into, gelu_tanh, gelu_tanh_into
 from kernels.registry import Impl, KernelEntry
 
 

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from kernels.entries.common import numel, randn, standard_impls, upcast
 from kernels.entries.rope import interleaved_reference, ltx_apply_rotary_emb, ltx_rope_tables
-from kernels.qk_norm_rope import qk_norm_rope_into, qk_norm_rope
+from kernels.qk_norm_rope import qk_norm_rope, qk_norm_rope_into
 from kernels.registry import KernelEntry
 
 LTX_QK_EPS = 1e-5

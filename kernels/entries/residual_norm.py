@@ -10,7 +10,7 @@ import torch
 from kernels.entries.adaln import MODULATION_STD, TOLERANCES, check_shape_bsc, rms_normalised
 from kernels.entries.common import numel, randn, standard_impls, upcast
 from kernels.registry import KernelEntry
-from kernels.residual_norm import add_rms_norm_modulate_into, add_rms_norm_modulate
+from kernels.residual_norm import add_rms_norm_modulate, add_rms_norm_modulate_into
 
 
 def make_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> dict:

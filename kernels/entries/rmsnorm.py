@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from kernels.entries.common import liger_unavailable, numel, randn, standard_impls, upcast
 from kernels.registry import Impl, KernelEntry
-from kernels.rmsnorm import rms_norm_into, rms_norm, rms_norm_out_dtype
+from kernels.rmsnorm import rms_norm, rms_norm_into, rms_norm_out_dtype
 
 NUMERICS = "diffusers"
 

@@ -21,7 +21,7 @@ import torch
 
 from kernels.entries.common import numel, randn, standard_impls, upcast
 from kernels.registry import KernelEntry
-from kernels.rope import rope_interleaved_into, rope_rotate_half_into, rope_interleaved, rope_rotate_half
+from kernels.rope import rope_interleaved, rope_interleaved_into, rope_rotate_half, rope_rotate_half_into
 
 # LTXPipeline's RoPE setting: rope_interpolation_scale = (8 / frame_rate, 32, 32) at 25 fps, patch 1x1,
 # base (frames, height, width) = (20, 2048, 2048), theta = 10000; latent 15 x 22 for a 480x704 video.

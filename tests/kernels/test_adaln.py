@@ -5,7 +5,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernels.adaln import adaln_layer_norm_into, adaln_rms_into, adaln_layer_norm, adaln_rms
+from kernels.adaln import adaln_layer_norm, adaln_layer_norm_into, adaln_rms, adaln_rms_into
 from kernels.entries.adaln import ENTRIES
 from kernels.registry import DTYPES
 from tests.support.kernel_tests import assert_impls_match_reference, gpu_test, rand

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernels.cross_attention import MAX_KEYS, AttnConfig, cross_attention_into, cross_attention
+from kernels.cross_attention import MAX_KEYS, AttnConfig, cross_attention, cross_attention_into
 from kernels.entries.cross_attention import ENTRIES
 from kernels.registry import DTYPES
 from tests.support.kernel_tests import FLOATS, assert_impls_match_reference, gpu_test, rand
@@ -74,7 +74,7 @@ def test_into_and_configs(device):
         out = torch.full_like(q, float("nan"))
         assert cross_attention_into(out, q, k, v, mask, _config=config) is out
         assert_close(out, expected, torch.float16)
-    with pytest.raises(ValueError, match="out must be"):
+    with pytest.raises(TypeError, match="out has dtype torch.float32; expected torch.float16"):
         cross_attention_into(out.float(), q, k, v, mask)
 
 

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernels.entries.gated_residual import ENTRIES
-from kernels.gated_residual import gated_residual_into, gated_residual
+from kernels.gated_residual import gated_residual, gated_residual_into
 from kernels.registry import DTYPES
 from tests.support.kernel_tests import assert_impls_match_reference, gpu_test, rand
 

@@ -240,7 +240,7 @@ def test_into_rejects_bad_out():
     q, k, qw, kw, cos, sin = _good()
     with pytest.raises(TypeError, match="out must be a"):
         qk_norm_rope_into(torch.empty_like(q), q, k, qw, kw, cos, sin)
-    with pytest.raises(ValueError, match=r"out\[1\] \(k_out\) must be shape"):
+    with pytest.raises(ValueError, match=r"out\[1\] \(k_out\) has shape"):
         qk_norm_rope_into((torch.empty_like(q), torch.empty(2, 3, 6)), q, k, qw, kw, cos, sin)
     with pytest.raises(ValueError, match="unit stride"):
         qk_norm_rope_into((torch.empty(2, 8, 3).transpose(1, 2), torch.empty_like(k)), q, k, qw, kw, cos, sin)

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from kernels.entries.residual_norm import ENTRIES
 from kernels.registry import DTYPES
-from kernels.residual_norm import add_rms_norm_modulate_into, add_rms_norm_modulate
+from kernels.residual_norm import add_rms_norm_modulate, add_rms_norm_modulate_into
 from tests.support.kernel_tests import assert_impls_match_reference, gpu_test, rand
 
 HALF = (torch.bfloat16, torch.float16)

@@ -12,8 +12,9 @@ import triton
 import triton.language as tl
 
 from kernels.launch import eager_direct
-from kernels.rmsnorm import (NUMERICS, ROUND_BF16, ROUND_FP16, NormLaunch, rms_norm_into, norm_launch_config,
-                             rms_norm, round_trip)
+from kernels.rmsnorm import NUMERICS, rms_norm, rms_norm_into
+from kernels.rounding import ROUND_BF16, ROUND_FP16, round_trip
+from kernels.rows import NormLaunch, norm_launch_config
 from tests.support.kernel_tests import assert_impls_match_reference, gpu_test, rand
 
 HALF = (torch.bfloat16, torch.float16)
@@ -239,7 +240,7 @@ def test_launch_config_packs_narrow_rows():
 def test_launch_config_takes_the_measured_norm_warps():
     """Where the device's launch table has measured warps for a row width (sm_90: 2048), the norm kernels use
     them; other widths keep the generic rule."""
-    from kernels.launch import arch_launch, row_num_warps
+    from kernels.arch import arch_launch, row_num_warps
 
     dev = torch.device("cuda")
     measured = dict(arch_launch(dev).norm_warps)

@@ -280,9 +280,9 @@ def test_bad_input_raises(call, exc, match):
 
 def test_into_rejects_bad_out():
     x, cos, sin = _good()
-    with pytest.raises(ValueError, match="out must match x"):
+    with pytest.raises(ValueError, match=r"out has shape \[2, 3, 6\]; expected \[2, 3, 8\]"):
         rope_interleaved_into(torch.empty(2, 3, 6), x, cos, sin)
-    with pytest.raises(ValueError, match="out must match x"):
+    with pytest.raises(TypeError, match="out has dtype torch.float16; expected torch.float32"):
         rope_interleaved_into(torch.empty(2, 3, 8, dtype=torch.float16), x, cos, sin)
     with pytest.raises(ValueError, match="unit stride"):
         rope_interleaved_into(torch.empty(2, 8, 3).transpose(1, 2), x, cos, sin)
@@ -434,12 +434,12 @@ def test_gpu_rotate_half_per_op_rounding_over_wide_magnitudes(dtype, half_math, 
     of a sum are up to 2**24 apart (the case where rounding an fp32 sum once more could differ from one rounding)."""
     import dataclasses
 
-    from kernels import launch
+    from kernels import arch, launch_plans
 
     dev = torch.device("cuda")
-    monkeypatch.setitem(launch._TABLE, launch.device_arch(dev.index or 0),
-                        dataclasses.replace(launch.arch_launch(dev), native_half_math=half_math))
-    launch.forget_launches()
+    monkeypatch.setitem(arch._TABLE, arch.device_arch(dev.index or 0),
+                        dataclasses.replace(arch.arch_launch(dev), native_half_math=half_math))
+    launch_plans.forget_launches()
     g = torch.Generator().manual_seed(3)
     exponents = torch.randint(-12, 12, (2, 1000, 8, 64), generator=g).to(torch.float32)
     x = (torch.randn((2, 1000, 8, 64), generator=g) * torch.exp2(exponents)).to(dtype).to(dev)
@@ -448,4 +448,4 @@ def test_gpu_rotate_half_per_op_rounding_over_wide_magnitudes(dtype, half_math, 
     try:
         assert torch.equal(rope_rotate_half(x, tc, ts), rotate_half_eager(x, tc, ts, 1))
     finally:
-        launch.forget_launches()
+        launch_plans.forget_launches()
