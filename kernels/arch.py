@@ -38,6 +38,13 @@ class ArchLaunch:
     # where a GPU run compared the result with PyTorch's bit for bit and timed it
     native_half_math: bool = False
 
+    def warps_for(self, block: int) -> int:
+        """num_warps for a row kernel's block of ``block`` elements."""
+        for width, warps in self.row_warps:
+            if block <= width:
+                return warps
+        return self.row_warps[-1][1]
+
 
 _TABLE: dict[str, ArchLaunch] = {
     # NVIDIA Hopper (H100/H200).
@@ -100,7 +107,4 @@ def arch_launch(device: torch.device | None = None) -> ArchLaunch:
 
 
 def row_num_warps(block: int, device: torch.device | None = None) -> int:
-    for width, warps in arch_launch(device).row_warps:
-        if block <= width:
-            return warps
-    return arch_launch(device).row_warps[-1][1]
+    return arch_launch(device).warps_for(block)

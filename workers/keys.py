@@ -32,26 +32,35 @@ KEY_SCHEME = 2  # 1: the key hashed the git commit; 2: the content of KEYED_SOUR
 @dataclass(frozen=True)
 class CodeVersion:
     """What a job's key says about the code: ``code_hash`` (the sources) and ``software`` (name -> version) are in
-    the key; ``commit`` is provenance only."""
+    the key; ``commit`` is provenance only.  ``scheme`` 1 describes plans made before the key followed the sources:
+    their key hashed the commit and ``code_hash`` held a hash of ``kernels/`` alone; :func:`job_key` still
+    recomputes such keys, so older results can be checked against their specs."""
 
     commit: str
     code_hash: str
     software: dict[str, str] = field(default_factory=dict)
+    scheme: int = KEY_SCHEME
 
     def key_part(self) -> dict:
+        if self.scheme == 1:
+            return {"commit": self.commit, "kernels_hash": self.code_hash}
         return {"code_hash": self.code_hash, "software": dict(sorted(self.software.items()))}
 
     def to_dict(self) -> dict:
         """The plan header's fields."""
-        return {"commit": self.commit, **self.key_part(), "key_scheme": KEY_SCHEME}
+        return {"commit": self.commit, "code_hash": self.code_hash, "software": dict(sorted(self.software.items())),
+                "key_scheme": self.scheme}
 
     @classmethod
     def from_dict(cls, d: dict) -> "CodeVersion":
-        """From a plan header (:meth:`to_dict`); ValueError for a header whose keys were computed otherwise."""
-        if d.get("key_scheme") != KEY_SCHEME:
-            raise ValueError(f"the plan's keys follow key scheme {d.get('key_scheme', 1)}, this code computes "
-                             f"scheme {KEY_SCHEME}; plan again with this checkout")
-        return cls(str(d.get("commit") or "unknown"), str(d["code_hash"]), dict(d.get("software") or {}))
+        """From a plan header (:meth:`to_dict`, or a scheme-1 header with ``commit`` and ``kernels_hash``)."""
+        commit = str(d.get("commit") or "unknown")
+        if "key_scheme" not in d and "kernels_hash" in d:
+            return cls(commit, str(d["kernels_hash"]), scheme=1)
+        if d.get("key_scheme") != KEY_SCHEME or "code_hash" not in d:
+            raise ValueError(f"a plan header with key scheme {d.get('key_scheme')!r}; this code knows schemes 1 and "
+                             f"{KEY_SCHEME}")
+        return cls(commit, str(d["code_hash"]), dict(d.get("software") or {}))
 
 
 def git_commit(root: Path = REPO_ROOT) -> str:
@@ -103,6 +112,9 @@ def check_plan(header: dict, specs: list[JobSpec]) -> list[str]:
     the plan's keys must come from the code those keys name).  Returns warnings: software versions that differ
     from the plan's (each result still records the device's own in its hardware key)."""
     planned = CodeVersion.from_dict(header)
+    if planned.scheme != KEY_SCHEME:
+        raise ValueError(f"the plan's keys follow key scheme {planned.scheme} (they hash the commit); plan again "
+                         "with this checkout")
     for s in specs:
         if s.key != job_key(s, planned):
             raise ValueError(f"job {s.label()}: its key {s.key!r} is not the hash of its content and the plan's "

@@ -236,6 +236,18 @@ def test_launch_config_packs_narrow_rows():
         NormLaunch(3, 4)
 
 
+def test_the_launch_table_by_architecture_name():
+    """An architecture's entry without its device (compiling for another GPU): wave64 CDNA takes half the warps of
+    the wave32 rule at the same width; an unknown name gets the generic entry, as the CPU does."""
+    from kernels.arch import arch_launch, for_arch, row_num_warps
+
+    assert for_arch("gfx950").warp_size == 64 and for_arch("gfx1201").warp_size == 32
+    assert [for_arch("gfx950").warps_for(b) for b in (512, 2048, 8192)] == [4, 8, 16]
+    assert for_arch("sm_90").warps_for(512) == 2 and for_arch("sm_90").norm_warps == ((2048, 4),)
+    assert for_arch("nosuch") is arch_launch(torch.device("cpu")) and for_arch("nosuch").arch == "generic"
+    assert row_num_warps(2048) == for_arch("generic").warps_for(2048)
+
+
 @gpu_test
 def test_launch_config_takes_the_measured_norm_warps():
     """Where the device's launch table has measured warps for a row width (sm_90: 2048), the norm kernels use

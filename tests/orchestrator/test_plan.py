@@ -1,6 +1,7 @@
 """Planning is pure and deterministic: same config and code -> same keys; any change -> different keys."""
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -113,3 +114,14 @@ def test_a_plan_is_checked_against_its_keys_and_this_checkout():
         keys.check_plan(plan.CodeVersion("c", "0123456789abcdef").to_dict(), other)
     with pytest.raises(ValueError, match="key scheme 1"):
         keys.check_plan({"commit": "c", "kernels_hash": "k0"}, specs)
+
+
+def test_keys_of_older_plans_are_recomputed_as_they_were_made():
+    # a job key of a plan header {"commit": ..., "kernels_hash": ...} made before the key followed the sources
+    spec = JobSpec(kind="micro", kernel="rmsnorm", shape=[2, 1320, 2048], dtype="bf16", impls=["triton", "eager"],
+                   target="h200", params={"rounds": 5}, key="")
+    code = plan.CodeVersion.from_dict({"commit": "73262fc0", "kernels_hash": "6d832a2de5737598"})
+    assert code.scheme == 1
+    payload = {"job": spec.content(), "code": {"commit": "73262fc0", "kernels_hash": "6d832a2de5737598"}}
+    assert plan.job_key(spec, code) == hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
+    assert plan.job_key(spec, plan.CodeVersion("other", "6d832a2de5737598", scheme=1)) != plan.job_key(spec, code)
