@@ -49,15 +49,15 @@ class ArchLaunch:
 _TABLE: dict[str, ArchLaunch] = {
     # NVIDIA Hopper (H100/H200).
     "sm_90": ArchLaunch("sm_90", 32, ((512, 2), (1024, 4), (2048, 8), (4096, 8), (1 << 30, 16)), 2048, False,
-                        # H200, 2026-11-30 (docs/perf/h200-2026-11-30/launch_knobs.py): at 2048-wide rows 4 warps
-                        # beat 8 for rms_norm/adaln_rms by 5-25 % launch-free at 22-104 MB, tie for
+                        # H200 (docs/perf/kernels-h200.md, launch knobs): at 2048-wide rows 4 warps beat
+                        # 8 for rms_norm/adaln_rms by 5-25 % launch-free at 22-104 MB, tie for
                         # add_rms_norm_modulate; at 3072 (block 4096) 8 stays best
                         norm_warps=((2048, 4),),
-                        # H200, 2026-11-30 (docs/perf/h200-2026-11-30d/launch_knobs_2.py): adaln_layer_norm at
+                        # H200 (docs/perf/kernels-h200.md, launch knobs): adaln_layer_norm at
                         # 1536-3072 wide rows, per call: 2 warps at block 2048 (17.1 against 18.5 us with 4),
                         # 4 at block 4096 (16.9 against 19.3 with 8; 26.0 against 33.2 at 2432)
                         layer_norm_warps=((2048, 2), (4096, 4)),
-                        # H200, 2026-11-30 (docs/perf/h200-2026-11-30j/rope_half_math.py): rope_rotate_half with
+                        # H200 (docs/perf/kernels-h200.md, RoPE): rope_rotate_half with
                         # bf16 tables equal to transformers' bit for bit at the five grid shapes, 2-5 % faster per
                         # call at 69-105 MB than with a cast per op
                         native_half_math=True),
