@@ -17,8 +17,8 @@ import torch
 
 from benchmarks.cli_args import launch, shape
 from kernels import registry
-from kernels.adaln import _adaln_rms_into
-from kernels.rmsnorm import _rms_norm_into
+from kernels.adaln import adaln_rms_into
+from kernels.rmsnorm import rms_norm_into
 from workers.timing import bench, kernel_time
 
 SHAPES = ([1, 1024, 2048], [2, 1320, 2048], [1, 4096, 2048], [4, 1024, 2048], [1, 8192, 2048], [2, 6336, 2048])
@@ -31,10 +31,10 @@ def _calls(kname: str, inp: dict, configs: list[tuple[int, int]]) -> dict:
     for r, w in configs:
         out = torch.empty_like(inp["x"])
         if kname == "rmsnorm":
-            fns[(r, w)] = lambda r=r, w=w, out=out: _rms_norm_into(out, inp["x"], inp["weight"], inp["eps"],
+            fns[(r, w)] = lambda r=r, w=w, out=out: rms_norm_into(out, inp["x"], inp["weight"], inp["eps"],
                                                                    numerics="diffusers", _config=(r, w))
         else:
-            fns[(r, w)] = lambda r=r, w=w, out=out: _adaln_rms_into(out, inp["x"], inp["scale"], inp["shift"],
+            fns[(r, w)] = lambda r=r, w=w, out=out: adaln_rms_into(out, inp["x"], inp["scale"], inp["shift"],
                                                                     None, inp["eps"], _config=(r, w))
     return fns
 

@@ -16,12 +16,11 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.launch import (LaunchPlans, cdiv, check_device, check_float, eager_call, eager_direct, next_pow2,
-                            no_backward)
-from kernels.rmsnorm import (check_eps, check_out, check_row_count, check_same_device, launcher, out_rows_3d,
-                             cast_trip, fusion_options, resolve_config, round_before_add, round_code, row_offsets,
-                             row_ptrs, strides_3d)
-from kernels.rounding import round_to
+from kernels.checks import check_eps, check_float, check_modulation, check_out, check_rows_input, check_same_device
+from kernels.launch import eager_direct, launcher, no_backward
+from kernels.launch_plans import LaunchPlans, eager_call
+from kernels.rounding import cast_trip, fusion_options, round_before_add, round_code, round_to
+from kernels.rows import new_rows_out, out_rows_3d, row_block, row_grid, row_ptrs, strides_3d
 
 
 @triton.jit
@@ -53,10 +52,7 @@ def _adaln_kernel(
     BLOCK_D: tl.constexpr,
     INT_ROUND: tl.constexpr,
 ):
-    rows, b, s = row_offsets(tl.program_id(0), seq, ROWS)
-    cols = tl.arange(0, BLOCK_D)
-    col_ok = cols < width
-    mask = (rows < n_rows)[:, None] & col_ok[None, :]
+    b, s, cols, col_ok, mask = row_block(n_rows, seq, width, ROWS, BLOCK_D)
 
     x = tl.load(row_ptrs(x_ptr, b, s, sx_b, sx_s, sx_d, cols), mask=mask, other=0.0).to(tl.float32)
     if LAYER_NORM:
@@ -86,38 +82,8 @@ def _adaln_kernel(
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Validation shared with kernels.residual_norm and kernels.gated_residual
+# Validation
 # ----------------------------------------------------------------------------------------------------------------
-def check_rows_input(name: str, x) -> None:
-    check_float(name, x)
-    check_device(name, x)
-    if x.dim() != 3:
-        raise ValueError(f"{name} has shape {list(x.shape)}; expected 3 dimensions [B, S, C]")
-    check_row_count(x)
-
-
-def check_residual(residual, x: torch.Tensor) -> None:
-    """``residual`` must be a float tensor of x's shape and dtype on x's device."""
-    check_float("residual", residual)
-    check_same_device("residual", residual, x)
-    if residual.dtype != x.dtype:
-        raise TypeError(f"residual has dtype {residual.dtype}; expected x's dtype {x.dtype}")
-    if residual.shape != x.shape:
-        raise ValueError(f"residual has shape {list(residual.shape)}; expected x's shape {list(x.shape)}")
-
-
-def check_modulation(name: str, t, x: torch.Tensor) -> None:
-    """``t`` (scale or shift) must be ``[B, 1, C]`` or ``[B, S, C]`` for x ``[B, S, C]``, in x's dtype."""
-    check_float(name, t)
-    check_same_device(name, t, x)
-    n_b, seq, width = x.shape
-    if t.dtype != x.dtype:
-        raise TypeError(f"{name} has dtype {t.dtype}; expected x's dtype {x.dtype}")
-    if t.dim() != 3 or t.shape[0] not in (1, n_b) or t.shape[1] not in (1, seq) or t.shape[2] != width:
-        raise ValueError(f"{name} has shape {list(t.shape)}; expected [B, 1, C] = {[n_b, 1, width]} "
-                         f"or [B, S, C] = {[n_b, seq, width]}")
-
-
 def check_affine(name: str, t, x: torch.Tensor) -> None:
     if t is None:
         return
@@ -145,14 +111,10 @@ def _launch(out, x, scale, shift, weight, bias, eps, layer_norm: bool, config=No
     if x.numel() == 0:
         return out
     out3 = out_rows_3d(out, x.shape)
-    n_b, seq, width = x.shape
-    n_rows = n_b * seq
-    block_d = next_pow2(int(width))  # a compile-time block: the row width is specialised
-    cfg = resolve_config(config, block_d, x.device, layer_norm)
-    grid = (cdiv(n_rows, cfg.rows_per_program),)
-    launcher(_adaln_kernel, traced)[grid](
+    g = row_grid(x.shape, x.device, config, layer_norm)
+    launcher(_adaln_kernel, traced)[g.grid](
         x, scale, shift, x if weight is None else weight, x if bias is None else bias, out3,
-        n_rows, seq, width,
+        g.n_rows, g.seq, g.width,
         *strides_3d(x), *strides_3d(scale), *strides_3d(shift), *strides_3d(out3),
         0 if weight is None else weight.stride(0), 0 if bias is None else bias.stride(0),
         eps,
@@ -160,17 +122,10 @@ def _launch(out, x, scale, shift, weight, bias, eps, layer_norm: bool, config=No
         HAS_WEIGHT=weight is not None,
         HAS_BIAS=bias is not None,
         ROUND=round_code(x.dtype),
-        ROWS=cfg.rows_per_program,
-        BLOCK_D=block_d,
+        **g.options(),
         **fusion_options(traced),
-        num_warps=cfg.num_warps,
     )
     return out
-
-
-def new_rows_out(x: torch.Tensor) -> torch.Tensor:
-    """A contiguous output shaped and typed like ``x`` (the row kernels' outputs)."""
-    return torch.empty(x.shape, dtype=x.dtype, device=x.device)
 
 
 @torch.library.triton_op("kernelfleet::adaln_rms", mutates_args=())
@@ -227,17 +182,17 @@ def adaln_layer_norm(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
     return torch.ops.kernelfleet.adaln_layer_norm(x, scale, shift, weight, bias, float(eps))
 
 
-def _adaln_rms_into(out: torch.Tensor, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
-                    weight: Optional[torch.Tensor] = None, eps: float = 1e-6, *, _config=None) -> torch.Tensor:
+def adaln_rms_into(out: torch.Tensor, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
+                   weight: Optional[torch.Tensor] = None, eps: float = 1e-6, *, _config=None) -> torch.Tensor:
     """:func:`adaln_rms` written into ``out`` (x's shape and dtype); returns ``out``."""
     _check_adaln_args(x, scale, shift, weight, None, eps)
     check_out(out, x.shape, x.dtype, x.device)
     return _launch(out, x, scale, shift, weight, None, float(eps), False, _config, traced=False)
 
 
-def _adaln_layer_norm_into(out: torch.Tensor, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
-                           weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
-                           eps: float = 1e-6, *, _config=None) -> torch.Tensor:
+def adaln_layer_norm_into(out: torch.Tensor, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
+                          weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
+                          eps: float = 1e-6, *, _config=None) -> torch.Tensor:
     """:func:`adaln_layer_norm` written into ``out`` (x's shape and dtype); returns ``out``."""
     _check_adaln_args(x, scale, shift, weight, bias, eps)
     check_out(out, x.shape, x.dtype, x.device)

@@ -26,8 +26,11 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from kernels.launch import (LaunchPlans, cdiv, check_device, check_float, direct_launcher, eager_call, eager_direct,
-                            interpreting, next_pow2, no_backward)
+from kernels.arch import interpreting
+from kernels.checks import check_device, check_float, check_out
+from kernels.fast_launch import direct_launcher
+from kernels.launch import cdiv, eager_direct, next_pow2, no_backward
+from kernels.launch_plans import LaunchPlans, eager_call
 from kernels.rounding import round_to
 
 MAX_KEYS = 256  # keys per head that one tile holds (scores [BLOCK_M, MAX_KEYS] in fp32 registers)
@@ -246,14 +249,11 @@ def cross_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
     return torch.ops.kernelfleet.cross_attention(query, key, value, attn_mask, scale)
 
 
-def _cross_attention_into(out: torch.Tensor, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                          attn_mask: torch.Tensor | None = None, scale: float | None = None, *,
-                          _config: AttnConfig | None = None) -> torch.Tensor:
+def cross_attention_into(out: torch.Tensor, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                         attn_mask: torch.Tensor | None = None, scale: float | None = None, *,
+                         _config: AttnConfig | None = None) -> torch.Tensor:
     """:func:`cross_attention` written into ``out`` (query's shape and dtype, unit-stride last dim);
     ``_config`` overrides the launch knobs (tuning)."""
     _check(query, key, value, attn_mask, scale)
-    if not isinstance(out, torch.Tensor) or out.shape != query.shape or out.dtype != query.dtype \
-            or out.device != query.device or (out.numel() and out.stride(-1) != 1):
-        raise ValueError(f"out must be a tensor shaped {tuple(query.shape)}, {query.dtype}, on {query.device}, "
-                         f"unit-stride in its last dim")
+    check_out(out, query.shape, query.dtype, query.device, unit_last=True)
     return _launch(out, query, key, value, attn_mask, scale, _config, direct=True)

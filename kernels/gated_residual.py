@@ -16,11 +16,11 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.adaln import check_modulation, check_residual, check_rows_input, new_rows_out
-from kernels.launch import LaunchPlans, cdiv, eager_call, eager_direct, next_pow2, no_backward
-from kernels.rmsnorm import (check_out, fusion_options, launcher, out_rows_3d, resolve_config, round_before_add,
-                             round_code, row_offsets, row_ptrs, strides_3d)
-from kernels.rounding import round_to
+from kernels.checks import check_modulation, check_out, check_residual, check_rows_input
+from kernels.launch import eager_direct, launcher, no_backward
+from kernels.launch_plans import LaunchPlans, eager_call
+from kernels.rounding import fusion_options, round_before_add, round_code, round_to
+from kernels.rows import new_rows_out, out_rows_3d, row_block, row_grid, row_ptrs, strides_3d
 
 
 @triton.jit
@@ -36,9 +36,7 @@ def _gated_residual_kernel(
     BLOCK_D: tl.constexpr,
     INT_ROUND: tl.constexpr,
 ):
-    rows, b, s = row_offsets(tl.program_id(0), seq, ROWS)
-    cols = tl.arange(0, BLOCK_D)
-    mask = (rows < n_rows)[:, None] & (cols < width)[None, :]
+    b, s, cols, _, mask = row_block(n_rows, seq, width, ROWS, BLOCK_D)
 
     res = tl.load(row_ptrs(res_ptr, b, s, sr_b, sr_s, sr_d, cols), mask=mask, other=0.0)
     x = tl.load(row_ptrs(x_ptr, b, s, sx_b, sx_s, sx_d, cols), mask=mask, other=0.0)
@@ -58,19 +56,14 @@ def _launch(out, residual, x, gate, config=None, traced: bool = True):
     if residual.numel() == 0:
         return out
     out3 = out_rows_3d(out, residual.shape)
-    n_b, seq, width = residual.shape
-    n_rows = n_b * seq
-    block_d = next_pow2(int(width))  # a compile-time block: the row width is specialised
-    cfg = resolve_config(config, block_d, residual.device)
-    launcher(_gated_residual_kernel, traced)[(cdiv(n_rows, cfg.rows_per_program),)](
+    g = row_grid(residual.shape, residual.device, config)
+    launcher(_gated_residual_kernel, traced)[g.grid](
         residual, x, gate, out3,
-        n_rows, seq, width,
+        g.n_rows, g.seq, g.width,
         *strides_3d(residual), *strides_3d(x), *strides_3d(gate), *strides_3d(out3),
         ROUND=round_code(residual.dtype),
-        ROWS=cfg.rows_per_program,
-        BLOCK_D=block_d,
+        **g.options(),
         **fusion_options(traced),
-        num_warps=cfg.num_warps,
     )
     return out
 
@@ -101,8 +94,8 @@ def gated_residual(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor) 
     return torch.ops.kernelfleet.gated_residual(residual, x, gate)
 
 
-def _gated_residual_into(out: torch.Tensor, residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor, *,
-                         _config=None) -> torch.Tensor:
+def gated_residual_into(out: torch.Tensor, residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor, *,
+                        _config=None) -> torch.Tensor:
     """:func:`gated_residual` written into ``out`` (residual's shape and dtype); returns ``out``."""
     _check_args(residual, x, gate)
     check_out(out, residual.shape, residual.dtype, residual.device)

@@ -28,8 +28,10 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from kernels.launch import (arch_launch, cdiv, check_device, check_float, direct_launcher,
-                            eager_direct, next_pow2, no_backward)
+from kernels.arch import arch_launch
+from kernels.checks import check_device, check_float, check_out
+from kernels.fast_launch import direct_launcher
+from kernels.launch import cdiv, eager_direct, next_pow2, no_backward
 from kernels.rounding import round_to
 
 APPROXIMATIONS = ("tanh",)
@@ -134,15 +136,6 @@ def _validate_geglu(x: torch.Tensor, approximate: str) -> None:
         raise ValueError(f"x must be [..., 2H] with an even last dim (gate, value); got shape {tuple(x.shape)}")
 
 
-def _check_out(out, shape: tuple[int, ...], like: torch.Tensor) -> None:
-    if not isinstance(out, torch.Tensor):
-        raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
-    if tuple(out.shape) != shape or out.dtype != like.dtype or out.device != like.device:
-        raise ValueError(
-            f"out must be shape {shape}, dtype {like.dtype}, device {like.device}; got {tuple(out.shape)}, "
-            f"{out.dtype}, {out.device}")
-
-
 def _rows(t: torch.Tensor) -> int:
     """The number of rows of ``t`` seen as [rows, last dim] (well defined for empty tensors too)."""
     return math.prod(t.shape[:-1])
@@ -212,11 +205,11 @@ def geglu(x: torch.Tensor, approximate: str = "tanh") -> torch.Tensor:
     return torch.ops.kernelfleet.geglu(x)
 
 
-def _gelu_tanh_into(out: torch.Tensor, x: torch.Tensor, *,
-                    _config: ElementwiseConfig | None = None) -> torch.Tensor:
+def gelu_tanh_into(out: torch.Tensor, x: torch.Tensor, *,
+                   _config: ElementwiseConfig | None = None) -> torch.Tensor:
     """gelu_tanh writing into ``out`` (x's shape, viewable as 2-D); ``_config`` overrides the launch knobs."""
     _validate_gelu(x)
-    _check_out(out, tuple(x.shape), x)
+    check_out(out, x.shape, x.dtype, x.device)
     flat = x.is_contiguous() and out.is_contiguous()
     if flat:
         x2d, out2d = x.view(1, -1), out.view(1, -1)
@@ -226,12 +219,12 @@ def _gelu_tanh_into(out: torch.Tensor, x: torch.Tensor, *,
     return out
 
 
-def _geglu_into(out: torch.Tensor, x: torch.Tensor, approximate: str = "tanh", *,
-                _config: ElementwiseConfig | None = None) -> torch.Tensor:
+def geglu_into(out: torch.Tensor, x: torch.Tensor, approximate: str = "tanh", *,
+               _config: ElementwiseConfig | None = None) -> torch.Tensor:
     """geglu writing into ``out`` ([..., H], viewable as 2-D); ``_config`` overrides the launch knobs."""
     _validate_geglu(x, approximate)
     width = x.shape[-1] // 2
-    _check_out(out, (*x.shape[:-1], width), x)
+    check_out(out, (*x.shape[:-1], width), x.dtype, x.device)
     _launch(_rows_view(out, width), x.reshape(_rows(x), x.shape[-1]), gated=True, flat=False, config=_config,
             direct=True)
     return out

@@ -32,8 +32,11 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from kernels.launch import (LaunchPlans, cdiv, check_device, check_float, direct_launcher, eager_call, eager_direct,
-                            next_pow2, no_backward, out_like, row_num_warps, unit_last)
+from kernels.arch import row_num_warps
+from kernels.checks import check_device, check_float, check_out
+from kernels.fast_launch import direct_launcher
+from kernels.launch import cdiv, eager_direct, next_pow2, no_backward, out_like, unit_last
+from kernels.launch_plans import LaunchPlans, eager_call
 from kernels.rounding import round_to
 
 
@@ -173,17 +176,6 @@ def _validate(q, k, q_weight, k_weight, cos, sin, eps) -> None:
         raise ValueError(f"eps must be a non-negative float, got {eps!r}")
 
 
-def _check_out(name: str, out, like: torch.Tensor) -> None:
-    if not isinstance(out, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(out).__name__}")
-    if out.shape != like.shape or out.dtype != like.dtype or out.device != like.device:
-        raise ValueError(
-            f"{name} must be shape {tuple(like.shape)}, dtype {like.dtype}, device {like.device}; got "
-            f"{tuple(out.shape)}, {out.dtype}, {out.device}")
-    if out.numel() and out.stride(-1) != 1:
-        raise ValueError(f"{name} must have a unit stride in its last dim; got strides {out.stride()}")
-
-
 # --------------------------------------------------------------------------------------------------------------
 # Launch
 
@@ -280,17 +272,17 @@ def qk_norm_rope(q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor | None
     return torch.ops.kernelfleet.qk_norm_rope(q, k, q_weight, k_weight, cos, sin, float(eps))
 
 
-def _qk_norm_rope_into(out: tuple[torch.Tensor, torch.Tensor], q: torch.Tensor, k: torch.Tensor,
-                       q_weight: torch.Tensor | None, k_weight: torch.Tensor | None, cos: torch.Tensor,
-                       sin: torch.Tensor, eps: float = 1e-5, *,
-                       _config: QkNormRopeConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def qk_norm_rope_into(out: tuple[torch.Tensor, torch.Tensor], q: torch.Tensor, k: torch.Tensor,
+                      q_weight: torch.Tensor | None, k_weight: torch.Tensor | None, cos: torch.Tensor,
+                      sin: torch.Tensor, eps: float = 1e-5, *,
+                      _config: QkNormRopeConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """qk_norm_rope writing into ``out = (q_out, k_out)`` (unit-stride last dims); ``_config`` overrides the
     launch knobs (tuning)."""
     _validate(q, k, q_weight, k_weight, cos, sin, eps)
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise TypeError(f"out must be a (q_out, k_out) pair of tensors, got {type(out).__name__}")
-    _check_out("out[0] (q_out)", out[0], q)
-    _check_out("out[1] (k_out)", out[1], k)
+    check_out(out[0], q.shape, q.dtype, q.device, "out[0] (q_out)", unit_last=True)
+    check_out(out[1], k.shape, k.dtype, k.device, "out[1] (k_out)", unit_last=True)
     q, k, q_weight, k_weight, cos, sin = _unit_inputs(q, k, q_weight, k_weight, cos, sin)
     _launch(out[0], out[1], q, k, q_weight, k_weight, cos, sin, float(eps), _config, direct=True)
     return out[0], out[1]

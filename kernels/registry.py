@@ -1,8 +1,12 @@
 """The kernel registry: everything the planner and the workers know about a kernel.
 
 The workers and the planner know kernels only through this module.  Each kernel family has one module under
-``kernels/entries/`` that defines its ``ENTRIES`` (a list of :class:`KernelEntry`); this module collects them.
-Adding a kernel = one kernel module + one entry module listed in ``_ENTRY_MODULES`` + one ``conf/kernel/*.yaml``.
+``kernels/entries/`` that declares its ``ENTRIES`` (a list of :class:`KernelEntry`); this module finds them by
+scanning that package (every module but ``common``), so a kernel exists when its entry says so.  Derived from the
+entries: ``kernels.__all__`` (each entry's public ``function``), the injection's kernel list (``kernels.inject``:
+the functions of the entries without a ``not_injected`` reason), the orchestrator's ``--help`` and its check that
+``conf/kernel/`` holds one grid per kernel (``orchestrator.validate.check_kernel_grids``).
+Adding a kernel = one kernel module + one entry module + one ``conf/kernel/<name>.yaml`` (README, "Add a kernel").
 
 Extra entries can be loaded from modules named in the environment variable ``KERNELFLEET_PLUGINS``
 (comma-separated module paths, each with an ``ENTRIES`` list); the test-suite uses this for kernels that crash
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -67,23 +72,21 @@ class KernelEntry:
     dtypes: tuple[str, ...] = ("fp32", "bf16", "fp16")
     default_impls: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # The public function ``kernels.<function.__name__>`` that the ``triton`` implementation calls; every entry of
+    # kernels/entries/ names one (kernels.__all__ is made of them), test plugins may leave it out.
+    function: Callable[..., Output] | None = None
+    # Why kernels.inject never uses this kernel (empty: the injection may use it).
+    not_injected: str = ""
 
     def impl_names(self) -> list[str]:
         return list(self.impls)
 
 
-_ENTRY_MODULES = (
-    "kernels.entries.rmsnorm",  # rmsnorm
-    "kernels.entries.adaln",  # adaln (RMSNorm + modulate), adaln_layer_norm
-    "kernels.entries.residual_norm",  # add_rms_norm_modulate (LTX attn2 residual + norm2 + modulate)
-    "kernels.entries.gated_residual",  # gated_residual (LTX residual + branch * gate)
-    "kernels.entries.rope",  # rope (LTX interleaved), rope_rotate_half
-    "kernels.entries.qk_norm_rope",  # qk_norm_rope (LTX attn1 q/k norm + RoPE)
-    "kernels.entries.geglu",  # geglu, gelu_tanh
-    "kernels.entries.cross_attention",  # cross_attention (LTX attn2: attention to the text tokens)
-)
+ENTRY_PACKAGE = "kernels.entries"
+_HELPER_MODULES = ("common",)  # pieces the entries share; declare no kernel
 
 _REGISTRY: dict[str, KernelEntry] | None = None
+_BUILTIN: dict[str, KernelEntry] | None = None
 
 
 class UnknownKernelError(KeyError):
@@ -96,19 +99,67 @@ class UnknownKernelError(KeyError):
         return f"unknown kernel {self.name!r}; known kernels: {', '.join(self.known)}"
 
 
+def entry_modules() -> list[str]:
+    """The modules of kernels/entries/ that declare kernels, by name."""
+    package = importlib.import_module(ENTRY_PACKAGE)
+    return sorted(f"{ENTRY_PACKAGE}.{m.name}" for m in pkgutil.iter_modules(package.__path__)
+                  if not m.name.startswith("_") and m.name not in _HELPER_MODULES)
+
+
+def _collect(reg: dict[str, KernelEntry], modname: str, builtin: bool) -> None:
+    mod = importlib.import_module(modname)
+    entries = getattr(mod, "ENTRIES", None)
+    if not isinstance(entries, (list, tuple)) or not entries:
+        raise ValueError(f"{modname} declares no ENTRIES (a list of kernels.registry.KernelEntry)")
+    for entry in entries:
+        if entry.name in reg:
+            raise ValueError(f"kernel {entry.name!r} registered twice (again in {modname})")
+        if builtin and entry.function is None:
+            raise ValueError(f"kernel {entry.name!r} ({modname}) names no public function (KernelEntry.function)")
+        reg[entry.name] = entry
+
+
+def builtin() -> dict[str, KernelEntry]:
+    """The kernels of kernels/entries/ (without test plugins), by name."""
+    global _BUILTIN
+    if _BUILTIN is None:
+        reg: dict[str, KernelEntry] = {}
+        for modname in entry_modules():
+            _collect(reg, modname, builtin=True)
+        _BUILTIN = reg
+    return _BUILTIN
+
+
 def _load() -> dict[str, KernelEntry]:
     global _REGISTRY
     if _REGISTRY is None:
-        reg: dict[str, KernelEntry] = {}
+        reg = dict(builtin())
         plugins = [m.strip() for m in os.environ.get("KERNELFLEET_PLUGINS", "").split(",") if m.strip()]
-        for modname in (*_ENTRY_MODULES, *plugins):
-            mod = importlib.import_module(modname)
-            for entry in mod.ENTRIES:
-                if entry.name in reg:
-                    raise ValueError(f"kernel {entry.name!r} registered twice (again in {modname})")
-                reg[entry.name] = entry
+        for modname in plugins:
+            _collect(reg, modname, builtin=False)
         _REGISTRY = reg
     return _REGISTRY
+
+
+def public_functions() -> dict[str, Callable[..., Output]]:
+    """``kernels``' public functions (its ``__all__``), by name: one per kernel of kernels/entries/."""
+    functions: dict[str, Callable[..., Output]] = {}
+    for entry in builtin().values():
+        name = entry.function.__name__
+        if functions.get(name, entry.function) is not entry.function:
+            raise ValueError(f"two kernel functions are named {name!r} (kernel {entry.name!r})")
+        functions[name] = entry.function
+    return dict(sorted(functions.items()))
+
+
+def injectable_functions() -> tuple[str, ...]:
+    """The public functions kernels.inject may use (those of entries without a ``not_injected`` reason)."""
+    return tuple(sorted(e.function.__name__ for e in builtin().values() if not e.not_injected))
+
+
+def not_injected() -> dict[str, str]:
+    """Public function name -> why kernels.inject never uses it."""
+    return {e.function.__name__: e.not_injected for e in builtin().values() if e.not_injected}
 
 
 def kernel_names() -> list[str]:

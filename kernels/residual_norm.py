@@ -13,11 +13,12 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.adaln import check_modulation, check_residual, check_rows_input, modulate, new_rows_out
-from kernels.launch import LaunchPlans, cdiv, eager_call, eager_direct, next_pow2, no_backward
-from kernels.rmsnorm import (check_eps, check_out, launcher, out_rows_3d, resolve_config, cast_trip, fusion_options,
-                             round_code, row_offsets, row_ptrs, strides_3d)
-from kernels.rounding import round_to
+from kernels.adaln import modulate
+from kernels.checks import check_eps, check_modulation, check_out, check_residual, check_rows_input
+from kernels.launch import eager_direct, launcher, no_backward
+from kernels.launch_plans import LaunchPlans, eager_call
+from kernels.rounding import cast_trip, fusion_options, round_code, round_to
+from kernels.rows import new_rows_out, out_rows_3d, row_block, row_grid, row_ptrs, strides_3d
 
 
 @triton.jit
@@ -36,9 +37,7 @@ def _add_rms_norm_modulate_kernel(
     BLOCK_D: tl.constexpr,
     INT_ROUND: tl.constexpr,
 ):
-    rows, b, s = row_offsets(tl.program_id(0), seq, ROWS)
-    cols = tl.arange(0, BLOCK_D)
-    mask = (rows < n_rows)[:, None] & (cols < width)[None, :]
+    b, s, cols, _, mask = row_block(n_rows, seq, width, ROWS, BLOCK_D)
 
     x = tl.load(row_ptrs(x_ptr, b, s, sx_b, sx_s, sx_d, cols), mask=mask, other=0.0)
     res = tl.load(row_ptrs(res_ptr, b, s, sr_b, sr_s, sr_d, cols), mask=mask, other=0.0)
@@ -68,22 +67,16 @@ def _launch(new_residual, normed, x, residual, scale, shift, eps, config=None, t
         return new_residual, normed
     new_res3 = out_rows_3d(new_residual, x.shape)
     normed3 = out_rows_3d(normed, x.shape)
-    n_b, seq, width = x.shape
-    n_rows = n_b * seq
-    block_d = next_pow2(int(width))  # a compile-time block: the row width is specialised
-    cfg = resolve_config(config, block_d, x.device)
-    grid = (cdiv(n_rows, cfg.rows_per_program),)
-    launcher(_add_rms_norm_modulate_kernel, traced)[grid](
+    g = row_grid(x.shape, x.device, config)
+    launcher(_add_rms_norm_modulate_kernel, traced)[g.grid](
         x, residual, scale, shift, new_res3, normed3,
-        n_rows, seq, width,
+        g.n_rows, g.seq, g.width,
         *strides_3d(x), *strides_3d(residual), *strides_3d(scale), *strides_3d(shift),
         *strides_3d(new_res3), *strides_3d(normed3),
         eps,
         ROUND=round_code(x.dtype),
-        ROWS=cfg.rows_per_program,
-        BLOCK_D=block_d,
+        **g.options(),
         **fusion_options(traced),
-        num_warps=cfg.num_warps,
     )
     return new_residual, normed
 
@@ -122,9 +115,9 @@ def add_rms_norm_modulate(x: torch.Tensor, residual: torch.Tensor, scale: torch.
     return new_residual, normed
 
 
-def _add_rms_norm_modulate_into(out: tuple[torch.Tensor, torch.Tensor], x: torch.Tensor, residual: torch.Tensor,
-                                scale: torch.Tensor, shift: torch.Tensor, eps: float = 1e-6, *,
-                                _config=None) -> tuple[torch.Tensor, torch.Tensor]:
+def add_rms_norm_modulate_into(out: tuple[torch.Tensor, torch.Tensor], x: torch.Tensor, residual: torch.Tensor,
+                               scale: torch.Tensor, shift: torch.Tensor, eps: float = 1e-6, *,
+                               _config=None) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`add_rms_norm_modulate` written into ``out = (new_residual, normed)``; returns ``out``."""
     _check_args(x, residual, scale, shift, eps)
     if not isinstance(out, (tuple, list)) or len(out) != 2:

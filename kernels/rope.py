@@ -38,10 +38,12 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from kernels.launch import (LaunchPlans, arch_launch, cdiv, check_device, check_float, direct_launcher, eager_call,
-                            eager_direct, next_pow2, no_backward, out_like, row_num_warps, unit_last)
-from kernels.rmsnorm import fusion_options, round_before_add, round_code
-from kernels.rounding import round_to
+from kernels.arch import arch_launch, row_num_warps
+from kernels.checks import check_device, check_float, check_out
+from kernels.fast_launch import direct_launcher
+from kernels.launch import cdiv, eager_direct, next_pow2, no_backward, out_like, unit_last
+from kernels.launch_plans import LaunchPlans, eager_call
+from kernels.rounding import fusion_options, round_before_add, round_code, round_to
 
 LAYOUTS = ("bshd", "bhsd")
 
@@ -85,7 +87,7 @@ def _rope_kernel(
     scb, scs,
     ssb, sss,
     INTERLEAVED: tl.constexpr,
-    # rotate-half only: 0, or the rounding code of out's dtype (kernels.rmsnorm.round_code) to round each product
+    # rotate-half only: 0, or the rounding code of out's dtype (kernels.rounding.round_code) to round each product
     # and the sum as transformers' separate ops do; in integer arithmetic, which fp fusion cannot contract
     ROUND_EACH: tl.constexpr,
     BLOCK_S: tl.constexpr,
@@ -95,7 +97,7 @@ def _rope_kernel(
     # direct launch, fp fusion off; the integer path made the kernel ALU-bound at half the copy bandwidth)
     INT_ROUND: tl.constexpr,
     # with ROUND_EACH in a direct launch (fp fusion off) where the architecture's entry allows it
-    # (kernels.launch.ArchLaunch.native_half_math): multiply and add in x's half dtype, each op rounded once
+    # (kernels.arch.ArchLaunch.native_half_math): multiply and add in x's half dtype, each op rounded once
     HALF_MATH: tl.constexpr,
 ):
     # One program: BLOCK_S sequence positions x BLOCK_H heads of one batch element; the cos/sin tile is
@@ -228,17 +230,6 @@ def _validate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str
             f"cos/sin {tuple(cos.shape)} do not broadcast against x {tuple(x.shape)}: sequence length "
             f"{cos.shape[-2]} != x.shape[{seq_dim}]={x.shape[seq_dim]}")
     return seq_dim
-
-
-def _check_out(out: torch.Tensor, x: torch.Tensor) -> None:
-    if not isinstance(out, torch.Tensor):
-        raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
-    if out.shape != x.shape or out.dtype != x.dtype or out.device != x.device:
-        raise ValueError(
-            f"out must match x: shape {tuple(x.shape)}, dtype {x.dtype}, device {x.device}; got "
-            f"{tuple(out.shape)}, {out.dtype}, {out.device}")
-    if out.numel() and out.stride(-1) != 1:
-        raise ValueError(f"out must have a unit stride in its last dim; got strides {out.stride()}")
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -385,21 +376,21 @@ def rope_rotate_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
     return torch.ops.kernelfleet.rope_rotate_half(x, cos, sin, seq_dim, _round_each(x, cos))
 
 
-def _rope_interleaved_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
-                           layout: str | None = None, _config: RopeConfig | None = None) -> torch.Tensor:
+def rope_interleaved_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
+                          layout: str | None = None, _config: RopeConfig | None = None) -> torch.Tensor:
     """rope_interleaved writing into ``out`` (any strides); ``_config`` overrides the launch knobs (tuning)."""
     seq_dim = _validate(x, cos, sin, layout)
-    _check_out(out, x)
+    check_out(out, x.shape, x.dtype, x.device, unit_last=True)
     x, cos, sin = unit_last(x), unit_last(cos), unit_last(sin)
     _launch(out, x, cos, sin, seq_dim, interleaved=True, round_each=False, config=_config, direct=True)
     return out
 
 
-def _rope_rotate_half_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
-                           layout: str | None = None, _config: RopeConfig | None = None) -> torch.Tensor:
+def rope_rotate_half_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
+                          layout: str | None = None, _config: RopeConfig | None = None) -> torch.Tensor:
     """rope_rotate_half writing into ``out`` (any strides); ``_config`` overrides the launch knobs (tuning)."""
     seq_dim = _validate(x, cos, sin, layout)
-    _check_out(out, x)
+    check_out(out, x.shape, x.dtype, x.device, unit_last=True)
     x, cos, sin = unit_last(x), unit_last(cos), unit_last(sin)
     _launch(out, x, cos, sin, seq_dim, interleaved=False, round_each=_round_each(x, cos), config=_config,
             direct=True)

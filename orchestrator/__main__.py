@@ -54,11 +54,12 @@ def main(argv: list[str] | None = None) -> int:
         console.width = 200  # logs and CI: don't squeeze the summary table into 80 columns
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(__doc__)
+        from kernels import registry
         from orchestrator.config import group_options
 
         print("sweeps:", ", ".join(group_options("sweep")))
         print("targets:", ", ".join(group_options("target")))
-        print("kernels:", ", ".join(group_options("kernel")))
+        print("kernels:", ", ".join(sorted(registry.builtin())))
         return 0
     if argv[0] in SUBCOMMANDS:
         from orchestrator import cli

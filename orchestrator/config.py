@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import typing
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -54,6 +55,28 @@ def _schema_fields(path: str) -> list[str] | None:
         node = getattr(schema, str(t).split("[")[0].split(".")[-1], None) if isinstance(t, str) else t
     if dataclasses.is_dataclass(node):
         return [f.name for f in dataclasses.fields(node)]
+    return None
+
+
+def _unknown_key(node: Any, cls: Any, path: str) -> ConfigError | None:
+    """The first key of the composed ``node`` that the schema dataclass ``cls`` lacks (keys added with ``+``
+    bypass Hydra's struct check), as the same one line a misspelt key gets; None when every key is known."""
+    if not dataclasses.is_dataclass(cls) or not isinstance(node, dict):
+        return None
+    types = typing.get_type_hints(cls)
+    for key, value in node.items():
+        full = f"{path}.{key}" if path else str(key)
+        if key not in types:
+            where = f" in {path}" if path else ""
+            return ConfigError(f"{full}: no such key; allowed keys{where}: {', '.join(types)}")
+        t = types[key]
+        if typing.get_origin(t) in (dict, typing.Dict) and isinstance(value, dict):  # kernels: name -> KernelCfg
+            item = typing.get_args(t)[1]
+            found = next((e for k, v in value.items() if (e := _unknown_key(v, item, f"{full}.{k}"))), None)
+        else:
+            found = _unknown_key(value, t, full)
+        if found is not None:
+            return found
     return None
 
 
@@ -111,7 +134,10 @@ def compose(overrides: Sequence[str]) -> DictConfig:
             cfg = hydra_compose(config_name="config", overrides=list(overrides))
             OmegaConf.resolve(cfg)
             # Touch every value so interpolation and missing-value errors surface here.
-            OmegaConf.to_container(cfg, throw_on_missing=True)
+            plain = OmegaConf.to_container(cfg, throw_on_missing=True)
+            unknown = _unknown_key(plain, schema.Config, "")
+            if unknown is not None:
+                raise unknown
     except ConfigError:
         raise
     except Exception as exc:  # Hydra/OmegaConf raise many types; all of them are configuration mistakes here

@@ -62,8 +62,8 @@ def _store(writer, header: dict, rows: list, digest: str, force: bool = False) -
     started, finished = _measured_span(rows)
     run_id = writer.start_run(plan.get("sweep") or "imported", plan.get("config") or {},
                               plan.get("plan_key") or "", plan.get("commit") or "unknown",
-                              plan.get("kernels_hash") or "", source="import", source_digest=digest,
-                              started_at=started)
+                              plan.get("code_hash") or plan.get("kernels_hash") or "", source="import",
+                              source_digest=digest, started_at=started)
     writer.add_jobs(run_id, [s.to_dict() for s in specs])
     added = 0
     ceilings: set[str] = set()

@@ -1,61 +1,20 @@
 """Expand a validated sweep configuration into JobSpecs (pure: no I/O beyond reading the code version).
 
-A job's key is a content hash of the job (kind, kernel, shape, dtype, implementations, target, parameters) and of
-the code version (git commit + a hash of the kernel sources), so the same config on the same code plans the same
-keys, and the store can tell which jobs already have a result.
+A job's key is a content hash of the job (kind, kernel, shape, dtype, implementations, target, parameters), of the
+code that runs it and of the software versions (workers/keys.py: :func:`job_key`, :class:`CodeVersion`), so the
+same config on the same code plans the same keys, and the store can tell which jobs already have a result.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
-import json
-import subprocess
-from dataclasses import dataclass
-from pathlib import Path
 
 from orchestrator.validate import effective_grid, selected_kernels
+from workers.keys import CodeVersion, code_version, job_key
 from workers.spec import JobSpec
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+__all__ = ["CodeVersion", "code_version", "job_key", "plan", "plan_key", "timing_params"]
+
 KERNEL_KINDS = ("correctness", "micro", "profile")
-
-
-@dataclass(frozen=True)
-class CodeVersion:
-    commit: str
-    kernels_hash: str
-
-    def to_dict(self) -> dict:
-        return {"commit": self.commit, "kernels_hash": self.kernels_hash}
-
-
-def git_commit(root: Path = REPO_ROOT) -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
-
-
-def kernels_hash(root: Path = REPO_ROOT) -> str:
-    h = hashlib.sha256()
-    for p in sorted((root / "kernels").rglob("*.py")):
-        h.update(str(p.relative_to(root)).encode())
-        h.update(b"\0")
-        h.update(p.read_bytes())
-        h.update(b"\0")
-    return h.hexdigest()[:16]
-
-
-@functools.cache
-def code_version() -> CodeVersion:
-    return CodeVersion(git_commit(), kernels_hash())
-
-
-def job_key(spec: JobSpec, code: CodeVersion) -> str:
-    payload = json.dumps({"job": spec.content(), "code": code.to_dict()}, sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 
 def timing_params(sweep: dict) -> dict:

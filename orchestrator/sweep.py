@@ -128,7 +128,7 @@ def run_sweep(cfg: dict, console: Console) -> int:
         console.print(f"resuming interrupted run {run_id}")
     else:
         run_id = writer.start_run(cfg["sweep"]["name"], cfg, header["plan_key"], header["commit"],
-                                  header["kernels_hash"])
+                                  header["code_hash"])
     writer.add_jobs(run_id, [s.to_dict() for s in specs])
     console.print(f"sweep {cfg['sweep']['name']}: {len(specs)} jobs, {len(done)} done earlier, "
                   f"{len(todo)} to run (run {run_id}, store {url})")

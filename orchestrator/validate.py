@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.config import ConfigError
+from orchestrator.config import ConfigError, conf_dir, group_options
 from orchestrator.plan_e2e import validate_e2e
 from workers.spec import FLUSH_MODES, JOB_KINDS
 
@@ -42,9 +42,24 @@ def _check_members(where: str, values: list, allowed: list, what: str) -> None:
             raise ConfigError(f"{where}: unknown {what.format(v)}; allowed: {', '.join(allowed)}")
 
 
+def check_kernel_grids() -> None:
+    """conf/kernel/ holds one grid per kernel of the registry's kernels/entries/, each file named after its kernel."""
+    from kernels import registry
+
+    kernels, grids = set(registry.builtin()), set(group_options("kernel"))
+    folder = conf_dir() / "kernel"
+    for name in sorted(grids - kernels):
+        raise ConfigError(f"{folder / name}.yaml: no kernel {name!r} is registered (kernels/entries/); registered "
+                          f"kernels: {', '.join(sorted(kernels))}")
+    for name in sorted(kernels - grids):
+        raise ConfigError(f"kernel {name!r} (kernels/entries/) has no grid: add {folder / name}.yaml with its name, "
+                          f"shapes, dtypes and impls")
+
+
 def validate(cfg: dict) -> None:
     from kernels import registry
 
+    check_kernel_grids()
     sw = cfg["sweep"]
     for kind in sw["kinds"]:
         if kind not in JOB_KINDS:

@@ -10,7 +10,7 @@ from collections import Counter
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from workers import runner
+from workers import keys, runner
 from workers.spec import GOOD_STATUSES, STATUS_OK
 
 
@@ -18,9 +18,12 @@ def _run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     try:
         header, specs = runner.read_plan(args.plan)
+        differs = keys.check_plan(header, specs)
     except (OSError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         return 2
+    if differs:
+        console.print(f"[yellow]warning:[/] software differs from the plan's: {'; '.join(differs)}")
     if args.keys:
         wanted = set(args.keys.split(","))
         unknown = wanted - {s.key for s in specs}

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from workers import metrics
+
 JOB_KINDS = ("correctness", "micro", "e2e", "profile")
 # how workers.timing flushes L2 before each timed call (the micro job's "flush" parameter)
 FLUSH_MODES = ("write", "read")
@@ -86,13 +88,25 @@ class JobSpec:
 
 @dataclass
 class Measurement:
-    """One metric of one implementation, with every repeat kept in ``samples``."""
+    """One metric of one implementation, with every repeat kept in ``samples``.
+
+    ``metric`` must be in the catalogue (workers/metrics.py; an unknown name raises ValueError); ``unit`` defaults to
+    the catalogue's, and another unit is an error.
+    """
 
     impl: str
     metric: str
     value: float | None
     unit: str = ""
     samples: list[float] | None = None
+
+    def __post_init__(self):
+        known = metrics.get(self.metric)
+        if not self.unit:
+            self.unit = known.unit
+        elif self.unit != known.unit:
+            raise ValueError(f"metric {self.metric!r} is measured in {known.unit or 'plain numbers'!r}, "
+                             f"not {self.unit!r} (workers/metrics.py)")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

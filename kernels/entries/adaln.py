@@ -9,7 +9,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from kernels.adaln import _adaln_layer_norm_into, _adaln_rms_into, adaln_layer_norm, adaln_rms
+from kernels.adaln import adaln_layer_norm, adaln_layer_norm_into, adaln_rms, adaln_rms_into
 from kernels.entries.common import numel, randn, standard_impls, upcast
 from kernels.registry import KernelEntry
 
@@ -71,13 +71,13 @@ def eager_layer_norm(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, 
 def triton_adaln_rms(x, scale, shift, eps, out=None):
     if out is None:
         return adaln_rms(x, scale, shift, eps=eps)
-    return _adaln_rms_into(out, x, scale, shift, eps=eps)
+    return adaln_rms_into(out, x, scale, shift, eps=eps)
 
 
 def triton_adaln_layer_norm(x, scale, shift, eps, out=None):
     if out is None:
         return adaln_layer_norm(x, scale, shift, eps=eps)
-    return _adaln_layer_norm_into(out, x, scale, shift, eps=eps)
+    return adaln_layer_norm_into(out, x, scale, shift, eps=eps)
 
 
 def bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
@@ -113,6 +113,7 @@ ENTRIES = [
         flops=flops_rms,
         tolerances=TOLERANCES,
         default_impls=DEFAULT_IMPLS,
+        function=adaln_rms,
     ),
     KernelEntry(
         name="adaln_layer_norm",
@@ -130,5 +131,6 @@ ENTRIES = [
         flops=flops_layer_norm,
         tolerances=TOLERANCES,
         default_impls=DEFAULT_IMPLS,
+        function=adaln_layer_norm,
     ),
 ]

@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from kernels.launch import interpreting
+from kernels.arch import interpreting
 from kernels.registry import Impl
 
 

@@ -9,7 +9,7 @@ import torch
 
 from kernels.entries.adaln import MODULATION_STD, TOLERANCES, check_shape_bsc
 from kernels.entries.common import numel, randn, standard_impls, upcast
-from kernels.gated_residual import _gated_residual_into, gated_residual
+from kernels.gated_residual import gated_residual, gated_residual_into
 from kernels.registry import KernelEntry
 
 
@@ -39,7 +39,7 @@ def eager(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor) -> torch.
 def triton_gated_residual(residual, x, gate, out=None):
     if out is None:
         return gated_residual(residual, x, gate)
-    return _gated_residual_into(out, residual, x, gate)
+    return gated_residual_into(out, residual, x, gate)
 
 
 def bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
@@ -67,5 +67,6 @@ ENTRIES = [
         flops=flops,
         tolerances=TOLERANCES,
         default_impls=("triton", "eager", "compile", "compile_max"),
+        function=gated_residual,
     ),
 ]

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from kernels.entries.common import liger_unavailable, numel, randn, standard_impls, upcast
-from kernels.geglu import _geglu_into, _gelu_tanh_into, geglu, gelu_tanh
+from kernels.geglu import geglu, geglu_into, gelu_tanh, gelu_tanh_into
 from kernels.registry import Impl, KernelEntry
 
 
@@ -55,7 +55,7 @@ def eager_geglu(x: torch.Tensor) -> torch.Tensor:
 def triton_geglu(x: torch.Tensor, out=None) -> torch.Tensor:
     if out is None:
         return geglu(x)
-    return _geglu_into(out, x)
+    return geglu_into(out, x)
 
 
 def _make_liger_geglu():
@@ -104,7 +104,7 @@ def eager_gelu(x: torch.Tensor) -> torch.Tensor:
 def triton_gelu(x: torch.Tensor, out=None) -> torch.Tensor:
     if out is None:
         return gelu_tanh(x)
-    return _gelu_tanh_into(out, x)
+    return gelu_tanh_into(out, x)
 
 
 def alloc_gelu_out(inputs: dict) -> torch.Tensor:
@@ -137,6 +137,10 @@ ENTRIES = [
         flops=geglu_flops,
         tolerances={"fp32": (1e-5, 1e-4), "bf16": (1e-2, 2.5e-1), "fp16": (2e-3, 6.25e-2)},
         default_impls=("triton", "eager", "compile", "compile_max", "liger"),
+        function=geglu,
+        not_injected=("LTX-Video, SD3 and FLUX have no GEGLU feed-forward, and transformers' gated MLPs compute "
+                      "gate and up in two projections rounding after each op, which geglu (one [..., 2H] input, "
+                      "one rounding) does not reproduce"),
     ),
     KernelEntry(
         name="gelu_tanh",
@@ -153,5 +157,9 @@ ENTRIES = [
         flops=gelu_flops,
         tolerances={"fp32": (1e-5, 1e-4), "bf16": (8e-3, 6.25e-2), "fp16": (1e-3, 8e-3)},
         default_impls=("triton", "eager", "compile", "compile_max"),
+        function=gelu_tanh,
+        not_injected=("GELU-tanh is one PyTorch kernel already; a standalone Triton GELU saves no memory traffic in "
+                      "these models (the gain needs a GEMM epilogue: the linear_gelu rewrite), so no module is "
+                      "replaced by it"),
     ),
 ]

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from kernels.entries.common import numel, randn, standard_impls, upcast
 from kernels.entries.rope import interleaved_reference, ltx_apply_rotary_emb, ltx_rope_tables
-from kernels.qk_norm_rope import _qk_norm_rope_into, qk_norm_rope
+from kernels.qk_norm_rope import qk_norm_rope, qk_norm_rope_into
 from kernels.registry import KernelEntry
 
 LTX_QK_EPS = 1e-5
@@ -62,7 +62,7 @@ def eager(q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor, k_weight: to
 def triton_qk_norm_rope(q, k, q_weight, k_weight, cos, sin, eps, out=None):
     if out is None:
         return qk_norm_rope(q, k, q_weight, k_weight, cos, sin, eps)
-    return _qk_norm_rope_into(out, q, k, q_weight, k_weight, cos, sin, eps)
+    return qk_norm_rope_into(out, q, k, q_weight, k_weight, cos, sin, eps)
 
 
 def alloc_out(inputs: dict) -> tuple[torch.Tensor, torch.Tensor]:
@@ -95,5 +95,6 @@ ENTRIES = [
         flops=flops,
         tolerances={"fp32": (5e-6, 1e-4), "bf16": (1e-2, 1.25e-1), "fp16": (2e-3, 1.6e-2)},
         default_impls=("triton", "eager", "compile", "compile_max"),
+        function=qk_norm_rope,
     ),
 ]

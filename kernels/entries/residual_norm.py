@@ -10,7 +10,7 @@ import torch
 from kernels.entries.adaln import MODULATION_STD, TOLERANCES, check_shape_bsc, rms_normalised
 from kernels.entries.common import numel, randn, standard_impls, upcast
 from kernels.registry import KernelEntry
-from kernels.residual_norm import _add_rms_norm_modulate_into, add_rms_norm_modulate
+from kernels.residual_norm import add_rms_norm_modulate, add_rms_norm_modulate_into
 
 
 def make_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> dict:
@@ -51,7 +51,7 @@ def eager(x: torch.Tensor, residual: torch.Tensor, scale: torch.Tensor, shift: t
 def triton_add_rms_norm_modulate(x, residual, scale, shift, eps, out=None):
     if out is None:
         return add_rms_norm_modulate(x, residual, scale, shift, eps)
-    return _add_rms_norm_modulate_into(out, x, residual, scale, shift, eps)
+    return add_rms_norm_modulate_into(out, x, residual, scale, shift, eps)
 
 
 def bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
@@ -81,5 +81,6 @@ ENTRIES = [
         flops=flops,
         tolerances=TOLERANCES,
         default_impls=("triton", "eager", "compile", "compile_max"),
+        function=add_rms_norm_modulate,
     ),
 ]

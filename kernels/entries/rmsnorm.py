@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from kernels.entries.common import liger_unavailable, numel, randn, standard_impls, upcast
 from kernels.registry import Impl, KernelEntry
-from kernels.rmsnorm import _rms_norm_into, rms_norm, rms_norm_out_dtype
+from kernels.rmsnorm import rms_norm, rms_norm_into, rms_norm_out_dtype
 
 NUMERICS = "diffusers"
 
@@ -52,7 +52,7 @@ def eager(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 def triton_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, out=None) -> torch.Tensor:
     if out is None:
         return rms_norm(x, weight, eps, numerics=NUMERICS)
-    return _rms_norm_into(out, x, weight, eps, numerics=NUMERICS)
+    return rms_norm_into(out, x, weight, eps, numerics=NUMERICS)
 
 
 def functional_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -96,5 +96,6 @@ ENTRIES = [
         flops=flops,
         tolerances={"fp32": (1e-5, 1e-4), "bf16": (8e-3, 8e-2), "fp16": (1e-3, 1e-2)},
         default_impls=("triton", "eager", "compile", "compile_max", "F.rms_norm", "liger"),
+        function=rms_norm,
     ),
 ]

@@ -21,7 +21,7 @@ import torch
 
 from kernels.entries.common import numel, randn, standard_impls, upcast
 from kernels.registry import KernelEntry
-from kernels.rope import _rope_interleaved_into, _rope_rotate_half_into, rope_interleaved, rope_rotate_half
+from kernels.rope import rope_interleaved, rope_interleaved_into, rope_rotate_half, rope_rotate_half_into
 
 # LTXPipeline's RoPE setting: rope_interpolation_scale = (8 / frame_rate, 32, 32) at 25 fps, patch 1x1,
 # base (frames, height, width) = (20, 2048, 2048), theta = 10000; latent 15 x 22 for a 480x704 video.
@@ -127,7 +127,7 @@ def ltx_reference(inputs: dict) -> torch.Tensor:
 def triton_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out=None) -> torch.Tensor:
     if out is None:
         return rope_interleaved(x, cos, sin)
-    return _rope_interleaved_into(out, x, cos, sin)
+    return rope_interleaved_into(out, x, cos, sin)
 
 
 def ltx_bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
@@ -163,7 +163,7 @@ def rotate_half_reference(inputs: dict) -> torch.Tensor:
 def triton_rope_rotate_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out=None) -> torch.Tensor:
     if out is None:
         return rope_rotate_half(x, cos, sin)
-    return _rope_rotate_half_into(out, x, cos, sin)
+    return rope_rotate_half_into(out, x, cos, sin)
 
 
 def rotate_half_bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
@@ -191,6 +191,7 @@ ENTRIES = [
         flops=rope_flops,
         tolerances={"fp32": (2e-6, 2e-5), "bf16": (8e-3, 6.25e-2), "fp16": (1e-3, 8e-3)},
         default_impls=("triton", "eager", "compile", "compile_max"),
+        function=rope_interleaved,
     ),
     KernelEntry(
         name="rope_rotate_half",
@@ -207,5 +208,6 @@ ENTRIES = [
         flops=rope_flops,
         tolerances={"fp32": (2e-6, 2e-5), "bf16": (1e-2, 6.25e-2), "fp16": (2e-3, 8e-3)},
         default_impls=("triton", "eager", "compile", "compile_max"),
+        function=rope_rotate_half,
     ),
 ]

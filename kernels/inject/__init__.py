@@ -27,13 +27,13 @@ from typing import Any, Iterable
 
 import torch.nn as nn
 
+from kernels import registry
 from kernels.inject.compile_options import compile_options
 from kernels.inject.report import InjectionReport, Left, Replaced
 from kernels.inject.state import Session, get_state, InjectionState, STATE_ATTR, undo
 
-# Kernels an injection can use (kernels.__all__ minus those that have no injection point).
-KERNEL_NAMES = ("qk_norm_rope", "adaln_rms", "add_rms_norm_modulate", "gated_residual", "rms_norm",
-                "rope_interleaved", "rope_rotate_half", "adaln_layer_norm", "cross_attention")
+# Kernels an injection can use: kernels.__all__ minus those whose registry entry says why no injection uses them.
+KERNEL_NAMES = registry.injectable_functions()
 # Rewrites an injection can make that are not Triton kernels; selected like kernels ("all" includes them).
 REWRITES = {
     "fused_qkv": "the projections that read one input (LTX-Video's attn1 q/k/v, attn2 k/v) as one GEMM each, the "
@@ -41,13 +41,7 @@ REWRITES = {
     "linear_gelu": "a feed-forward's GELU-tanh projection as one GEMM with the GELU in the BLAS epilogue "
                    "(LTX-Video, FLUX, SD3; kernels.inject.linear_gelu)",
 }
-NOT_INJECTABLE = {
-    "gelu_tanh": "GELU-tanh is one PyTorch kernel already; a standalone Triton GELU saves no memory traffic in these "
-                 "models (the gain needs a GEMM epilogue: the linear_gelu rewrite), so no module is replaced by it",
-    "geglu": "LTX-Video, SD3 and FLUX have no GEGLU feed-forward, and transformers' gated MLPs compute gate and up "
-             "in two projections rounding after each op, which geglu (one [..., 2H] input, one rounding) does not "
-             "reproduce",
-}
+NOT_INJECTABLE = registry.not_injected()
 
 __all__ = ["inject", "restore", "is_injected", "compile_options", "InjectionReport", "Replaced", "Left", "KERNEL_NAMES",
            "REWRITES"]

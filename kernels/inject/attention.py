@@ -18,7 +18,8 @@ from diffusers.models.attention_dispatch import AttentionBackendName, _Attention
 
 from kernels.cross_attention import MAX_HEAD_DIM, MAX_KEYS
 from kernels.inject.memo import LastResult
-from kernels.launch import FLOAT_DTYPES, INTERPRETED
+from kernels.arch import INTERPRETED
+from kernels.checks import FLOAT_DTYPES
 
 
 def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None,

@@ -31,7 +31,7 @@ import torch.nn as nn
 from kernels import rms_norm, rope_rotate_half
 from kernels.inject.report import KIND_ATTENTION_FORWARD, KIND_NORM_FORWARD
 from kernels.inject.state import MARK, Session, mark
-from kernels.launch import FLOAT_DTYPES
+from kernels.checks import FLOAT_DTYPES
 
 FAMILY = "llama"
 

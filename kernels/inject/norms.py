@@ -17,7 +17,7 @@ from diffusers.models.normalization import RMSNorm as DiffusersRMSNorm
 
 from kernels import adaln_layer_norm, adaln_rms, rms_norm
 from kernels.inject.state import mark
-from kernels.launch import FLOAT_DTYPES
+from kernels.checks import FLOAT_DTYPES
 
 
 def _runs_here(x: torch.Tensor) -> bool:

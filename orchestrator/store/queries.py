@@ -4,24 +4,9 @@ Every function takes the store as its first argument (``src``): a URL (or bare S
 Session.  URLs share one engine per URL and are checked once for an up-to-date schema (SchemaOutOfDate
 otherwise).  Nothing here writes.  Times are timezone-aware UTC datetimes.
 
-Metric names the workers emit (Measurement.metric; ``impl`` is the implementation, or the mode for e2e):
-
-  micro, per implementation
-    time_us        median time in µs; ``samples`` holds every repeat (µs)
-    iqr_us         inter-quartile range of the repeats (µs)
-    gbs            GB/s by the kernel's byte model (bytes / median time)
-    graph_time_us  optional: median of CUDA/HIP-graph replay (launch-free, warm L2), µs
-    kernel_time_us optional: median of the call's own kernel time from the profiler (L2 flushed), µs
-    kernel_gbs     optional: GB/s by the byte model over kernel_time_us
-    speedup        baseline median / this median, emitted only for implementations that passed correctness
-  correctness, per implementation
-    rel_err        ‖out − ref‖ / ‖ref‖ against the float64 reference
-    max_abs        max |out − ref|
-    correct        1.0 passed / 0.0 failed
-  e2e, per mode (eager, triton, compile, triton+compile, ...: workers.e2e_spec.MODES)
-    ms_per_step, total_s, warmup_s, peak_mem_gb, max_abs_vs_eager, cos_sim_vs_eager
-  profile
-    no metrics; ``details["profile_rows"] = [{name, calls, total_ns, avg_ns, pct}]``, raw files as artifacts
+Metric names, units and directions: the catalogue in workers/metrics.py (``impl`` is the implementation, or the mode
+for e2e).  A profile job's per-kernel rows are in ``details["profile_rows"] = [{name, calls, total_ns, avg_ns, pct}]``,
+its raw files are artifacts.  A query given a metric the catalogue lacks raises ValueError.
 
 Which attempt a run shows: for each job of the run, the newest attempt recorded by that run, else (a job the
 run reused because an earlier run did it) the job's newest attempt.
@@ -60,18 +45,15 @@ from orchestrator.store.regression_rule import (
     threshold_for,
 )
 from orchestrator.store.session import get_engine, normalize_url
+from workers import metrics as catalogue
 from workers.e2e_spec import MODES
 from workers.spec import GOOD_STATUSES
 
 Source = str | Engine | Session
 
-MICRO_METRICS = ("time_us", "iqr_us", "gbs", "graph_time_us", "kernel_time_us", "kernel_gbs", "speedup")
-CORRECTNESS_METRICS = ("rel_err", "max_abs", "correct")
-E2E_METRICS = ("ms_per_step", "total_s", "warmup_s", "peak_mem_gb", "max_abs_vs_eager", "cos_sim_vs_eager",
-               "gpu_busy_ms_per_step", "sm_clock_mhz", "power_w")
-METRIC_KIND = {**{m: "micro" for m in MICRO_METRICS}, **{m: "correctness" for m in CORRECTNESS_METRICS},
-               **{m: "e2e" for m in E2E_METRICS}}
-HIGHER_IS_BETTER = frozenset({"gbs", "speedup", "cos_sim_vs_eager"})
+MICRO_METRICS = catalogue.of_kind("micro")
+CORRECTNESS_METRICS = catalogue.of_kind("correctness")
+E2E_METRICS = catalogue.of_kind("e2e")
 BASELINE_IMPL = "eager"
 COMPILE_IMPLS = ("compile", "compile_max")
 
@@ -355,7 +337,7 @@ def history(src: Source, kernel: str, shape: Sequence[int] | str, dtype: str, im
     code_hash, run_started_at, job_key, attempt, hardware_key, node_id.  Only good attempts count.  For e2e
     metrics ``kernel`` names the model and ``impl`` the mode.  ``hardware_key=None`` mixes every device.
     """
-    kind = METRIC_KIND.get(metric)
+    kind = catalogue.get(metric).kind
     query = (select(Measurement, JobAttempt, Job.key, Run.commit, Run.code_hash, Run.started_at)
              .join(JobAttempt, (JobAttempt.job_id == Measurement.job_id)
                    & (JobAttempt.attempt == Measurement.attempt))
@@ -364,8 +346,7 @@ def history(src: Source, kernel: str, shape: Sequence[int] | str, dtype: str, im
              .where(*_name_filter(kind, kernel), Job.shape_key == shape_key(shape), Job.dtype == dtype,
                     Measurement.impl == impl, Measurement.metric == metric,
                     JobAttempt.status.in_(GOOD_STATUSES)))
-    if kind is not None:
-        query = query.where(Job.kind == kind)
+    query = query.where(Job.kind == kind)
     if hardware_key is not None:
         query = query.where(JobAttempt.hardware_key == hardware_key)
     query = query.order_by(_when().desc(), JobAttempt.id.desc()).limit(limit)
@@ -571,7 +552,7 @@ def artifact_data(src: Source, artifact_id: int) -> bytes | None:
 # -- regressions ----------------------------------------------------------------------------------------------
 def _series(s: Session, metric: str, name: str | None, hardware_key: str | None,
             names: set[str | None] | None = None) -> dict[tuple, list[dict[str, Any]]]:
-    kind = METRIC_KIND.get(metric, "micro")
+    kind = catalogue.get(metric).kind
     name_col = Job.model if kind == "e2e" else Job.kernel
     query = (select(Measurement.impl, Measurement.value, Measurement.samples, JobAttempt.run_id,
                     JobAttempt.attempt, JobAttempt.hardware_key, JobAttempt.started_at, JobAttempt.recorded_at,
@@ -618,12 +599,12 @@ def regressions(src: Source, run_id: int | None = None, *, baseline_run_id: int 
     """
     if baseline_run_id is not None and run_id is None:
         raise ValueError("baseline_run_id needs run_id: the run to compare with it")
-    higher_is_worse = metric not in HIGHER_IS_BETTER
+    higher_is_worse = not catalogue.higher_is_better(metric)
     with _reading(src) as s:
         names = None
         if run_id is not None:
             _run_or_raise(s, run_id)
-            name_col = Job.model if METRIC_KIND.get(metric) == "e2e" else Job.kernel
+            name_col = Job.model if catalogue.get(metric).kind == "e2e" else Job.kernel
             names = set(s.scalars(select(name_col).distinct().join(RunJob, RunJob.job_id == Job.id)
                                   .where(RunJob.run_id == run_id)))
         series = _series(s, metric, kernel, hardware_key, names)

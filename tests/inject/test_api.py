@@ -11,7 +11,7 @@ def test_kernel_selection_is_checked():
     assert resolve_kernels("all") == tuple(sorted(KERNEL_NAMES + tuple(REWRITES)))
     assert resolve_kernels(["fused_qkv", "rms_norm"]) == ("fused_qkv", "rms_norm")
     assert resolve_kernels(["rms_norm", "rms_norm", "adaln_rms"]) == ("adaln_rms", "rms_norm")
-    with pytest.raises(ValueError, match=r"unknown kernel 'rmsnorm'; injectable kernels: qk_norm_rope, adaln_rms"):
+    with pytest.raises(ValueError, match=r"unknown kernel 'rmsnorm'; injectable kernels: adaln_layer_norm, adaln_rms"):
         resolve_kernels(["rmsnorm"])
     with pytest.raises(ValueError, match=r"kernel 'gelu_tanh' cannot be injected: GELU-tanh is one PyTorch kernel"):
         resolve_kernels(["gelu_tanh"])

@@ -5,7 +5,7 @@ trace, so these tests are skipped there."""
 import pytest
 import torch
 
-from kernels.launch import interpreting
+from kernels.arch import interpreting
 from tests.inject.conftest import GraphRecorder, uncompile
 
 pytestmark = [

@@ -5,7 +5,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernels.adaln import _adaln_layer_norm_into, _adaln_rms_into, adaln_layer_norm, adaln_rms
+from kernels.adaln import adaln_layer_norm, adaln_layer_norm_into, adaln_rms, adaln_rms_into
 from kernels.entries.adaln import ENTRIES
 from kernels.registry import DTYPES
 from tests.support.kernel_tests import assert_impls_match_reference, gpu_test, rand
@@ -211,7 +211,7 @@ def test_random_shapes(n_b, seq, width, dtype, per_token, layer_norm, seed, devi
 
 
 # ------------------------------------------------------------------------------------------------ out= launchers
-@pytest.mark.parametrize("into,fn", [(_adaln_rms_into, adaln_rms), (_adaln_layer_norm_into, adaln_layer_norm)])
+@pytest.mark.parametrize("into,fn", [(adaln_rms_into, adaln_rms), (adaln_layer_norm_into, adaln_layer_norm)])
 def test_into_writes_poisoned_out(into, fn, device):
     x = rand((2, 5, 96), torch.bfloat16).to(device)
     scale, shift = (t.to(device) for t in modulation(2, 5, 96, torch.bfloat16, False))

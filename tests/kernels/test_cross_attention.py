@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernels.cross_attention import MAX_KEYS, AttnConfig, _cross_attention_into, cross_attention
+from kernels.cross_attention import MAX_KEYS, AttnConfig, cross_attention, cross_attention_into
 from kernels.entries.cross_attention import ENTRIES
 from kernels.registry import DTYPES
 from tests.support.kernel_tests import FLOATS, assert_impls_match_reference, gpu_test, rand
@@ -72,10 +72,10 @@ def test_into_and_configs(device):
     expected = sdpa64(q, k, v, mask)
     for config in (None, AttnConfig(16, 1), AttnConfig(64, 4), AttnConfig(128, 8)):
         out = torch.full_like(q, float("nan"))
-        assert _cross_attention_into(out, q, k, v, mask, _config=config) is out
+        assert cross_attention_into(out, q, k, v, mask, _config=config) is out
         assert_close(out, expected, torch.float16)
-    with pytest.raises(ValueError, match="out must be"):
-        _cross_attention_into(out.float(), q, k, v, mask)
+    with pytest.raises(TypeError, match="out has dtype torch.float32; expected torch.float16"):
+        cross_attention_into(out.float(), q, k, v, mask)
 
 
 def test_zero_queries(device):

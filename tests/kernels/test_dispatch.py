@@ -55,7 +55,7 @@ def test_other_tensor_subclasses_go_through_the_op():
 
 
 def test_fast_launch_key_follows_tritons_specialisation():
-    from kernels.launch import _specialise
+    from kernels.fast_launch import _specialise
 
     def _arg_key(a):
         return _specialise((a,))[0][0]
@@ -72,7 +72,7 @@ def test_fast_launch_key_follows_tritons_specialisation():
 
 
 def test_fast_launch_passes_tensors_as_addresses():
-    from kernels.launch import _specialise
+    from kernels.fast_launch import _specialise
 
     t = torch.empty(8, dtype=torch.bfloat16)
     key, values = _specialise((t, 3, 1e-6, None, torch.nn.Parameter(t)))
@@ -113,32 +113,32 @@ def _as_tuple(out):
 def test_fast_launch_matches_tritons_launch(monkeypatch):
     """Every public kernel gives bit-identical results through the fast launcher and through Triton's own launch
     path, on repeat calls (the cached path) and with a misaligned input (another specialisation)."""
-    from kernels import launch
+    from kernels import fast_launch, launch_plans
 
     calls = _public_calls(torch.device("cuda"))
     with torch.no_grad():
-        monkeypatch.setattr(launch, "FAST_LAUNCH", False)
+        monkeypatch.setattr(fast_launch, "FAST_LAUNCH", False)
         slow = {name: _as_tuple(fn()) for name, fn in calls.items()}
-        monkeypatch.setattr(launch, "FAST_LAUNCH", True)
+        monkeypatch.setattr(fast_launch, "FAST_LAUNCH", True)
         for _ in range(3):
             for name, fn in calls.items():
                 for got, want in zip(_as_tuple(fn()), slow[name]):
                     assert torch.equal(got, want), name
-    assert launch._FAST_SUPPORTED, "the device's Triton should be one the fast launch was checked on"
-    assert all(l.cache for l in launch._DIRECT.values())  # every kernel took the cached path
+    assert fast_launch._FAST_SUPPORTED, "the device's Triton should be one the fast launch was checked on"
+    assert all(l.cache for l in fast_launch._DIRECT.values())  # every kernel took the cached path
 
 
 @gpu_test
 def test_replayed_launches_match_tritons_launch_on_other_tensors(monkeypatch):
     """Launch plans recorded on one set of tensors and replayed on another of the same geometry give, bit for bit,
     what Triton's own launch path gives on the second set."""
-    from kernels import launch
+    from kernels import fast_launch, launch_plans
 
     first, second = _public_calls(torch.device("cuda"), 0), _public_calls(torch.device("cuda"), 1)
     with torch.no_grad():
-        monkeypatch.setattr(launch, "FAST_LAUNCH", False)
+        monkeypatch.setattr(fast_launch, "FAST_LAUNCH", False)
         want = {name: _as_tuple(fn()) for name, fn in second.items()}
-        monkeypatch.setattr(launch, "FAST_LAUNCH", True)
+        monkeypatch.setattr(fast_launch, "FAST_LAUNCH", True)
         for fn in first.values():
             fn()  # compiles (cached), records the plan
             fn()
@@ -146,12 +146,12 @@ def test_replayed_launches_match_tritons_launch_on_other_tensors(monkeypatch):
             for got, expected in zip(_as_tuple(fn()), want[name]):
                 assert torch.equal(got, expected), name
     for name in ("adaln_rms", "adaln_layer_norm", "add_rms_norm_modulate", "gated_residual", "rms_norm", "qk_norm_rope"):
-        assert any(isinstance(p, launch._Plan) for p in launch.PLANS[name].plans.values()), name
+        assert any(isinstance(p, launch_plans._Plan) for p in launch_plans.PLANS[name].plans.values()), name
 
 
 def test_direct_launch_under_the_interpreter_takes_tritons_path():
-    from kernels import launch
+    from kernels import fast_launch, launch_plans
 
     with torch.no_grad():
         outs = {name: fn() for name, fn in _public_calls(torch.device("cpu")).items()}
-    assert outs and not any(l.cache for l in launch._DIRECT.values())
+    assert outs and not any(l.cache for l in fast_launch._DIRECT.values())

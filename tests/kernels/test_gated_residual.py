@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernels.entries.gated_residual import ENTRIES
-from kernels.gated_residual import _gated_residual_into, gated_residual
+from kernels.gated_residual import gated_residual, gated_residual_into
 from kernels.registry import DTYPES
 from tests.support.kernel_tests import assert_impls_match_reference, gpu_test, rand
 
@@ -101,10 +101,10 @@ def test_into_writes_poisoned_out(device):
     expected = gated_residual(*args)
     for config in (None, (1, 1), (8, 4)):
         out = torch.full_like(args[0], float("nan"))
-        assert _gated_residual_into(out, *args, _config=config) is out
+        assert gated_residual_into(out, *args, _config=config) is out
         assert torch.equal(out, expected)
     with pytest.raises(TypeError, match="out has dtype"):
-        _gated_residual_into(out.float(), *args)
+        gated_residual_into(out.float(), *args)
 
 
 @pytest.mark.parametrize("mutate,exc,match", [

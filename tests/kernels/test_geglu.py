@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernels.entries.geglu import ENTRIES
-from kernels.geglu import ElementwiseConfig, _geglu_into, _gelu_tanh_into, elementwise_config, geglu, gelu_tanh
+from kernels.geglu import ElementwiseConfig, elementwise_config, geglu, geglu_into, gelu_tanh, gelu_tanh_into
 from kernels.registry import DTYPES
 from tests.support.kernel_tests import FLOATS, assert_impls_match_reference, gpu_test
 from tests.support import kernel_tests
@@ -77,11 +77,11 @@ def test_gelu_into_and_config_override(device):
     expected = gelu_tanh(x)
     for cfg in (None, ElementwiseConfig(1, 64, 1), ElementwiseConfig(4, 128, 2), ElementwiseConfig(1, 4096, 8)):
         out = torch.full_like(x, float("nan"))
-        assert _gelu_tanh_into(out, x, _config=cfg) is out
+        assert gelu_tanh_into(out, x, _config=cfg) is out
         assert torch.equal(out, expected)
     # a strided out (a column slice of a wider buffer) is written in place, nothing outside it
     wide = torch.full((5, 400), float("nan"), dtype=torch.float16, device=device)
-    _gelu_tanh_into(wide[:, 50:350], x)
+    gelu_tanh_into(wide[:, 50:350], x)
     assert torch.equal(wide[:, 50:350], expected) and torch.isnan(wide[:, :50]).all()
 
 
@@ -128,7 +128,7 @@ def test_geglu_non_contiguous_into_and_zero_size(device):
     assert torch.equal(geglu(base.transpose(0, 1)[:, :, :32]), geglu(base.transpose(0, 1)[:, :, :32].contiguous()))
     for cfg in (None, ElementwiseConfig(2, 8, 1), ElementwiseConfig(8, 16, 4)):
         out = torch.full((3, 6, 16), float("nan"), dtype=torch.bfloat16, device=device)
-        assert _geglu_into(out, x, _config=cfg) is out
+        assert geglu_into(out, x, _config=cfg) is out
         assert torch.equal(out, expected)
     assert geglu(torch.empty(0, 3, 8, device=device)).shape == (0, 3, 4)
     assert geglu(torch.empty(2, 0, device=device)).shape == (2, 0)
@@ -156,11 +156,11 @@ BAD_CALLS = [
     (lambda: geglu(torch.ones(2, 7)), ValueError, "even last dim"),
     (lambda: geglu(torch.tensor(1.0)), ValueError, r"x must be \[\.\.\., 2H\]"),
     (lambda: geglu(torch.ones(2, 8), approximate="none"), ValueError, "approximate must be one of"),
-    (lambda: _geglu_into(torch.empty(2, 8), torch.ones(2, 8)), ValueError, r"out must be shape \(2, 4\)"),
-    (lambda: _geglu_into(torch.empty(2, 4, dtype=torch.float16), torch.ones(2, 8)), ValueError, "dtype torch.float32"),
-    (lambda: _geglu_into(torch.empty(3, 2, 4).transpose(0, 1), torch.ones(2, 3, 8)), ValueError, "viewable as"),
-    (lambda: _gelu_tanh_into(torch.empty(3), torch.ones(2)), ValueError, r"out must be shape \(2,\)"),
-    (lambda: _gelu_tanh_into("out", torch.ones(2)), TypeError, "out must be a torch.Tensor"),
+    (lambda: geglu_into(torch.empty(2, 8), torch.ones(2, 8)), ValueError, r"out has shape \[2, 8\]; expected \[2, 4\]"),
+    (lambda: geglu_into(torch.empty(2, 4, dtype=torch.float16), torch.ones(2, 8)), TypeError, "expected torch.float32"),
+    (lambda: geglu_into(torch.empty(3, 2, 4).transpose(0, 1), torch.ones(2, 3, 8)), ValueError, "viewable as"),
+    (lambda: gelu_tanh_into(torch.empty(3), torch.ones(2)), ValueError, r"expected \[2\]"),
+    (lambda: gelu_tanh_into("out", torch.ones(2)), TypeError, "out must be a torch.Tensor"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""Launch plans (kernels.launch.LaunchPlans): a repeated eager call replays the launches its first call recorded.
+"""Launch plans (kernels.launch_plans.LaunchPlans): a repeated eager call replays the launches its first call recorded.
 
 Run on the CPU with Triton's compile and launch replaced by fakes that log the C launch call
 (tests/support/fake_launch.py): a replayed launch must pass exactly what the full path (checks, set-up, launch)
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import kernels
-from kernels import launch
+from kernels import fast_launch, launch_plans
 from tests.support import fake_launch
 
 BF = torch.bfloat16
@@ -59,7 +59,7 @@ def _outs(out):
 
 @pytest.fixture()
 def log(monkeypatch):
-    for plans in launch.PLANS.values():  # every test starts with no plans, and leaves none behind
+    for plans in launch_plans.PLANS.values():  # every test starts with no plans, and leaves none behind
         monkeypatch.setattr(plans, "plans", {})
     return fake_launch.install(monkeypatch.setattr)
 
@@ -69,14 +69,14 @@ def test_a_replay_launches_what_the_full_path_launches(log, monkeypatch, name):
     a, b = _inputs(0), _inputs(1)
     call = CALLS[name]
     call(a)  # first call of this geometry: checks, compile (faked), plan recorded
-    assert any(plan for plans in launch.PLANS.values() for plan in plans.plans.values())
+    assert any(plan for plans in launch_plans.PLANS.values() for plan in plans.plans.values())
     log.clear()
     out = call(b)  # other tensors, same geometry: the plan's replay
     assert len(log) == 1
     replayed = _roles(log[0], {**b, **_outs(out)})
 
     log.clear()
-    monkeypatch.setattr(launch.LaunchPlans, "find", lambda self, *items: (None, None))  # the full path, every time
+    monkeypatch.setattr(launch_plans.LaunchPlans, "find", lambda self, *items: (None, None))  # the full path, every time
     out = call(b)
     assert len(log) == 1
     assert replayed == _roles(log[0], {**b, **_outs(out)})
@@ -108,7 +108,7 @@ def test_the_key_holds_the_geometry_and_the_alignment(log):
     kernels.rms_norm(t["x"].float(), t["w"].float())  # other dtype
     kernels.rms_norm(flat[1:].view(2, 12, 64), t["w"])  # 2-byte offset: not 16-byte aligned
     kernels.rms_norm(t["x"], t["w"], 1e-5)  # other eps
-    assert len(launch.PLANS["rms_norm"].plans) == 5
+    assert len(launch_plans.PLANS["rms_norm"].plans) == 5
 
 
 def test_calls_a_plan_cannot_repeat_take_the_full_path(log):
@@ -119,17 +119,17 @@ def test_calls_a_plan_cannot_repeat_take_the_full_path(log):
         log.clear()
         q_out, k_out = kernels.qk_norm_rope(t["x"], t["res"], t["w"], t["w"], t["cos"], t["sin"])
         names = _roles(log[0], {**t, "q_out": q_out, "k_out": k_out}) if log else ()
-    assert list(launch.PLANS["qk_norm_rope"].plans.values()) == [launch._UNPLANNABLE]
+    assert list(launch_plans.PLANS["qk_norm_rope"].plans.values()) == [launch_plans._UNPLANNABLE]
     want = ("x", "res", "w", "w", "cos", "sin", "q_out", "k_out")  # the kernel's tensor arguments, in order
     assert any(names[i:i + len(want)] == want for i in range(len(names))), names  # the full path launched
 
 
 def test_plans_are_bounded(log, monkeypatch):
-    monkeypatch.setattr(launch, "MAX_PLANS", 4)
+    monkeypatch.setattr(launch_plans, "MAX_PLANS", 4)
     x = torch.randn(64, 32).to(BF)
     for rows in range(1, 11):
         kernels.rms_norm(x[:rows])
-    assert 1 <= len(launch.PLANS["rms_norm"].plans) <= 4
+    assert 1 <= len(launch_plans.PLANS["rms_norm"].plans) <= 4
 
 
 def test_no_plans_without_the_fast_launch():
@@ -139,16 +139,16 @@ def test_no_plans_without_the_fast_launch():
         for call in CALLS.values():
             call(t)
             call(t)
-    assert not any(plans.plans for plans in launch.PLANS.values())
+    assert not any(plans.plans for plans in launch_plans.PLANS.values())
 
 
 def test_forget_launches_drops_kept_kernels_and_plans(log):
     t = _inputs(0)
     kernels.rms_norm(t["x"], t["w"])
-    assert launch.PLANS["rms_norm"].plans and any(d.cache for d in launch._DIRECT.values())
-    launch.forget_launches()
-    assert not any(plans.plans for plans in launch.PLANS.values())
-    assert not any(d.cache for d in launch._DIRECT.values())
+    assert launch_plans.PLANS["rms_norm"].plans and any(d.cache for d in fast_launch._DIRECT.values())
+    launch_plans.forget_launches()
+    assert not any(plans.plans for plans in launch_plans.PLANS.values())
+    assert not any(d.cache for d in fast_launch._DIRECT.values())
     log.clear()
     kernels.rms_norm(t["x"], t["w"])  # the full path again: Triton's first launch (not in the fake's log), recorded
-    assert not log and launch.PLANS["rms_norm"].plans
+    assert not log and launch_plans.PLANS["rms_norm"].plans

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from kernels.entries.qk_norm_rope import ENTRIES, eager
 from kernels.entries.rope import interleaved_reference, ltx_rope_tables
-from kernels.qk_norm_rope import (QkNormRopeConfig, _qk_norm_rope_into, qk_norm_rope, qk_norm_rope_config,
+from kernels.qk_norm_rope import (QkNormRopeConfig, qk_norm_rope_into, qk_norm_rope, qk_norm_rope_config,
                                  shared_table_config)
 from kernels.registry import DTYPES
 from tests.support.kernel_tests import FLOATS, assert_impls_match_reference, gpu_test, rand
@@ -145,7 +145,7 @@ def test_shared_tables_one_program_per_token(device):
         row_each = qk_norm_rope(q, k, qw, kw, cos.expand(batch, -1, -1).contiguous(),
                                 sin.expand(batch, -1, -1).contiguous())  # per-batch tables: batch-major rows
         out = (torch.full_like(q, float("nan")), torch.full_like(k, float("nan")))
-        _qk_norm_rope_into(out, q, k, qw, kw, cos, sin, 1e-5, _config=cfg)
+        qk_norm_rope_into(out, q, k, qw, kw, cos, sin, 1e-5, _config=cfg)
         assert torch.equal(out[0], row_each[0]) and torch.equal(out[1], row_each[1]), (batch, width, cfg)
 
 
@@ -181,7 +181,7 @@ def test_into_writes_poisoned_out_and_config_override(device):
     expected = qk_norm_rope(q, k, qw, kw, cos, sin)
     for cfg in (None, QkNormRopeConfig(1, 1), QkNormRopeConfig(4, 2), QkNormRopeConfig(16, 8)):
         out = (torch.full_like(q, float("nan")), torch.full_like(k, float("nan")))
-        got = _qk_norm_rope_into(out, q, k, qw, kw, cos, sin, 1e-5, _config=cfg)
+        got = qk_norm_rope_into(out, q, k, qw, kw, cos, sin, 1e-5, _config=cfg)
         assert got[0] is out[0] and got[1] is out[1]
         assert torch.equal(out[0], expected[0]) and torch.equal(out[1], expected[1])
 
@@ -239,11 +239,11 @@ def test_bad_input_raises(call, exc, match):
 def test_into_rejects_bad_out():
     q, k, qw, kw, cos, sin = _good()
     with pytest.raises(TypeError, match="out must be a"):
-        _qk_norm_rope_into(torch.empty_like(q), q, k, qw, kw, cos, sin)
-    with pytest.raises(ValueError, match=r"out\[1\] \(k_out\) must be shape"):
-        _qk_norm_rope_into((torch.empty_like(q), torch.empty(2, 3, 6)), q, k, qw, kw, cos, sin)
+        qk_norm_rope_into(torch.empty_like(q), q, k, qw, kw, cos, sin)
+    with pytest.raises(ValueError, match=r"out\[1\] \(k_out\) has shape"):
+        qk_norm_rope_into((torch.empty_like(q), torch.empty(2, 3, 6)), q, k, qw, kw, cos, sin)
     with pytest.raises(ValueError, match="unit stride"):
-        _qk_norm_rope_into((torch.empty(2, 8, 3).transpose(1, 2), torch.empty_like(k)), q, k, qw, kw, cos, sin)
+        qk_norm_rope_into((torch.empty(2, 8, 3).transpose(1, 2), torch.empty_like(k)), q, k, qw, kw, cos, sin)
 
 
 def test_cpu_tensor_without_interpreter_is_rejected(monkeypatch):

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from kernels.entries.residual_norm import ENTRIES
 from kernels.registry import DTYPES
-from kernels.residual_norm import _add_rms_norm_modulate_into, add_rms_norm_modulate
+from kernels.residual_norm import add_rms_norm_modulate, add_rms_norm_modulate_into
 from tests.support.kernel_tests import assert_impls_match_reference, gpu_test, rand
 
 HALF = (torch.bfloat16, torch.float16)
@@ -151,14 +151,14 @@ def test_into_writes_poisoned_outs(device):
     expected = add_rms_norm_modulate(*args)
     for config in (None, (1, 1), (8, 4)):
         out = (torch.full_like(args[0], float("nan")), torch.full_like(args[0], float("nan")))
-        got = _add_rms_norm_modulate_into(out, *args, _config=config)
+        got = add_rms_norm_modulate_into(out, *args, _config=config)
         assert got[0] is out[0] and got[1] is out[1]
         assert torch.equal(out[0], expected[0])
         assert_matches_eager(out[1], expected[1])
     with pytest.raises(TypeError, match="out must be a pair"):
-        _add_rms_norm_modulate_into(out[0], *args)
+        add_rms_norm_modulate_into(out[0], *args)
     with pytest.raises(TypeError, match=r"out\[1\] \(normed\) has dtype"):
-        _add_rms_norm_modulate_into((out[0], out[1].float()), *args)
+        add_rms_norm_modulate_into((out[0], out[1].float()), *args)
 
 
 @pytest.mark.parametrize("mutate,exc,match", [

@@ -12,8 +12,9 @@ import triton
 import triton.language as tl
 
 from kernels.launch import eager_direct
-from kernels.rmsnorm import (NUMERICS, ROUND_BF16, ROUND_FP16, NormLaunch, _rms_norm_into, norm_launch_config,
-                             rms_norm, round_trip)
+from kernels.rmsnorm import NUMERICS, rms_norm, rms_norm_into
+from kernels.rounding import ROUND_BF16, ROUND_FP16, round_trip
+from kernels.rows import NormLaunch, norm_launch_config
 from tests.support.kernel_tests import assert_impls_match_reference, gpu_test, rand
 
 HALF = (torch.bfloat16, torch.float16)
@@ -222,7 +223,7 @@ def test_into_writes_poisoned_out_and_config_override(device):
     expected = rms_norm(x, w, numerics="llama")
     for config in (None, NormLaunch(1, 1), (4, 2), {"rows_per_program": 16, "num_warps": 4}):
         out = torch.full_like(x, float("nan"))
-        assert _rms_norm_into(out, x, w, numerics="llama", _config=config) is out
+        assert rms_norm_into(out, x, w, numerics="llama", _config=config) is out
         assert_matches_module(out, expected)
 
 
@@ -235,11 +236,23 @@ def test_launch_config_packs_narrow_rows():
         NormLaunch(3, 4)
 
 
+def test_the_launch_table_by_architecture_name():
+    """An architecture's entry without its device (compiling for another GPU): wave64 CDNA takes half the warps of
+    the wave32 rule at the same width; an unknown name gets the generic entry, as the CPU does."""
+    from kernels.arch import arch_launch, for_arch, row_num_warps
+
+    assert for_arch("gfx950").warp_size == 64 and for_arch("gfx1201").warp_size == 32
+    assert [for_arch("gfx950").warps_for(b) for b in (512, 2048, 8192)] == [4, 8, 16]
+    assert for_arch("sm_90").warps_for(512) == 2 and for_arch("sm_90").norm_warps == ((2048, 4),)
+    assert for_arch("nosuch") is arch_launch(torch.device("cpu")) and for_arch("nosuch").arch == "generic"
+    assert row_num_warps(2048) == for_arch("generic").warps_for(2048)
+
+
 @gpu_test
 def test_launch_config_takes_the_measured_norm_warps():
     """Where the device's launch table has measured warps for a row width (sm_90: 2048), the norm kernels use
     them; other widths keep the generic rule."""
-    from kernels.launch import arch_launch, row_num_warps
+    from kernels.arch import arch_launch, row_num_warps
 
     dev = torch.device("cuda")
     measured = dict(arch_launch(dev).norm_warps)
@@ -256,11 +269,11 @@ def test_launch_config_takes_the_measured_norm_warps():
 def test_into_rejects_bad_out(device):
     x = rand((4, 32), torch.bfloat16).to(device)
     with pytest.raises(ValueError, match="out has shape"):
-        _rms_norm_into(torch.empty(4, 31, dtype=torch.bfloat16, device=device), x)
+        rms_norm_into(torch.empty(4, 31, dtype=torch.bfloat16, device=device), x)
     with pytest.raises(TypeError, match="out has dtype"):
-        _rms_norm_into(torch.empty(4, 32, device=device), x)
+        rms_norm_into(torch.empty(4, 32, device=device), x)
     with pytest.raises(TypeError, match="_config"):
-        _rms_norm_into(torch.empty_like(x), x, _config="fast")
+        rms_norm_into(torch.empty_like(x), x, _config="fast")
 
 
 # ------------------------------------------------------------------------------------------------ bad input

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from kernels.entries.rope import ENTRIES, interleaved_reference, llama_rope_tables, ltx_rope_tables, rotate_half
 from kernels.registry import DTYPES
-from kernels.rope import (RopeConfig, _rope_interleaved_into, _rope_rotate_half_into, rope_config, rope_interleaved,
+from kernels.rope import (RopeConfig, rope_interleaved_into, rope_rotate_half_into, rope_config, rope_interleaved,
                           rope_rotate_half)
 from tests.support.kernel_tests import FLOATS, assert_impls_match_reference, gpu_test, rand
 
@@ -209,7 +209,7 @@ def test_rotate_half_non_contiguous_and_into(device):
     assert torch.equal(rope_rotate_half(x, cos.to(device), sin.to(device)).cpu(), expected)
     out_big = torch.full((2, 3, 8, 64), float("nan"), dtype=torch.bfloat16, device=device)
     out = out_big[..., :32]
-    assert _rope_rotate_half_into(out, x, cos.to(device), sin.to(device)) is out
+    assert rope_rotate_half_into(out, x, cos.to(device), sin.to(device)) is out
     assert torch.equal(out.cpu(), expected)
     assert torch.isnan(out_big[..., 32:]).all()  # nothing written outside the view
 
@@ -280,14 +280,14 @@ def test_bad_input_raises(call, exc, match):
 
 def test_into_rejects_bad_out():
     x, cos, sin = _good()
-    with pytest.raises(ValueError, match="out must match x"):
-        _rope_interleaved_into(torch.empty(2, 3, 6), x, cos, sin)
-    with pytest.raises(ValueError, match="out must match x"):
-        _rope_interleaved_into(torch.empty(2, 3, 8, dtype=torch.float16), x, cos, sin)
+    with pytest.raises(ValueError, match=r"out has shape \[2, 3, 6\]; expected \[2, 3, 8\]"):
+        rope_interleaved_into(torch.empty(2, 3, 6), x, cos, sin)
+    with pytest.raises(TypeError, match="out has dtype torch.float16; expected torch.float32"):
+        rope_interleaved_into(torch.empty(2, 3, 8, dtype=torch.float16), x, cos, sin)
     with pytest.raises(ValueError, match="unit stride"):
-        _rope_interleaved_into(torch.empty(2, 8, 3).transpose(1, 2), x, cos, sin)
+        rope_interleaved_into(torch.empty(2, 8, 3).transpose(1, 2), x, cos, sin)
     with pytest.raises(TypeError, match="out must be a torch.Tensor"):
-        _rope_interleaved_into(None, x, cos, sin)
+        rope_interleaved_into(None, x, cos, sin)
 
 
 def test_tables_on_another_device_rejected():
@@ -328,7 +328,7 @@ def test_launch_config_and_override(device):
     expected = rope_interleaved(x, cos, sin)
     for cfg in (RopeConfig(1, 1, 1), RopeConfig(4, 2, 2), RopeConfig(8, 4, 4)):
         out = torch.full_like(x, float("nan"))
-        assert torch.equal(_rope_interleaved_into(out, x, cos, sin, _config=cfg), expected)
+        assert torch.equal(rope_interleaved_into(out, x, cos, sin, _config=cfg), expected)
 
 
 # ------------------------------------------------------------------------------------------------ registry entries
@@ -434,12 +434,12 @@ def test_gpu_rotate_half_per_op_rounding_over_wide_magnitudes(dtype, half_math, 
     of a sum are up to 2**24 apart (the case where rounding an fp32 sum once more could differ from one rounding)."""
     import dataclasses
 
-    from kernels import launch
+    from kernels import arch, launch_plans
 
     dev = torch.device("cuda")
-    monkeypatch.setitem(launch._TABLE, launch.device_arch(dev.index or 0),
-                        dataclasses.replace(launch.arch_launch(dev), native_half_math=half_math))
-    launch.forget_launches()
+    monkeypatch.setitem(arch._TABLE, arch.device_arch(dev.index or 0),
+                        dataclasses.replace(arch.arch_launch(dev), native_half_math=half_math))
+    launch_plans.forget_launches()
     g = torch.Generator().manual_seed(3)
     exponents = torch.randint(-12, 12, (2, 1000, 8, 64), generator=g).to(torch.float32)
     x = (torch.randn((2, 1000, 8, 64), generator=g) * torch.exp2(exponents)).to(dtype).to(dev)
@@ -448,4 +448,4 @@ def test_gpu_rotate_half_per_op_rounding_over_wide_magnitudes(dtype, half_math, 
     try:
         assert torch.equal(rope_rotate_half(x, tc, ts), rotate_half_eager(x, tc, ts, 1))
     finally:
-        launch.forget_launches()
+        launch_plans.forget_launches()

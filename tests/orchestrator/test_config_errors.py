@@ -9,6 +9,11 @@ import pytest
 CASES = [
     (["+sweep=nosuch"], "sweep=nosuch: no such sweep; allowed: adaln"),
     (["+sweep=smoke", "sweep.dtype=[bf16]"], "sweep.dtype: no such key; allowed keys in sweep: name, kinds"),
+    (["+sweep=smoke", "nosuchkey=1"], "nosuchkey: no such key; allowed keys: sweep, kernels, target"),
+    (["+sweep=smoke", "+nosuchkey=1"], "nosuchkey: no such key; allowed keys: sweep, kernels, target"),
+    (["+sweep=smoke", "+sweep.nosuchkey=1"], "sweep.nosuchkey: no such key; allowed keys in sweep: name, kinds"),
+    (["+sweep=smoke", "+kernels.rmsnorm.nosuchkey=1"],
+     "kernels.rmsnorm.nosuchkey: no such key; allowed keys in kernels.rmsnorm: name, shapes"),
     (["+sweep=smoke", "sweep.dtypes=[bf17]"], "unknown dtype 'bf17' for rmsnorm; allowed: fp32, bf16, fp16"),
     (["+sweep=smoke", "sweep.impls=[triton,cuda_magic]"], "unknown implementation 'cuda_magic' of rmsnorm"),
     (["+sweep=smoke", "sweep.kernels=[nosuch]"], "sweep.kernels: 'nosuch' is not in this sweep"),

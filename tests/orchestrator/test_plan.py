@@ -1,10 +1,19 @@
 """Planning is pure and deterministic: same config and code -> same keys; any change -> different keys."""
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
+from pathlib import Path
+
+import pytest
 
 from orchestrator import config, plan
 from orchestrator.validate import validate
+from workers import keys
+from workers.spec import JobSpec
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cfg(*overrides):
@@ -32,12 +41,14 @@ def test_keys_are_stable_and_depend_on_config_and_code():
     b = [s.key for s in plan.plan(_cfg(), CODE)]
     assert a == b
     assert plan.plan_key(plan.plan(_cfg(), CODE)) == plan.plan_key(plan.plan(_cfg(), CODE))
-    other_code = [s.key for s in plan.plan(_cfg(), plan.CodeVersion("abc124", "k0"))]
-    other_kernels = [s.key for s in plan.plan(_cfg(), plan.CodeVersion("abc123", "k1"))]
+    other_commit = [s.key for s in plan.plan(_cfg(), plan.CodeVersion("abc124", "k0"))]
+    other_code = [s.key for s in plan.plan(_cfg(), plan.CodeVersion("abc123", "k1"))]
+    other_torch = [s.key for s in plan.plan(_cfg(), plan.CodeVersion("abc123", "k0", {"torch": "2.9.0"}))]
     other_params = [s.key for s in plan.plan(_cfg("sweep.rep_ms=50"), CODE)]
     other_flush = plan.plan(_cfg("sweep.flush=write"), CODE)
+    assert a == other_commit  # the commit is provenance: a docs-only commit re-keys nothing
     assert not set(a) & set(other_code)
-    assert not set(a) & set(other_kernels)
+    assert not set(a) & set(other_torch)
     assert not set(a) & set(other_params)
     assert not set(a) & {s.key for s in other_flush}
     assert {s.params["flush"] for s in other_flush} == {"write"}
@@ -53,5 +64,64 @@ def test_sweep_name_does_not_change_a_job_key():
 
 def test_code_version_reads_this_checkout():
     v = plan.code_version()
-    assert len(v.kernels_hash) == 16
+    assert len(v.code_hash) == 16 and v.code_hash == keys.code_hash(ROOT)
     assert v.commit
+    assert set(v.software) == {"python", "torch", "triton"}
+    assert plan.CodeVersion.from_dict(v.to_dict()) == v
+
+
+@pytest.fixture
+def checkout(tmp_path):
+    """A copy of the sources the key covers, and of some that it does not."""
+    for folder in ("kernels", "workers", "docs", "orchestrator"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__", "perf"))
+    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    return tmp_path
+
+
+def test_a_docs_change_keeps_the_keys_and_a_kernel_change_changes_them(checkout):
+    def keys_of(root):
+        code = plan.CodeVersion("any", keys.code_hash(root), keys.software_versions())
+        return [s.key for s in plan.plan(_cfg(), code)]
+
+    before = keys_of(checkout)
+    (checkout / "README.md").write_text("# another README\n")
+    (checkout / "docs" / "new-page.md").write_text("a new page\n")
+    with open(checkout / "orchestrator" / "report.py", "a") as f:
+        f.write("\n# the orchestrator does not run jobs\n")
+    assert keys_of(checkout) == before
+    with open(checkout / "kernels" / "rmsnorm.py", "a") as f:
+        f.write("\n# a kernel source changed\n")
+    after_kernel = keys_of(checkout)
+    assert not set(after_kernel) & set(before)
+    with open(checkout / "workers" / "timing.py", "a") as f:
+        f.write("\n# the timing changed\n")
+    assert not set(keys_of(checkout)) & set(after_kernel)
+
+
+def test_a_plan_is_checked_against_its_keys_and_this_checkout():
+    specs = plan.plan(_cfg("sweep.shapes=[[1,8,64]]", "sweep.dtypes=[bf16]"))
+    header = plan.code_version().to_dict()
+    assert keys.check_plan(header, specs) == []
+    older = {**header, "software": {**header["software"], "torch": "0.1"}}
+    older_specs = plan.plan(_cfg("sweep.shapes=[[1,8,64]]", "sweep.dtypes=[bf16]"), plan.CodeVersion.from_dict(older))
+    assert not {s.key for s in older_specs} & {s.key for s in specs}
+    assert keys.check_plan(older, older_specs) == [f"torch {header['software']['torch']} here, 0.1 in the plan"]
+    with pytest.raises(ValueError, match="is not the hash of its content"):
+        keys.check_plan(header, [specs[0], JobSpec(**{**specs[1].to_dict(), "dtype": "fp16"})])
+    other = plan.plan(_cfg("sweep.shapes=[[1,8,64]]"), plan.CodeVersion("c", "0123456789abcdef"))
+    with pytest.raises(ValueError, match="other kernels/ or workers/ sources"):
+        keys.check_plan(plan.CodeVersion("c", "0123456789abcdef").to_dict(), other)
+    with pytest.raises(ValueError, match="key scheme 1"):
+        keys.check_plan({"commit": "c", "kernels_hash": "k0"}, specs)
+
+
+def test_keys_of_older_plans_are_recomputed_as_they_were_made():
+    # a job key of a plan header {"commit": ..., "kernels_hash": ...} made before the key followed the sources
+    spec = JobSpec(kind="micro", kernel="rmsnorm", shape=[2, 1320, 2048], dtype="bf16", impls=["triton", "eager"],
+                   target="h200", params={"rounds": 5}, key="")
+    code = plan.CodeVersion.from_dict({"commit": "73262fc0", "kernels_hash": "6d832a2de5737598"})
+    assert code.scheme == 1
+    payload = {"job": spec.content(), "code": {"commit": "73262fc0", "kernels_hash": "6d832a2de5737598"}}
+    assert plan.job_key(spec, code) == hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
+    assert plan.job_key(spec, plan.CodeVersion("other", "6d832a2de5737598", scheme=1)) != plan.job_key(spec, code)

@@ -111,7 +111,8 @@ def _copy_installed_layout(site: Path) -> None:
         (site / package / "__init__.py").write_text("")
     shutil.copytree(REPO / "orchestrator" / "store", site / "orchestrator" / "store",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "workers" / "spec.py", site / "workers" / "spec.py")
+    for module in ("spec.py", "metrics.py"):
+        shutil.copy(REPO / "workers" / module, site / "workers" / module)
     shutil.copytree(REPO / "migrations", site / "migrations", ignore=shutil.ignore_patterns("__pycache__"))
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from orchestrator.store import queries
 from orchestrator.store.regression_rule import compare, judge_series, threshold_for
+from workers.spec import Measurement
 
 RNG = np.random.default_rng(20261201)
 SHAPE = [4, 1024, 2048]
@@ -131,3 +132,30 @@ def test_regressions_between_two_runs(writer, store_url, factories):
     assert _flags(store_url, run_id=base, baseline_run_id=new) == {}, "the other way round it is an improvement"
     with pytest.raises(ValueError):
         queries.regressions(store_url, baseline_run_id=base)
+
+
+def _bandwidth_point(writer, factories, median: float, at: float) -> int:
+    run_id = writer.start_run("rmsnorm", {}, f"plan-{at}", f"commit-{int(at)}", "h")
+    spec = factories.spec(shape=SHAPE, impls=["triton"], at=at)
+    writer.add_jobs(run_id, [spec])
+    samples = tight(median)
+    writer.record_result(run_id, factories.result(
+        spec, [Measurement("triton", "kernel_gbs", median, "GB/s", samples).to_dict()], started_at=at))
+    return run_id
+
+
+def test_a_bandwidth_drop_is_a_regression(writer, store_url, factories):
+    t = 1_800_000_000.0
+    for i in range(3):
+        _bandwidth_point(writer, factories, 4000.0, t + i)
+    for i in range(2):
+        _bandwidth_point(writer, factories, 3000.0, t + 10 + i)
+    (f,) = queries.regressions(store_url, metric="kernel_gbs")
+    assert f["direction"] == "regression" and f["change"] == pytest.approx(-0.25, abs=0.01)
+
+
+def test_an_unknown_metric_is_an_error_in_queries(store_url):
+    with pytest.raises(ValueError, match="unknown metric 'time_ms'"):
+        queries.regressions(store_url, metric="time_ms")
+    with pytest.raises(ValueError, match="unknown metric 'time_ms'"):
+        queries.history(store_url, "rmsnorm", SHAPE, "bf16", "triton", metric="time_ms")

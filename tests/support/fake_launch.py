@@ -1,9 +1,9 @@
-"""A stand-in for Triton's compile and launch, so that the fast launch path of ``kernels.launch`` (its cache, its
-launch plans) runs on the CPU as it does on a GPU, up to the compiled kernel's C launch function, which here logs
-its arguments instead of launching."""
+"""A stand-in for Triton's compile and launch, so that the fast launch path (``kernels.fast_launch``: its cache, and
+the launch plans of ``kernels.launch_plans``) runs on the CPU as it does on a GPU, up to the compiled kernel's C
+launch function, which here logs its arguments instead of launching."""
 from __future__ import annotations
 
-from kernels import launch
+from kernels import fast_launch
 
 
 class _FakeRun:
@@ -39,16 +39,16 @@ def install(setattr_) -> list:
     run on the CPU with fake kernels; returns the log of C launch calls.  The kernels get new launchers (empty
     caches, holding the fakes), which go when pytest's patches are undone."""
     log: list = []
-    real = launch.DirectLauncher._launch
+    real = fast_launch.DirectLauncher._launch
 
     def fake_launch(self, grid, *args, **kwargs):
         if not isinstance(self.fn, _FakeKernel):
             self.fn = _FakeKernel(self.fn, log)
         return real(self, grid, *args, **kwargs)
 
-    setattr_(launch, "_DIRECT", {})
-    setattr_(launch.DirectLauncher, "_launch", fake_launch)
-    setattr_(launch, "fast_launch_active", lambda: True)  # the kernels' device checks still see the interpreter
-    setattr_(launch, "_current_device", lambda: 0)
-    setattr_(launch, "_current_stream", lambda device: 0)
+    setattr_(fast_launch, "_DIRECT", {})
+    setattr_(fast_launch.DirectLauncher, "_launch", fake_launch)
+    setattr_(fast_launch, "fast_launch_active", lambda: True)  # the kernels' device checks still see the interpreter
+    setattr_(fast_launch, "_current_device", lambda: 0)
+    setattr_(fast_launch, "_current_stream", lambda device: 0)
     return log

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernels.launch import interpreting
+from kernels.arch import interpreting
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "kernel"
 FLOATS = (torch.float32, torch.bfloat16, torch.float16)

@@ -112,7 +112,7 @@ def test_cpu_compile_mode_when_asked():
 @pytest.mark.slow
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU (the seed setting, full model)")
 def test_seed_setting_on_gpu():
-    from kernels.launch import interpreting
+    from kernels.arch import interpreting
 
     if interpreting():
         pytest.skip("TRITON_INTERPRET=1 is set (tests/conftest.py sets it by default); run with TRITON_INTERPRET=0")

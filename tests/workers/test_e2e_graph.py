@@ -56,7 +56,7 @@ def test_replays_match_the_forward_per_geometry():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_e2e_graph_modes_on_a_tiny_model():
-    from kernels.launch import interpreting
+    from kernels.arch import interpreting
 
     if interpreting():
         pytest.skip("TRITON_INTERPRET=1 is set: GPU tests need compiled Triton")

@@ -1,0 +1,173 @@
+"""What every row kernel shares: any tensor viewed as ``[B, S, D]`` rows addressed through its strides (so
+non-contiguous inputs need no copy), the program's block of rows (:func:`row_block`, the kernels' prologue), the
+launch knobs (rows per program, warps: :func:`norm_launch_config`) and the launch geometry (:func:`row_grid`).
+
+The row kernels: :mod:`kernels.rmsnorm`, :mod:`kernels.adaln`, :mod:`kernels.residual_norm`,
+:mod:`kernels.gated_residual`.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.arch import arch_launch, row_num_warps
+from kernels.launch import cdiv, next_pow2
+
+
+@triton.jit
+def row_offsets(pid, seq, ROWS: tl.constexpr):
+    """The row indices a program owns and their (batch, token) coordinates in a ``[B, S, D]`` geometry.
+
+    The division runs in int32 (rows < 2**31, checked by the wrappers: see :func:`check_row_count`); the
+    coordinates are widened to int64 so that offsets into tensors of 2**31 elements and more do not overflow.
+    """
+    rows = pid * ROWS + tl.arange(0, ROWS)
+    b = rows // seq
+    s = rows - b * seq
+    return rows, b.to(tl.int64), s.to(tl.int64)
+
+
+@triton.jit
+def row_ptrs(ptr, b, s, stride_b, stride_s, stride_d, cols):
+    """Pointers to the ``[ROWS, BLOCK_D]`` block of a ``[B, S, D]`` tensor at rows (``b``, ``s``) (from
+    :func:`row_offsets`) and columns ``cols``, through the tensor's strides."""
+    return ptr + (b * stride_b + s * stride_s)[:, None] + cols[None, :] * stride_d
+
+
+
+
+@triton.jit
+def row_block(n_rows, seq, width, ROWS: tl.constexpr, BLOCK_D: tl.constexpr):
+    """The prologue of every row kernel: this program's rows as (batch, token) coordinates ``b``, ``s`` (see
+    :func:`row_offsets`), the columns ``cols`` of its ``[ROWS, BLOCK_D]`` block, which of them are in the row
+    (``col_ok``) and the block's mask (rows in range and columns in the row)."""
+    rows, b, s = row_offsets(tl.program_id(0), seq, ROWS)
+    cols = tl.arange(0, BLOCK_D)
+    col_ok = cols < width
+    mask = (rows < n_rows)[:, None] & col_ok[None, :]
+    return b, s, cols, col_ok, mask
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Launch knobs
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NormLaunch:
+    """Per-launch knobs of the norm-family kernels: how many rows one program normalises, and its warps."""
+
+    rows_per_program: int
+    num_warps: int
+
+    def __post_init__(self):
+        for name in ("rows_per_program", "num_warps"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1 or (v & (v - 1)) != 0:
+                raise ValueError(f"NormLaunch.{name} must be a power of two >= 1, got {v!r}")
+
+
+# Elements one program should hold when rows are narrow: several narrow rows per program keep the loads wide.
+_ELEMENTS_PER_PROGRAM = 2048
+_MAX_ROWS_PER_PROGRAM = 32
+
+
+@functools.lru_cache(maxsize=None)
+def norm_launch_config(block_d: int, device: Optional[torch.device] = None, layer_norm: bool = False) -> NormLaunch:
+    """Rows per program and num_warps for rows of padded width ``block_d`` (the one place to tune them);
+    ``layer_norm``: for the LayerNorm variant, which has its own measured warps.
+
+    It depends on the row width only, not on the number of rows, so that a dynamic row count stays symbolic
+    under torch.compile.
+    """
+    rows = max(1, min(_MAX_ROWS_PER_PROGRAM, _ELEMENTS_PER_PROGRAM // block_d))
+    table = arch_launch(device)
+    measured = dict(table.layer_norm_warps if layer_norm else table.norm_warps).get(block_d) if rows == 1 else None
+    return NormLaunch(rows, measured or row_num_warps(rows * block_d, device))
+
+
+def resolve_config(config, block_d: int, device: torch.device, layer_norm: bool = False) -> NormLaunch:
+    """``config`` (a private tuning override: NormLaunch, ``(rows, warps)`` or a dict) or the default."""
+    if config is None:
+        return norm_launch_config(block_d, device, layer_norm)
+    if isinstance(config, NormLaunch):
+        return config
+    if isinstance(config, dict):
+        return NormLaunch(**config)
+    if isinstance(config, (tuple, list)) and len(config) == 2:
+        return NormLaunch(int(config[0]), int(config[1]))
+    raise TypeError(f"_config must be a NormLaunch, a (rows_per_program, num_warps) pair or a dict, got {config!r}")
+
+
+@dataclass(frozen=True)
+class RowGrid:
+    """How a row kernel is launched over ``[B, S, D]`` rows: their count, tokens per batch element and width, the
+    padded block width and the launch knobs."""
+
+    n_rows: int
+    seq: int
+    width: int
+    block_d: int
+    knobs: NormLaunch
+
+    @property
+    def grid(self) -> tuple:
+        return (cdiv(self.n_rows, self.knobs.rows_per_program),)
+
+    def options(self) -> dict:
+        """The launch keywords every row kernel takes (ROWS, BLOCK_D, num_warps)."""
+        return {"ROWS": self.knobs.rows_per_program, "BLOCK_D": self.block_d, "num_warps": self.knobs.num_warps}
+
+
+def row_grid(shape3: Sequence[int], device: torch.device, config=None, layer_norm: bool = False) -> RowGrid:
+    """The :class:`RowGrid` of rows shaped ``[B, S, D]``; ``config``: a tuning override (:func:`resolve_config`)."""
+    n_b, seq, width = shape3
+    block_d = next_pow2(int(width))  # a compile-time block: the row width is specialised
+    return RowGrid(n_b * seq, seq, width, block_d, resolve_config(config, block_d, device, layer_norm))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Row geometry: any [..., D] tensor as [B, S, D] rows
+# ----------------------------------------------------------------------------------------------------------------
+def rows_3d(t: torch.Tensor) -> torch.Tensor:
+    """A ``[B, S, D]`` view of ``t`` (no copy where the strides allow one; a contiguous copy otherwise).
+
+    1-D and 2-D tensors get leading unit dimensions; 3-D tensors are used as they are (any strides); more leading
+    dimensions are merged into B (or into S) when their strides allow it.
+    """
+    if t.dim() == 1:
+        return t.view(1, 1, t.shape[0])
+    if t.dim() == 2:
+        return t.unsqueeze(0)
+    if t.dim() == 3:
+        return t
+    d = t.shape[-1]
+    for shape in ((-1, t.shape[-2], d), (1, -1, d)):
+        try:
+            return t.view(shape)
+        except RuntimeError:
+            pass
+    return t.contiguous().view(-1, t.shape[-2], d)
+
+
+def strides_3d(t: torch.Tensor) -> tuple[int, int, int]:
+    """Strides of a ``[B, S, D]`` view, with 0 for a batch or token dimension of size 1 (so it broadcasts)."""
+    (n_b, seq, _), (s_b, s_s, s_d) = t.shape, t.stride()
+    return (0 if n_b == 1 else s_b, 0 if seq == 1 else s_s, s_d)
+
+
+def out_rows_3d(out: torch.Tensor, shape3: Sequence[int]) -> torch.Tensor:
+    try:
+        return out.view(tuple(shape3))
+    except RuntimeError:
+        raise ValueError(
+            f"out (shape {list(out.shape)}, strides {list(out.stride())}) cannot be viewed as rows "
+            f"{list(shape3)}; pass a contiguous out") from None
+
+
+def new_rows_out(x: torch.Tensor) -> torch.Tensor:
+    """A contiguous output shaped and typed like ``x`` (the row kernels' outputs)."""
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device)

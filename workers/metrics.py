@@ -1,0 +1,93 @@
+"""The catalogue of metrics: every metric a job may emit, with its unit, the job kinds that emit it and which way is
+better.
+
+The jobs emit measurements by these names (``workers.spec.Measurement`` refuses any other, so a result that names
+an unknown metric fails where it is made or read, never stored); the store's queries, the report and the
+regression rule take the lists and the direction from here.  Adding a metric = one :class:`Metric` line below.
+
+``kinds``: the job kinds that emit the metric, the first being the one the store's queries read it from (``correct``
+is emitted by micro and e2e jobs too, but a kernel's correctness verdict is its correctness job's).
+``higher_is_better``: the direction a change is judged in (a drop of a bandwidth or of a speed-up is a regression;
+a rise of a time or of an error is).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str  # "" for a plain number (an error ratio, a verdict)
+    kinds: tuple[str, ...]
+    higher_is_better: bool
+    description: str
+
+    @property
+    def kind(self) -> str:
+        """The job kind the store's queries read this metric from."""
+        return self.kinds[0]
+
+
+class UnknownMetricError(ValueError):
+    def __init__(self, name: object):
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"unknown metric {self.name!r}; known metrics: {', '.join(CATALOGUE)} (workers/metrics.py)"
+
+
+_METRICS = (
+    # micro, per implementation
+    Metric("time_us", "us", ("micro",), False, "median time per call (L2 flushed); samples hold every repeat"),
+    Metric("iqr_us", "us", ("micro",), False, "inter-quartile range of the repeats of time_us"),
+    Metric("gbs", "GB/s", ("micro",), True, "bandwidth by the kernel's byte model over time_us"),
+    Metric("graph_time_us", "us", ("micro",), False, "median time per call in CUDA/HIP-graph replay (launch-free, "
+                                                     "warm L2)"),
+    Metric("kernel_time_us", "us", ("micro", "profile"), False,
+           "the call's own kernel time from the profiler (L2 flushed); per call in profile jobs"),
+    Metric("kernel_gbs", "GB/s", ("micro",), True, "bandwidth by the kernel's byte model over kernel_time_us"),
+    Metric("speedup", "x", ("micro",), True, "the baseline's time_us over this implementation's, for implementations "
+                                             "that passed correctness"),
+    Metric("compile_s", "s", ("micro",), False, "time of the first call (compilation, Triton JIT)"),
+    # correctness, per implementation (micro and e2e jobs emit `correct` too)
+    Metric("rel_err", "", ("correctness",), False, "||out - ref|| / ||ref|| against the float64 reference"),
+    Metric("max_abs", "", ("correctness",), False, "max |out - ref| against the float64 reference"),
+    Metric("correct", "", ("correctness", "micro", "e2e"), True, "1.0 passed its tolerance, 0.0 failed"),
+    # e2e, per mode (workers.e2e_spec.MODES)
+    Metric("ms_per_step", "ms", ("e2e",), False, "median time of one denoising step"),
+    Metric("total_s", "s", ("e2e",), False, "median time of the whole call"),
+    Metric("warmup_s", "s", ("e2e",), False, "time of the warm-up calls (compilation, Triton JIT)"),
+    Metric("peak_mem_gb", "GB", ("e2e",), False, "peak GPU memory allocated"),
+    Metric("sm_clock_mhz", "MHz", ("e2e",), True, "median SM clock while timed (a lower clock: throttling)"),
+    Metric("power_w", "W", ("e2e",), False, "median board power while timed"),
+    Metric("gpu_busy_ms_per_step", "ms", ("e2e",), False, "GPU busy time per step from the profiler"),
+    Metric("kernels_per_step", "kernels", ("e2e",), False, "kernel launches per step from the profiler"),
+    Metric("max_abs_vs_eager", "", ("e2e",), False, "max |latents - eager latents|"),
+    Metric("cos_sim_vs_eager", "", ("e2e",), True, "cosine similarity of the final latents with eager's"),
+    Metric("rel_l2_vs_eager", "", ("e2e",), False, "||latents - eager|| / ||eager||"),
+    Metric("rel_err_vs_eager", "", ("e2e",), False, "the relative error judged against the job's tolerance"),
+    Metric("speedup_vs_eager", "x", ("e2e",), True, "eager's ms_per_step over this mode's, for correct modes"),
+    # profile
+    Metric("kernels_per_call", "kernels", ("profile",), False, "kernel launches per call of the implementation"),
+)
+
+CATALOGUE: dict[str, Metric] = {m.name: m for m in _METRICS}
+
+
+def get(name: str) -> Metric:
+    """The catalogue entry of ``name``; :class:`UnknownMetricError` (a ValueError) for any other name."""
+    try:
+        return CATALOGUE[name]
+    except (KeyError, TypeError):
+        raise UnknownMetricError(name) from None
+
+
+def of_kind(kind: str) -> tuple[str, ...]:
+    """The names of the metrics the store reads from jobs of ``kind``, in catalogue order."""
+    return tuple(m.name for m in _METRICS if m.kind == kind)
+
+
+def higher_is_better(name: str) -> bool:
+    return get(name).higher_is_better
