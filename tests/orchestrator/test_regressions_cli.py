@@ -80,6 +80,16 @@ def test_one_run_against_one_is_unconfirmed_and_two_per_side_gate(tmp_path):
     aa = cli("regressions", "4", "--baseline", "3", "--json", "--url", url)
     assert aa.returncode == 0 and json.loads(aa.stdout)["flags"] == []
 
+    # the A/A figure (benchmarks/aa_check.py) on the same store: runs 1 and 2 identical, 3 and 4 slowed
+    fig = subprocess.run([sys.executable, "benchmarks/aa_check.py", "--url", url, "--runs", "1", "2",
+                          "--slowed", "3", "4", "--json"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert fig.returncode == 0, fig.stderr
+    result = json.loads(fig.stdout)
+    rows = {r["impl"]: r for r in result["spread"]}
+    assert rows["triton"]["series"] == 9 and rows["triton"]["within_2pct"] == 1.0, rows
+    assert result["aa"]["A2 vs A1"]["alerts"] == []
+    assert {(f["kernel"], f["impl"]) for f in result["slowed"]["confirmed"]} == {("rmsnorm", "triton")}
+
 
 def test_usage_errors_exit_2_in_one_line(tmp_path):
     url = f"sqlite:///{tmp_path}/kf.db"
