@@ -5,11 +5,12 @@ reference (an implementation that fails never gets a speed-up), then they are ti
 rounds, each timing every implementation for ``rep_ms / rounds``, so drift of clocks or temperature spreads over
 all of them alike.  Per implementation: ``time_us`` (median, with every repeat kept), ``iqr_us``, ``gbs`` (the
 entry's byte model over the median), ``compile_s`` (first call), ``graph_time_us`` on a GPU (graph replay), and
-``speedup`` = baseline median / implementation median.  For an implementation torch.compile builds,
-``details["autotune"][impl]`` says which kernels Inductor generated and which configs its autotuner picked
-(workers.autotune_pick); the job parameter ``fresh_autotune`` compiles them without the node's Inductor cache.
-On a GPU, last (the profiler stays attached to the process), ``kernel_time_us``: the call's kernels' own device time with the L2 flushed (timing.kernel_time, what a
+``speedup`` = baseline median / implementation median.  On a GPU, last (the profiler stays attached to the
+process), ``kernel_time_us``: the call's kernels' own device time with the L2 flushed (timing.kernel_time, what a
 kernel profiler reports), and ``kernel_gbs`` by it; the job parameter ``kernel_time: false`` leaves them out.
+For an implementation torch.compile builds, ``details["autotune"][impl]`` says which kernels Inductor generated
+and which configs its autotuner picked (workers.autotune_pick); ``fresh_autotune: true`` compiles without the
+node's Inductor cache.
 """
 from __future__ import annotations
 

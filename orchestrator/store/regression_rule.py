@@ -9,38 +9,51 @@ Model
   each run's repeats were a fraction of that), so a test on the repeats alone calls almost any between-run shift
   significant.  A change is a step of ``mu``.
 
-Decision (``judge``): the ``current`` points (the newest ``consecutive`` points of the series, or the runs named on
-one side of a comparison) against the ``reference`` points (the ``window`` points before them, or the baseline
-runs).  The series is flagged only when all of these hold:
+Decision (``judge``): the ``current`` points (the newest ``consecutive`` = 2 points of the series, or the runs named
+on one side of a comparison) against the ``reference`` points (the ``window`` = 10 points before them, or the
+baseline runs).  The series is flagged only when all of these hold:
   1. large: every current point's median differs from the reference median by at least ``threshold`` (default
-     5 %, may differ per kernel), all in the same direction;
+     5 %, may differ per kernel), all in the same direction, and so does the median of the current points;
   2. significant within the runs: a one-sided Mann-Whitney U test of each current point's repeats against the
      pooled reference repeats gives p < ``alpha`` (0.01).  Necessary, never sufficient;
   3. large against the between-run spread: with ``d = median(log m, current) - median(log m, reference)``,
-     ``|d| >= z * sigma_b * sqrt(1/a + 1/b)`` (``a``, ``b`` points on each side; ``z`` default 4).
-When the current points' autotuned kernel (the ``pick`` recorded by the micro job: workers/micro.py) differs from
-the reference points', the verdict is ``kernel_changed`` (the baseline changed its kernel), never a regression.
+     ``|d| >= z' * sigma_b * sqrt(1/a + 1/b)`` (``a``, ``b`` points on each side), where ``z'`` is ``z`` = 3.5 taken
+     as a normal tail (2.3e-4) and read off Student's t with the spread's degrees of freedom (``critical_z``: 3.96
+     at 28 dof, 5.35 at 9, 10.5 at 4), so a spread measured on few runs needs a larger step.
+When the current points' autotuned kernel (the ``pick`` the micro job records: workers/autotune_pick.py) differs
+from the reference points', the verdict is ``kernel_changed`` (the baseline changed its kernel), never a
+regression.
 
-Estimator of ``sigma_b`` (``between_run_scale``): the normalised median absolute deviation of the log medians,
-1.4826 * MAD, with Croux and Rousseeuw's small-sample factors (1992, "Time-efficient algorithms for two highly
-robust estimators of scale", the MAD's b_n: 1.196 for 2 values ... n/(n-0.8) above 9) so that it is unbiased at
-the normal for a handful of points, pooled over groups of points that share a level (the reference window, each
-side of a comparison, the history before a baseline) with weights ``k - 1``.  A robust scale, because one slow
-run in the window (a spike) must not hide the next step: a single outlier moves the MAD little.  The groups give
-``dof = sum(k - 1)``; below ``MIN_DOF`` (2) the spread is unknown and a candidate that passes 1 and 2 is reported
-``unconfirmed`` with the reason, never as a regression.  That is the case of one run against one run with no
-history: run each side twice (``regressions C1 C2 --baseline B1 B2``) or keep at least three earlier points.
+Estimator of ``sigma_b`` (``robust_scale``, ``between_run_scale``, ``series_scale``): the biweight midvariance's
+scale (tuning constant 9 around the median, MAD as the initial scale; Mosteller & Tukey 1977, as in astropy's
+``biweight_scale``), times a small-sample factor that makes it unbiased at the normal.  It is robust (one spike in
+the window moves it little, so it cannot hide the next step) and, unlike 1.4826 * MAD (37 % efficient: from 10
+points it is below half the true scale one time in twenty, which let ~1 in 500 evaluations of an A/A history raise
+an alarm), about as efficient as the standard deviation.  Sources of the spread:
+  * history: the log medians of up to ``noise_window`` = 30 points before the current ones, through their
+    successive differences / sqrt(2) (a step is one outlying difference, a spike two), n - 2 dof;
+  * replicates: the runs on each side of a comparison (two runs per side), k - 1 dof per side, and in
+    queries.regressions pooled over the series of the same kernel, implementation and device (a sweep's shapes
+    and dtypes: one implementation's relative between-run spread is alike across them); the larger of the pooled
+    and the series' own scale is used.
+Below ``MIN_DOF`` = 4 degrees of freedom the spread is unknown: a candidate that passes 1 and 2 is reported
+``unconfirmed`` with the reason, never as a regression.  That is the case of one run against one with no history.
+CI recipe: run each side twice (``regressions C1 C2 --baseline B1 B2``), or judge against a history of five or more
+earlier runs (docs/regressions.md).
 
-Thresholds and what they buy (the synthetic A/A series of tests/store/test_store_regressions.py, noise 1-3 % CV
-between runs): with ``window`` 10, ``consecutive`` 2 and ``z`` 4, 50-point histories raise no alert and a 10 %
-step is flagged on the second point after it at 1 % and 2 % between-run CV; at 3 % CV a 10 % step is only ~3
-sigma and is found about half the time (the smallest step found reliably is about (z + 1.5) * 0.8 * sigma_b,
-~13 % at 3 % CV).  A one-point spike is never confirmed (condition 1 on the point after it).
+What the thresholds buy (Monte Carlo of this module, 0.3 % CV within runs; tests/store/test_store_regressions.py
+checks the A/A cases through the real writer):
+  * history, 50 points: no alarm in 1440 evaluations at 1 % and at 2 % between-run CV, one at 3 %; a 10 % step is
+    confirmed on its second point 60/60 times at 1 % CV, 58/60 at 2 %, 20/60 at 3 % (there it is ~3 sigma: the
+    step found reliably is about 4.5 sigma_b);
+  * two runs per side, the spread pooled over 9 series: no alarm in 200 at 0.5-2 % CV; a 10 % step confirmed
+    200/200 at 0.5 % CV, 192/200 at 1 %, 43/200 at 2 %;
+  * a one-point spike is never confirmed (condition 1 fails on the point after it).
 
-References: asv's step detection (asv/step_detect.py: a robust, L1 piecewise-constant fit whose penalty scales
-with the series' noise, estimated from its own history) and its several processes per benchmark, which measure
-the between-process spread inside one run; Conbench's lookback z-score (a point against the distribution of the
-last N comparable points); Croux & Rousseeuw (1992) for the MAD's small-sample factors.
+References: asv's step detection (asv/step_detect.py: a robust, L1 piecewise-constant fit whose penalty scales with
+the noise it estimates from the series itself) and its several processes per benchmark (the between-process spread
+inside one run); Conbench's lookback z-score (a point against the distribution of the last N comparable points);
+Mosteller & Tukey (1977), "Data Analysis and Regression", for the biweight.
 """
 from __future__ import annotations
 

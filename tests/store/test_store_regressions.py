@@ -104,8 +104,9 @@ def test_one_run_against_one_run_is_unconfirmed_two_per_side_confirm():
 
 
 def test_a_different_autotune_pick_is_a_kernel_change_not_a_regression():
-    ref = [Point(p.samples, pick="triton_red_0:XBLOCK=1,R0_BLOCK=2048,num_warps=16") for p in _history(_levels(12, 0.005))]
-    cur = [Point(p.samples, pick="triton_red_0:XBLOCK=1,R0_BLOCK=1024,num_warps=8") for p in _history([117.0, 116.0])]
+    old, new = "triton_red_0:XBLOCK=1,R0_BLOCK=2048,num_warps=16", "triton_red_0:XBLOCK=1,R0_BLOCK=1024,num_warps=8"
+    ref = [Point(p.samples, pick=old) for p in _history(_levels(12, 0.005))]
+    cur = [Point(p.samples, pick=new) for p in _history([117.0, 116.0])]
     v = judge_series(ref + cur)
     assert v.status == KERNEL_CHANGED and "baseline changed its kernel" in v.reason
     same = [Point(p.samples, pick=ref[0].pick) for p in cur]
