@@ -14,6 +14,8 @@ Metric names the workers emit (Measurement.metric; ``impl`` is the implementatio
     kernel_time_us optional: median of the call's own kernel time from the profiler (L2 flushed), µs
     kernel_gbs     optional: GB/s by the byte model over kernel_time_us
     speedup        baseline median / this median, emitted only for implementations that passed correctness
+    and in the attempt's details, per compiled implementation, ``details["autotune"][impl]``: the kernels Inductor
+    generated, the configs its autotuner picked, ``pick`` (compared between runs: autotune_pick())
   correctness, per implementation
     rel_err        ‖out − ref‖ / ‖ref‖ against the float64 reference
     max_abs        max |out − ref|
