@@ -18,7 +18,7 @@ from orchestrator.store.regression_rule import CONFIRMED, KERNEL_CHANGED, UNCONF
 
 EXIT_NONE, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
 RECIPE = ("to confirm one run against another, give the rule a between-run spread: run each side twice "
-          "(`regressions C1 C2 --baseline B1 B2`), or judge against history (three or more earlier runs)")
+          "(`regressions C1 C2 --baseline B1 B2`), or judge against history (five or more earlier runs)")
 
 
 def add_parser(sub) -> None:
