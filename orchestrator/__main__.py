@@ -4,7 +4,7 @@
   python -m orchestrator db upgrade [--url URL]           create or upgrade the store's schema
   python -m orchestrator import RESULTS.jsonl [...] [--url URL]  store results of `python -m workers run`
   python -m orchestrator report [RUN] [--markdown F]      show a run again (newest by default), or as Markdown
-  python -m orchestrator regressions [RUN] [--baseline B] large and significant changes, vs history or run B
+  python -m orchestrator regressions [RUN..] [--baseline B..] changes beyond the between-run spread (exit 1: confirmed)
   python -m orchestrator node join|list|leave ...         the fleet (see docs/fleet.md)
   python -m orchestrator cluster up ...                   start a Ray head for a lab
 """

@@ -26,13 +26,9 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("run", nargs="?", type=int, help="run id (default: the newest run)")
     rep.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
     rep.add_argument("--markdown", metavar="FILE", help="write the summary as Markdown to FILE")
-    reg = sub.add_parser("regressions", help="flag changes that are both large and significant (Mann-Whitney U on "
-                                             "the stored repeats): against history, or one run against another")
-    reg.add_argument("run", nargs="?", type=int, help="the run to judge (default: the newest point of each series)")
-    reg.add_argument("--baseline", type=int, help="compare RUN with this run, one point to one")
-    reg.add_argument("--threshold", type=float, default=0.05, help="smallest relative change that counts (0.05)")
-    reg.add_argument("--improvements", action="store_true", help="list improvements too")
-    reg.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
+    from orchestrator import regressions_cli
+
+    regressions_cli.add_parser(sub)
     try:
         from orchestrator import fleet_cli
 
@@ -63,9 +59,9 @@ def main(argv: list[str], console: Console) -> int:
 
             return show_run(args.url, args.run, args.markdown, console)
         if args.cmd == "regressions":
-            from orchestrator.report import show_regressions
+            from orchestrator import regressions_cli
 
-            return show_regressions(args.url, args.run, args.baseline, args.threshold, args.improvements, console)
+            return regressions_cli.run(args, console)
         if args.cmd == "import":
             from orchestrator.importer import import_results
 

@@ -18,8 +18,11 @@ KERNEL_KINDS = ("correctness", "micro", "profile")
 
 
 def timing_params(sweep: dict) -> dict:
-    return {k: sweep[k] for k in ("warmup_ms", "rep_ms", "rounds", "graph", "kernel_time", "flush", "seed",
-                                "timeout_s")}
+    params = {k: sweep[k] for k in ("warmup_ms", "rep_ms", "rounds", "graph", "kernel_time", "flush", "seed",
+                                    "timeout_s")}
+    if sweep.get("fresh_autotune"):  # only when set: the keys of every other plan stay as they were
+        params["fresh_autotune"] = True
+    return params
 
 
 def plan(cfg: dict, code: CodeVersion | None = None, gpu_types: list[str] | None = None) -> list[JobSpec]:

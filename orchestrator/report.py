@@ -136,27 +136,3 @@ def show_run(url: str | None, run_id: int | None, markdown_path: str | None, con
             f.write(run_markdown(info, rows, e2e_rows, queries.devices(url)))
         console.print(f"wrote {markdown_path}")
     return 0
-
-
-def show_regressions(url: str | None, run_id: int | None, baseline: int | None, threshold: float,
-                     improvements: bool, console: Console) -> int:
-    from orchestrator.store import queries
-    from orchestrator.store.session import resolve_url
-
-    url = resolve_url(url)
-    flags = queries.regressions(url, run_id, baseline_run_id=baseline, threshold=threshold,
-                                include_improvements=improvements)
-    against = f"run {baseline}" if baseline is not None else "history"
-    if not flags:
-        console.print(f"no change of {threshold:.0%} or more that is significant, against {against} (store {url})")
-        return 0
-    t = Table(title=f"changes against {against} (>= {threshold:.0%} and Mann-Whitney p < 0.01)")
-    for c in ("kernel", "shape", "dtype", "impl", "device", "change", "was µs", "now µs", "p", "run", "commit"):
-        t.add_column(c)
-    for f in flags:
-        t.add_row(f["kernel"], "x".join(str(s) for s in f["shape"]), f["dtype"], f["impl"],
-                  f.get("hardware_key") or "–", f"{f['change']:+.1%} ({f['direction']})",
-                  _fmt(f.get("reference_median"), ".2f"), _fmt(f.get("current_median"), ".2f"),
-                  _fmt(f.get("p_value"), ".2g"), str(f.get("run_id")), (f.get("commit") or "")[:10])
-    console.print(t)
-    return 0

@@ -46,6 +46,9 @@ class SweepCfg:
     # 3 % with "read": docs/perf/kernels-h200.md)
     flush: str = "read"
     seed: Optional[int] = None  # None: fresh random inputs every run
+    # compile torch.compile's implementations without the node's Inductor cache: autotune again on purpose
+    # (workers/autotune_pick.py); by default a node keeps its cache, so a rerun picks the same kernels
+    fresh_autotune: bool = False
     timeout_s: float = 600.0  # per job; the job's process group is killed past it
     batch_size: int = 32  # jobs per Ray task (one sandbox process, torch imported once)
     max_retries: int = 3  # Ray retries of a batch whose node died

@@ -8,6 +8,9 @@ entry's byte model over the median), ``compile_s`` (first call), ``graph_time_us
 ``speedup`` = baseline median / implementation median.  On a GPU, last (the profiler stays attached to the
 process), ``kernel_time_us``: the call's kernels' own device time with the L2 flushed (timing.kernel_time, what a
 kernel profiler reports), and ``kernel_gbs`` by it; the job parameter ``kernel_time: false`` leaves them out.
+For an implementation torch.compile builds, ``details["autotune"][impl]`` says which kernels Inductor generated
+and which configs its autotuner picked (workers.autotune_pick); ``fresh_autotune: true`` compiles without the
+node's Inductor cache.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from typing import Any
 
 import torch
 
-from workers import correctness, timing
+from workers import autotune_pick, correctness, timing
 from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec, Measurement
 
 
@@ -31,13 +34,14 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
                          error="no implementation can run here: " + "; ".join(f"{k}: {v}"
                                                                              for k, v in unavailable.items()))
     ref = entry.reference(inputs)
-    fns, correct, measurements, failed = {}, {}, [], []
+    fns, correct, measurements, failed, compiled = {}, {}, [], [], {}
     for name, impl in usable.items():
         try:
             t0 = time.perf_counter()
-            fn = impl.make()
-            fn(**inputs)  # first call: compilation, autotuning, lazy module loading
-            timing.sync(device)
+            with autotune_pick.compiling(fresh=bool(p.get("fresh_autotune"))) as compiled[name]:
+                fn = impl.make()
+                fn(**inputs)  # first call: compilation, autotuning, lazy module loading
+                timing.sync(device)
             measurements.append(Measurement(name, "compile_s", time.perf_counter() - t0, "s"))
             chk = correctness.check_impl(entry, impl, fn, inputs, ref, spec.dtype, device)
         except Exception as exc:
@@ -89,6 +93,9 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
         for name, med in medians.items():
             if correct.get(name):
                 measurements.append(Measurement(name, "speedup", medians[base] / med, "x"))
+    picks = {name: autotune_pick.record(state) for name, state in compiled.items() if name in fns}
+    if any(picks.values()):  # read after timing: a kernel's launcher is tuned down to one on its first runs
+        details["autotune"] = {name: pick for name, pick in picks.items() if pick}
     details["bytes"] = nbytes
     details["flops"] = entry.flops(tuple(spec.shape))
     status = STATUS_INCORRECT if failed else STATUS_OK

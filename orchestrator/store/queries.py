@@ -6,7 +6,9 @@ otherwise).  Nothing here writes.  Times are timezone-aware UTC datetimes.
 
 Metric names, units and directions: the catalogue in workers/metrics.py (``impl`` is the implementation, or the mode
 for e2e).  A profile job's per-kernel rows are in ``details["profile_rows"] = [{name, calls, total_ns, avg_ns, pct}]``,
-its raw files are artifacts.  A query given a metric the catalogue lacks raises ValueError.
+its raw files are artifacts.  A query given a metric the catalogue lacks raises ValueError.  A micro job's details
+hold, per compiled implementation, ``details["autotune"][impl]``: the kernels Inductor generated, the configs its
+autotuner picked and ``pick`` (compared between runs: autotune_pick()).
 
 Which attempt a run shows: for each job of the run, the newest attempt recorded by that run, else (a job the
 run reused because an earlier run did it) the job's newest attempt.
@@ -38,10 +40,13 @@ from orchestrator.store.models import (
 from orchestrator.store.regression_rule import (
     DEFAULT_ALPHA,
     DEFAULT_CONSECUTIVE,
+    DEFAULT_NOISE_WINDOW,
     DEFAULT_THRESHOLD,
     DEFAULT_WINDOW,
-    compare,
-    judge_series,
+    DEFAULT_Z,
+    Point,
+    between_run_scale,
+    judge,
     threshold_for,
 )
 from orchestrator.store.session import get_engine, normalize_url
@@ -556,7 +561,7 @@ def _series(s: Session, metric: str, name: str | None, hardware_key: str | None,
     name_col = Job.model if kind == "e2e" else Job.kernel
     query = (select(Measurement.impl, Measurement.value, Measurement.samples, JobAttempt.run_id,
                     JobAttempt.attempt, JobAttempt.hardware_key, JobAttempt.started_at, JobAttempt.recorded_at,
-                    name_col, Job.shape, Job.shape_key, Job.dtype, Job.key, Run.commit)
+                    name_col, Job.shape, Job.shape_key, Job.dtype, Job.key, Run.commit, JobAttempt.details)
              .join(JobAttempt, (JobAttempt.job_id == Measurement.job_id)
                    & (JobAttempt.attempt == Measurement.attempt))
              .join(Job, Job.id == Measurement.job_id)
@@ -570,81 +575,147 @@ def _series(s: Session, metric: str, name: str | None, hardware_key: str | None,
         query = query.where(name_col.in_(sorted(n for n in names if n is not None)))
     series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for (impl, value, samples, run_id, attempt, hw, started, recorded, nm, shape, skey, dtype, key,
-         commit) in s.execute(query).all():
+         commit, details) in s.execute(query).all():
         series[(nm, skey, dtype, impl, hw)].append({
             "value": value, "samples": samples if samples else ([value] if value is not None else []),
             "run_id": run_id, "attempt": attempt, "measured_at": started or recorded, "shape": list(shape or []),
-            "job_key": key, "commit": commit,
+            "job_key": key, "commit": commit, "pick": autotune_pick(details, impl),
         })
     return series
 
 
-def regressions(src: Source, run_id: int | None = None, *, baseline_run_id: int | None = None,
-                metric: str = "time_us", threshold: float | Mapping[str, float] = DEFAULT_THRESHOLD,
-                alpha: float = DEFAULT_ALPHA, window: int = DEFAULT_WINDOW,
-                consecutive: int = DEFAULT_CONSECUTIVE, kernel: str | None = None,
-                hardware_key: str | None = None, include_improvements: bool = False) -> list[dict[str, Any]]:
-    """Flag changes of ``metric`` per (kernel, shape, dtype, impl, hardware key) by the regression
-    rule (regression_rule.py: relative change >= threshold AND one-sided Mann-Whitney U p < alpha on the repeats).
+def autotune_pick(details: Mapping[str, Any] | None, impl: str) -> str | None:
+    """The signature of the kernel(s) an implementation's autotuner picked in one job (workers/micro.py stores
+    ``details["autotune"][impl]["pick"]``); None when it was not autotuned or not recorded."""
+    entry = ((details or {}).get("autotune") or {}).get(impl) or {}
+    return entry.get("pick") or None
 
-    * ``baseline_run_id`` given: compare ``run_id``'s points with the baseline run's, one to one.
-    * otherwise, against history: each series is cut at ``run_id``'s point (the newest point of every series
-      when run_id is None); its last ``consecutive`` points are compared with the ``window`` points before
-      them and flagged when all of them violate in the same direction.
 
-    ``threshold`` is one fraction or a mapping kernel -> fraction ("default" for the rest).  Each flag: kernel,
-    shape, dtype, impl, hardware_key, metric, direction ("regression"/"improvement"), change (fraction,
-    + = higher value), reference_median, current_median, p_value (largest of the compared points), run_id,
-    commit, job_key, reference_runs, compared (per compared point: run_id, commit, change, p_value).
+def is_cpu_device(hardware_key: str | None) -> bool:
+    """Timings measured on a CPU: Triton ran in its interpreter (workers.spec.DeviceInfo: vendor ``cpu``)."""
+    return bool(hardware_key) and str(hardware_key).split("/", 1)[0] == "cpu"
+
+
+def _rule_point(p: Mapping[str, Any]) -> Point:
+    return Point(p["samples"], p["value"], p.get("pick"))
+
+
+def _last_per_run(points: Sequence[dict[str, Any]], run_ids: Sequence[int]) -> list[dict[str, Any]]:
+    last = {p["run_id"]: p for p in points if p["run_id"] in run_ids}
+    return [last[r] for r in run_ids if r in last]
+
+
+def regression_report(src: Source, run_ids: int | Sequence[int] | None = None, *,
+                      baseline_run_ids: int | Sequence[int] | None = None, metric: str = "time_us",
+                      threshold: float | Mapping[str, float] = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA,
+                      window: int = DEFAULT_WINDOW, consecutive: int = DEFAULT_CONSECUTIVE,
+                      noise_window: int = DEFAULT_NOISE_WINDOW, z: float = DEFAULT_Z, kernel: str | None = None,
+                      hardware_key: str | None = None, include_improvements: bool = False,
+                      include_cpu: bool = False) -> dict[str, Any]:
+    """Judge ``metric`` per (kernel, shape, dtype, impl, hardware key) by regression_rule.py.
+
+    * ``baseline_run_ids`` given: the points of ``run_ids`` (one per run and series) against those of the
+      baseline runs.  The between-run spread comes from the series' earlier points and from the runs of each side
+      (two runs per side), pooled over the series of the same kernel, implementation and device.
+    * otherwise, against history: each series is cut at the point of ``run_ids`` (one run; the newest point of
+      every series when None); its last ``consecutive`` points are judged against the ``window`` points before
+      them, the spread from the ``noise_window`` points before them.
+
+    Series measured on a CPU (interpreter timings) are judged only with ``include_cpu``.  Returns ``flags``
+    (regression_rule verdicts as dicts: kernel, shape, dtype, impl, hardware_key, device ("gpu"/"cpu"), metric,
+    status ("confirmed"/"unconfirmed"/"kernel_changed"), reason, direction, change, reference_median,
+    current_median, p_value, noise, noise_dof, z, threshold, run_id, commit, job_key, reference_runs, compared,
+    pick, reference_pick), ``series`` (how many were judged), ``cpu_series`` (CPU series left out), ``runs``,
+    ``baseline_runs``.  Raises KeyError for an unknown run id, ValueError for a bad combination.
     """
-    if baseline_run_id is not None and run_id is None:
-        raise ValueError("baseline_run_id needs run_id: the run to compare with it")
+    runs = [run_ids] if isinstance(run_ids, int) else list(run_ids or [])
+    baselines = [baseline_run_ids] if isinstance(baseline_run_ids, int) else list(baseline_run_ids or [])
+    if baselines and not runs:
+        raise ValueError("a baseline needs the run(s) to compare with it")
+    if len(runs) > 1 and not baselines:
+        raise ValueError("several runs are compared with a baseline (--baseline); against history give one run")
+    if set(runs) & set(baselines):
+        raise ValueError(f"run(s) {sorted(set(runs) & set(baselines))} on both sides of the comparison")
     higher_is_worse = not catalogue.higher_is_better(metric)
     with _reading(src) as s:
         names = None
-        if run_id is not None:
-            _run_or_raise(s, run_id)
+        for r in runs + baselines:
+            _run_or_raise(s, r)
+        if runs:
             name_col = Job.model if catalogue.get(metric).kind == "e2e" else Job.kernel
             names = set(s.scalars(select(name_col).distinct().join(RunJob, RunJob.job_id == Job.id)
-                                  .where(RunJob.run_id == run_id)))
+                                  .where(RunJob.run_id.in_(runs))))
         series = _series(s, metric, kernel, hardware_key, names)
-    flags = []
-    for (name, _skey, dtype, impl, hw), points in sorted(series.items(), key=lambda kv: repr(kv[0])):
-        limit = threshold_for(name, threshold)
-        if baseline_run_id is not None:
-            current = [p for p in points if p["run_id"] == run_id]
-            reference = [p for p in points if p["run_id"] == baseline_run_id]
+    cpu_series = sum(1 for key in series if is_cpu_device(key[4]))
+    if not include_cpu:
+        series = {k: v for k, v in series.items() if not is_cpu_device(k[4])}
+    plans: list[tuple[tuple, list, list, list]] = []  # (series key, reference, current, history)
+    for key, points in sorted(series.items(), key=lambda kv: repr(kv[0])):
+        if baselines:
+            current, reference = _last_per_run(points, runs), _last_per_run(points, baselines)
             if not current or not reference:
                 continue
-            c = compare(reference[-1]["samples"], current[-1]["samples"], threshold=limit, alpha=alpha,
-                        higher_is_worse=higher_is_worse)
-            if c is None or not c.violation:
-                continue
-            comparisons, streak, ref_points = [c], [current[-1]], [reference[-1]]
+            first = min(points.index(p) for p in reference)
+            earlier = [p for p in points[:first] if p["run_id"] not in runs]
+            history = earlier[-noise_window:] + sorted(reference, key=points.index)
+            plans.append((key, reference, current, history))
         else:
-            if run_id is not None:
-                last = max((i for i, p in enumerate(points) if p["run_id"] == run_id), default=None)
+            if runs:
+                last = max((i for i, p in enumerate(points) if p["run_id"] == runs[0]), default=None)
                 if last is None:
                     continue
                 points = points[:last + 1]
-            verdict = judge_series([p["samples"] for p in points], threshold=limit, alpha=alpha, window=window,
-                                   consecutive=consecutive, higher_is_worse=higher_is_worse)
-            if verdict is None:
-                continue
-            comparisons, streak = verdict, points[-consecutive:]
-            ref_points = points[-consecutive - window:-consecutive]
-        if not comparisons[0].worse and not include_improvements:
+            before = points[:-consecutive]
+            plans.append((key, before[-window:], points[-consecutive:], before[-max(noise_window, window):]))
+    spreads: dict[tuple, tuple[float | None, int]] = {}
+    if baselines:  # few points per series: pool the spread over the series of the same kernel, impl and device
+        groups: dict[tuple, list[list[float]]] = defaultdict(list)
+        for (name, _skey, _dtype, impl, hw), reference, current, _history in plans:
+            for side in (reference, current):
+                levels = [lv for lv in (_rule_point(p).level() for p in side) if lv is not None]
+                if len(levels) >= 2:
+                    groups[(name, impl, hw)].append(levels)
+        spreads = {k: between_run_scale(groups=g) for k, g in groups.items()}
+    flags = []
+    judged = 0
+    for key, reference, current, history in plans:
+        name, _skey, dtype, impl, hw = key
+        if not reference or len(current) < (1 if baselines else consecutive):
             continue
-        newest = streak[-1]
+        judged += 1
+        limit = threshold_for(name, threshold)
+        v = judge([_rule_point(p) for p in reference], [_rule_point(p) for p in current],
+                  history=[_rule_point(p) for p in history], spread=spreads.get((name, impl, hw)),
+                  threshold=limit, alpha=alpha, z=z, higher_is_worse=higher_is_worse)
+        if v is None or (not v.worse and not include_improvements):
+            continue
+        newest = current[-1]
         flags.append({
             "kernel": name, "shape": newest["shape"], "dtype": dtype, "impl": impl, "hardware_key": hw,
-            "metric": metric, "direction": comparisons[-1].direction, "change": comparisons[-1].change,
-            "reference_median": comparisons[-1].reference_median,
-            "current_median": comparisons[-1].current_median,
-            "p_value": max(c.p_value for c in comparisons), "threshold": limit,
+            "device": "cpu" if is_cpu_device(hw) else "gpu", "metric": metric, "status": v.status,
+            "reason": v.reason, "direction": v.direction, "change": v.change,
+            "reference_median": v.reference_median, "current_median": v.current_median, "p_value": v.p_value,
+            "noise": v.noise, "noise_dof": v.noise_dof, "z": v.z, "threshold": limit,
             "run_id": newest["run_id"], "commit": newest["commit"], "job_key": newest["job_key"],
-            "reference_runs": [p["run_id"] for p in ref_points],
+            "reference_runs": [p["run_id"] for p in reference],
             "compared": [{"run_id": p["run_id"], "commit": p["commit"], "change": c.change, "p_value": c.p_value}
-                         for p, c in zip(streak, comparisons)],
+                         for p, c in zip(current, v.compared)],
+            "pick": newest.get("pick"), "reference_pick": reference[-1].get("pick"),
         })
-    return flags
+    return {"flags": flags, "series": judged, "cpu_series": 0 if include_cpu else cpu_series, "runs": runs,
+            "baseline_runs": baselines, "metric": metric}
+
+
+def regressions(src: Source, run_id: int | None = None, *, baseline_run_id: int | Sequence[int] | None = None,
+                metric: str = "time_us", threshold: float | Mapping[str, float] = DEFAULT_THRESHOLD,
+                alpha: float = DEFAULT_ALPHA, window: int = DEFAULT_WINDOW,
+                consecutive: int = DEFAULT_CONSECUTIVE, kernel: str | None = None,
+                hardware_key: str | None = None, include_improvements: bool = False,
+                include_cpu: bool = False) -> list[dict[str, Any]]:
+    """The flags of :func:`regression_report` for one run (against history or the baseline run(s))."""
+    if baseline_run_id is not None and run_id is None:
+        raise ValueError("baseline_run_id needs run_id: the run to compare with it")
+    return regression_report(src, run_id, baseline_run_ids=baseline_run_id, metric=metric, threshold=threshold,
+                             alpha=alpha, window=window, consecutive=consecutive, kernel=kernel,
+                             hardware_key=hardware_key, include_improvements=include_improvements,
+                             include_cpu=include_cpu)["flags"]
