@@ -109,7 +109,7 @@ def entry_modules() -> list[str]:
 def _collect(reg: dict[str, KernelEntry], modname: str, builtin: bool) -> None:
     mod = importlib.import_module(modname)
     entries = getattr(mod, "ENTRIES", None)
-    if not isinstance(entries, (list, tuple)) or not entries:
+    if not isinstance(entries, (list, tuple)) or (builtin and not entries):
         raise ValueError(f"{modname} declares no ENTRIES (a list of kernels.registry.KernelEntry)")
     for entry in entries:
         if entry.name in reg:

@@ -79,9 +79,14 @@ class Slowed:
         base = _time_per_call(lambda: self.fn(**kwargs), device)
         self.base_s[key] = base
         if device.type == "cuda":
-            probe = 1_000_000
-            per_cycle = _time_per_call(lambda: torch.cuda._sleep(probe), device) / probe
-            self.extra[key] = max(int(base * self.fraction / per_cycle), 1)
+            # a spin kernel costs a fixed launch time plus its cycles: the slope from two lengths, then the cycles
+            # that add the wanted time on top of that fixed cost (at least one: a call whose wanted extra is under
+            # one launch, a few µs, is slowed by more than ``fraction``)
+            short, probe = 1_000, 1_000_000
+            t_short = _time_per_call(lambda: torch.cuda._sleep(short), device)
+            per_cycle = (_time_per_call(lambda: torch.cuda._sleep(probe), device) - t_short) / (probe - short)
+            fixed = max(t_short - short * per_cycle, 0.0)
+            self.extra[key] = max(int((base * self.fraction - fixed) / per_cycle), 1)
         else:
             self.extra[key] = base * self.fraction
 
@@ -120,12 +125,11 @@ def apply(text: str) -> list[str]:
 
 
 def _entry(kernel: str):
-    """The registry's entry object, from its entry module (this module is imported while the registry loads)."""
-    for modname in registry._ENTRY_MODULES:
-        for entry in importlib.import_module(modname).ENTRIES:
-            if entry.name == kernel:
-                return entry
-    raise ValueError(f"{ENV}: unknown kernel {kernel!r}")
+    """The registry's entry object (plugins load after the built-in kernels, so those are complete here)."""
+    entry = registry.builtin().get(kernel)
+    if entry is None:
+        raise ValueError(f"{ENV}: unknown kernel {kernel!r}")
+    return entry
 
 
 SLOWED = apply(os.environ.get(ENV, ""))
