@@ -33,8 +33,6 @@ another live process holds a run of the same plan.  Store faults (a read-only or
 """
 from __future__ import annotations
 
-import base64
-import binascii
 import datetime as dt
 import getpass
 import hashlib
@@ -52,6 +50,7 @@ from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from orchestrator.store import ownership
+from orchestrator.store.checks import check_result, parse_artifacts
 from orchestrator.store.errors import StoreError, translated
 from orchestrator.store.locks import lock
 from orchestrator.store.migrate import SchemaOutOfDate, check_schema
@@ -72,7 +71,7 @@ from orchestrator.store.models import (
     utcnow,
 )
 from orchestrator.store.session import create_engine_for, normalize_url
-from workers.spec import ALL_STATUSES, GOOD_STATUSES, STATUS_LOST, DeviceInfo, JobResult, JobSpec
+from workers.spec import GOOD_STATUSES, STATUS_LOST, DeviceInfo, JobResult, JobSpec
 
 __all__ = ["RunHeld", "SchemaOutOfDate", "StoreError", "StoreWriter", "json_safe", "result_digest"]
 
@@ -130,47 +129,8 @@ def _from_unix(seconds: float | None) -> dt.datetime | None:
 
 
 def _parse_result(result: dict[str, Any]) -> JobResult:
-    try:
-        parsed = JobResult.from_dict(result)
-    except (TypeError, KeyError) as exc:
-        raise ValueError(f"not a JobResult dict ({exc}): {sorted(result)}") from exc
-    if not parsed.key:
-        raise ValueError("result without a job key")
-    if parsed.status not in ALL_STATUSES:
-        raise ValueError(f"result {parsed.key}: status {parsed.status!r} not in {ALL_STATUSES}")
-    if not isinstance(parsed.attempt, int) or parsed.attempt < 1:
-        raise ValueError(f"result {parsed.key}: attempt must be an integer >= 1, got {parsed.attempt!r}")
-    seen: set[tuple[str, str]] = set()
-    for m in parsed.measurements:
-        pair = (m.impl, m.metric)
-        if pair in seen:
-            raise ValueError(f"result {parsed.key}: measurement {m.impl}/{m.metric} appears twice")
-        seen.add(pair)
-    return parsed
-
-
-def _parse_artifacts(key: str, details: dict[str, Any]) -> list[dict[str, Any]]:
-    """details["artifacts"] -> [{kind, name, path, blob, size}], base64 decoded."""
-    raw = details.get("artifacts") or []
-    if not isinstance(raw, list):
-        raise ValueError(f"result {key}: details.artifacts must be a list, got {type(raw).__name__}")
-    parsed = []
-    for i, a in enumerate(raw):
-        if not isinstance(a, dict) or not a.get("kind") or not a.get("name"):
-            raise ValueError(f"result {key}: artifact #{i} needs a kind and a name: {a!r:.200}")
-        blob = None
-        if a.get("data_b64") is not None:
-            try:
-                blob = base64.b64decode(a["data_b64"], validate=True)
-            except (binascii.Error, ValueError, TypeError) as exc:
-                raise ValueError(f"result {key}: artifact {a['name']!r} has invalid base64 data: {exc}") from exc
-        path = a.get("path")
-        if blob is None and not path:
-            raise ValueError(f"result {key}: artifact {a['name']!r} has neither data_b64 nor path")
-        size = len(blob) if blob is not None else a.get("size")
-        parsed.append({"kind": str(a["kind"]), "name": str(a["name"]), "path": path, "blob": blob,
-                       "size": None if size is None else int(size)})
-    return parsed
+    """The driver's own result, checked as the store will hold it (orchestrator/store/checks.py)."""
+    return check_result(result, strict=False)
 
 
 def _insert_absent(s: Session, model: type, rows: list[dict[str, Any]], unique: list[str]) -> None:
@@ -505,9 +465,11 @@ class StoreWriter:
         artifacts table (blobs decoded); details keep only their id, kind, name, path, size and where stored.
         """
         r = _parse_result(result)
+        if r.error is not None:  # PostgreSQL text cannot hold NUL (crash output may carry one)
+            r.error = r.error.replace("\x00", "\\x00")
         digest = result_digest(result)
         details = dict(r.details or {})
-        artifacts = _parse_artifacts(r.key, details)
+        artifacts = parse_artifacts(r.key, details)
         details.pop("artifacts", None)
         with self._tx() as s:
             self._run(s, run_id)
@@ -567,6 +529,15 @@ class StoreWriter:
         lost = JobResult(key=key, status=STATUS_LOST, error=reason, attempt=attempt,
                          details={"lost_in_run": run_id})
         return self.record_result(run_id, lost.to_dict(), force=force)
+
+    def runs_holding(self, keys: Iterable[str]) -> list[int]:
+        """The runs that recorded the newest attempts of these jobs."""
+        keys = list(dict.fromkeys(keys))
+        runs: set[int] = set()
+        with self._tx() as s:
+            for chunk in _chunks(keys):
+                runs.update(s.scalars(select(Job.last_run_id).where(Job.key.in_(chunk), Job.last_run_id.is_not(None))))
+        return sorted(runs)
 
     def job_statuses(self, keys: Iterable[str]) -> dict[str, str]:
         """key -> the job's status (its newest attempt's, or "pending"); unknown keys are left out."""

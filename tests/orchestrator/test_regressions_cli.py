@@ -10,6 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from orchestrator.plan import CodeVersion, job_key
+from workers.spec import JobSpec
+
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "docs" / "perf" / "h200-2026-11-29" / "results-rmsnorm.jsonl"
 
@@ -17,13 +20,15 @@ RECORDED = REPO / "docs" / "perf" / "h200-2026-11-29" / "results-rmsnorm.jsonl"
 def _slower_copy(dst: Path, factor: float) -> None:
     lines = RECORDED.read_text().splitlines()
     out = []
+    code = None
     for i, line in enumerate(lines):
         obj = json.loads(line)
         if i == 0:
             obj["plan"]["commit"] = "0" * 40  # "the next commit"
             obj["plan"]["plan_key"] = "slower"
-        else:
-            obj["spec"]["key"] = obj["result"]["key"] = obj["spec"]["key"] + "-next"
+            code = CodeVersion(obj["plan"]["commit"], obj["plan"]["kernels_hash"])
+        else:  # the jobs as the planner keys them on that commit
+            obj["spec"]["key"] = obj["result"]["key"] = job_key(JobSpec.from_dict(obj["spec"]), code)
             for m in obj["result"]["measurements"]:
                 if m["impl"] == "triton" and m["metric"] == "time_us":
                     m["value"] *= factor
