@@ -107,9 +107,9 @@ class Heartbeat:
     run was taken over or finished).  A failing beat (a locked or briefly unreachable store) is retried at the
     next tick: missing a few beats is what the staleness margin is for."""
 
-    def __init__(self, beat, interval_s: float = HEARTBEAT_S):
+    def __init__(self, beat, interval_s: float | None = None):
         self._beat = beat
-        self._interval = interval_s
+        self._interval = HEARTBEAT_S if interval_s is None else interval_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="kernelfleet-heartbeat", daemon=True)
         self._thread.start()

@@ -3,11 +3,7 @@
 Typical use::
 
     with StoreWriter(url) as store:                       # raises SchemaOutOfDate on an old/empty schema
-        run_id = store.find_resumable_run(plan_key)
-        if run_id is None:
-            run_id = store.start_run(sweep, config, plan_key, commit, code_hash)
-        else:
-            store.reopen_run(run_id)
+        run_id, resumed = store.claim_run(sweep, config, plan_key, commit, code_hash)  # RunHeld: another sweep
         store.add_jobs(run_id, [spec.to_dict() for spec in specs])
         todo = [s for s in specs if s.key not in store.done_keys([s.key for s in specs])]
         ...   # for each result coming back from Ray:
@@ -272,25 +268,23 @@ class StoreWriter:
         if holder is not None:
             raise RunHeld(holder, self.url)
 
-    def find_resumable_run(self, plan_key: str, wait: bool = False,
-                           on_wait: Callable[[str], None] | None = None, poll_s: float = 2.0) -> int | None:
-        """The latest sweep run with this plan key that did not finish and that no live process holds: one
-        interrupted, or still marked running by an owner that is gone (see orchestrator/store/ownership.py).
+    @staticmethod
+    def _resumable(s: Session, plan_key: str) -> int | None:
+        return s.scalar(select(Run.id)
+                        .where(Run.plan_key == plan_key, Run.source == "sweep", Run.status.in_(RESUMABLE_RUN_STATUSES))
+                        .order_by(Run.started_at.desc(), Run.id.desc())
+                        .limit(1))
 
-        While another live process runs the plan: RunHeld, or with ``wait`` poll until it ends (``on_wait`` gets
-        one line saying what is waited for)."""
+    def _while_held(self, plan_key: str, wait: bool, on_wait: Callable[[str], None] | None, poll_s: float, then):
+        """``then(session)`` under the plan's lock once no other live process holds a run of the plan; RunHeld
+        while one does, or with ``wait`` poll until it is gone (``on_wait`` gets one line saying who is waited
+        for)."""
         told = False
         while True:
             with self._tx(self._plan_lock(plan_key)) as s:
                 holder = self._live_holder(s, plan_key)
                 if holder is None:
-                    return s.scalar(
-                        select(Run.id)
-                        .where(Run.plan_key == plan_key, Run.source == "sweep",
-                               Run.status.in_(RESUMABLE_RUN_STATUSES))
-                        .order_by(Run.started_at.desc(), Run.id.desc())
-                        .limit(1)
-                    )
+                    return then(s)
                 held = RunHeld(holder, self.url)
             if not wait:
                 raise held
@@ -298,6 +292,39 @@ class StoreWriter:
                 on_wait(f"waiting: {held.args[0].split('; wait for it')[0]}")
                 told = True
             time.sleep(poll_s)
+
+    def find_resumable_run(self, plan_key: str, wait: bool = False,
+                           on_wait: Callable[[str], None] | None = None, poll_s: float = 2.0) -> int | None:
+        """The latest sweep run with this plan key that did not finish and that no live process holds: one
+        interrupted, or still marked running by an owner that is gone (see orchestrator/store/ownership.py).
+        RunHeld while another live process runs the plan (or, with ``wait``, wait for it)."""
+        return self._while_held(plan_key, wait, on_wait, poll_s, lambda s: self._resumable(s, plan_key))
+
+    def claim_run(self, sweep: str, config: dict[str, Any], plan_key: str, commit: str | None,
+                  code_hash: str | None, wait: bool = False, on_wait: Callable[[str], None] | None = None,
+                  poll_s: float = 2.0) -> tuple[int, bool]:
+        """Take this plan's unfinished run for this process, or start a new sweep run: (run id, resumed).
+
+        One step under the plan's lock, so of two sweeps of one plan started at once one runs it and the other
+        gets RunHeld (or, with ``wait``, waits and then takes what is left).  The run gets this process as owner
+        and a heartbeat until finish_run/close."""
+        def take(s: Session) -> tuple[int, bool]:
+            now = utcnow()
+            run_id = self._resumable(s, plan_key)
+            if run_id is not None:
+                ownership.take(self._run(s, run_id), now)
+                return run_id, True
+            run = Run(sweep=sweep, config=json_safe(dict(config or {})), plan_key=plan_key, commit=commit,
+                      code_hash=code_hash, user=_current_user(), host=socket.gethostname(), source="sweep",
+                      source_digest=None, status="running", started_at=now, finished_at=None, counts=None)
+            ownership.take(run, now)
+            s.add(run)
+            s.flush()
+            return run.id, False
+
+        run_id, resumed = self._while_held(plan_key, wait, on_wait, poll_s, take)
+        self._keep_alive(run_id)
+        return run_id, resumed
 
     def reopen_run(self, run_id: int) -> None:
         """Claim an unfinished run for this process (status running, heartbeat); RunHeld while another live
