@@ -24,7 +24,7 @@ from rich.console import Console
 from orchestrator import report
 from orchestrator.config import ConfigError
 from orchestrator.plan import CodeVersion, job_key
-from orchestrator.store.checks import Invalid, check_result, check_spec, no_nul
+from orchestrator.store.checks import Invalid, check_result, check_spec, plain_text
 from orchestrator.store.errors import StoreError
 from orchestrator.store.models import Run
 from orchestrator.store_access import open_writer
@@ -55,7 +55,7 @@ def _check_header(path: str, n: int, obj: dict) -> dict:
         raise BadResults(f"{path}:{n}: no results header; results files come from `python -m workers run`")
     plan = obj["plan"]
     try:
-        no_nul("plan", plan)
+        plain_text("plan", plan)
         for name, column in HEADER_FIELDS.items():
             value = plan.get(name)
             if not isinstance(value, str) or len(value) > column.type.length:

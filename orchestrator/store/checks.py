@@ -4,7 +4,7 @@ over-long name that PostgreSQL refuses; PostgreSQL refuses a NUL byte in text th
 
 Each check raises :class:`Invalid` (a ValueError) naming the field, e.g. ``result.measurements[2].value:
 expected a number, got 'fast'``.  ``strict`` (results files) also requires every field the writers write and
-refuses NUL bytes anywhere; the driver's own results go through the lenient form.
+refuses NUL bytes and lone surrogates anywhere; the driver's own results go through the lenient form.
 """
 from __future__ import annotations
 
@@ -90,18 +90,27 @@ def _fields(where: str, d: dict, cls: type, strict: bool, optional: tuple[str, .
             raise Invalid(f"{where}: missing field(s) {', '.join(missing)}")
 
 
-def no_nul(where: str, value: Any) -> None:
-    """Refuse a NUL byte in any string (key or value) of a JSON-like value: PostgreSQL cannot store it."""
+def _storable(at: str, text: str) -> None:
+    if "\x00" in text:
+        raise Invalid(f"{at}: contains a NUL byte, which the store cannot hold")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Invalid(f"{at}: not valid Unicode text (a lone surrogate)") from None
+
+
+def plain_text(where: str, value: Any) -> None:
+    """Refuse, in any string (key or value) of a JSON-like value, what a database cannot store as text: a NUL byte
+    (PostgreSQL) or a lone surrogate (neither)."""
     stack = [(where, value)]
     while stack:
         at, v = stack.pop()
         if isinstance(v, str):
-            if "\x00" in v:
-                raise Invalid(f"{at}: contains a NUL byte, which the store cannot hold")
+            _storable(at, v)
         elif isinstance(v, dict):
             for k, x in v.items():
-                if isinstance(k, str) and "\x00" in k:
-                    raise Invalid(f"{at}: a key contains a NUL byte, which the store cannot hold")
+                if isinstance(k, str):
+                    _storable(f"{at} (a key)", k)
                 stack.append((f"{at}.{k}", x))
         elif isinstance(v, list):
             stack.extend((f"{at}[{i}]", x) for i, x in enumerate(v))
@@ -129,7 +138,7 @@ def check_spec(d: Any, strict: bool = True, where: str = "spec") -> JobSpec:
     _text(f"{where}.key", d.get("key"), c.key, nonempty=True)
     _text(f"{where}.sweep", d.get("sweep", ""))
     if strict:
-        no_nul(where, d)
+        plain_text(where, d)
     return JobSpec.from_dict(d)
 
 
@@ -189,7 +198,7 @@ def check_result(d: Any, strict: bool = True, where: str = "result") -> JobResul
     d = _dict(where, d)
     _fields(where, d, JobResult, strict)
     if strict:
-        no_nul(where, d)
+        plain_text(where, d)
     c = JobAttempt.__table__.c
     key = _text(f"{where}.key", d.get("key"), Job.__table__.c.key, nonempty=True)
     status = _text(f"{where}.status", d.get("status"), c.status)
@@ -197,7 +206,8 @@ def check_result(d: Any, strict: bool = True, where: str = "result") -> JobResul
         raise Invalid(f"{where}.status: {status!r} is not one of {', '.join(ALL_STATUSES)}")
     m = MeasurementRow.__table__.c
     seen: set[tuple[str, str]] = set()
-    for i, raw in enumerate(_list(f"{where}.measurements", d.get("measurements") or [])):
+    measurements = d.get("measurements", []) if strict else d.get("measurements") or []
+    for i, raw in enumerate(_list(f"{where}.measurements", measurements)):
         at = f"{where}.measurements[{i}]"
         raw = _dict(at, raw)
         unknown = sorted(set(raw) - {"impl", "metric", "value", "unit", "samples"})
@@ -224,7 +234,7 @@ def check_result(d: Any, strict: bool = True, where: str = "result") -> JobResul
         raise Invalid(f"{where}.started_at: {started} is not a time (unix seconds)")
     _number(f"{where}.duration_s", d.get("duration_s"))
     _int(f"{where}.attempt", d.get("attempt", 1), low=1, high=INT32_MAX)
-    details = _dict(f"{where}.details", d.get("details") or {})
+    details = _dict(f"{where}.details", d.get("details", {}) if strict else d.get("details") or {})
     parse_artifacts(key, details)
     gbs = details.get("copy_gbs")
     if strict and gbs is not None:
