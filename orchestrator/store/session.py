@@ -8,9 +8,10 @@ depends on.
 
 Engines: SQLite connections get WAL journaling (the dashboard reads while the driver writes), foreign keys and a
 busy timeout; PostgreSQL connections are pre-pinged and give up after ``connect_timeout`` seconds (default
-10; the URL's own ``?connect_timeout=N`` wins), so a server that accepts connections but never answers fails in
-seconds instead of hanging.  A SQLite URI (``sqlite:///file:PATH?mode=ro&uri=true``) opens the file read-only.  To point PostgreSQL at a schema other than ``public`` add
-``?options=-csearch_path%3Dmyschema`` to the URL.
+5; the URL's own ``?connect_timeout=N`` wins), so a server that accepts connections but never answers fails in
+seconds instead of hanging.  To point PostgreSQL at a schema other than ``public`` add
+``?options=-csearch_path%3Dmyschema`` to the URL.  A SQLite URI (``sqlite:///file:PATH?mode=ro&uri=true``) opens
+the file read-only.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from sqlalchemy.engine import URL, make_url
 ENV_VAR = "KERNELFLEET_DB"
 DB_FILENAME = "kernelfleet.db"
 SQLITE_BUSY_TIMEOUT_S = 30.0
-PG_CONNECT_TIMEOUT_S = 10
+PG_CONNECT_TIMEOUT_S = 5
 
 _engines: dict[str, Engine] = {}
 _engines_lock = threading.Lock()
