@@ -12,6 +12,7 @@ import base64
 import binascii
 import dataclasses
 import math
+import numbers
 from typing import Any
 
 from orchestrator.store.models import Artifact, Device, Job, JobAttempt, Measurement as MeasurementRow
@@ -44,7 +45,7 @@ def _text(where: str, value: Any, column=None, optional: bool = False, nonempty:
 
 
 def _int(where: str, value: Any, low: int = 0, high: int = INT64_MAX) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise Invalid(f"{where}: expected an integer, got {_show(value)}")
     if not low <= value <= high:
         raise Invalid(f"{where}: {value} is outside {low}..{high}")
@@ -54,7 +55,7 @@ def _int(where: str, value: Any, low: int = 0, high: int = INT64_MAX) -> int:
 def _number(where: str, value: Any, optional: bool = True) -> float | None:
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise Invalid(f"{where}: expected a number, got {_show(value)}")
     try:
         return float(value)

@@ -38,46 +38,47 @@ def _first_line(error: BaseException) -> str:
     return text[0] if text else type(orig).__name__
 
 
+# (words in the driver's message, what the user reads after "the store URL"): first match wins
+_SQLITE_FAULTS = (
+    (("not a database", "malformed"), "is not a SQLite database ({detail}): name a kernelfleet store file, or a "
+                                      "new path to create one"),
+    (("readonly", "read-only"), "is read-only ({detail}): make the file and its folder writable, or use another "
+                                "store"),
+    (("unable to open",), "cannot be opened ({detail}): check that its folder exists and is writable"),
+    (("locked", "busy"), "stayed locked by another process ({detail}); try again when it is done"),
+)
+_SERVER_FAULTS = (
+    (("timeout", "timed out"), "did not answer in time ({detail}): check that its server is up and reachable, or "
+                               "raise connect_timeout in the URL"),
+    (("read-only", "permission denied"), "refuses writes ({detail}): use a role that may write, or another store"),
+)
+
+
 def describe(url: str, error: BaseException) -> StoreError:
     """A StoreError for ``error``, raised while using the store at ``url``."""
     from orchestrator.store.session import is_sqlite, sqlite_path
 
-    where = _where(url)
     detail = _first_line(error)
     low = detail.lower()
-    if is_sqlite(url):
-        path = sqlite_path(url)
-        if path is not None and path.is_dir():
-            return StoreError(f"the store {where} is a directory, not a SQLite file: name a file in it (e.g. "
-                              f"{Path(path) / 'kernelfleet.db'}) with store.url, --url or $KERNELFLEET_DB", url)
-        if "not a database" in low or "malformed" in low:
-            return StoreError(f"the store {where} is not a SQLite database ({detail}): name a kernelfleet store "
-                              "file, or a new path to create one", url)
-        if "readonly" in low or "read-only" in low:
-            return StoreError(f"the store {where} is read-only ({detail}): make the file and its folder writable, "
-                              "or use another store", url)
-        if "unable to open" in low:
-            return StoreError(f"cannot open the store {where} ({detail}): check that its folder exists and is "
-                              "writable", url)
-        if "locked" in low or "busy" in low:
-            return StoreError(f"the store {where} stayed locked by another process ({detail}); try again when it "
-                              "is done", url)
-        return StoreError(f"the store {where} failed: {detail}", url)
-    if "timeout" in low or "timed out" in low:
-        return StoreError(f"the database server of {where} did not answer in time ({detail}): check that it is up "
-                          "and reachable, or raise connect_timeout in the URL", url)
-    if "read-only" in low or "permission denied" in low:
-        return StoreError(f"the store {where} refuses writes ({detail}): use a role that may write, or another "
-                          "store", url)
-    return StoreError(f"cannot use the store {where}: {detail}", url)
+    path = sqlite_path(url) if is_sqlite(url) else None
+    if path is not None and path.is_dir():
+        return StoreError(f"the store {_where(url)} is a directory, not a SQLite file: name a file in it (e.g. "
+                          f"{Path(path) / 'kernelfleet.db'}) with store.url, --url or $KERNELFLEET_DB", url)
+    for words, what in _SQLITE_FAULTS if is_sqlite(url) else _SERVER_FAULTS:
+        if any(word in low for word in words):
+            return StoreError(f"the store {_where(url)} {what.format(detail=detail)}", url)
+    return StoreError(f"cannot use the store {_where(url)}: {detail}", url)
 
 
-# what a broken or unreachable store raises; IntegrityError/DataError/ProgrammingError stay bugs to see
+# what a broken or unreachable store raises; other errors (integrity, data, programming) stay bugs to see, except
+# a refused write (a read-only transaction, a role without the privilege)
 _STORE_FAULTS = (sa_exc.OperationalError, sa_exc.InterfaceError)
 
 
 def is_store_fault(error: BaseException) -> bool:
     if isinstance(error, _STORE_FAULTS):
+        return True
+    if "read-only" in str(error).lower() or "permission denied" in str(error).lower():
         return True
     # sqlite3.DatabaseError "file is not a database" arrives as a bare DatabaseError
     return type(error) is sa_exc.DatabaseError

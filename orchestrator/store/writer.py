@@ -22,9 +22,9 @@ is part of one transaction that commits at the end of the block, or leaves the s
 Jobs, run links and devices are inserted if absent, so processes writing overlapping keys at once all succeed;
 on SQLite every write transaction takes the database's write lock first (orchestrator/store/locks.py).
 
-Runs: a sweep run has one owner process (orchestrator/store/ownership.py).  ``start_run``/``reopen_run`` claim
-the run for this process and start its heartbeat; ``find_resumable_run`` and the claims raise ``RunHeld`` while
-another live process holds a run of the same plan.  Store faults (a read-only or unreachable store) raise
+Runs: a sweep run has one owner process (orchestrator/store/ownership.py).  ``claim_run`` (and ``start_run``/
+``reopen_run``) take the run for this process and start its heartbeat; ``find_resumable_run`` and the claims
+raise ``RunHeld`` while another live process holds a run of the same plan.  Store faults (a read-only or unreachable store) raise
 ``StoreError`` (orchestrator/store/errors.py).
 """
 from __future__ import annotations
@@ -50,7 +50,6 @@ from orchestrator.store.checks import check_result, parse_artifacts
 from orchestrator.store.errors import StoreError, translated
 from orchestrator.store.locks import lock
 from orchestrator.store.migrate import SchemaOutOfDate, check_schema
-from orchestrator.store.ownership import RunHeld
 from orchestrator.store.models import (
     JOB_PENDING,
     RUN_SOURCES,
@@ -66,6 +65,7 @@ from orchestrator.store.models import (
     shape_key,
     utcnow,
 )
+from orchestrator.store.ownership import RunHeld
 from orchestrator.store.session import create_engine_for, normalize_url
 from workers.spec import GOOD_STATUSES, STATUS_LOST, DeviceInfo, JobResult, JobSpec
 
