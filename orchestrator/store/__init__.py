@@ -14,10 +14,12 @@ read API.
 """
 from orchestrator.store.errors import StoreError
 from orchestrator.store.migrate import SchemaOutOfDate, current, head, upgrade, upgrade_command
+from orchestrator.store.ownership import RunHeld
 from orchestrator.store.session import default_url, display_url, normalize_url, resolve_url
 from orchestrator.store.writer import StoreWriter
 
 __all__ = [
+    "RunHeld",
     "SchemaOutOfDate",
     "StoreError",
     "StoreWriter",

@@ -87,19 +87,10 @@ FUZZ = settings(max_examples=30, deadline=None, derandomize=True,
 
 @FUZZ
 @given(case=corrupted())
-def test_fuzzed_import_is_all_or_nothing_on_sqlite(sqlite_url, tmp_path, case):
+def test_fuzzed_import_is_all_or_nothing(empty_url, tmp_path, case):
+    """On each backend (SQLite, PostgreSQL): max_examples corrupted files into one store."""
     from orchestrator.store import migrate
 
-    if migrate.current(sqlite_url) is None:
-        migrate.upgrade(sqlite_url)
-    _check(sqlite_url, tmp_path, case)
-
-
-@FUZZ
-@given(case=corrupted())
-def test_fuzzed_import_is_all_or_nothing_on_postgresql(pg_url, tmp_path, case):
-    from orchestrator.store import migrate
-
-    if migrate.current(pg_url) is None:
-        migrate.upgrade(pg_url)
-    _check(pg_url, tmp_path, case)
+    if migrate.current(empty_url) is None:
+        migrate.upgrade(empty_url)
+    _check(empty_url, tmp_path, case)
