@@ -1,44 +1,200 @@
 """python -m orchestrator import RESULTS.jsonl [MORE.jsonl ...]: store results run elsewhere (``python -m workers
-run``) as a run.  Several files are the shards of one plan (``--shard I/N``, possibly on several machines): they
-must come from the same plan (same plan key and commit) and are stored as one run; a job found in more than one
-file keeps its last result.
+run``) as a run.
+
+All or nothing: every line of every file is checked before anything is written (each spec's key must be the
+planner's hash of its content and code version, each value of the type and size the store holds, no line cut
+off), then the run, its jobs and its results are written in one transaction.  A bad line stops the import with
+``FILE:LINE: problem`` and exit 2, and the store stays as it was; the corrected file then imports completely.
+
+Several files are the shards of one plan (``--shard I/N``, possibly on several machines): they must come from
+the same plan (same plan key and commit) and are stored as one run.  A job found in several lines (overlapping
+shards, a file resumed after a failure) is taken in the order the files are named, then line by line: its first
+good result (ok, incorrect, skipped) is kept and later lines for it add nothing; a failed result before it is
+kept as an earlier attempt.  A result the store holds already (the same result, byte for byte: see
+orchestrator/store/writer.py) adds nothing; a job measured again (another result of a job the store holds, e.g.
+the same plan run twice for an A/A comparison) is stored as a new attempt, in the new run.  Files that add nothing
+create no run ("nothing new").
 
 python -m orchestrator import DIR: every results file under DIR (``.jsonl``, ``.jsonl.gz``, recursively), e.g. the
-repository's ``results/``: the shards of each plan as one run, a file that measures again jobs of an earlier file
-as a run of its own (its results stored as new attempts), the runs in the order they were measured.  An imported
-run is dated by its results (the first job's start, the last job's end), not by the import."""
+repository's ``results/``: all files are checked first, then each run is written in its own transaction, in the
+order they were measured: the shards of one plan (same plan key and commit, no job in common) as one run, a file
+that measures jobs of an earlier file again as a run of its own.  An imported run is dated by its results (the
+first job's start, the last job's end), not by the import.
+"""
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import sys
 from collections import Counter
 from pathlib import Path
 
 from rich.console import Console
 
 from orchestrator import report
+from orchestrator.config import ConfigError
+from orchestrator.plan import CodeVersion, job_key
+from orchestrator.store.checks import Invalid, check_result, check_spec, plain_text
+from orchestrator.store.errors import StoreError
+from orchestrator.store.models import Run
 from orchestrator.store_access import open_writer
 from workers import runner
-from workers.spec import STATUS_OK, STATUS_SKIPPED
+from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec
+
+HEADER_FIELDS = {"sweep": Run.sweep, "plan_key": Run.plan_key, "commit": Run.commit}
+GOOD = (STATUS_OK, STATUS_INCORRECT, STATUS_SKIPPED)
 
 
 class ShardMismatch(ValueError):
     """Results files that cannot be stored together."""
 
 
-def read_shards(paths: list[str]) -> tuple[dict, list]:
-    """The header of the first file and every (spec, result) row of all files, checked to share one plan."""
-    header, rows = runner.read_results(paths[0])
-    plan = header.get("plan") or {}
+class BadResults(ValueError):
+    """A results file the store must not take; the message starts with FILE:LINE."""
+
+
+class _NothingNew(Exception):
+    """Every result is in the store already: the import's transaction is rolled back."""
+
+
+class _ImportedBefore(Exception):
+    """These files were imported before, as run ``args[0]``."""
+
+
+def _code_hash(plan: dict):
+    """The plan's code version as the run records it (``kernels_hash`` in plans of key scheme 1)."""
+    return plan.get("code_hash", plan.get("kernels_hash"))
+
+
+def _check_header(path: str, n: int, obj: dict) -> dict:
+    if obj.get("kernelfleet") != "results" or not isinstance(obj.get("plan"), dict):
+        raise BadResults(f"{path}:{n}: no results header; results files come from `python -m workers run`")
+    if obj.get("format", 1) != runner.RESULTS_FORMAT:
+        raise BadResults(f"{path}:{n}: results format {obj.get('format')!r}; this code reads format "
+                         f"{runner.RESULTS_FORMAT}")
+    plan = obj["plan"]
+    try:
+        plain_text("plan", plan)
+        for name, column in HEADER_FIELDS.items():
+            value = plan.get(name)
+            if not isinstance(value, str) or len(value) > column.type.length:
+                raise Invalid(f"plan.{name}: expected a string of at most {column.type.length} characters, "
+                              f"got {value!r:.60}")
+        code = _code_hash(plan)
+        if not isinstance(code, str) or len(code) > Run.code_hash.type.length:
+            raise Invalid(f"plan.code_hash: expected a string of at most {Run.code_hash.type.length} characters, "
+                          f"got {code!r:.60}")
+        if not isinstance(plan.get("config", {}), dict):
+            raise Invalid("plan.config: expected an object")
+        CodeVersion.from_dict(plan)
+    except (Invalid, ValueError) as exc:
+        raise BadResults(f"{path}:{n}: {exc}") from None
+    return plan
+
+
+def _check_row(path: str, n: int, obj: dict, code: CodeVersion) -> tuple[JobSpec, JobResult]:
+    if obj.get("kernelfleet") == "results":
+        raise BadResults(f"{path}:{n}: a second results header (files joined together? import them side by side)")
+    extra = sorted(set(obj) - {"spec", "result"})
+    missing = sorted({"spec", "result"} - set(obj))
+    if extra or missing:
+        raise BadResults(f"{path}:{n}: expected a {{spec, result}} line; "
+                         + ("; ".join(filter(None, (missing and f"missing {', '.join(missing)}",
+                                                    extra and f"unknown {', '.join(extra)}")))))
+    try:
+        spec = check_spec(obj["spec"])
+        result = check_result(obj["result"])
+    except Invalid as exc:
+        raise BadResults(f"{path}:{n}: {exc}") from None
+    expected = job_key(spec, code)
+    if spec.key != expected:
+        raise BadResults(f"{path}:{n}: spec.key {spec.key!r} is not the key of the spec's content and code version "
+                         f"({expected!r}): the spec was changed after planning")
+    if result.key != spec.key:
+        raise BadResults(f"{path}:{n}: result.key {result.key!r} is not its spec's key {spec.key!r} (a result of no "
+                         "planned job)")
+    return spec, result
+
+
+def read_file(path: str) -> tuple[dict, list[tuple[JobSpec, JobResult]]]:
+    """The plan header and every (spec, result) row of one results file, each line checked (BadResults)."""
+    plan: dict | None = None
+    code: CodeVersion | None = None
+    rows: list[tuple[JobSpec, JobResult]] = []
+    try:
+        for n, obj in runner.json_lines(path):
+            if plan is None:
+                plan = _check_header(path, n, obj)
+                code = CodeVersion.from_dict(plan)
+                continue
+            rows.append(_check_row(path, n, obj, code))
+    except ValueError as exc:
+        if isinstance(exc, BadResults):
+            raise
+        raise BadResults(str(exc)) from None
+    if plan is None:
+        raise BadResults(f"{path}: empty; results files come from `python -m workers run`")
+    return plan, rows
+
+
+def read_shards(paths: list[str]) -> tuple[dict, list[tuple[JobSpec, JobResult]]]:
+    """The plan header of the first file and every (spec, result) row of all files, checked to share one plan."""
+    plan, rows = read_file(paths[0])
     for path in paths[1:]:
-        other, more = runner.read_results(path)
-        o = other.get("plan") or {}
+        other, more = read_file(path)
         for key in ("plan_key", "commit"):
-            if o.get(key) != plan.get(key):
-                raise ShardMismatch(f"{path} is from another plan than {paths[0]} ({key} {o.get(key)!r} != "
-                                   f"{plan.get(key)!r}); import it on its own")
+            if other.get(key) != plan.get(key):
+                raise ShardMismatch(f"{path} is from another plan than {paths[0]} ({key} {other.get(key)!r} != "
+                                    f"{plan.get(key)!r}); import it on its own")
         rows += more
-    return header, rows
+    return plan, rows
+
+
+def import_results(paths: str | list[str], url: str | None, console: Console) -> int:
+    """Import the files (see the module doc); 0 when stored or already stored, 2 (one line on stderr) when not."""
+    try:
+        return _import(paths if isinstance(paths, list) else [paths], url, console)
+    except (BadResults, ShardMismatch, StoreError, ConfigError, OSError) as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+
+
+def _import(paths: list[str], url: str | None, console: Console) -> int:
+    if any(Path(p).is_dir() for p in paths):
+        if len(paths) != 1:
+            raise BadResults("name one directory, or results files (the shards of one plan)")
+        return _import_directory(paths[0], url, console)
+    if len(set(paths)) != len(paths):
+        raise BadResults("the same results file is named twice")
+    plan, rows = read_shards(paths)
+    digest = _digest(paths)
+    path = ", ".join(paths)
+    writer, url = open_writer(url, console)
+    try:
+        specs = list({s.key: s for s, _ in rows}.values())
+        try:
+            run_id, added = _write(writer, plan, specs, rows, digest)
+        except _ImportedBefore as earlier:
+            console.print(f"{path} was imported before as run {earlier.args[0]}; nothing added (store {url})")
+            return 0
+        except _NothingNew:
+            held = writer.runs_holding([s.key for s in specs])
+            where = f"already in run {', '.join(map(str, held))}" if held else "already in the store"
+            console.print(f"{path}: nothing new; {where} (store {url})")
+            return 0
+    finally:
+        writer.close()
+    from orchestrator.store import queries
+
+    report.print_summary(console, queries.run_summary(url, run_id), f"run {run_id} · imported from {path}",
+                         queries.e2e_results(url, run_id))
+    console.print(f"imported {added} results of {len(rows)} jobs from {path} as run {run_id} (store {url})")
+    return 0
+
+
+def _digest(paths: list[str]) -> str:
+    digests = sorted(hashlib.sha256(runner.content(p)).hexdigest() for p in paths)
+    return digests[0] if len(digests) == 1 else hashlib.sha256("".join(digests).encode()).hexdigest()
 
 
 def _measured_span(rows: list) -> tuple[dt.datetime | None, dt.datetime | None]:
@@ -50,37 +206,51 @@ def _measured_span(rows: list) -> tuple[dt.datetime | None, dt.datetime | None]:
             dt.datetime.fromtimestamp(max(b for _, b in spans), dt.timezone.utc))
 
 
-def _digest(paths: list[str]) -> str:
-    digests = sorted(hashlib.sha256(runner.content(p)).hexdigest() for p in paths)
-    return digests[0] if len(digests) == 1 else hashlib.sha256("".join(digests).encode()).hexdigest()
-
-
-def _store(writer, header: dict, rows: list, digest: str, force: bool = False) -> tuple[int, int, list]:
-    """Store the rows as one imported run; returns (run id, results added, the run's specs)."""
-    plan = header.get("plan") or {}
-    specs = list({s.key: s for s, _ in rows}.values())
-    started, finished = _measured_span(rows)
-    run_id = writer.start_run(plan.get("sweep") or "imported", plan.get("config") or {},
-                              plan.get("plan_key") or "", plan.get("commit") or "unknown",
-                              plan.get("code_hash") or plan.get("kernels_hash") or "", source="import",
-                              source_digest=digest, started_at=started)
-    writer.add_jobs(run_id, [s.to_dict() for s in specs])
-    added = 0
-    ceilings: set[str] = set()
+def _first_good(rows: list[tuple[JobSpec, JobResult]]) -> list[tuple[JobSpec, JobResult]]:
+    """The rows an import stores: per job, every line up to and including its first good result."""
+    done: set[str] = set()
+    kept = []
     for spec, res in rows:
-        if res.device is not None:
-            hw = writer.record_device(res.device.to_dict())
-            gbs = res.details.get("copy_gbs")
-            if gbs and hw not in ceilings and writer.copy_bandwidth(hw) is None:
-                writer.set_copy_bandwidth(hw, float(gbs))
-            ceilings.add(hw)
-        added += bool(writer.record_result(run_id, res.to_dict(), force=force))
-    statuses = Counter(writer.job_statuses([s.key for s in specs]).values())
-    bad = sum(v for k, v in statuses.items() if k not in (STATUS_OK, STATUS_SKIPPED))
-    writer.finish_run(run_id, "failed" if bad else "complete",
-                      {"planned": len(specs), "imported": added, **{f"status_{k}": v for k, v in statuses.items()}},
-                      finished_at=finished)
-    return run_id, added, specs
+        if spec.key in done:
+            continue
+        kept.append((spec, res))
+        if res.status in GOOD:
+            done.add(spec.key)
+    return kept
+
+
+def _write(writer, plan: dict, specs: list[JobSpec], rows: list[tuple[JobSpec, JobResult]],
+           digest: str) -> tuple[int, int]:
+    """The run, its jobs and results in one transaction (imports one at a time); _ImportedBefore or _NothingNew
+    (rolled back) when nothing was added."""
+    started, finished = _measured_span(rows)
+    with writer.transaction("import"):
+        earlier = writer.find_import_run(digest)  # recorded only by an import that succeeded
+        if earlier is not None:
+            raise _ImportedBefore(earlier)
+        run_id = writer.start_run(plan["sweep"] or "imported", plan.get("config") or {}, plan["plan_key"],
+                                  plan["commit"], _code_hash(plan), source="import", source_digest=digest,
+                                  started_at=started)
+        writer.add_jobs(run_id, [s.to_dict() for s in specs])
+        added = 0
+        ceilings: set[str] = set()
+        for _, res in _first_good(rows):
+            if res.device is not None:
+                hw = writer.record_device(res.device.to_dict())
+                gbs = res.details.get("copy_gbs")
+                if gbs and hw not in ceilings and writer.copy_bandwidth(hw) is None:
+                    writer.set_copy_bandwidth(hw, float(gbs))
+                ceilings.add(hw)
+            # force: a job measured again is a new attempt; the same result twice still adds nothing
+            added += bool(writer.record_result(run_id, res.to_dict(), force=True))
+        if not added:
+            raise _NothingNew
+        statuses = Counter(writer.job_statuses([s.key for s in specs]).values())
+        bad = sum(v for k, v in statuses.items() if k not in (STATUS_OK, STATUS_SKIPPED))
+        writer.finish_run(run_id, "failed" if bad else "complete",
+                          {"planned": len(specs), "imported": added,
+                           **{f"status_{k}": v for k, v in statuses.items()}}, finished_at=finished)
+    return run_id, added
 
 
 def results_files(directory: str | Path) -> list[Path]:
@@ -89,7 +259,7 @@ def results_files(directory: str | Path) -> list[Path]:
 
 
 def group_runs(files: list[tuple[str, dict, list]]) -> list[list[tuple[str, dict, list]]]:
-    """(path, header, rows) of many results files -> the runs they make, in the order they were measured: files of
+    """(path, plan, rows) of many results files -> the runs they make, in the order they were measured: files of
     one plan (plan key and commit) with no job in common are its shards (one run); a file that holds a job of an
     earlier file of its plan measured it again and is a run of its own."""
     def when(item):
@@ -99,8 +269,7 @@ def group_runs(files: list[tuple[str, dict, list]]) -> list[list[tuple[str, dict
     runs: list[list] = []
     open_runs: dict[tuple, tuple[list, set]] = {}
     for item in sorted(files, key=when):
-        plan = item[1].get("plan") or {}
-        ident = (plan.get("plan_key"), plan.get("commit"))
+        ident = (item[1].get("plan_key"), item[1].get("commit"))
         keys = {s.key for s, _ in item[2]}
         current = open_runs.get(ident)
         if current is not None and not keys & current[1]:
@@ -112,68 +281,33 @@ def group_runs(files: list[tuple[str, dict, list]]) -> list[list[tuple[str, dict
     return runs
 
 
-def import_directory(directory: str, url: str | None, console: Console) -> int:
+def _import_directory(directory: str, url: str | None, console: Console) -> int:
     files = results_files(directory)
     if not files:
-        console.print(f"[red]error:[/red] no results files (.jsonl, .jsonl.gz) under {directory}")
-        return 2
-    read, failed = [], 0
-    for path in files:
-        try:
-            header, rows = runner.read_results(path)
-        except (OSError, ValueError) as exc:
-            console.print(f"[red]error:[/red] {exc}")
-            failed += 1
-            continue
-        read.append((str(path), header, rows))
+        raise BadResults(f"no results files (.jsonl, .jsonl.gz) under {directory}")
+    read = [(str(path), *read_file(str(path))) for path in files]  # every file checked before anything is written
     writer, url = open_writer(url, console)
     runs = jobs = 0
-    for group in group_runs(read):
-        paths = [p for p, _, _ in group]
-        names = ", ".join(paths)
-        digest = _digest(paths)
-        earlier = writer.find_import_run(digest)
-        if earlier is not None:
-            console.print(f"{names}: imported before as run {earlier}")
-            continue
-        rows = [row for _, _, r in group for row in r]
-        run_id, added, specs = _store(writer, group[0][1], rows, digest, force=True)
-        started, _ = _measured_span(rows)
-        when = f" ({started:%Y-%m-%d %H:%M} UTC)" if started else ""
-        console.print(f"run {run_id}{when}: {added} results of {len(specs)} jobs from {names}")
-        runs += 1
-        jobs += len(specs)
-    console.print(f"imported {runs} runs ({jobs} jobs) from {len(read)} files under {directory}"
-                  f"{f'; {failed} files unreadable' if failed else ''} (store {url})")
-    return 2 if failed else 0
-
-
-def import_results(paths: str | list[str], url: str | None, console: Console) -> int:
-    paths = [paths] if isinstance(paths, str) else list(paths)
-    if any(Path(p).is_dir() for p in paths):
-        if len(paths) != 1:
-            console.print("[red]error:[/red] name one directory, or results files (the shards of one plan)")
-            return 2
-        return import_directory(paths[0], url, console)
-    if len(set(paths)) != len(paths):
-        console.print("[red]error:[/red] the same results file is named twice")
-        return 2
     try:
-        header, rows = read_shards(paths)
-    except ShardMismatch as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        return 2
-    digest = _digest(paths)
-    path = ", ".join(paths)
-    writer, url = open_writer(url, console)
-    earlier = writer.find_import_run(digest)
-    if earlier is not None:
-        console.print(f"{path} was imported before as run {earlier}; nothing added (store {url})")
-        return 0
-    run_id, added, _ = _store(writer, header, rows, digest)
-    from orchestrator.store import queries
-
-    report.print_summary(console, queries.run_summary(url, run_id), f"run {run_id} · imported from {path}",
-                         queries.e2e_results(url, run_id))
-    console.print(f"imported {added} results of {len(rows)} jobs from {path} as run {run_id} (store {url})")
+        for group in group_runs(read):
+            paths = [p for p, _, _ in group]
+            names = ", ".join(paths)
+            rows = [row for _, _, r in group for row in r]
+            specs = list({s.key: s for s, _ in rows}.values())
+            try:
+                run_id, added = _write(writer, group[0][1], specs, rows, _digest(paths))
+            except _ImportedBefore as earlier:
+                console.print(f"{names}: imported before as run {earlier.args[0]}")
+                continue
+            except _NothingNew:
+                console.print(f"{names}: nothing new")
+                continue
+            started, _ = _measured_span(rows)
+            when = f" ({started:%Y-%m-%d %H:%M} UTC)" if started else ""
+            console.print(f"run {run_id}{when}: {added} results of {len(specs)} jobs from {names}")
+            runs += 1
+            jobs += len(specs)
+    finally:
+        writer.close()
+    console.print(f"imported {runs} runs ({jobs} jobs) from {len(read)} files under {directory} (store {url})")
     return 0

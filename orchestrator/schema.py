@@ -85,6 +85,7 @@ class Config:
     dry_run: bool = False
     plan_out: Optional[str] = None
     rerun: bool = False
+    wait_for_run: bool = False  # another sweep runs this plan: wait for it to end instead of exiting 2
 
 
 def register() -> None:

@@ -9,17 +9,19 @@ from orchestrator.config import ConfigError
 def open_writer(explicit_url: str | None, console: Console):
     from orchestrator.store import migrate
     from orchestrator.store.session import resolve_url
-    from orchestrator.store.writer import SchemaOutOfDate, StoreWriter
+    from orchestrator.store.writer import StoreError, StoreWriter
 
     url = resolve_url(explicit_url)
     try:
         current = migrate.current(url)
+    except StoreError as exc:
+        raise ConfigError(str(exc)) from None
     except Exception as exc:
         raise ConfigError(f"store.url: cannot open {url}: {str(exc).splitlines()[0]}") from None
-    if current is None:
-        migrate.upgrade(url)
-        console.print(f"created the store schema in {url}")
     try:
+        if current is None:
+            migrate.upgrade(url)  # under the schema lock: a second process opening the new store waits, then reuses it
+            console.print(f"created the store schema in {url}")
         return StoreWriter(url), url
-    except SchemaOutOfDate as exc:
+    except StoreError as exc:  # SchemaOutOfDate, a read-only store, ...
         raise ConfigError(str(exc)) from None

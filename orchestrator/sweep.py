@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from orchestrator import plan as planner
 from orchestrator import report, schedule
 from orchestrator.config import ConfigError
+from orchestrator.store.ownership import RunHeld
 from orchestrator.store_access import open_writer
 from workers import runner
 from workers.spec import STATUS_LOST, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec
@@ -104,12 +105,19 @@ def run_sweep(cfg: dict, console: Console) -> int:
         raise
     header = plan_header(cfg, specs)
     keys = [s.key for s in specs]
-    run_id = writer.find_resumable_run(header["plan_key"])
+    wait = bool(cfg.get("wait_for_run"))
+    try:  # a run of this plan that another live sweep holds: exit 2 naming it, or wait (wait_for_run=true)
+        run_id = writer.find_resumable_run(header["plan_key"], wait, console.print)
+    except RunHeld as exc:
+        raise ConfigError(str(exc)) from None
     resumed = run_id is not None
-    if cfg.get("rerun"):  # run everything again; a resumed forced run skips only what it already redid
-        done = writer.done_keys(keys, run_id=run_id) if resumed else set()
-    else:
-        done = writer.done_keys(keys)
+
+    def what_is_done() -> set[str]:
+        if cfg.get("rerun"):  # run everything again; a resumed forced run skips only what it already redid
+            return writer.done_keys(keys, run_id=run_id) if resumed else set()
+        return writer.done_keys(keys)
+
+    done = what_is_done()
     todo = [s for s in specs if s.key not in done]
     selector = dict(cfg["target"].get("label_selector") or {})
     if todo:  # a target no live node matches fails here, before the run is written
@@ -123,12 +131,19 @@ def run_sweep(cfg: dict, console: Console) -> int:
                 console.print("interrupted before any job was scheduled; nothing was written")
                 return EXIT_INTERRUPTED
             raise
+    try:  # this process takes the run (owner, heartbeat); RunHeld if another sweep took the plan meanwhile
+        claimed, resumed = writer.claim_run(cfg["sweep"]["name"], cfg, header["plan_key"], header["commit"],
+                                            header["kernels_hash"], wait, console.print)
+    except RunHeld as exc:
+        if cluster is not None:
+            cluster.stop()
+        raise ConfigError(str(exc)) from None
+    if claimed != run_id and not cfg.get("rerun"):  # another sweep of the plan ran meanwhile: not run again
+        done = what_is_done()
+        todo = [s for s in specs if s.key not in done]
+    run_id = claimed
     if resumed:
-        writer.reopen_run(run_id)
         console.print(f"resuming interrupted run {run_id}")
-    else:
-        run_id = writer.start_run(cfg["sweep"]["name"], cfg, header["plan_key"], header["commit"],
-                                  header["code_hash"])
     writer.add_jobs(run_id, [s.to_dict() for s in specs])
     console.print(f"sweep {cfg['sweep']['name']}: {len(specs)} jobs, {len(done)} done earlier, "
                   f"{len(todo)} to run (run {run_id}, store {url})")

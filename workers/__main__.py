@@ -44,6 +44,9 @@ def _run(args: argparse.Namespace) -> int:
     mode = "w"
     if args.resume:
         try:
+            cut = runner.cut_partial_line(args.out)
+            if cut:
+                console.print(f"{args.out}: its last line was cut off ({cut} bytes, an interrupted run); removed it")
             _, rows = runner.read_results(args.out)
             done = {s.key for s, r in rows if r.status in GOOD_STATUSES}
             mode = "a"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -44,25 +45,64 @@ def content(path: str | Path) -> bytes:
         return f.read()
 
 
-def _json_lines(path: str | Path) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for each non-empty line; a last line cut short by an interrupted writer is dropped.
-    A ``.gz`` file is read decompressed."""
-    with _open(path) as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                yield n, json.loads(line)
-            except json.JSONDecodeError as exc:
-                if n > 1 and not line.endswith("\n"):
-                    return  # the lines before it stand
-                raise ValueError(f"{path}:{n}: not JSON ({exc.msg})") from None
+def json_lines(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each non-empty line, read decompressed when the name ends in ``.gz``.
+
+    ValueError names ``path:line`` for a line that is not UTF-8, not JSON or not an object, and for a last line
+    cut short by an interrupted writer (``python -m workers run --resume`` removes such a line, see
+    :func:`cut_partial_line`); a truncated ``.gz`` is a ValueError too."""
+    n = 0
+    try:
+        with _open(path, "rb") as f:
+            for n, raw in enumerate(f, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    obj = json.loads(raw.decode("utf-8"))
+                except UnicodeDecodeError:
+                    raise ValueError(f"{path}:{n}: not UTF-8 text") from None
+                except (ValueError, RecursionError) as exc:
+                    if not raw.endswith(b"\n") and f.read(1) == b"":
+                        raise ValueError(f"{path}:{n}: the last line is cut off (its writer stopped mid-line); "
+                                         "finish it with `python -m workers run PLAN --out FILE --resume`") from None
+                    reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc).split(":")[0]
+                    raise ValueError(f"{path}:{n}: not JSON ({reason})") from None
+                if not isinstance(obj, dict):
+                    raise ValueError(f"{path}:{n}: expected a JSON object, got {type(obj).__name__}")
+                yield n, obj
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise ValueError(f"{path}: not a complete gzip file after line {n} ({exc})") from None
+
+
+def cut_partial_line(path: str | Path) -> int:
+    """Remove a last line that its writer did not finish (no newline at the end of the file); returns how many
+    bytes were removed (0: the file ends with a complete line)."""
+    with open(path, "rb+") as f:
+        size = f.seek(0, 2)
+        if size == 0:
+            return 0
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return 0
+        keep, step = 0, 1 << 16
+        end = size
+        while end > 0:  # the last newline, read backwards a block at a time
+            start = max(0, end - step)
+            f.seek(start)
+            block = f.read(end - start)
+            i = block.rfind(b"\n")
+            if i >= 0:
+                keep = start + i + 1
+                break
+            end = start
+        f.truncate(keep)
+        return size - keep
 
 
 def read_plan(path: str | Path) -> tuple[dict, list[JobSpec]]:
     header: dict | None = None
     specs: list[JobSpec] = []
-    for n, obj in _json_lines(path):
+    for n, obj in json_lines(path):
         if n == 1 and obj.get("kernelfleet") == "plan":
             header = obj
             continue
@@ -85,7 +125,7 @@ def write_plan(path: str | Path, header: dict, specs: list[JobSpec]) -> None:
 def read_results(path: str | Path) -> tuple[dict, list[tuple[JobSpec, JobResult]]]:
     header: dict | None = None
     rows: list[tuple[JobSpec, JobResult]] = []
-    for n, obj in _json_lines(path):
+    for n, obj in json_lines(path):
         if obj.get("kernelfleet") == "results":
             if obj.get("format", 1) != RESULTS_FORMAT:
                 raise ValueError(f"{path}: results format {obj.get('format')!r}; this code reads format "
@@ -94,7 +134,10 @@ def read_results(path: str | Path) -> tuple[dict, list[tuple[JobSpec, JobResult]
             continue
         if "spec" not in obj or "result" not in obj:
             raise ValueError(f"{path}:{n}: expected a {{'spec', 'result'}} line")
-        rows.append((JobSpec.from_dict(obj["spec"]), JobResult.from_dict(obj["result"])))
+        try:
+            rows.append((JobSpec.from_dict(obj["spec"]), JobResult.from_dict(obj["result"])))
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"{path}:{n}: not a spec and result: {exc}") from None
     if header is None:
         raise ValueError(f"{path}: no results header; results files come from `python -m workers run`")
     return header, rows

@@ -1,19 +1,27 @@
 """The results store: SQLAlchemy models, URL/engine handling, Alembic migrations, the driver's writer and the
 read API.
 
-  session.py         which database (resolve_url) and how to connect (WAL + foreign keys on SQLite)
+  session.py         which database (resolve_url) and how to connect (WAL + foreign keys on SQLite, timeouts)
+  errors.py          StoreError: a store that cannot be used as asked, in one line (directory, read-only, ...)
+  locks.py           the schema/claim locks that serialise writers (BEGIN IMMEDIATE, advisory locks)
   models.py          the tables
   migrate.py         upgrade/current/head, SchemaOutOfDate
+  ownership.py       who holds a run (owner and heartbeat), RunHeld, and when a run may be resumed
+  checks.py          what the store accepts: typed fields, column lengths, text without NUL
   writer.py          StoreWriter: the driver is the only writer
   queries.py         read API for the CLI summary and the dashboard (the dashboard imports only that)
   regression_rule.py the regression rule (large AND significant) on plain numbers
 """
+from orchestrator.store.errors import StoreError
 from orchestrator.store.migrate import SchemaOutOfDate, current, head, upgrade, upgrade_command
+from orchestrator.store.ownership import RunHeld
 from orchestrator.store.session import default_url, display_url, normalize_url, resolve_url
 from orchestrator.store.writer import StoreWriter
 
 __all__ = [
+    "RunHeld",
     "SchemaOutOfDate",
+    "StoreError",
     "StoreWriter",
     "current",
     "default_url",

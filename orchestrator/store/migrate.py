@@ -17,17 +17,18 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, inspect
 
+from orchestrator.store.errors import StoreError, translated
+from orchestrator.store.locks import lock
 from orchestrator.store.session import create_engine_for, display_url, normalize_url, sqlite_path
 
 VERSION_TABLE = "alembic_version"
 
 
-class SchemaOutOfDate(RuntimeError):
+class SchemaOutOfDate(StoreError):
     """The store's schema revision is not the one this code needs (empty, older, or newer)."""
 
     def __init__(self, url: str, current: str | None, head: str | None, message: str):
-        super().__init__(message)
-        self.url = url
+        super().__init__(message, url)
         self.current = current
         self.head = head
 
@@ -80,19 +81,24 @@ def current(url: str) -> str | None:
         return None
     engine = create_engine_for(url)
     try:
-        with engine.connect() as conn:
+        with translated(url), engine.connect() as conn:
             return _current_on(conn)
     finally:
         engine.dispose()
 
 
 def _migrate(url: str, direction: str, revision: str) -> str | None:
-    engine = create_engine_for(normalize_url(url))  # creates a SQLite file's folder
+    """One transaction under the schema lock, so two processes migrating a store at once do it once (the second
+    finds the first's revision when it gets the lock)."""
+    url = normalize_url(url)
+    engine = create_engine_for(url)  # creates a SQLite file's folder
     try:
-        with engine.begin() as conn:
-            getattr(command, direction)(alembic_config(conn), revision)
-        with engine.connect() as conn:
-            return _current_on(conn)
+        with translated(url):
+            with engine.begin() as conn:
+                lock(conn, "schema")
+                getattr(command, direction)(alembic_config(conn), revision)
+            with engine.connect() as conn:
+                return _current_on(conn)
     finally:
         engine.dispose()
 
@@ -115,7 +121,7 @@ def check_schema(bind: Engine | Connection, url: str | None = None) -> None:
         if path is not None and not path.exists():  # do not leave an empty file behind
             raise SchemaOutOfDate(url, None, head(), f"The store at {display_url(url)} does not exist yet. "
                                                      f"Create it with: {upgrade_command(url)}")
-        with bind.connect() as conn:
+        with translated(url), bind.connect() as conn:
             check_schema(conn, url)
         return
     found = _current_on(bind)

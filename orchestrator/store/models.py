@@ -5,7 +5,7 @@ timestamp is a timezone-aware UTC datetime (:class:`UTCDateTime`).  Changing any
 revision under ``migrations/versions/`` (the test-suite compares the two).
 
 Tables:
-  runs          one invocation of a sweep (or one import of a results file)
+  runs          one invocation of a sweep (or one import of a results file), with the process that holds it
   devices       one row per hardware key (hardware + software stack), with the measured copy bandwidth
   jobs          one row per job key (content hash of the work + code version); holds the latest attempt's outcome
   run_jobs      which jobs a run comprised (including jobs done by earlier runs)
@@ -126,6 +126,11 @@ class Run(Base):
     started_at: Mapped[dt.datetime]
     finished_at: Mapped[dt.datetime | None]
     counts: Mapped[dict[str, Any] | None]  # e.g. {"ok": 12, "error": 1, "skipped_done": 4}
+    # the process that runs it now (orchestrator/store/ownership.py): host, pid, since when, and its heartbeat
+    owner_host: Mapped[str | None] = mapped_column(String(255))
+    owner_pid: Mapped[int | None] = mapped_column(Integer)
+    owner_since: Mapped[dt.datetime | None]
+    heartbeat_at: Mapped[dt.datetime | None]
 
 
 class Device(Base):

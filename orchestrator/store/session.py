@@ -7,8 +7,11 @@ to a SQLite file.  ``postgresql://`` / ``postgres://`` without a driver mean psy
 depends on.
 
 Engines: SQLite connections get WAL journaling (the dashboard reads while the driver writes), foreign keys and a
-busy timeout; PostgreSQL connections are pre-pinged.  To point PostgreSQL at a schema other than ``public`` add
-``?options=-csearch_path%3Dmyschema`` to the URL.
+busy timeout; PostgreSQL connections are pre-pinged and give up after ``connect_timeout`` seconds (default
+5; the URL's own ``?connect_timeout=N`` wins), so a server that accepts connections but never answers fails in
+seconds instead of hanging.  To point PostgreSQL at a schema other than ``public`` add
+``?options=-csearch_path%3Dmyschema`` to the URL.  A SQLite URI (``sqlite:///file:PATH?mode=ro&uri=true``) opens
+the file read-only.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from sqlalchemy.engine import URL, make_url
 ENV_VAR = "KERNELFLEET_DB"
 DB_FILENAME = "kernelfleet.db"
 SQLITE_BUSY_TIMEOUT_S = 30.0
+PG_CONNECT_TIMEOUT_S = 5
 
 _engines: dict[str, Engine] = {}
 _engines_lock = threading.Lock()
@@ -80,6 +84,8 @@ def sqlite_path(url: str) -> Path | None:
     database = parsed.database
     if not database or database == ":memory:" or database.startswith("file::memory:"):
         return None
+    if database.startswith("file:") and str(parsed.query.get("uri", "")).lower() == "true":
+        database = database[len("file:"):]
     return Path(database).expanduser()
 
 
@@ -109,7 +115,11 @@ def create_engine_for(url: str) -> Engine:
         engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
         event.listen(engine, "connect", _sqlite_on_connect)
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    parsed = make_url(url)
+    connect_args = {}
+    if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
+        connect_args["connect_timeout"] = PG_CONNECT_TIMEOUT_S
+    return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
 
 
 def get_engine(url: str) -> Engine:

@@ -3,11 +3,7 @@
 Typical use::
 
     with StoreWriter(url) as store:                       # raises SchemaOutOfDate on an old/empty schema
-        run_id = store.find_resumable_run(plan_key)
-        if run_id is None:
-            run_id = store.start_run(sweep, config, plan_key, commit, code_hash)
-        else:
-            store.reopen_run(run_id)
+        run_id, resumed = store.claim_run(sweep, config, plan_key, commit, code_hash)  # RunHeld: another sweep
         store.add_jobs(run_id, [spec.to_dict() for spec in specs])
         todo = [s for s in specs if s.key not in store.done_keys([s.key for s in specs])]
         ...   # for each result coming back from Ray:
@@ -20,11 +16,19 @@ result delivered again (same content, whatever its attempt number) adds nothing 
 A result carries an attempt number (workers default to 1); it is kept when free, and when that number is already
 taken by a different result (a failed job run again, a forced rerun, without the caller numbering attempts)
 the result becomes the job's next attempt.  ``next_attempt(key)`` gives the number to stamp in advance.
+
+Transactions: each method is one transaction, except inside ``with store.transaction():``, where every call
+is part of one transaction that commits at the end of the block, or leaves the store as it was (an import).
+Jobs, run links and devices are inserted if absent, so processes writing overlapping keys at once all succeed;
+on SQLite every write transaction takes the database's write lock first (orchestrator/store/locks.py).
+
+Runs: a sweep run has one owner process (orchestrator/store/ownership.py).  ``claim_run`` (and ``start_run``/
+``reopen_run``) take the run for this process and start its heartbeat; ``find_resumable_run`` and the claims
+raise ``RunHeld`` while another live process holds a run of the same plan.  Store faults (a read-only or unreachable store) raise
+``StoreError`` (orchestrator/store/errors.py).
 """
 from __future__ import annotations
 
-import base64
-import binascii
 import datetime as dt
 import getpass
 import hashlib
@@ -32,13 +36,19 @@ import json
 import math
 import os
 import socket
-from collections.abc import Iterable, Iterator, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from orchestrator.store import ownership
+from orchestrator.store.checks import check_result, parse_artifacts
+from orchestrator.store.errors import StoreError, translated
+from orchestrator.store.locks import lock
 from orchestrator.store.migrate import SchemaOutOfDate, check_schema
 from orchestrator.store.models import (
     JOB_PENDING,
@@ -55,10 +65,11 @@ from orchestrator.store.models import (
     shape_key,
     utcnow,
 )
+from orchestrator.store.ownership import RunHeld
 from orchestrator.store.session import create_engine_for, normalize_url
-from workers.spec import ALL_STATUSES, GOOD_STATUSES, STATUS_LOST, DeviceInfo, JobResult, JobSpec
+from workers.spec import GOOD_STATUSES, STATUS_LOST, DeviceInfo, JobResult, JobSpec
 
-__all__ = ["SchemaOutOfDate", "StoreWriter", "json_safe", "result_digest"]
+__all__ = ["RunHeld", "SchemaOutOfDate", "StoreError", "StoreWriter", "json_safe", "result_digest"]
 
 _CHUNK = 500  # keys per IN (...) clause
 FINAL_RUN_STATUSES = tuple(s for s in RUN_STATUSES if s != "running")
@@ -114,47 +125,23 @@ def _from_unix(seconds: float | None) -> dt.datetime | None:
 
 
 def _parse_result(result: dict[str, Any]) -> JobResult:
-    try:
-        parsed = JobResult.from_dict(result)
-    except (TypeError, KeyError) as exc:
-        raise ValueError(f"not a JobResult dict ({exc}): {sorted(result)}") from exc
-    if not parsed.key:
-        raise ValueError("result without a job key")
-    if parsed.status not in ALL_STATUSES:
-        raise ValueError(f"result {parsed.key}: status {parsed.status!r} not in {ALL_STATUSES}")
-    if not isinstance(parsed.attempt, int) or parsed.attempt < 1:
-        raise ValueError(f"result {parsed.key}: attempt must be an integer >= 1, got {parsed.attempt!r}")
-    seen: set[tuple[str, str]] = set()
-    for m in parsed.measurements:
-        pair = (m.impl, m.metric)
-        if pair in seen:
-            raise ValueError(f"result {parsed.key}: measurement {m.impl}/{m.metric} appears twice")
-        seen.add(pair)
-    return parsed
+    """The driver's own result, checked as the store will hold it (orchestrator/store/checks.py)."""
+    return check_result(result, strict=False)
 
 
-def _parse_artifacts(key: str, details: dict[str, Any]) -> list[dict[str, Any]]:
-    """details["artifacts"] -> [{kind, name, path, blob, size}], base64 decoded."""
-    raw = details.get("artifacts") or []
-    if not isinstance(raw, list):
-        raise ValueError(f"result {key}: details.artifacts must be a list, got {type(raw).__name__}")
-    parsed = []
-    for i, a in enumerate(raw):
-        if not isinstance(a, dict) or not a.get("kind") or not a.get("name"):
-            raise ValueError(f"result {key}: artifact #{i} needs a kind and a name: {a!r:.200}")
-        blob = None
-        if a.get("data_b64") is not None:
-            try:
-                blob = base64.b64decode(a["data_b64"], validate=True)
-            except (binascii.Error, ValueError, TypeError) as exc:
-                raise ValueError(f"result {key}: artifact {a['name']!r} has invalid base64 data: {exc}") from exc
-        path = a.get("path")
-        if blob is None and not path:
-            raise ValueError(f"result {key}: artifact {a['name']!r} has neither data_b64 nor path")
-        size = len(blob) if blob is not None else a.get("size")
-        parsed.append({"kind": str(a["kind"]), "name": str(a["name"]), "path": path, "blob": blob,
-                       "size": None if size is None else int(size)})
-    return parsed
+def _insert_absent(s: Session, model: type, rows: list[dict[str, Any]], unique: list[str]) -> None:
+    """INSERT ... ON CONFLICT DO NOTHING: rows another transaction inserted meanwhile are left as they are."""
+    if not rows:
+        return
+    dialect = s.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert
+    else:
+        raise NotImplementedError(f"the store supports SQLite and PostgreSQL, not {dialect}")
+    for i in range(0, len(rows), _CHUNK):
+        s.execute(insert(model.__table__).on_conflict_do_nothing(index_elements=unique), rows[i:i + _CHUNK])
 
 
 def _device_fields(info: DeviceInfo) -> dict[str, Any]:
@@ -172,15 +159,29 @@ class StoreWriter:
     def __init__(self, url: str):
         self.url = normalize_url(url)
         self._engine = create_engine_for(self.url)
+        self._pinned = threading.local()  # the session of an open transaction(), per thread
+        self._heartbeats: dict[int, ownership.Heartbeat] = {}
+        self._sessions = sessionmaker(self._engine, expire_on_commit=False)
         try:
             check_schema(self._engine, self.url)
+            self._check_writable()
         except BaseException:
             self._engine.dispose()
             raise
-        self._sessions = sessionmaker(self._engine, expire_on_commit=False)
+
+    def _check_writable(self) -> None:
+        """A store the writer cannot write fails now, in one line, not at the first result."""
+        with translated(self.url), self._engine.connect() as conn:
+            try:
+                conn.execute(text("UPDATE alembic_version SET version_num = version_num"))
+            finally:
+                conn.rollback()
 
     # -- lifetime -------------------------------------------------------------------------------------------
     def close(self) -> None:
+        for beat in list(self._heartbeats.values()):
+            beat.stop()
+        self._heartbeats.clear()
         self._engine.dispose()
 
     def __enter__(self) -> "StoreWriter":
@@ -190,9 +191,27 @@ class StoreWriter:
         self.close()
 
     @contextmanager
-    def _tx(self) -> Iterator[Session]:
-        with self._sessions.begin() as session:
+    def _tx(self, lock_name: str = "write") -> Iterator[Session]:
+        pinned = getattr(self._pinned, "session", None)
+        if pinned is not None:  # inside transaction(): part of it
+            yield pinned
+            return
+        with translated(self.url), self._sessions.begin() as session:
+            if session.get_bind().dialect.name == "sqlite" or lock_name != "write":
+                lock(session.connection(), lock_name)
             yield session
+
+    @contextmanager
+    def transaction(self, lock_name: str = "write") -> Iterator[None]:
+        """Every write in the block is one transaction: all of it is committed at the end, or none of it."""
+        if getattr(self._pinned, "session", None) is not None:
+            raise RuntimeError("transaction() does not nest")
+        with self._tx(lock_name) as session:
+            self._pinned.session = session
+            try:
+                yield
+            finally:
+                self._pinned.session = None
 
     @staticmethod
     def _run(session: Session, run_id: int) -> Run:
@@ -213,33 +232,130 @@ class StoreWriter:
                   code_hash: str | None, source: str = "sweep", source_digest: str | None = None,
                   started_at: dt.datetime | None = None) -> int:
         """A new run (status running), stamped with the current user, host and time (``started_at``: when its
-        results were measured, for an import); returns its id."""
+        results were measured, for an import); returns its id.
+
+        A sweep run is owned by this process (heartbeat until finish_run/close); RunHeld if another live process
+        runs a sweep of the same plan."""
         if source not in RUN_SOURCES:
             raise ValueError(f"run source {source!r} not in {RUN_SOURCES}")
-        with self._tx() as s:
+        with self._tx(self._plan_lock(plan_key) if source == "sweep" else "write") as s:
+            if source == "sweep":
+                self._refuse_if_held(s, plan_key)
+            now = utcnow()
             run = Run(sweep=sweep, config=json_safe(dict(config or {})), plan_key=plan_key, commit=commit,
                       code_hash=code_hash, user=_current_user(), host=socket.gethostname(), source=source,
-                      source_digest=source_digest, status="running", started_at=started_at or utcnow(),
+                      source_digest=source_digest, status="running", started_at=started_at or now,
                       finished_at=None, counts=None)
+            ownership.take(run, now)
             s.add(run)
             s.flush()
-            return run.id
+            run_id = run.id
+        if source == "sweep":
+            self._keep_alive(run_id)
+        return run_id
 
-    def find_resumable_run(self, plan_key: str) -> int | None:
-        """The latest sweep run with this plan key that did not finish (interrupted, or still marked running)."""
-        with self._tx() as s:
-            return s.scalar(
-                select(Run.id)
-                .where(Run.plan_key == plan_key, Run.source == "sweep", Run.status.in_(RESUMABLE_RUN_STATUSES))
-                .order_by(Run.started_at.desc(), Run.id.desc())
-                .limit(1)
-            )
+    @staticmethod
+    def _plan_lock(plan_key: str) -> str:
+        return f"plan:{plan_key}"
+
+    def _live_holder(self, s: Session, plan_key: str) -> Run | None:
+        """The sweep run of this plan that another live process is running, if any."""
+        now = utcnow()
+        running = s.scalars(select(Run).where(Run.plan_key == plan_key, Run.source == "sweep",
+                                              Run.status == "running").order_by(Run.id.desc()))
+        return next((run for run in running if ownership.held_by_other(run, now)), None)
+
+    def _refuse_if_held(self, s: Session, plan_key: str) -> None:
+        holder = self._live_holder(s, plan_key)
+        if holder is not None:
+            raise RunHeld(holder, self.url)
+
+    @staticmethod
+    def _resumable(s: Session, plan_key: str) -> int | None:
+        return s.scalar(select(Run.id)
+                        .where(Run.plan_key == plan_key, Run.source == "sweep", Run.status.in_(RESUMABLE_RUN_STATUSES))
+                        .order_by(Run.started_at.desc(), Run.id.desc())
+                        .limit(1))
+
+    def _while_held(self, plan_key: str, wait: bool, on_wait: Callable[[str], None] | None, poll_s: float, then):
+        """``then(session)`` under the plan's lock once no other live process holds a run of the plan; RunHeld
+        while one does, or with ``wait`` poll until it is gone (``on_wait`` gets one line saying who is waited
+        for)."""
+        told = False
+        while True:
+            with self._tx(self._plan_lock(plan_key)) as s:
+                holder = self._live_holder(s, plan_key)
+                if holder is None:
+                    return then(s)
+                held = RunHeld(holder, self.url)
+            if not wait:
+                raise held
+            if on_wait is not None and not told:
+                on_wait(f"waiting: {held.args[0].split('; wait for it')[0]}")
+                told = True
+            time.sleep(poll_s)
+
+    def find_resumable_run(self, plan_key: str, wait: bool = False,
+                           on_wait: Callable[[str], None] | None = None, poll_s: float = 2.0) -> int | None:
+        """The latest sweep run with this plan key that did not finish and that no live process holds: one
+        interrupted, or still marked running by an owner that is gone (see orchestrator/store/ownership.py).
+        RunHeld while another live process runs the plan (or, with ``wait``, wait for it)."""
+        return self._while_held(plan_key, wait, on_wait, poll_s, lambda s: self._resumable(s, plan_key))
+
+    def claim_run(self, sweep: str, config: dict[str, Any], plan_key: str, commit: str | None,
+                  code_hash: str | None, wait: bool = False, on_wait: Callable[[str], None] | None = None,
+                  poll_s: float = 2.0) -> tuple[int, bool]:
+        """Take this plan's unfinished run for this process, or start a new sweep run: (run id, resumed).
+
+        One step under the plan's lock, so of two sweeps of one plan started at once one runs it and the other
+        gets RunHeld (or, with ``wait``, waits and then takes what is left).  The run gets this process as owner
+        and a heartbeat until finish_run/close."""
+        def take(s: Session) -> tuple[int, bool]:
+            now = utcnow()
+            run_id = self._resumable(s, plan_key)
+            if run_id is not None:
+                ownership.take(self._run(s, run_id), now)
+                return run_id, True
+            run = Run(sweep=sweep, config=json_safe(dict(config or {})), plan_key=plan_key, commit=commit,
+                      code_hash=code_hash, user=_current_user(), host=socket.gethostname(), source="sweep",
+                      source_digest=None, status="running", started_at=now, finished_at=None, counts=None)
+            ownership.take(run, now)
+            s.add(run)
+            s.flush()
+            return run.id, False
+
+        run_id, resumed = self._while_held(plan_key, wait, on_wait, poll_s, take)
+        self._keep_alive(run_id)
+        return run_id, resumed
 
     def reopen_run(self, run_id: int) -> None:
+        """Claim an unfinished run for this process (status running, heartbeat); RunHeld while another live
+        process holds it or another run of its plan."""
         with self._tx() as s:
+            plan_key, source = s.execute(select(Run.plan_key, Run.source).where(Run.id == run_id)).one_or_none() \
+                or (None, None)
+        if plan_key is None:
+            raise KeyError(f"no run with id {run_id}")
+        with self._tx(self._plan_lock(plan_key)) as s:
             run = self._run(s, run_id)
-            run.status = "running"
-            run.finished_at = None
+            if source == "sweep":
+                self._refuse_if_held(s, plan_key)
+            ownership.take(run, utcnow())
+        if source == "sweep":
+            self._keep_alive(run_id)
+
+    def heartbeat(self, run_id: int) -> bool:
+        """Refresh the heartbeat of a run this process holds; False when it no longer holds it (finished, or
+        taken over after this process looked gone)."""
+        me = ownership.Owner.me()
+        with self._tx() as s:
+            done = s.execute(update(Run).where(Run.id == run_id, Run.status == "running", Run.owner_host == me.host,
+                                               Run.owner_pid == me.pid).values(heartbeat_at=utcnow()))
+            return done.rowcount == 1
+
+    def _keep_alive(self, run_id: int) -> None:
+        if run_id not in self._heartbeats:
+            self._heartbeats[run_id] = ownership.Heartbeat(lambda: self.heartbeat(run_id))
 
     def find_import_run(self, source_digest: str) -> int | None:
         """The run that imported the file with this digest, if any (so an import is not recorded twice)."""
@@ -255,6 +371,9 @@ class StoreWriter:
                    finished_at: dt.datetime | None = None) -> None:
         if status not in FINAL_RUN_STATUSES:
             raise ValueError(f"finish_run status {status!r} not in {FINAL_RUN_STATUSES}")
+        beat = self._heartbeats.pop(run_id, None)
+        if beat is not None:
+            beat.stop()
         with self._tx() as s:
             run = self._run(s, run_id)
             run.status = status
@@ -280,29 +399,26 @@ class StoreWriter:
         keys = list(by_key)
         with self._tx() as s:
             self._run(s, run_id)
-            ids: dict[str, int] = {}
+            known: set[str] = set()
             for chunk in _chunks(keys):
-                ids.update(s.execute(select(Job.key, Job.id).where(Job.key.in_(chunk))).all())
-            new_jobs = []
-            for key in keys:
-                if key in ids:
-                    continue
-                spec = by_key[key]
-                new_jobs.append(Job(
-                    key=key, spec=json_safe(spec), kind=spec["kind"], kernel=spec["kernel"], model=spec["model"],
-                    shape=list(spec["shape"]), shape_key=shape_key(spec["shape"]), dtype=spec["dtype"],
-                    target=spec["target"], status=JOB_PENDING, attempts=0, created_run_id=run_id,
-                ))
-            s.add_all(new_jobs)
-            s.flush()
-            ids.update({job.key: job.id for job in new_jobs})
-            job_ids = list(ids.values())
-            linked: set[int] = set()
-            for chunk in _chunks(job_ids):
-                linked.update(s.scalars(select(RunJob.job_id).where(RunJob.run_id == run_id,
-                                                                     RunJob.job_id.in_(chunk))))
-            s.add_all(RunJob(run_id=run_id, job_id=job_id) for job_id in job_ids if job_id not in linked)
-            return len(new_jobs)
+                known.update(s.scalars(select(Job.key).where(Job.key.in_(chunk))))
+            new_keys = [key for key in keys if key not in known]
+            _insert_absent(s, Job, [{
+                "key": key, "spec": json_safe(by_key[key]), "kind": by_key[key]["kind"],
+                "kernel": by_key[key]["kernel"], "model": by_key[key]["model"], "shape": list(by_key[key]["shape"]),
+                "shape_key": shape_key(by_key[key]["shape"]), "dtype": by_key[key]["dtype"],
+                "target": by_key[key]["target"], "status": JOB_PENDING, "attempts": 0, "created_run_id": run_id,
+            } for key in new_keys], ["key"])
+            ids: dict[str, int] = {}
+            created = 0
+            for chunk in _chunks(keys):
+                for key, job_id, creator in s.execute(select(Job.key, Job.id, Job.created_run_id)
+                                                      .where(Job.key.in_(chunk))):
+                    ids[key] = job_id
+                    created += key not in known and creator == run_id
+            _insert_absent(s, RunJob, [{"run_id": run_id, "job_id": job_id} for job_id in ids.values()],
+                           ["run_id", "job_id"])
+            return created
 
     def done_keys(self, keys: Iterable[str], run_id: int | None = None) -> set[str]:
         """The keys whose job has a good status (ok, incorrect, skipped).
@@ -342,9 +458,10 @@ class StoreWriter:
         key = device.get("hardware_key") or info.hardware_key
         now = utcnow()
         row = s.get(Device, key)
-        if row is None:
-            row = Device(hardware_key=key, first_seen=now)
-            s.add(row)
+        if row is None:  # insert-if-absent: another process may record the same device at the same moment
+            _insert_absent(s, Device, [{"hardware_key": key, **_device_fields(info), "first_seen": now,
+                                        "last_seen": now, "info": json_safe(info.to_dict())}], ["hardware_key"])
+            row = s.get(Device, key)
         for name, value in _device_fields(info).items():
             setattr(row, name, value)
         row.last_seen = now
@@ -378,9 +495,11 @@ class StoreWriter:
         artifacts table (blobs decoded); details keep only their id, kind, name, path, size and where stored.
         """
         r = _parse_result(result)
+        if r.error is not None:  # PostgreSQL text cannot hold NUL (crash output may carry one)
+            r.error = r.error.replace("\x00", "\\x00")
         digest = result_digest(result)
         details = dict(r.details or {})
-        artifacts = _parse_artifacts(r.key, details)
+        artifacts = parse_artifacts(r.key, details)
         details.pop("artifacts", None)
         with self._tx() as s:
             self._run(s, run_id)
@@ -428,8 +547,7 @@ class StoreWriter:
                 job.details = attempt.details
                 job.last_run_id = run_id
                 job.attempts = number
-            if s.get(RunJob, (run_id, job.id)) is None:
-                s.add(RunJob(run_id=run_id, job_id=job.id))
+            _insert_absent(s, RunJob, [{"run_id": run_id, "job_id": job.id}], ["run_id", "job_id"])
             return True
 
     def mark_lost(self, run_id: int, key: str, reason: str, attempt: int | None = None,
@@ -441,6 +559,15 @@ class StoreWriter:
         lost = JobResult(key=key, status=STATUS_LOST, error=reason, attempt=attempt,
                          details={"lost_in_run": run_id})
         return self.record_result(run_id, lost.to_dict(), force=force)
+
+    def runs_holding(self, keys: Iterable[str]) -> list[int]:
+        """The runs that recorded the newest attempts of these jobs."""
+        keys = list(dict.fromkeys(keys))
+        runs: set[int] = set()
+        with self._tx() as s:
+            for chunk in _chunks(keys):
+                runs.update(s.scalars(select(Job.last_run_id).where(Job.key.in_(chunk), Job.last_run_id.is_not(None))))
+        return sorted(runs)
 
     def job_statuses(self, keys: Iterable[str]) -> dict[str, str]:
         """key -> the job's status (its newest attempt's, or "pending"); unknown keys are left out."""

@@ -14,6 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from orchestrator.plan import CodeVersion, job_key
+from workers.spec import JobSpec
+
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "results" / "h200" / "2026-11-29-1421-rmsnorm.jsonl.gz"
 
@@ -24,13 +27,15 @@ def _copy(dst: Path, tag: str, *, triton: float = 1.0, jitter: float = 0.0, cpu:
     with gzip.open(RECORDED, "rt") as f:
         lines = f.read().splitlines()
     out = []
+    code = None
     for i, line in enumerate(lines):
         obj = json.loads(line)
         if i == 0:
             obj["plan"]["commit"] = tag.ljust(40, "0")[:40]
             obj["plan"]["plan_key"] = tag
-        else:
-            obj["spec"]["key"] = obj["result"]["key"] = obj["spec"]["key"] + "-" + tag
+            code = CodeVersion.from_dict(obj["plan"])
+        else:  # the jobs as the planner keys them on that commit
+            obj["spec"]["key"] = obj["result"]["key"] = job_key(JobSpec.from_dict(obj["spec"]), code)
             if cpu and obj["result"].get("device"):
                 obj["result"]["device"].update(vendor="cpu", gpu_type="cpu", hardware_key="cpu/cpu/x86_64")
             for j, m in enumerate(obj["result"]["measurements"]):

@@ -1,0 +1,114 @@
+"""A store that cannot be used fails in one line (StoreError), never a traceback or a hang (issue 21): a
+directory, a text file, a read-only SQLite file, a PostgreSQL server that accepts connections and never answers."""
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from orchestrator.store import migrate, session
+from orchestrator.store.errors import StoreError
+from orchestrator.store.writer import StoreWriter
+from tests.store import results_files as rf
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def results(tmp_path) -> Path:
+    return rf.write(tmp_path / "results.jsonl", rf.lines("9" * 40))
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc)
+    assert "\n" not in text and text
+    return text
+
+
+def test_a_directory_is_not_a_store(tmp_path, results):
+    folder = tmp_path / "store"
+    folder.mkdir()
+    for call in (migrate.current, migrate.upgrade, StoreWriter):
+        with pytest.raises(StoreError) as err:
+            call(str(folder))
+        assert "is a directory" in _one_line(err.value) and str(folder) in str(err.value)
+    rc, out, err = rf.run_import(str(results), "--url", str(folder))
+    assert rc == 2 and err.count("\n") == 1 and "is a directory" in err, out + err
+
+
+def test_a_text_file_is_not_a_store(tmp_path, results):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("shopping list\n" * 200)
+    for call in (migrate.current, migrate.upgrade, StoreWriter):
+        with pytest.raises(StoreError) as err:
+            call(str(notes))
+        assert "is not a SQLite database" in _one_line(err.value)
+    rc, out, err = rf.run_import(str(results), "--url", str(notes))
+    assert rc == 2 and err.count("\n") == 1 and "not a SQLite database" in err, out + err
+    assert notes.read_text() == "shopping list\n" * 200
+
+
+def test_a_read_only_store_is_refused_before_anything_is_written(tmp_path, results):
+    path = tmp_path / "kf.db"
+    migrate.upgrade(str(path))
+    read_only = f"sqlite:///file:{path}?mode=ro&uri=true"
+    before = rf.counts(session.sqlite_url_for(path))
+    with pytest.raises(StoreError) as err:
+        StoreWriter(read_only)
+    assert "is read-only" in _one_line(err.value)
+    rc, out, err = rf.run_import(str(results), "--url", read_only)
+    assert rc == 2 and err.count("\n") == 1 and "read-only" in err, out + err
+    assert rf.counts(session.sqlite_url_for(path)) == before
+
+
+@pytest.fixture
+def silent_server():
+    """A TCP listener on a loopback port that accepts connections and never says a word."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join(timeout=2)
+    for conn in held:
+        conn.close()
+    server.close()
+
+
+def test_import_into_a_server_that_never_answers_fails_in_seconds(silent_server, results):
+    url = f"postgresql://kf@127.0.0.1:{silent_server}/kf"
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "orchestrator", "import", str(results), "--url", url],
+                       capture_output=True, text=True, timeout=60, cwd=REPO)
+    elapsed = time.monotonic() - t0
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert elapsed < 15, f"import took {elapsed:.1f} s"
+    assert "Traceback" not in p.stdout + p.stderr and p.stderr.count("\n") == 1, p.stderr
+    assert "did not answer in time" in p.stderr and str(silent_server) in p.stderr
+
+
+def test_the_url_sets_its_own_connect_timeout(silent_server, monkeypatch):
+    monkeypatch.setattr(session, "PG_CONNECT_TIMEOUT_S", 60)  # the URL's own value must win over the default
+    url = f"postgresql://kf@127.0.0.1:{silent_server}/kf?connect_timeout=2"
+    t0 = time.monotonic()
+    with pytest.raises(StoreError, match="did not answer in time"):
+        migrate.current(url)
+    assert time.monotonic() - t0 < 15
