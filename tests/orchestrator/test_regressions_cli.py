@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from orchestrator.plan import CodeVersion, job_key
-from workers.spec import JobSpec
+from workers.spec import DeviceInfo, JobSpec
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "results" / "h200" / "2026-11-29-1421-rmsnorm.jsonl.gz"
@@ -37,7 +37,10 @@ def _copy(dst: Path, tag: str, *, triton: float = 1.0, jitter: float = 0.0, cpu:
         else:  # the jobs as the planner keys them on that commit
             obj["spec"]["key"] = obj["result"]["key"] = job_key(JobSpec.from_dict(obj["spec"]), code)
             if cpu and obj["result"].get("device"):
-                obj["result"]["device"].update(vendor="cpu", gpu_type="cpu", hardware_key="cpu/cpu/x86_64")
+                device = dict(obj["result"]["device"], vendor="cpu", name="x86_64 CPU", gpu_type="cpu", arch="x86_64",
+                              runtime="", driver="", torch="2.13.0", triton="3.5.0")
+                device.pop("hardware_key", None)
+                obj["result"]["device"] = DeviceInfo.from_dict(device).to_dict()
             for j, m in enumerate(obj["result"]["measurements"]):
                 if m["metric"] != "time_us":
                     continue

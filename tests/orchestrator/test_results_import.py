@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from orchestrator.importer import group_runs, import_results, results_files
+from orchestrator.importer import group_runs, import_results, read_file, results_files
 from workers import runner
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ def test_a_file_without_a_format_is_format_1_and_a_newer_format_is_refused(tmp_p
 
 def test_import_of_results_rebuilds_the_measured_history(tmp_path):
     files = results_files(RESULTS)
-    expected = group_runs([(str(p), *runner.read_results(p)) for p in files])
+    expected = group_runs([(str(p), *read_file(str(p))) for p in files])
     db = tmp_path / "history.db"
     console = Console(record=True, width=250)
     assert import_results([str(RESULTS)], f"sqlite:///{db}", console) == 0, console.export_text()

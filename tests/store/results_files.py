@@ -22,14 +22,20 @@ DEVICE = DeviceInfo(vendor="cpu", name="x86_64 test", arch="x86_64", warp_size=1
                     memory_bytes=2**34, driver="", runtime="", torch="2.13.0", triton="3.5.0", gpu_type="cpu")
 
 
+def code(commit: str) -> CodeVersion:
+    """The code version of a plan made at ``commit``, its sources' hash made from the commit: another commit's
+    jobs have other keys."""
+    return CodeVersion(commit, commit[:16], {"python": "3.11.7", "torch": "2.13.0", "triton": "3.5.0"})
+
+
 def specs(commit: str, n: int = 3) -> list[JobSpec]:
     """``n`` micro jobs keyed as the planner keys them on ``commit``."""
-    code = CodeVersion(commit, "k" * 16)
+    code_version = code(commit)
     out = []
     for i in range(n):
         s = JobSpec(kind="micro", kernel="rmsnorm", shape=[1, 8, 64 * (i + 1)], dtype="bf16",
                     impls=["triton", "eager"], target="any", params={"rep_ms": 20.0, "seed": None}, sweep="smoke")
-        s.key = job_key(s, code)
+        s.key = job_key(s, code_version)
         out.append(s)
     return out
 
@@ -47,9 +53,9 @@ def lines(commit: str, n: int = 3, rows: list[tuple[JobSpec, JobResult]] | None 
     """The header and one {spec, result} object per job, as JSON-ready dicts."""
     ss = specs(commit, n)
     rows = rows if rows is not None else [(s, result(s, artifact=i == 0)) for i, s in enumerate(ss)]
-    header = {"kernelfleet": "results", "plan": {"kernelfleet": "plan", "format": 1, "sweep": "smoke",
-                                                 "config": {"sweep": {"name": "smoke"}}, "plan_key": plan_key(ss),
-                                                 "commit": commit, "kernels_hash": "k" * 16}}
+    header = {"kernelfleet": "results", "format": 1,
+              "plan": {"kernelfleet": "plan", "format": 1, "sweep": "smoke", "config": {"sweep": {"name": "smoke"}},
+                       "plan_key": plan_key(ss), **code(commit).to_dict()}}
     return [header] + [{"spec": s.to_dict(), "result": r.to_dict()} for s, r in rows]
 
 
