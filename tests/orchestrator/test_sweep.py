@@ -93,6 +93,7 @@ def test_rerun_true_runs_again_and_keeps_history(tmp_path):
     assert con.execute("select count(*) from job_attempts").fetchone()[0] == 2
 
 
+@pytest.mark.slow
 def test_crashing_and_hanging_jobs_do_not_stop_the_sweep(tmp_path):
     db = tmp_path / "kf.db"
     p = cli("+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.kinds=[correctness]", "sweep.timeout_s=5",
@@ -117,12 +118,12 @@ def test_crashing_and_hanging_jobs_do_not_stop_the_sweep(tmp_path):
     assert "crashed" in out and "timed_out" in out
 
 
+@pytest.mark.slow
 def test_ctrl_c_marks_the_run_interrupted_and_a_rerun_completes_it(tmp_path):
     db = tmp_path / "kf.db"
-    # correctness jobs only (8): each job is a task of its own (batch_size=1), so a sandbox starts per job; the
-    # smoke sweep's micro jobs would only add time under the interpreter, not more of what is checked here
-    n = 8
-    args = ["+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.batch_size=1", "sweep.kinds=[correctness]"]
+    # two jobs per task (one sandbox start for two jobs; an interrupt can fall between them) and a short timing
+    # budget: the same 16 jobs in about half the time of one job per task
+    args = ["+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.batch_size=2", "sweep.rep_ms=5"]
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator", *args], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 180
@@ -144,23 +145,24 @@ def test_ctrl_c_marks_the_run_interrupted_and_a_rerun_completes_it(tmp_path):
     con = sqlite3.connect(db)
     assert con.execute("select status from runs").fetchall() == [("interrupted",)]
     finished = con.execute("select count(*) from jobs where status='ok'").fetchone()[0]
-    assert 3 <= finished < n, out
+    assert 3 <= finished < 16, out
 
     p = cli(*args)
     out2 = p.stdout + p.stderr
     assert p.returncode == 0, out2
     assert "resuming interrupted run 1" in out2
-    assert f"{n} jobs, {finished} done earlier, {n - finished} to run" in out2
+    assert f"16 jobs, {finished} done earlier, {16 - finished} to run" in out2
     con = sqlite3.connect(db)
     assert con.execute("select id, status from runs").fetchall() == [(1, "complete")]
-    assert con.execute("select count(*) from jobs").fetchone()[0] == n
-    assert con.execute("select count(*) from job_attempts").fetchone()[0] == n
-    assert con.execute("select count(*) from run_jobs").fetchone()[0] == n
+    assert con.execute("select count(*) from jobs").fetchone()[0] == 16
+    assert con.execute("select count(*) from job_attempts").fetchone()[0] == 16
+    assert con.execute("select count(*) from run_jobs").fetchone()[0] == 16
     dup = con.execute("select count(*) from (select job_id, attempt, impl, metric, count(*) c from measurements "
                       "group by 1,2,3,4 having c > 1)").fetchone()[0]
     assert dup == 0
 
 
+@pytest.mark.slow
 def test_dry_run_then_workers_run_then_import(tmp_path):
     db = tmp_path / "kf.db"
     plan = tmp_path / "plan.jsonl"
@@ -191,6 +193,7 @@ def test_dry_run_then_workers_run_then_import(tmp_path):
     assert p.returncode == 0 and "2 done earlier, 0 to run" in p.stdout, p.stdout + p.stderr
 
 
+@pytest.mark.slow
 def test_shards_of_one_plan_import_as_one_run(tmp_path):
     db = tmp_path / "kf.db"
     plan = tmp_path / "plan.jsonl"
