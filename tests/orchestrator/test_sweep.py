@@ -124,8 +124,10 @@ def test_ctrl_c_marks_the_run_interrupted_and_a_rerun_completes_it(tmp_path):
     # two jobs per task (one sandbox start for two jobs; an interrupt can fall between them) and a short timing
     # budget: the same 16 jobs in about half the time of one job per task
     args = ["+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.batch_size=2", "sweep.rep_ms=5"]
+    # SIGINT's default action in the sweep even where pytest runs as a background job (which ignores SIGINT)
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator", *args], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 180
     done = 0
     while time.monotonic() < deadline:
