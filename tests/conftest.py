@@ -5,6 +5,7 @@ TRITON_INTERPRET=1 yourself to run the CPU path there.
 """
 import os
 
+import pytest
 import torch
 
 if not torch.cuda.is_available():
@@ -12,3 +13,21 @@ if not torch.cuda.is_available():
 os.environ.setdefault("KERNELFLEET_PLUGINS", "tests.support.fault_kernels")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+
+
+def pytest_itemcollected(item):
+    """Groups for pytest-xdist's ``--dist loadgroup`` (README: the test command runs two workers).
+
+    A test that uses a module-scoped fixture (a simulated fleet, a finished sweep, a built pipeline) runs on the same
+    worker as the other tests of its module that use one, so each such fixture is built once, not once per worker.
+    GPU tests share one worker: two of them never time kernels on one device at the same moment.  (Marked as each
+    test is collected: pytest-xdist reads the groups in its own ``pytest_collection_modifyitems``.)"""
+    if item.get_closest_marker("xdist_group"):
+        return
+    if item.get_closest_marker("gpu"):
+        item.add_marker(pytest.mark.xdist_group("gpu"))
+        return
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    if any(d and d[-1].scope == "module" for d in defs):
+        item.add_marker(pytest.mark.xdist_group(item.module.__name__))

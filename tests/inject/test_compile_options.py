@@ -12,10 +12,16 @@ from kernels.inject.compile_options import STATIC_LAUNCH, STATIC_LAUNCH_ENV
 
 @pytest.fixture(autouse=True)
 def _switch_off(monkeypatch):
-    """Each test starts with the switch off and leaves the process as it found it."""
+    """Each test starts with the switch off and leaves the process as it found it.
+
+    The option is switched through Inductor's own ``config.patch``, which restores its value on exit.  Not with
+    ``monkeypatch.setattr``: the config module serves its options from ``__getattr__``, not from the module's
+    ``__dict__``, so pytest (9.x) records "no previous value" and undoes the patch with ``delattr`` -- which the config
+    module takes as hiding the option: it then raises AttributeError (``hasattr`` is false) until it is set again."""
     monkeypatch.setenv(STATIC_LAUNCH_ENV, "set below")  # records the variable's state before the test
     monkeypatch.delenv(STATIC_LAUNCH_ENV)
-    monkeypatch.setattr(inductor_config, STATIC_LAUNCH, False)
+    with inductor_config.patch({STATIC_LAUNCH: False}):
+        yield
 
 
 def test_static_launch_of_user_kernels_is_asked_for():

@@ -100,6 +100,7 @@ def test_unknown_mode_fails_before_anything_runs(tmp_path):
     assert "Traceback" not in out and not (tmp_path / "kf.db").exists()
 
 
+@pytest.mark.slow
 def test_tiny_sweep_end_to_end_on_cpu(tmp_path):
     """python -m orchestrator +sweep=ltx_e2e sweep.e2e.tiny=true ...: eager and triton measured, compile skipped."""
     p = _cli(["+sweep=ltx_e2e", *TINY], tmp_path, 600)

@@ -137,6 +137,7 @@ def test_a_driver_without_the_token_is_refused(lab):
     assert "AuthenticationError" in raw.stderr and "InvalidAuthToken" in raw.stderr, raw.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_with_the_token_a_node_joins_is_listed_and_leaves(lab):
     ok = lab.cli("node", "join", "--dry-run", "--address", lab.address, "--from-fixtures", str(H200),
                  "--token-file", str(lab.token))

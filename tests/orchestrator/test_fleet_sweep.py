@@ -19,6 +19,9 @@ from orchestrator import schedule
 from orchestrator.schedule import NODE_RESOURCE
 from workers.spec import JobSpec
 
+# one sweep over a changing fleet, checked by every test below
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 GPU = "kernelfleet.io/gpu"
 

@@ -37,6 +37,7 @@ def test_task_options_ask_for_the_whole_node_for_e2e_and_profile():
     assert "resources" not in schedule.task_options({}, False, True, False, 3)
 
 
+@pytest.mark.slow
 def test_a_whole_node_job_never_shares_its_node(quiet_sandbox):
     """A node with two GPUs: two ordinary jobs may run side by side, the whole-node job runs alone."""
     import ray

@@ -93,6 +93,7 @@ def test_rerun_true_runs_again_and_keeps_history(tmp_path):
     assert con.execute("select count(*) from job_attempts").fetchone()[0] == 2
 
 
+@pytest.mark.slow
 def test_crashing_and_hanging_jobs_do_not_stop_the_sweep(tmp_path):
     db = tmp_path / "kf.db"
     p = cli("+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.kinds=[correctness]", "sweep.timeout_s=5",
@@ -117,11 +118,16 @@ def test_crashing_and_hanging_jobs_do_not_stop_the_sweep(tmp_path):
     assert "crashed" in out and "timed_out" in out
 
 
+@pytest.mark.slow
 def test_ctrl_c_marks_the_run_interrupted_and_a_rerun_completes_it(tmp_path):
     db = tmp_path / "kf.db"
-    args = ["+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.batch_size=1"]
+    # two jobs per task (one sandbox start for two jobs; an interrupt can fall between them) and a short timing
+    # budget: the same 16 jobs in about half the time of one job per task
+    args = ["+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.batch_size=2", "sweep.rep_ms=5"]
+    # SIGINT's default action in the sweep even where pytest runs as a background job (which ignores SIGINT)
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator", *args], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 180
     done = 0
     while time.monotonic() < deadline:
@@ -158,6 +164,7 @@ def test_ctrl_c_marks_the_run_interrupted_and_a_rerun_completes_it(tmp_path):
     assert dup == 0
 
 
+@pytest.mark.slow
 def test_dry_run_then_workers_run_then_import(tmp_path):
     db = tmp_path / "kf.db"
     plan = tmp_path / "plan.jsonl"
@@ -188,6 +195,7 @@ def test_dry_run_then_workers_run_then_import(tmp_path):
     assert p.returncode == 0 and "2 done earlier, 0 to run" in p.stdout, p.stdout + p.stderr
 
 
+@pytest.mark.slow
 def test_shards_of_one_plan_import_as_one_run(tmp_path):
     db = tmp_path / "kf.db"
     plan = tmp_path / "plan.jsonl"
