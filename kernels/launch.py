@@ -56,9 +56,11 @@ _TABLE: dict[str, ArchLaunch] = {
                         # bf16 tables equal to transformers' bit for bit at the five grid shapes, 2-5 % faster per
                         # call at 69-105 MB than with a cast per op
                         native_half_math=True),
-    # AMD CDNA3+/4 (MI300X gfx942, MI355X gfx950): wave64, so half the warps cover the same row.
-    "gfx950": ArchLaunch("gfx950", 64, ((1024, 4), (4096, 8), (1 << 30, 16)), 2048, False),
-    "gfx942": ArchLaunch("gfx942", 64, ((1024, 4), (4096, 8), (1 << 30, 16)), 2048, False),
+    # AMD CDNA3+/4 (MI300X gfx942, MI355X gfx950): wave64, so half the warps cover the same row (the generic rule's
+    # lanes per row): 8 16-bit elements per lane, so rows load and store 128 bits a lane (dwordx4), where the
+    # generic warps on wave64 gave 4 elements and 64-bit accesses (docs/perf/amd-isa.md).
+    "gfx950": ArchLaunch("gfx950", 64, ((1024, 2), (4096, 4), (1 << 30, 8)), 2048, False),
+    "gfx942": ArchLaunch("gfx942", 64, ((1024, 2), (4096, 4), (1 << 30, 8)), 2048, False),
     # AMD RDNA4 (R9700 gfx1201) and RDNA3 (gfx1100): wave32; nw=32 measured worst in the seed, so cap at 16.
     "gfx1201": ArchLaunch("gfx1201", 32, ((1024, 4), (4096, 8), (1 << 30, 16)), 1024, False),
     "gfx1100": ArchLaunch("gfx1100", 32, ((1024, 4), (4096, 8), (1 << 30, 16)), 1024, False),
@@ -84,10 +86,53 @@ def device_arch(index: int = 0) -> str:
 
 
 def arch_launch(device: torch.device | None = None) -> ArchLaunch:
+    if _COMPILE_TARGET.arch is not None:
+        return _TABLE[_COMPILE_TARGET.arch]
     if device is None or device.type != "cuda":
         return _GENERIC
     arch = device_arch(device.index or 0)
     return _TABLE.get(arch, _GENERIC)
+
+
+class _CompileTarget(threading.local):
+    arch: str | None = None  # inside compile_target(): the architecture whose launches are being compiled
+
+
+_COMPILE_TARGET = _CompileTarget()
+
+
+@contextlib.contextmanager
+def compile_target(arch: str):
+    """Launch as on a GPU of ``arch`` without one (workers/isa.py compiles what the wrappers launch): inside, every
+    wrapper picks that architecture's launch table whatever its tensors' device, CPU tensors are accepted and the
+    fast launch path is off, so each launch reaches Triton's ``JITFunction.run`` (which the caller intercepts; no
+    kernel runs).  The launch-config caches are keyed by device, so they are cleared on entry and exit."""
+    if arch not in _TABLE:
+        raise ValueError(f"no launch table for {arch!r}; known: {', '.join(sorted(_TABLE))}")
+    previous = _COMPILE_TARGET.arch
+    _COMPILE_TARGET.arch = arch
+    _forget_launch_configs()
+    try:
+        yield _TABLE[arch]
+    finally:
+        _COMPILE_TARGET.arch = previous
+        _forget_launch_configs()
+
+
+def _forget_launch_configs() -> None:
+    """Clear the kernel modules' cached launch configs (``functools`` caches of functions taking a ``device``) and
+    the direct launches."""
+    import inspect
+    import sys
+
+    forget_launches()
+    for name, module in list(sys.modules.items()):
+        if name == "kernels" or name.startswith("kernels."):
+            for value in list(vars(module).values()):
+                wrapped = getattr(value, "__wrapped__", None)
+                if (callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", None) == name
+                        and wrapped is not None and "device" in inspect.signature(wrapped).parameters):
+                    value.cache_clear()
 
 
 def row_num_warps(block: int, device: torch.device | None = None) -> int:
@@ -99,7 +144,7 @@ def row_num_warps(block: int, device: torch.device | None = None) -> int:
 
 def check_device(name: str, t: torch.Tensor) -> None:
     """A Triton kernel runs on a GPU tensor, or on a CPU tensor under the interpreter (TRITON_INTERPRET=1)."""
-    if t.device.type == "cpu" and not interpreting():
+    if t.device.type == "cpu" and not interpreting() and _COMPILE_TARGET.arch is None:
         raise ValueError(
             f"{name} is a CPU tensor; Triton kernels need a GPU tensor, or TRITON_INTERPRET=1 to run on the CPU")
     if t.device.type not in ("cpu", "cuda"):
@@ -281,7 +326,8 @@ INTERPRETED = interpreting()
 
 
 def fast_launch_active() -> bool:
-    return FAST_LAUNCH and _FAST_SUPPORTED and not INTERPRETED and not _launch_hooks_set()
+    return (FAST_LAUNCH and _FAST_SUPPORTED and not INTERPRETED and _COMPILE_TARGET.arch is None
+            and not _launch_hooks_set())
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -75,6 +75,6 @@ def import_results(paths: str | list[str], url: str | None, console: Console) ->
     from orchestrator.store import queries
 
     report.print_summary(console, queries.run_summary(url, run_id), f"run {run_id} · imported from {path}",
-                         queries.e2e_results(url, run_id))
+                         queries.e2e_results(url, run_id), queries.isa_results(url, run_id))
     console.print(f"imported {added} results of {len(rows)} jobs from {path} as run {run_id} (store {url})")
     return 0
