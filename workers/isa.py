@@ -201,6 +201,7 @@ def analyse(compiled: Compiled, target: CompileTarget) -> dict[str, Any]:
                    lds_bytes=max(k.lds_bytes or 0, compiled.shared), occupancy_waves=k.occupancy,
                    code_bytes=k.code_bytes, wavefront_size=k.wavefront_size,
                    workgroup_size=k.max_workgroup_size)
+        out["memory_instructions"] = {m: n for m, n in sorted(k.instructions.items()) if amdgcn.memory_width(m)}
         unknown = k.unknown_memory_ops()
         if unknown:
             out["unread_memory_ops"] = unknown
@@ -211,6 +212,7 @@ def analyse(compiled: Compiled, target: CompileTarget) -> dict[str, Any]:
         out.update(registers=r.registers, spill_store_bytes=r.spill_store_bytes,
                    spill_load_bytes=r.spill_load_bytes, scratch_bytes=r.stack_bytes, lds_bytes=compiled.shared,
                    wavefront_size=target.warp_size, workgroup_size=compiled.num_warps * target.warp_size)
+        out["memory_instructions"] = {m: n for m, n in sorted(mix.instructions.items()) if sass.memory_width(m)}
         if "sass" in compiled.asm:
             code = compiled.asm["sass"].count("/*") // 2  # two comments per instruction: address and encoding
             out["code_bytes"] = 16 * code  # Hopper instructions are 16 bytes
@@ -287,7 +289,9 @@ def run(spec: JobSpec, device: torch.device | None = None) -> JobResult:
     for i, launch in enumerate(launches):
         compiled = compile_launch(launch, target)
         figures = analyse(compiled, target)
-        figures.update(signature=compiled.signature, constexprs=compiled.constexprs,
+        names = list(compiled.signature)
+        figures.update(signature=compiled.signature,
+                       constexprs={names[_index(path)]: v for path, v in compiled.constexprs.items()},
                        divisibility=_divisibility(compiled), cached=compiled.cached, notes=compiled.notes)
         per_launch.append(figures)
         for stage in ("amdgcn", "ptx", "sass"):
@@ -317,9 +321,9 @@ def run(spec: JobSpec, device: torch.device | None = None) -> JobResult:
 def _divisibility(compiled: Compiled) -> dict[str, list]:
     """The specialisation Triton applied, by argument name: ``tt.divisibility`` 16 and AMD's ``tt.pointer_range``."""
     names = list(compiled.signature)
-    out = {}
-    for path, attrs in compiled.attrs.items():
-        idx = int(str(path).strip("(),").split(",")[0])
-        if attrs:
-            out[names[idx]] = [list(a) for a in attrs]
-    return out
+    return {names[_index(path)]: [list(a) for a in attrs] for path, attrs in compiled.attrs.items() if attrs}
+
+
+def _index(path: str) -> int:
+    """The argument index of a Triton argument path (``"(3,)"``, as the keys of constexprs and attrs print)."""
+    return int(str(path).strip("(),").split(",")[0])
