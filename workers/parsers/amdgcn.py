@@ -54,12 +54,7 @@ class AmdgcnKernel:
 
     def memory_ops(self) -> dict[str, Counter]:
         """``{"load": {bits: count}, "store": {bits: count}}`` over the global/buffer/flat accesses."""
-        out = {"load": Counter(), "store": Counter()}
-        for mnemonic, n in self.instructions.items():
-            w = memory_width(mnemonic)
-            if w is not None:
-                out[w[0]][w[1]] += n
-        return out
+        return accesses_by_width(self.instructions, memory_width)
 
     def unknown_memory_ops(self) -> list[str]:
         """Global/buffer/flat loads and stores whose width this parser cannot read (atomics are not counted)."""
@@ -74,6 +69,17 @@ class AmdgcnKernel:
 
     def instruction_count(self) -> int:
         return sum(self.instructions.values())
+
+
+def accesses_by_width(instructions: Counter, width_of) -> dict[str, Counter]:
+    """``{"load": {bits: count}, "store": {bits: count}}`` of an instruction mix, ``width_of(mnemonic)`` giving
+    ``(direction, bits)`` of a memory access or None (shared with the SASS parser)."""
+    out = {"load": Counter(), "store": Counter()}
+    for mnemonic, n in instructions.items():
+        w = width_of(mnemonic)
+        if w is not None:
+            out[w[0]][w[1]] += n
+    return out
 
 
 def memory_width(mnemonic: str) -> tuple[str, int] | None:

@@ -12,6 +12,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from workers.parsers.amdgcn import accesses_by_width
+
 _STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _REGS = re.compile(r"Used (\d+) registers")
 _SMEM = re.compile(r"(\d+) bytes smem")
@@ -55,12 +57,7 @@ class SassListing:
     instructions: Counter = field(default_factory=Counter)  # full opcode with modifiers -> count
 
     def memory_ops(self) -> dict[str, Counter]:
-        out = {"load": Counter(), "store": Counter()}
-        for op, n in self.instructions.items():
-            w = memory_width(op)
-            if w is not None:
-                out[w[0]][w[1]] += n
-        return out
+        return accesses_by_width(self.instructions, memory_width)
 
     def transcendentals(self) -> int:
         return sum(n for op, n in self.instructions.items() if op.startswith("MUFU."))
