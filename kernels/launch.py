@@ -4,7 +4,8 @@ One table, keyed by the architecture the device reports (``sm_90``, ``gfx950``, 
 (wavefront) size and the warps per program for a row of a given width.  On sm_90 (H200) the norm-family kernels'
 warps at their widths come from launch-knob sweeps (``norm_warps``, ``layer_norm_warps``; docs/perf/kernels-h200.md);
 the rest of the sm_90 row table is the generic rule.  The AMD entries follow the ROCm guidance the project started
-from (wave64 on CDNA, wave32 on RDNA; 4/8/16 warps by row width) and have NOT run on AMD hardware.  ``measured``
+from (wave64 on CDNA with 2/4/8 warps, wave32 on RDNA with 4/8/16, by row width) and have NOT run on AMD hardware;
+their machine code is checked without it (:func:`compile_target`, workers/isa.py, docs/perf/amd-isa.md).  ``measured``
 says whether a whole entry comes from a tuning sweep on that architecture (none does yet).
 
 Also here: the direct launch path of eager calls (:func:`eager_direct`, :class:`DirectLauncher`).
