@@ -14,6 +14,9 @@ in NARROW_LOADS.  A failure names the kernel, shape, architecture and the offend
 from __future__ import annotations
 
 import importlib
+import os
+import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -28,7 +31,8 @@ from workers.parsers import amdgcn, sass
 from workers.spec import STATUS_OK, JobSpec
 
 ARCHS = ("gfx950", "gfx1201")
-CONF = Path(__file__).resolve().parents[2] / "conf" / "kernel"
+REPO = Path(__file__).resolve().parents[2]
+CONF = REPO / "conf" / "kernel"
 # Shapes beyond the default grids that reach the launch table's other entries.
 EXTRA_SHAPES = {
     "rmsnorm": [[1, 16, 256], [1, 16, 1024], [1, 16, 8192]],
@@ -87,11 +91,27 @@ def _specs() -> list[JobSpec]:
 
 
 @pytest.fixture(scope="module")
-def compiled():
-    """{(kernel, shape tuple, arch): (spec, result)} for every job, compiled once; prints the time it took."""
+def compiled(tmp_path_factory):
+    """{(kernel, shape tuple, arch): (spec, result)} for every job, compiled once by ``python -m workers run`` in two
+    processes side by side (one kernel's jobs stay in one, where its repeated specialisations compile once)."""
     specs = _specs()
+    halves: list[list[JobSpec]] = [[], []]
+    for kernel in registered_kernels():
+        min(halves, key=len).extend(s for s in specs if s.kernel == kernel)
+    where = tmp_path_factory.mktemp("isa")
     t0 = time.perf_counter()
-    results = {r.key: r for r in runner.run(specs, node_id="test")}
+    procs = []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    for i, half in enumerate(halves):
+        runner.write_plan(where / f"plan-{i}.jsonl", {"sweep": "test_isa"}, half)
+        with open(where / f"log-{i}.txt", "w") as log:
+            procs.append(subprocess.Popen([sys.executable, "-m", "workers", "run", str(where / f"plan-{i}.jsonl"),
+                                           "--out", str(where / f"results-{i}.jsonl")], cwd=REPO, env=env,
+                                          stdout=log, stderr=subprocess.STDOUT))
+    for i, proc in enumerate(procs):
+        proc.wait(timeout=1200)
+        assert proc.returncode in (0, 1), (where / f"log-{i}.txt").read_text()[-2000:]
+    results = {r.key: r for i in range(2) for _, r in runner.read_results(where / f"results-{i}.jsonl")[1]}
     print(f"\nisa: {len(specs)} jobs compiled in {time.perf_counter() - t0:.1f} s")
     return {(s.kernel, tuple(s.shape), s.params["arch"]): (s, results[s.key]) for s in specs}
 
