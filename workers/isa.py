@@ -117,6 +117,11 @@ def _specialise(launch: Launch, target: CompileTarget):
     from triton.runtime.jit import create_function_from_signature
 
     fn = launch.fn
+    if not hasattr(fn, "_pack_args"):
+        import triton
+
+        raise RuntimeError(f"the isa job specialises launches as Triton's JITFunction.run does (its _pack_args, "
+                           f"Triton 3.4 and later); this is triton {triton.__version__}")
     kwargs = dict(launch.kwargs)
     kwargs["debug"] = kwargs.get("debug", fn.debug) or knobs.runtime.debug
     kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
