@@ -4,16 +4,19 @@ One table, keyed by the architecture the device reports (``sm_90``, ``gfx950``, 
 (wavefront) size and the warps per program for a row of a given width.  On sm_90 (H200) the norm-family kernels'
 warps at their widths come from launch-knob sweeps (``norm_warps``, ``layer_norm_warps``; docs/perf/kernels-h200.md);
 the rest of the sm_90 row table is the generic rule.  The AMD entries follow the ROCm guidance the project started
-from (wave64 on CDNA, wave32 on RDNA; 4/8/16 warps by row width) and have NOT run on AMD hardware.  ``measured``
-says whether a whole entry comes from a tuning sweep on that architecture (none does yet).
+from (wave64 on CDNA with 2/4/8 warps, wave32 on RDNA with 4/8/16, by row width) and have NOT run on AMD hardware;
+their machine code is checked without it (:func:`compile_target`, workers/isa.py, docs/perf/amd-isa.md).
+``measured`` says whether a whole entry comes from a tuning sweep on that architecture (none does yet).
 
 :func:`arch_launch` gives the entry of a torch device, :func:`for_arch` the entry of an architecture by name (for
 compiling for a device that is not here).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -61,9 +64,11 @@ _TABLE: dict[str, ArchLaunch] = {
                         # bf16 tables equal to transformers' bit for bit at the five grid shapes, 2-5 % faster per
                         # call at 69-105 MB than with a cast per op
                         native_half_math=True),
-    # AMD CDNA3+/4 (MI300X gfx942, MI355X gfx950): wave64, so half the warps cover the same row.
-    "gfx950": ArchLaunch("gfx950", 64, ((1024, 4), (4096, 8), (1 << 30, 16)), 2048, False),
-    "gfx942": ArchLaunch("gfx942", 64, ((1024, 4), (4096, 8), (1 << 30, 16)), 2048, False),
+    # AMD CDNA3+/4 (MI300X gfx942, MI355X gfx950): wave64, so half the warps cover the same row (the generic rule's
+    # lanes per row): 8 16-bit elements per lane, so rows load and store 128 bits a lane (dwordx4), where the
+    # generic warps on wave64 gave 4 elements and 64-bit accesses (docs/perf/amd-isa.md).
+    "gfx950": ArchLaunch("gfx950", 64, ((1024, 2), (4096, 4), (1 << 30, 8)), 2048, False),
+    "gfx942": ArchLaunch("gfx942", 64, ((1024, 2), (4096, 4), (1 << 30, 8)), 2048, False),
     # AMD RDNA4 (R9700 gfx1201) and RDNA3 (gfx1100): wave32; nw=32 measured worst in the seed, so cap at 16.
     "gfx1201": ArchLaunch("gfx1201", 32, ((1024, 4), (4096, 8), (1 << 30, 16)), 1024, False),
     "gfx1100": ArchLaunch("gfx1100", 32, ((1024, 4), (4096, 8), (1 << 30, 16)), 1024, False),
@@ -101,6 +106,8 @@ def for_arch(arch: str) -> ArchLaunch:
 
 
 def arch_launch(device: torch.device | None = None) -> ArchLaunch:
+    if _COMPILE_TARGET.arch is not None:
+        return _TABLE[_COMPILE_TARGET.arch]
     if device is None or device.type != "cuda":
         return _GENERIC
     return for_arch(device_arch(device.index or 0))
@@ -108,3 +115,51 @@ def arch_launch(device: torch.device | None = None) -> ArchLaunch:
 
 def row_num_warps(block: int, device: torch.device | None = None) -> int:
     return arch_launch(device).warps_for(block)
+
+
+class _CompileTarget(threading.local):
+    arch: str | None = None  # inside compile_target(): the architecture whose launches are being compiled
+
+
+_COMPILE_TARGET = _CompileTarget()
+
+
+def compiling_for() -> str | None:
+    """The architecture :func:`compile_target` compiles for (None outside it)."""
+    return _COMPILE_TARGET.arch
+
+
+@contextlib.contextmanager
+def compile_target(arch: str):
+    """Launch as on a GPU of ``arch`` without one (workers/isa.py compiles what the wrappers launch): inside, every
+    wrapper picks that architecture's launch table whatever its tensors' device, CPU tensors are accepted and the
+    fast launch path is off, so each launch reaches Triton's ``JITFunction.run`` (which the caller intercepts; no
+    kernel runs).  The launch-config caches are keyed by device, so they are cleared on entry and exit."""
+    if arch not in _TABLE:
+        raise ValueError(f"no launch table for {arch!r}; known: {', '.join(sorted(_TABLE))}")
+    previous = _COMPILE_TARGET.arch
+    _COMPILE_TARGET.arch = arch
+    _forget_launch_configs()
+    try:
+        yield _TABLE[arch]
+    finally:
+        _COMPILE_TARGET.arch = previous
+        _forget_launch_configs()
+
+
+def _forget_launch_configs() -> None:
+    """Clear the kernel modules' cached launch configs (``functools`` caches of functions taking a ``device``) and
+    the direct launches."""
+    import inspect
+    import sys
+
+    from kernels.launch_plans import forget_launches
+
+    forget_launches()
+    for name, module in list(sys.modules.items()):
+        if name == "kernels" or name.startswith("kernels."):
+            for value in list(vars(module).values()):
+                wrapped = getattr(value, "__wrapped__", None)
+                if (callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", None) == name
+                        and wrapped is not None and "device" in inspect.signature(wrapped).parameters):
+                    value.cache_clear()

@@ -7,12 +7,12 @@ from typing import Sequence
 
 import torch
 
-from kernels.arch import interpreting
+from kernels.arch import compiling_for, interpreting
 
 
 def check_device(name: str, t: torch.Tensor) -> None:
     """A Triton kernel runs on a GPU tensor, or on a CPU tensor under the interpreter (TRITON_INTERPRET=1)."""
-    if t.device.type == "cpu" and not interpreting():
+    if t.device.type == "cpu" and not interpreting() and compiling_for() is None:
         raise ValueError(
             f"{name} is a CPU tensor; Triton kernels need a GPU tensor, or TRITON_INTERPRET=1 to run on the CPU")
     if t.device.type not in ("cpu", "cuda"):

@@ -12,7 +12,7 @@ import threading
 
 import torch
 
-from kernels.arch import INTERPRETED
+from kernels.arch import INTERPRETED, compiling_for
 
 # Tensors a direct launch may take: plain tensors and module parameters (a weight is an nn.Parameter); any other
 # subclass goes through the op so that its __torch_dispatch__/__torch_function__ sees the call.
@@ -140,7 +140,8 @@ def _current_stream(device: int) -> int:
 
 
 def fast_launch_active() -> bool:
-    return FAST_LAUNCH and _FAST_SUPPORTED and not INTERPRETED and not _launch_hooks_set()
+    return (FAST_LAUNCH and _FAST_SUPPORTED and not INTERPRETED and compiling_for() is None
+            and not _launch_hooks_set())
 
 
 def _launch_hooks_set() -> bool:

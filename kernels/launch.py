@@ -11,7 +11,15 @@ import torch
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 # The launch table and the interpreter check stay importable from here, where they lived before kernels.arch.
-from kernels.arch import ArchLaunch, arch_launch, device_arch, for_arch, interpreting, row_num_warps  # noqa: F401
+from kernels.arch import (  # noqa: F401
+    ArchLaunch,
+    arch_launch,
+    compile_target,
+    device_arch,
+    for_arch,
+    interpreting,
+    row_num_warps,
+)
 from kernels.fast_launch import PLAIN_TENSORS, direct_launcher
 
 

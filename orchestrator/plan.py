@@ -14,7 +14,7 @@ from workers.spec import JobSpec
 
 __all__ = ["CodeVersion", "code_version", "job_key", "plan", "plan_key", "timing_params"]
 
-KERNEL_KINDS = ("correctness", "micro", "profile")
+KERNEL_KINDS = ("correctness", "micro", "profile", "isa")
 
 
 def timing_params(sweep: dict) -> dict:
@@ -44,6 +44,9 @@ def plan(cfg: dict, code: CodeVersion | None = None, gpu_types: list[str] | None
         for kind in sw["kinds"]:
             if kind not in KERNEL_KINDS:
                 continue
+            if kind == "isa":
+                specs.extend(plan_isa(sw, grid, targets[0]))
+                continue
             for shape in grid["shapes"]:
                 for dtype in grid["dtypes"]:
                     for tgt in targets:
@@ -58,6 +61,15 @@ def plan(cfg: dict, code: CodeVersion | None = None, gpu_types: list[str] | None
     for s in specs:
         s.key = job_key(s, code)
     return specs
+
+
+def plan_isa(sw: dict, grid: dict, target: str) -> list[JobSpec]:
+    """Compile-only jobs (workers/isa.py): the kernel's Triton implementation at each shape and dtype, once per
+    compile target of ``sweep.archs``.  Where they run does not change what they find, so they are planned once (for
+    the sweep's first target) and carry no timing parameters."""
+    return [JobSpec(kind="isa", kernel=grid["name"], shape=list(shape), dtype=dtype, impls=["triton"], target=target,
+                    params={"arch": arch, "seed": 0, "timeout_s": sw["timeout_s"]}, sweep=sw["name"])
+            for shape in grid["shapes"] for dtype in grid["dtypes"] for arch in sw["archs"]]
 
 
 def plan_key(specs: list[JobSpec]) -> str:

@@ -73,13 +73,56 @@ def e2e_table(rows: Iterable[dict], title: str) -> Table:
     return t
 
 
-def print_summary(console: Console, rows: list[dict], title: str, e2e_rows: list[dict] | None = None) -> None:
+def print_summary(console: Console, rows: list[dict], title: str, e2e_rows: list[dict] | None = None,
+                  isa_rows: list[dict] | None = None) -> None:
     if rows:
         console.print(summary_table(rows, title))
     if e2e_rows:
         console.print(e2e_table(e2e_rows, f"{title} · end to end"))
-    if not rows and not e2e_rows:
+    if isa_rows:
+        console.print(isa_table(isa_rows, f"{title} · compiled for target architectures (no GPU ran)"))
+    if not rows and not e2e_rows and not isa_rows:
         console.print(f"{title}: no measurements in this run")
+
+
+ISA_COLUMNS = ("kernel", "shape", "dtype", "arch", "registers", "spills", "scratch B", "LDS B", "occupancy",
+               "load bits", "store bits", "transc.", "cvt", "code B", "est. µs", "est. µs (copy ceiling)", "status")
+
+
+def _isa_cells(r: dict) -> list[str]:
+    amd = r.get("vgprs") is not None
+    regs = (f"{r['vgprs']:.0f} v / {r.get('sgprs') or 0:.0f} s" + (f" / {r['agprs']:.0f} a" if r.get("agprs") else "")
+            if amd else _fmt(r.get("registers"), ".0f"))
+    spills = (_fmt((r.get("vgpr_spills") or 0) + (r.get("sgpr_spills") or 0), ".0f") if amd else
+              _fmt(r.get("spill_store_bytes"), ".0f", " B") if r.get("spill_store_bytes") is not None else "–")
+
+    def bits(direction: str) -> str:
+        counts = [f"{r[f'{direction}s_b{b}']:.0f}×{b}" for b in (128, 64, 32, 16)
+                  if r.get(f"{direction}s_b{b}")]
+        return " ".join(counts) or "–"
+
+    return [r["kernel"], "x".join(str(s) for s in r["shape"]), r["dtype"], r["arch"], regs, spills,
+            _fmt(r.get("scratch_bytes"), ".0f"), _fmt(r.get("lds_bytes"), ".0f"),
+            _fmt(r.get("occupancy_waves"), ".0f"), bits("load"), bits("store"), _fmt(r.get("transcendentals"), ".0f"),
+            _fmt(r.get("conversions"), ".0f"), _fmt(r.get("code_bytes"), ".0f"),
+            _fmt(r.get("est_min_time_us"), ".2f"), _fmt(r.get("est_min_time_copy_us"), ".2f"), r.get("status") or "–"]
+
+
+def isa_table(rows: Iterable[dict], title: str) -> Table:
+    t = Table(title=title)
+    for c in ISA_COLUMNS:
+        t.add_column(c, justify="left" if c in ("kernel", "shape", "dtype", "arch", "status", "load bits",
+                                                "store bits", "registers") else "right")
+    for r in rows:
+        t.add_row(*_isa_cells(r))
+    return t
+
+
+def isa_markdown(rows: Iterable[dict]) -> str:
+    lines = ["| " + " | ".join(ISA_COLUMNS) + " |", "|" + "---|" * len(ISA_COLUMNS)]
+    for r in rows:
+        lines.append("| " + " | ".join(_isa_cells(r)) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def e2e_markdown(rows: Iterable[dict]) -> str:
@@ -94,9 +137,11 @@ def e2e_markdown(rows: Iterable[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_markdown(info: dict, rows: list[dict], e2e_rows: list[dict], devices: list[dict]) -> str:
+def run_markdown(info: dict, rows: list[dict], e2e_rows: list[dict], devices: list[dict],
+                 isa_rows: list[dict] | None = None) -> str:
     """A run as a docs/perf page: when, where, which code and config, then the tables."""
-    used = {r.get("hardware_key") for r in [*rows, *e2e_rows]}
+    isa_rows = isa_rows or []
+    used = {r.get("hardware_key") for r in [*rows, *e2e_rows, *isa_rows]}
     devs = [d for d in devices if d["hardware_key"] in used]
     out = [f"# Run {info['id']} · {info['sweep']}", "",
            f"- **Date:** {info.get('started_at')} (finished {info.get('finished_at')}), status {info.get('status')}",
@@ -113,6 +158,8 @@ def run_markdown(info: dict, rows: list[dict], e2e_rows: list[dict], devices: li
         out += [markdown(rows), ""]
     if e2e_rows:
         out += [e2e_markdown(e2e_rows), ""]
+    if isa_rows:
+        out += [isa_markdown(isa_rows), ""]
     return "\n".join(out)
 
 
@@ -130,9 +177,10 @@ def show_run(url: str | None, run_id: int | None, markdown_path: str | None, con
     if info is None:
         raise ValueError(f"no run {run_id} in {url}")
     rows, e2e_rows = queries.run_summary(url, run_id), queries.e2e_results(url, run_id)
-    print_summary(console, rows, f"run {run_id} · {info['sweep']}", e2e_rows)
+    isa_rows = queries.isa_results(url, run_id)
+    print_summary(console, rows, f"run {run_id} · {info['sweep']}", e2e_rows, isa_rows)
     if markdown_path:
         with open(markdown_path, "w") as f:
-            f.write(run_markdown(info, rows, e2e_rows, queries.devices(url)))
+            f.write(run_markdown(info, rows, e2e_rows, queries.devices(url), isa_rows))
         console.print(f"wrote {markdown_path}")
     return 0

@@ -1,6 +1,7 @@
 """Ray scheduling: batches of JobSpecs travel as Ray tasks to nodes whose labels match the job's GPU type.
 
-Each task asks for one GPU (one CPU slot on a cluster without GPUs), so two benchmarks never share a GPU; it runs
+Each task asks for one GPU (one CPU slot on a cluster without GPUs, and for compile-only ``isa`` jobs, which need no
+GPU), so two benchmarks never share a GPU; it runs
 its batch through the worker's sandbox and streams one result per job back (a Ray streaming generator).  Node
 loss is Ray's to retry (``max_retries``; application errors are never retried: kernel failures are data).  The
 driver de-duplicates results by job key, so a batch re-run on another node after a node died stores each job once.
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from workers.spec import JobResult, JobSpec
+from workers.spec import COMPILE_ONLY_KINDS, JobResult, JobSpec
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LABEL_NS = "kernelfleet.io"
@@ -41,6 +42,11 @@ class NoMatchingNodeError(RuntimeError):
 def takes_whole_node(spec: JobSpec) -> bool:
     """End-to-end and profile jobs (and any job with ``params.whole_node``) run alone on their node."""
     return spec.kind in WHOLE_NODE_KINDS or bool(spec.params.get("whole_node"))
+
+
+def needs_gpu(spec: JobSpec) -> bool:
+    """Compile-only jobs (``isa``) take a CPU slot on any node the selector matches; every other job a GPU."""
+    return spec.kind not in COMPILE_ONLY_KINDS
 
 
 def _run_batch(spec_dicts: list[dict]):
@@ -133,14 +139,15 @@ class RayCluster:
     def has_gpus(self) -> bool:
         return any(n.alive and n.gpus > 0 for n in self.nodes())
 
-    def matching(self, selector: dict[str, str]) -> list[NodeView]:
-        gpu = self.has_gpus()
+    def matching(self, selector: dict[str, str], gpu: bool = True) -> list[NodeView]:
+        gpu = gpu and self.has_gpus()
         return [n for n in self.nodes() if n.alive and selector_matches(selector, n.labels)
                 and (n.gpus > 0 if gpu else n.resources.get("CPU", 0) > 0)]
 
-    def slots(self, selector: dict[str, str]) -> int:
-        nodes = self.matching(selector)
-        if self.has_gpus():
+    def slots(self, selector: dict[str, str], gpu: bool = True) -> int:
+        """Jobs that can run at once: GPUs of the matching nodes, or one per matching node (CPU jobs, no GPUs)."""
+        nodes = self.matching(selector, gpu)
+        if gpu and self.has_gpus():
             return sum(n.gpus for n in nodes)
         return len(nodes)
 
@@ -199,20 +206,22 @@ def execute(cluster: RayCluster, specs: list[JobSpec], selector_of: Callable[[Jo
     import ray
     from ray.exceptions import RayError
 
-    gpu = cluster.has_gpus()
+    has_gpus = cluster.has_gpus()
     nodes = cluster.nodes()
+    # group key: (selector, whole node, on a GPU); compile-only jobs take a CPU slot even on a GPU cluster
     groups: dict[tuple, list[JobSpec]] = {}
     for s in specs:
-        groups.setdefault((tuple(sorted(selector_of(s).items())), takes_whole_node(s)), []).append(s)
+        groups.setdefault((tuple(sorted(selector_of(s).items())), takes_whole_node(s), has_gpus and needs_gpu(s)),
+                          []).append(s)
     queue: list[tuple[tuple, list[JobSpec]]] = []
     total_slots = 0
     for gkey, group in groups.items():
-        slots = cluster.slots(dict(gkey[0]))
+        slots = cluster.slots(dict(gkey[0]), gkey[2])
         total_slots += slots
         queue += [(gkey, b) for b in make_batches(group, batch_size, slots)]
     view = {"nodes": nodes}  # the latest look at the fleet (check_nodes refreshes it)
 
-    def share(sel: dict[str, str]) -> bool:
+    def share(sel: dict[str, str], gpu: bool) -> bool:
         """A sliver of the node resource only where every candidate node has it (nodes started by hand may not)."""
         matching = [n for n in view["nodes"] if can_run(n, sel, False, gpu)]
         return bool(matching) and all(n.resources.get(NODE_RESOURCE, 0) > 0 for n in matching)
@@ -226,7 +235,7 @@ def execute(cluster: RayCluster, specs: list[JobSpec], selector_of: Callable[[Jo
     def submit() -> None:
         while queue and len(inflight) < limit:
             gkey, batch = queue.pop(0)
-            opts = task_options(dict(gkey[0]), gkey[1], gpu, share(dict(gkey[0])), max_retries)
+            opts = task_options(dict(gkey[0]), gkey[1], gkey[2], share(dict(gkey[0]), gkey[2]), max_retries)
             gen = remote.options(**opts).remote([s.to_dict() for s in batch])
             inflight[gen] = (gkey, {s.key: s for s in batch})
 
@@ -250,7 +259,7 @@ def execute(cluster: RayCluster, specs: list[JobSpec], selector_of: Callable[[Jo
         now = time.monotonic()
         waiting = {k for k, _ in queue} | {k for k, _ in inflight.values()}
         for gkey in waiting:
-            sel, whole = dict(gkey[0]), gkey[1]
+            sel, whole, gpu = dict(gkey[0]), gkey[1], gkey[2]
             if any(can_run(n, sel, whole, gpu) for n in now_nodes):
                 no_node_since.pop(gkey, None)
                 continue
@@ -260,8 +269,8 @@ def execute(cluster: RayCluster, specs: list[JobSpec], selector_of: Callable[[Jo
                 lose_group(gkey, f"no live node matches {describe_selector(sel)}{need}: the last one left the "
                                  f"cluster or none joined (waited {no_node_grace_s:g} s)")
                 no_node_since.pop(gkey, None)
-        slots_now = sum(n.gpus if gpu else 1 for n in now_nodes if n.alive and (n.gpus > 0 if gpu else
-                                                                               n.resources.get("CPU", 0) > 0))
+        slots_now = sum(n.gpus if has_gpus else 1 for n in now_nodes
+                        if n.alive and (n.gpus > 0 if has_gpus else n.resources.get("CPU", 0) > 0))
         limit = max(limit, 2 * slots_now)
 
     try:

@@ -53,6 +53,8 @@ class SweepCfg:
     batch_size: int = 32  # jobs per Ray task (one sandbox process, torch imported once)
     max_retries: int = 3  # Ray retries of a batch whose node died
     e2e: Dict[str, Any] = field(default_factory=dict)  # end-to-end job parameters (sweep ltx_e2e)
+    # compile targets of isa jobs (workers/isa_targets.py): each kernel x shape x dtype is compiled for each
+    archs: List[str] = field(default_factory=lambda: ["gfx950", "gfx1201", "gfx942"])
 
 
 @dataclass

@@ -186,7 +186,7 @@ def run_sweep(cfg: dict, console: Console) -> int:
     from orchestrator.store import queries
 
     report.print_summary(console, queries.run_summary(url, run_id), f"run {run_id} · {cfg['sweep']['name']}",
-                         queries.e2e_results(url, run_id))
+                         queries.e2e_results(url, run_id), queries.isa_results(url, run_id))
     console.print(f"run {run_id}: {status}; {len(specs)} jobs ({dict(Counter(final.values()))}); store: {url}")
     if interrupted:
         console.print(f"interrupted: run the same command again to complete run {run_id}")

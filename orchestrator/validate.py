@@ -5,9 +5,10 @@ from typing import Any
 
 from orchestrator.config import ConfigError, conf_dir, group_options
 from orchestrator.plan_e2e import validate_e2e
+from workers import isa_targets
 from workers.spec import FLUSH_MODES, JOB_KINDS
 
-KERNEL_KINDS = ("correctness", "micro", "profile")
+KERNEL_KINDS = ("correctness", "micro", "profile", "isa")
 
 
 def effective_grid(cfg: dict, kname: str) -> dict[str, Any]:
@@ -76,6 +77,8 @@ def validate(cfg: dict) -> None:
         raise ConfigError(f"sweep.max_retries: must be >= 0, got {sw['max_retries']}")
     if "e2e" in sw["kinds"]:
         validate_e2e(sw)
+    if "isa" in sw["kinds"]:
+        _check_members("sweep.archs", list(sw["archs"]), list(isa_targets.TARGETS), "compile target {!r}")
     wants_kernels = any(k in KERNEL_KINDS for k in sw["kinds"])
     names = selected_kernels(cfg)
     if wants_kernels and not names:
@@ -90,6 +93,8 @@ def validate(cfg: dict) -> None:
             raise ConfigError(f"{where}.name: {exc}") from None
         _check_members(f"{where}.impls", grid["impls"], entry.impl_names(), f"implementation {{!r}} of {entry.name}")
         _check_members(f"{where}.dtypes", grid["dtypes"], list(entry.dtypes), f"dtype {{!r}} for {entry.name}")
+        if "isa" in sw["kinds"] and "triton" not in entry.impls:
+            raise ConfigError(f"{where}: {entry.name} has no triton implementation to compile (sweep.kinds has isa)")
         if not grid["shapes"]:
             raise ConfigError(f"{where}.shapes: empty")
         for i, shape in enumerate(grid["shapes"]):

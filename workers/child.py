@@ -22,9 +22,17 @@ def _emit(stream, obj: dict) -> None:
     stream.flush()
 
 
+# Set (to "1") by workers.runner for a sandbox that runs compile-only jobs (workers.spec.COMPILE_ONLY_KINDS)
+COMPILE_ONLY_ENV = "KERNELFLEET_COMPILE_ONLY"
+
+
 def _run_one(spec, device):
     from workers import correctness, micro
 
+    if spec.kind == "isa":
+        from workers import isa
+
+        return isa.run(spec, device)
     if spec.kind == "correctness":
         return correctness.run(spec, device)
     if spec.kind == "micro":
@@ -48,7 +56,12 @@ def main() -> int:
 
     import torch
 
-    if not torch.cuda.is_available():
+    compile_only = os.environ.get(COMPILE_ONLY_ENV) == "1"
+    if compile_only:
+        # isa jobs compile the kernels for a target architecture and run none: no interpreter, no GPU needed
+        os.environ.pop("TRITON_INTERPRET", None)
+        device = torch.device("cpu")
+    elif not torch.cuda.is_available():
         os.environ["TRITON_INTERPRET"] = "1"  # before any kernel module is imported
         device = torch.device("cpu")
     else:
@@ -66,11 +79,11 @@ def main() -> int:
 
     from workers import device as device_detect
     from workers import timing
-    from workers.spec import STATUS_ERROR, JobResult, JobSpec
+    from workers.spec import COMPILE_ONLY_KINDS, STATUS_ERROR, JobResult, JobSpec
 
     info = device_detect.detect(0).to_dict()
     ceiling = None
-    if os.environ.get("KERNELFLEET_MEASURE_CEILING", "1") != "0":
+    if os.environ.get("KERNELFLEET_MEASURE_CEILING", "1") != "0" and not compile_only:
         try:
             ceiling = timing.copy_bandwidth_gbs(device)
         except Exception as exc:  # a ceiling we cannot measure is reported as missing, never guessed
@@ -84,6 +97,8 @@ def main() -> int:
         _emit(results, {"event": "start", "key": spec.key})
         t0 = time.time()
         try:
+            if compile_only and spec.kind not in COMPILE_ONLY_KINDS:
+                raise ValueError(f"a {spec.kind} job in a compile-only sandbox (kernels are not runnable here)")
             result = _run_one(spec, device)
         except Exception as exc:
             tb = traceback.format_exc(limit=8)

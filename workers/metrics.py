@@ -71,6 +71,33 @@ _METRICS = (
     Metric("speedup_vs_eager", "x", ("e2e",), True, "eager's ms_per_step over this mode's, for correct modes"),
     # profile
     Metric("kernels_per_call", "kernels", ("profile",), False, "kernel launches per call of the implementation"),
+    # isa: one kernel call compiled for a target architecture (workers/isa.py); per call: registers and LDS of the
+    # largest launch, occupancy and access widths of the narrowest, counts summed over the launches
+    Metric("vgprs", "count", ("isa",), False, "vector registers per lane (AMD)"),
+    Metric("agprs", "count", ("isa",), False, "accumulation registers per lane (AMD CDNA)"),
+    Metric("sgprs", "count", ("isa",), False, "scalar registers per wave (AMD)"),
+    Metric("registers", "count", ("isa",), False, "registers per thread (NVIDIA, from ptxas)"),
+    Metric("vgpr_spills", "count", ("isa",), False, "vector registers spilled to scratch"),
+    Metric("sgpr_spills", "count", ("isa",), False, "scalar registers spilled"),
+    Metric("spill_store_bytes", "B", ("isa",), False, "bytes of spill stores (NVIDIA)"),
+    Metric("spill_load_bytes", "B", ("isa",), False, "bytes of spill loads (NVIDIA)"),
+    Metric("scratch_bytes", "B", ("isa",), False, "private (scratch / local) memory per lane"),
+    Metric("lds_bytes", "B", ("isa",), False, "LDS / shared memory per program"),
+    Metric("occupancy_waves", "waves/SIMD", ("isa",), True, "waves per SIMD the registers and LDS allow"),
+    Metric("code_bytes", "B", ("isa",), False, "size of the machine code"),
+    Metric("isa_compile_s", "s", ("isa",), False, "time to compile the call's kernels for the target"),
+    Metric("load_min_bits", "bit", ("isa",), True, "the narrowest global load of the call, bits per lane"),
+    Metric("store_min_bits", "bit", ("isa",), True, "the narrowest global store of the call, bits per lane"),
+    *(Metric(f"{d}s_b{b}", "count", ("isa",), b == 128, f"global {d} instructions {b} bits wide")
+      for d in ("load", "store") for b in (128, 96, 64, 32, 16, 8)),
+    Metric("transcendentals", "count", ("isa",), False, "transcendental instructions (exp, log, rsq, rcp, sqrt)"),
+    Metric("conversions", "count", ("isa",), False, "conversion instructions (cvt)"),
+    Metric("instructions", "count", ("isa",), False, "instructions in the machine code"),
+    Metric("launches", "count", ("isa",), False, "kernel launches in one call"),
+    Metric("est_min_time_us", "us", ("isa",), False,
+           "estimate, not a measurement: the kernel's byte model over the target's published memory bandwidth"),
+    Metric("est_min_time_copy_us", "us", ("isa",), False,
+           "estimate, not a measurement: the byte model over the device's measured copy bandwidth"),
 )
 
 CATALOGUE: dict[str, Metric] = {m.name: m for m in _METRICS}

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import zlib
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from workers.child import COMPILE_ONLY_ENV
 from workers.sandbox import ChildInfo, run_jobs
-from workers.spec import JobResult, JobSpec
+from workers.spec import COMPILE_ONLY_KINDS, JobResult, JobSpec
 
 PLAN_FORMAT = 1
 RESULTS_FORMAT = 1  # the results files this code writes and reads; a file without a format is format 1
@@ -23,9 +25,21 @@ RESULTS_FORMAT = 1  # the results files this code writes and reads; a file witho
 
 def run(specs: Iterable[JobSpec], node_id: str | None = None, env: dict[str, str] | None = None,
         info: ChildInfo | None = None) -> Iterator[JobResult]:
-    for result in run_jobs(specs, env=env, info=info):
-        result.node_id = node_id
-        yield result
+    """Results of ``specs``: the jobs that run kernels first, in one sandbox, then the compile-only jobs (``isa``)
+    in a sandbox of their own, which compiles the kernels instead of interpreting them and measures nothing."""
+    specs = list(specs)
+    measured = [s for s in specs if s.kind not in COMPILE_ONLY_KINDS]
+    compile_only = [s for s in specs if s.kind in COMPILE_ONLY_KINDS]
+    groups = [(measured, env, info)]
+    if compile_only:
+        base = dict(os.environ if env is None else env)
+        groups.append((compile_only, {**base, COMPILE_ONLY_ENV: "1", "KERNELFLEET_MEASURE_CEILING": "0"}, None))
+    for group, group_env, group_info in groups:
+        if not group:
+            continue
+        for result in run_jobs(group, env=group_env, info=group_info):
+            result.node_id = node_id
+            yield result
 
 
 def _open(path: str | Path, mode: str = "r"):

@@ -13,7 +13,9 @@ from typing import Any
 
 from workers import metrics
 
-JOB_KINDS = ("correctness", "micro", "e2e", "profile")
+JOB_KINDS = ("correctness", "micro", "e2e", "profile", "isa")
+# Jobs that only compile (workers/isa.py): no GPU, and kernels compiled rather than run through the interpreter
+COMPILE_ONLY_KINDS = ("isa",)
 # how workers.timing flushes L2 before each timed call (the micro job's "flush" parameter)
 FLUSH_MODES = ("write", "read")
 

@@ -445,6 +445,37 @@ def _latest_points(s: Session, kind: str, metric: str, name: str | None,
     } for m, a, job, commit in s.execute(query).all()]
 
 
+# -- compiled machine code (isa jobs) ------------------------------------------------------------------------
+ISA_METRICS = ("vgprs", "agprs", "sgprs", "registers", "vgpr_spills", "sgpr_spills", "spill_store_bytes",
+               "spill_load_bytes", "scratch_bytes", "lds_bytes", "occupancy_waves", "code_bytes", "load_min_bits",
+               "store_min_bits", "loads_b128", "loads_b64", "loads_b32", "loads_b16", "stores_b128", "stores_b64",
+               "stores_b32", "stores_b16", "transcendentals", "conversions", "instructions", "launches",
+               "isa_compile_s", "est_min_time_us", "est_min_time_copy_us")
+
+
+def isa_results(src: Source, run_id: int) -> list[dict[str, Any]]:
+    """One row per isa job of a run: what the kernel compiled to for a target architecture (workers/isa.py).
+
+    Keys: run_id, job_id, job_key, kernel, shape, dtype, arch, hardware_key, gpu_type, the ISA_METRICS (None where
+    the target does not report one: VGPRs and occupancy on AMD, registers and spill bytes on NVIDIA), status, error.
+    ``est_min_time_us`` is an estimate (the byte model at the target's published bandwidth), not a timing.
+    """
+    with _reading(src) as s:
+        _run_or_raise(s, run_id)
+        jobs = s.scalars(select(Job).join(RunJob, RunJob.job_id == Job.id)
+                         .where(RunJob.run_id == run_id, Job.kind == "isa")
+                         .order_by(Job.kernel, Job.shape_key, Job.dtype, Job.id)).all()
+        picked = _pick_for_run(s, run_id, jobs)
+        gpu_type = _gpu_types(s, {p.hardware_key for p in picked})
+    return [{
+        "run_id": run_id, "job_id": p.job.id, "job_key": p.job.key, "kernel": p.job.kernel,
+        "shape": list(p.job.shape or []), "dtype": p.job.dtype,
+        "arch": str(((p.job.spec or {}).get("params") or {}).get("arch", "")), "hardware_key": p.hardware_key,
+        "gpu_type": gpu_type.get(p.hardware_key or ""), **{m: p.value("triton", m) for m in ISA_METRICS},
+        "status": p.status, "error": p.error,
+    } for p in picked]
+
+
 # -- devices, fleet -------------------------------------------------------------------------------------------
 def devices(src: Source) -> list[dict[str, Any]]:
     with _reading(src) as s:
