@@ -1,7 +1,7 @@
 """The ``isa`` job: compile a kernel as its own wrapper launches it on a target architecture, and read the machine code.
 
 No GPU is needed.  The registry's ``triton`` implementation is called on CPU tensors of the job's shape and dtype
-inside :func:`kernels.launch.compile_target` (the wrapper picks the target's launch table: block sizes, warps, rows
+inside :func:`kernels.arch.compile_target` (the wrapper picks the target's launch table: block sizes, warps, rows
 per program) with Triton's ``JITFunction.run`` intercepted (:func:`captured_launches`): every launch the call makes
 is kept with its bound arguments instead of running.  Each launch is then specialised as Triton specialises it at a
 real launch, with the target's backend (integers divisible by 16 or equal to 1, pointers 16-byte aligned, and on
@@ -69,9 +69,10 @@ def captured_launches() -> Iterator[list[Launch]]:
 
 def wrapper_launches(kernel: str, shape: list[int], dtype: str, arch: str, seed: int = 0) -> list[Launch]:
     """The launches the registry's ``triton`` implementation of ``kernel`` makes for (shape, dtype) on ``arch``."""
-    from kernels import launch, registry
+    from kernels import arch as kernel_arch
+    from kernels import registry
 
-    if launch.INTERPRETED:
+    if kernel_arch.INTERPRETED:
         raise RuntimeError("the kernels were imported under Triton's interpreter (TRITON_INTERPRET=1); an isa job "
                            "compiles them: run it in a compile-only sandbox (workers.runner does so)")
     entry = registry.get(kernel)
@@ -82,7 +83,7 @@ def wrapper_launches(kernel: str, shape: list[int], dtype: str, arch: str, seed:
     entry.check_shape(tuple(shape))
     gen = torch.Generator().manual_seed(seed)
     inputs = entry.make_inputs(tuple(shape), registry.dtype_of(dtype), torch.device("cpu"), gen)
-    with launch.compile_target(arch), captured_launches() as launches:
+    with kernel_arch.compile_target(arch), captured_launches() as launches:
         entry.impls["triton"].make()(**inputs)
     if not launches:
         raise RuntimeError(f"{kernel} {shape} {dtype}: the triton implementation launched no kernel")

@@ -13,7 +13,6 @@ in NARROW_LOADS.  A failure names the kernel, shape, architecture and the offend
 """
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
@@ -26,6 +25,7 @@ import yaml
 
 from kernels import registry
 from kernels.arch import _TABLE
+from orchestrator.plan import code_version, job_key
 from workers import isa, runner
 from workers.parsers import amdgcn, sass
 from workers.spec import STATUS_OK, JobSpec
@@ -67,9 +67,12 @@ KNOWN_SPILLS = {
 }
 
 
+CODE = code_version()
+
+
 def registered_kernels() -> list[str]:
     """The project's kernels (the registry's own entry modules; test plugins are not kernels of the project)."""
-    return sorted(e.name for m in registry._ENTRY_MODULES for e in importlib.import_module(m).ENTRIES)
+    return sorted(registry.builtin())
 
 
 def shapes_for(kernel: str) -> list[list[int]]:
@@ -85,7 +88,7 @@ def _specs() -> list[JobSpec]:
             for arch in ARCHS:
                 spec = JobSpec(kind="isa", kernel=kernel, shape=shape, dtype="bf16", impls=["triton"],
                                params={"arch": arch, "seed": 0, "timeout_s": 300})
-                spec.key = f"{kernel}-{'x'.join(map(str, shape))}-{arch}"
+                spec.key = job_key(spec, CODE)
                 specs.append(spec)
     return specs
 
@@ -103,7 +106,7 @@ def compiled(tmp_path_factory):
     procs = []
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     for i, half in enumerate(halves):
-        runner.write_plan(where / f"plan-{i}.jsonl", {"sweep": "test_isa"}, half)
+        runner.write_plan(where / f"plan-{i}.jsonl", {"sweep": "test_isa", **CODE.to_dict()}, half)
         with open(where / f"log-{i}.txt", "w") as log:
             procs.append(subprocess.Popen([sys.executable, "-m", "workers", "run", str(where / f"plan-{i}.jsonl"),
                                            "--out", str(where / f"results-{i}.jsonl")], cwd=REPO, env=env,
