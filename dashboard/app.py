@@ -102,7 +102,7 @@ def render_view(view: PageView, url: str, pathname: str) -> list:
             html.Label([html.Span(f.label, style={"display": "block", "fontSize": "12px", "color": "#555"}),
                         dcc.Dropdown(id={"type": "filter", "name": f.name}, value=f.value, clearable=False,
                                      options=[{"value": v, "label": lab} for v, lab in f.options],
-                                     style={"minWidth": "180px"})])
+                                     style={"minWidth": "180px"})], id=f"filter-{f.name}")
             for f in view.filters], style={"display": "flex", "flexWrap": "wrap", "gap": "12px"}))
     for note in view.notes:
         children.append(html.P(note, className="note", style={"color": "#444"}))

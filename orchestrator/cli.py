@@ -32,6 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     reg.add_argument("--threshold", type=float, default=0.05, help="smallest relative change that counts (0.05)")
     reg.add_argument("--improvements", action="store_true", help="list improvements too")
     reg.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
+    from orchestrator import export
+
+    export.add_parser(sub)
     try:
         from orchestrator import fleet_cli
 
@@ -65,6 +68,10 @@ def main(argv: list[str], console: Console) -> int:
             from orchestrator.report import show_regressions
 
             return show_regressions(args.url, args.run, args.baseline, args.threshold, args.improvements, console)
+        if args.cmd == "export":
+            from orchestrator import export
+
+            return export.run(args)
         if args.cmd == "import":
             from orchestrator.importer import import_results
 
