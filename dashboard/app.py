@@ -40,7 +40,7 @@ def create_app(src, url: str) -> Dash:
 
     @app.callback(Output("page", "children"), Input("url", "pathname"), Input("url", "search"))
     def render(pathname, search):
-        return render_view(pages.build(src, pathname or "/", params_of(search)), url, pathname or "/")
+        return render_view(pages.build(src, pathname or "/", params_of(search), url), url, pathname or "/")
 
     @app.callback(Output("url", "search"), Input({"type": "filter", "name": ALL}, "value"),
                   State({"type": "filter", "name": ALL}, "id"), State("url", "search"), prevent_initial_call=True)
@@ -67,7 +67,7 @@ def create_app(src, url: str) -> Dash:
         path = pages.PATH_OF.get(page)
         if path is None:
             abort(404)
-        view = pages.build(src, path, dict(request.args))
+        view = pages.build(src, path, dict(request.args), url)
         try:
             t = view.table(table)
         except KeyError:

@@ -72,6 +72,6 @@ def build_site(src, url: str, out: str | Path) -> list[Path]:
     written = []
     for path, (name, _, _) in pages.PAGES.items():
         target = folder / file_of(name)
-        target.write_text(render(pages.build(src, path, {}), url), encoding="utf-8")
+        target.write_text(render(pages.build(src, path, {}, url), url), encoding="utf-8")
         written.append(target)
     return written

@@ -25,9 +25,10 @@ def fill_command(url: str) -> str:
     return f"python -m orchestrator +sweep=smoke store.url='{queries.display_store_url(url)}'"
 
 
-def build(url: str, path: str, params: Mapping[str, str]) -> PageView:
-    """The view of the page at ``path`` (unknown paths: the overview) for the URL parameters ``params``."""
+def build(src, path: str, params: Mapping[str, str], url: str) -> PageView:
+    """The view of the page at ``path`` (unknown paths: the overview) for the URL parameters ``params``, read
+    from ``src`` (the store at ``url``)."""
     name, label, builder = PAGES.get(path or "/", PAGES["/"])
-    if not queries.list_runs(url, limit=1):
+    if not queries.list_runs(src, limit=1):
         return PageView(page=name, title=label, empty=fill_command(url))
-    return builder(url, params)
+    return builder(src, params)
