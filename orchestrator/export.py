@@ -10,6 +10,7 @@ import argparse
 import csv
 import datetime as dt
 import json
+import os
 import sys
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
@@ -49,7 +50,11 @@ def run(args: argparse.Namespace) -> int:
     if args.run is not None and queries.run_info(engine, args.run) is None:
         raise ValueError(f"--run {args.run}: no such run in the store")
     rows = queries.iter_measurements(engine, run_id=args.run, since=since, batch=BATCH)
-    n = export(rows, args.format, args.out)
+    try:
+        n = export(rows, args.format, args.out)
+    except BrokenPipeError:  # the reader went away (`| head`): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        return 0
     if args.out:
         print(f"exported {n} measurements to {args.out}", file=sys.stderr)
     return 0
