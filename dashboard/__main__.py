@@ -75,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     from orchestrator.store import queries
 
     app = create_app(engine, url)
+    import scipy.stats  # noqa: F401  the regression rule's test, loaded now rather than by the first trend page
     if not _is_loopback(args.host):
         print("!" * 78, file=sys.stderr)
         print(f"WARNING: the dashboard binds {args.host}: anyone who can reach this machine on port {args.port} "

@@ -51,6 +51,13 @@ class PageView:
     tables: list[Table] = field(default_factory=list)
     empty: str | None = None  # set when the store holds nothing: the command that fills it
 
+    def add_table(self, name: str, title: str, columns: list[str], records: list[dict[str, Any]],
+                  links: dict[str, str] | None = None) -> Table:
+        """Show ``records`` as a table of ``columns`` (cells as :func:`cell` writes them); returns it."""
+        table = Table(name, title, columns, rows_of(records, columns), links or {})
+        self.tables.append(table)
+        return table
+
     def table(self, name: str) -> Table:
         for t in self.tables:
             if t.name == name:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import plotly.graph_objects as go
 
 from dashboard import metrics
-from dashboard.view import Figure, PageView, Table, rows_of, short
+from dashboard.view import Figure, PageView, short
 from orchestrator.store import queries
 
 from ._common import ALL, choose, make_filter
@@ -35,24 +35,17 @@ def build(src, params: Mapping[str, str]) -> PageView:
                                 labels=metrics.READINGS)]
     gbs_metric = metrics.BANDWIDTH_OF[reading]
     records = []
-    for r in queries.latest_results(src, kernel) if kernel else []:
+    for r in queries.newest_micro_results(src, kernel) if kernel else []:
         if (gpu and r["gpu_type"] != gpu) or (dtype and r["dtype"] != dtype):
             continue
-        t, gbs = r["median_us" if reading == "time_us" else "kernel_time_us"], r[gbs_metric]
+        t, gbs, bw = r[reading], r[gbs_metric], r["copy_bandwidth_gbs"]
         if t is None or gbs is None:
             continue
-        records.append({**r, "shape": "x".join(str(s) for s in r["shape"]), "reading": reading, "time_us": t,
-                        "gbs": gbs, "mbytes": gbs * t / 1e3,
-                        "pct_of_ceiling": r["pct_of_ceiling" if reading == "time_us"
-                                                                    else "kernel_pct_of_ceiling"]})
+        records.append({**r, "shape": r["shape_key"], "reading": reading, "time_us": t, "gbs": gbs,
+                        "mbytes": gbs * t / 1e3, "pct_of_ceiling": gbs / bw * 100 if bw else None})
     ceilings = [c for c in queries.device_ceilings(src) if not gpu or c["gpu_type"] == gpu]
-    by_hw = {c["hardware_key"]: c["copy_bandwidth_gbs"] for c in ceilings}
-    for r in records:
-        r["copy_bandwidth_gbs"] = by_hw.get(r["hardware_key"])
-    records.sort(key=lambda r: (r["gpu_type"] or "", r["shape"], r["dtype"], r["impl"]))
-    table = Table("points", "newest result per shape, dtype, implementation and device", COLUMNS,
-                  rows_of(records, COLUMNS))
-    view.tables.append(table)
+    table = view.add_table("points", "newest result per shape, dtype, implementation and device", COLUMNS,
+                           records)
     if not records:
         view.notes.append(f"No {reading} measurement of {kernel} matches these filters.")
         return view

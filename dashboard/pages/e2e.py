@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboard import metrics
-from dashboard.view import Figure, PageView, Table, rows_of, short
+from dashboard.view import Figure, PageView, short
 
 from orchestrator.store import queries
 
@@ -50,8 +50,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
         busy, ms = r["gpu_busy_ms"], m.get("ms_per_step")
         rec[f"{metrics.IDLE}_ms"] = max(ms - busy, 0.0) if busy is not None and ms is not None else None
         records.append(rec)
-    table = Table("modes", "one row per job and mode", COLUMNS, rows_of(records, COLUMNS))
-    view.tables.append(table)
+    table = view.add_table("modes", "one row per job and mode", COLUMNS, records)
     if not records:
         view.notes.append("No end-to-end (ltx_e2e) job in the store: python -m orchestrator +sweep=ltx_e2e")
         return view

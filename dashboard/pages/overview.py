@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 import plotly.graph_objects as go
 
 from dashboard import metrics
-from dashboard.view import Figure, PageView, Table, rows_of, short
+from dashboard.view import Figure, PageView, short
 from orchestrator.store import queries
 
 from ._common import choose, make_filter
@@ -31,9 +31,8 @@ def build(src, params: Mapping[str, str]) -> PageView:
     view = PageView(page="overview", title="Overview", params={"reading": reading, "impl": impl})
     view.filters = [make_filter("reading", "reading", list(metrics.READINGS), reading, labels=metrics.READINGS),
                     make_filter("impl", "implementation", impls, impl)]
-    table = Table("cells", f"{impl} speed-up per kernel and GPU type (newest run of each)", COLUMNS,
-                  rows_of(cells, COLUMNS))
-    view.tables.append(table)
+    table = view.add_table("cells", f"{impl} speed-up per kernel and GPU type (newest run of each)", COLUMNS,
+                           cells)
     if not cells:
         view.notes.append(f"No {impl or 'implementation'} measurement with the reading {reading} yet.")
         return view

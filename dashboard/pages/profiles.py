@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import plotly.graph_objects as go
 
-from dashboard.view import Figure, PageView, Table, rows_of
+from dashboard.view import Figure, PageView
 from orchestrator.store import queries
 
 from ._common import ALL, choose, make_filter
@@ -31,19 +31,17 @@ def build(src, params: Mapping[str, str]) -> PageView:
     view = PageView(page="profiles", title="Profiles", params={"job": job_id, "part": part})
     view.filters = [make_filter("job", "job", ids, job_id, labels=labels),
                     make_filter("part", "implementation / mode", list(parts), part)]
-    view.tables.append(Table("jobs", "profiled jobs (newest first)", JOB_COLUMNS, rows_of(jobs, JOB_COLUMNS)))
+    view.add_table("jobs", "profiled jobs (newest first)", JOB_COLUMNS, jobs)
     if job is None:
         view.notes.append("No profile job and no profiled e2e job yet: a sweep with sweep.kinds=[profile], or "
                           "+sweep=ltx_e2e with profile_steps, records them.")
         return view
     rows = [{**r, "part": p} for p, rs in parts.items() if not part or p == part for r in rs][:TOP * 4]
-    table = Table("top", f"top kernels of job {job_id} ({part or 'all'})", ROW_COLUMNS, rows_of(rows, ROW_COLUMNS))
-    view.tables.append(table)
+    table = view.add_table("top", f"top kernels of job {job_id} ({part or 'all'})", ROW_COLUMNS, rows)
     arts = queries.artifacts(src, job["job_id"], job["attempt"])
     for a in arts:
         a["download"] = f"/artifact/{a['id']}" if a["stored"] == "blob" else a["path"]
-    view.tables.append(Table("artifacts", "raw captures", ARTIFACT_COLUMNS, rows_of(arts, ARTIFACT_COLUMNS),
-                             links={"download": "{value}"}))
+    view.add_table("artifacts", "raw captures", ARTIFACT_COLUMNS, arts, links={"download": "{value}"})
     if table.rows:
         top = [r for r in table.rows if r["part"] == (part or table.rows[0]["part"])][:TOP]
         fig = go.Figure(go.Bar(y=[r["name"][:70] for r in top][::-1], x=[r["total_ms"] for r in top][::-1],

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import plotly.graph_objects as go
 
-from dashboard.view import Figure, PageView, Table, rows_of, short
+from dashboard.view import Figure, PageView, short
 from orchestrator.store import queries
 
 from ._common import ALL, choose, make_filter
@@ -31,17 +31,16 @@ def build(src, params: Mapping[str, str]) -> PageView:
     view.filters = [make_filter("run", "failed jobs of run", ids, run, with_all=True)]
     for r in runs:
         r.update({o: r["outcomes"].get(o, 0) for o in OUTCOMES})
-    view.tables.append(Table("runs", "runs (newest first), attempts by outcome", RUN_COLUMNS,
-                             rows_of(runs, RUN_COLUMNS), links={"id": "/runs?run={value}"}))
+    view.add_table("runs", "runs (newest first), attempts by outcome", RUN_COLUMNS, runs,
+                   links={"id": "/runs?run={value}"})
     failed = queries.failed_attempts(src, int(run) if run else None)
-    view.tables.append(Table("failed", "failed attempts and their errors" + (f" (run {run})" if run else ""),
-                             FAILED_COLUMNS, rows_of(failed, FAILED_COLUMNS)))
+    view.add_table("failed", "failed attempts and their errors" + (f" (run {run})" if run else ""),
+                   FAILED_COLUMNS, failed)
     fleet = queries.nodes(src)
     for n in fleet:
         n["gpu_type"] = (n["labels"] or {}).get(GPU_LABEL)
         n["gpus"] = (n["resources"] or {}).get("GPU", 0)
-    view.tables.append(Table("nodes", "nodes of the fleet (last snapshot)", NODE_COLUMNS, rows_of(fleet,
-                                                                                              NODE_COLUMNS)))
+    view.add_table("nodes", "nodes of the fleet (last snapshot)", NODE_COLUMNS, fleet)
     if not fleet:
         view.notes.append("No node snapshot in the store yet.")
     rows = view.tables[0].rows[::-1]

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import plotly.graph_objects as go
 
 from dashboard import metrics
-from dashboard.view import Figure, PageView, Table, rows_of, short
+from dashboard.view import Figure, PageView, short
 from orchestrator.store import queries
 
 from ._common import ALL, choose, make_filter
@@ -24,7 +24,7 @@ FLAG_STYLE = {"regression": ("triangle-up", "#d62728"), "improvement": ("triangl
 
 
 def build(src, params: Mapping[str, str]) -> PageView:
-    choices = queries.micro_choices(src)
+    choices = queries.micro_choices(src, params.get("kernel") or None)
     kernel = choose(params, "kernel", choices["kernels"])
     if kernel == ALL and choices["kernels"]:
         kernel = choices["kernels"][0]
@@ -70,8 +70,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
                 speedup = p["eager_value"] / p["value"]
             records.append({**p, "shape": p["shape_key"], "reading": reading, "median": p["value"], "q1": q1,
                             "q3": q3, "speedup_vs_eager": speedup, "flag": flag})
-    table = Table("points", "the points plotted", COLUMNS, rows_of(records, COLUMNS))
-    view.tables.append(table)
+    table = view.add_table("points", "the points plotted", COLUMNS, records)
     if not records:
         view.notes.append("No measurement matches these filters.")
         return view

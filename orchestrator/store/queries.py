@@ -689,20 +689,47 @@ def store_counts(src: Source) -> dict[str, int]:
                                     ("measurements", Measurement), ("devices", Device), ("nodes", Node))}
 
 
-def micro_choices(src: Source) -> dict[str, list[str]]:
+def newest_micro_runs(src: Source) -> dict[tuple[str, str], tuple[Any, int]]:
+    """(kernel, gpu type) -> (when, run id) of the newest run with a good micro attempt of that kernel on that GPU
+    type.  One grouped statement over attempts (never over measurements)."""
+    with _reading(src) as s:
+        rows = s.execute(select(Job.kernel, Device.gpu_type, JobAttempt.run_id, func.max(_when()))
+                         .select_from(JobAttempt).join(Job, Job.id == JobAttempt.job_id)
+                         .join(Device, Device.hardware_key == JobAttempt.hardware_key)
+                         .where(Job.kind == "micro", JobAttempt.status.in_(GOOD_STATUSES))
+                         .group_by(Job.kernel, Device.gpu_type, JobAttempt.run_id)).all()
+    newest: dict[tuple[str, str], tuple[Any, int]] = {}
+    for kernel, gpu, run_id, at in rows:
+        if (kernel, gpu) not in newest or (at, run_id) > newest[(kernel, gpu)]:
+            newest[(kernel, gpu)] = (at, run_id)
+    return newest
+
+
+def micro_choices(src: Source, kernel: str | None = None) -> dict[str, Any]:
     """The values the micro-benchmark filters offer: kernels, shapes, dtypes, impls, gpu_types, and
-    ``shapes_of`` / ``dtypes_of`` (kernel -> its shapes / dtypes)."""
+    ``shapes_of`` / ``dtypes_of`` (kernel -> its shapes / dtypes).  ``impls``: those ``kernel`` was measured with
+    (every run), or without a kernel those of the newest run of each kernel x GPU type (a bounded read)."""
     with _reading(src) as s:
         keys = s.execute(select(Job.kernel, Job.shape_key, Job.dtype).distinct()
                          .where(Job.kind == "micro", Job.kernel.is_not(None))).all()
-        impls = s.scalars(select(Measurement.impl).distinct().where(Measurement.metric == "time_us")).all()
-        gpu = s.scalars(select(Device.gpu_type).distinct().join(JobAttempt, JobAttempt.hardware_key ==
-                                                                Device.hardware_key)).all()
+        impls_q = (select(Measurement.impl).distinct()
+                   .join(JobAttempt, (JobAttempt.job_id == Measurement.job_id)
+                         & (JobAttempt.attempt == Measurement.attempt))
+                   .where(Measurement.metric == "time_us"))
+        if kernel is not None:
+            impls_q = impls_q.join(Job, Job.id == Measurement.job_id).where(Job.kind == "micro",
+                                                                           Job.kernel == kernel)
+        else:
+            runs = sorted({run_id for _, run_id in newest_micro_runs(s).values()})
+            impls_q = impls_q.where(JobAttempt.run_id.in_(runs))
+        impls = s.scalars(impls_q).all()
+        gpu = s.scalars(select(Device.gpu_type).distinct().where(
+            select(JobAttempt.id).where(JobAttempt.hardware_key == Device.hardware_key).exists())).all()
     shapes_of: dict[str, set[str]] = defaultdict(set)
     dtypes_of: dict[str, set[str]] = defaultdict(set)
-    for kernel, skey, dtype in keys:
-        shapes_of[kernel].add(skey)
-        dtypes_of[kernel].add(dtype)
+    for k, skey, dtype in keys:
+        shapes_of[k].add(skey)
+        dtypes_of[k].add(dtype)
     return {"kernels": sorted(shapes_of), "shapes": sorted({k[1] for k in keys}),
             "dtypes": sorted({k[2] for k in keys}), "impls": sorted(impls), "gpu_types": sorted(set(gpu)),
             "shapes_of": {k: sorted(v) for k, v in shapes_of.items()},
@@ -720,18 +747,8 @@ def speedup_matrix(src: Source, reading: str = "time_us", impl: str = "triton") 
     """
     if reading not in TIME_READINGS:
         raise ValueError(f"reading must be one of {', '.join(TIME_READINGS)}, got {reading!r}")
-    when = func.max(_when())
     with _reading(src) as s:
-        newest = s.execute(
-            _good_attempt_join(select(Job.kernel, Device.gpu_type, JobAttempt.run_id, when))
-            .join(Device, Device.hardware_key == JobAttempt.hardware_key)
-            .where(Job.kind == "micro", Measurement.metric == reading, Measurement.impl == impl,
-                   JobAttempt.status.in_(GOOD_STATUSES))
-            .group_by(Job.kernel, Device.gpu_type, JobAttempt.run_id)).all()
-        chosen: dict[tuple[str, str], tuple[Any, int]] = {}
-        for kernel, gpu, run_id, at in newest:
-            if (kernel, gpu) not in chosen or (at, run_id) > chosen[(kernel, gpu)]:
-                chosen[(kernel, gpu)] = (at, run_id)
+        chosen = newest_micro_runs(s)
         if not chosen:
             return []
         runs = sorted({r for _, r in chosen.values()})
@@ -749,6 +766,8 @@ def speedup_matrix(src: Source, reading: str = "time_us", impl: str = "triton") 
             per_job[(kernel, gpu, job_id)][(mimpl, metric)] = value
     cells: dict[tuple[str, str], dict[str, Any]] = {}
     for (kernel, gpu, _job), v in per_job.items():
+        if (impl, reading) not in v and (impl, "correct") not in v:
+            continue  # this job did not run ``impl``
         cell = cells.setdefault((kernel, gpu), {"eager": [], "compile": [], "correct": True, "n": 0,
                                                 "baselines": set()})
         cell["n"] += 1
@@ -785,6 +804,38 @@ def _geomean(values: Sequence[float]) -> float | None:
 
     values = [v for v in values if v and v > 0]
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def newest_micro_results(src: Source, kernel: str) -> list[dict[str, Any]]:
+    """The newest good micro attempt of ``kernel`` per (shape, dtype, hardware key), one row per implementation.
+
+    Keys: kernel, shape, shape_key, dtype, impl, hardware_key, gpu_type, copy_bandwidth_gbs, time_us,
+    kernel_time_us, gbs, kernel_gbs, correct, run_id, commit, measured_at, job_key.  Two statements: a window over
+    the kernel's attempts, then those attempts' measurements.
+    """
+    rank = func.row_number().over(partition_by=(Job.shape_key, Job.dtype, JobAttempt.hardware_key),
+                                  order_by=(_when().desc(), JobAttempt.id.desc())).label("rank")
+    ranked = (select(JobAttempt.id.label("attempt_id"), rank).select_from(JobAttempt)
+              .join(Job, Job.id == JobAttempt.job_id)
+              .where(Job.kind == "micro", Job.kernel == kernel, JobAttempt.status.in_(GOOD_STATUSES))).subquery()
+    wanted = ("time_us", "kernel_time_us", "gbs", "kernel_gbs", "correct")
+    with _reading(src) as s:
+        rows = s.execute(
+            _good_attempt_join(select(Measurement.impl, Measurement.metric, Measurement.value, Job.shape,
+                                      Job.shape_key, Job.dtype, Job.key, JobAttempt.hardware_key, JobAttempt.run_id,
+                                      _when(), Device.gpu_type, Device.copy_bandwidth_gbs, Run.commit))
+            .join(ranked, (ranked.c.attempt_id == JobAttempt.id) & (ranked.c.rank == 1))
+            .join(Run, Run.id == JobAttempt.run_id)
+            .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
+            .where(Measurement.metric.in_(wanted))).all()
+    out: dict[tuple, dict[str, Any]] = {}
+    for impl, metric, value, shape, skey, dtype, key, hw, run_id, at, gpu, bw, commit in rows:
+        row = out.setdefault((key, impl), {
+            "kernel": kernel, "shape": list(shape or []), "shape_key": skey, "dtype": dtype, "impl": impl,
+            "hardware_key": hw, "gpu_type": gpu, "copy_bandwidth_gbs": bw, "correct": None, "run_id": run_id,
+            "commit": commit, "measured_at": at, "job_key": key, **{m: None for m in wanted if m != "correct"}})
+        row[metric] = (value >= 0.5 if value is not None else None) if metric == "correct" else value
+    return sorted(out.values(), key=lambda r: (r["gpu_type"] or "", r["shape_key"], r["dtype"], r["impl"]))
 
 
 def trend_points(src: Source, kernel: str, *, shape: Sequence[int] | str | None = None, dtype: str | None = None,
@@ -839,13 +890,23 @@ def flag_series(points: Sequence[Mapping[str, Any]], *, higher_is_worse: bool = 
                 consecutive: int = DEFAULT_CONSECUTIVE) -> list[str | None]:
     """For each point of one series (oldest first, each with ``samples`` or ``value``): "regression" or
     "improvement" where the regression rule (regression_rule.judge_series) confirms a change ending at that
-    point, else None."""
-    repeats = [list(p.get("samples") or ([p["value"]] if p.get("value") is not None else [])) for p in points]
+    point, else None.  The rule's significance test runs only where its size condition can hold (the point's
+    median differs from the pooled reference's by at least ``threshold``)."""
+    import statistics
+
+    repeats = [[float(x) for x in (p.get("samples") or ([p["value"]] if p.get("value") is not None else []))
+                if x is not None] for p in points]
     marks: list[str | None] = []
     for i in range(len(repeats)):
-        verdict = judge_series(repeats[:i + 1], threshold=threshold, alpha=alpha, window=window,
-                               consecutive=consecutive, higher_is_worse=higher_is_worse)
-        marks.append(verdict[-1].direction if verdict else None)
+        mark = None
+        reference = [x for r in repeats[max(0, i + 1 - consecutive - window):i + 1 - consecutive] for x in r]
+        if i >= consecutive and reference and repeats[i]:
+            ref, cur = statistics.median(reference), statistics.median(repeats[i])
+            if ref and abs(cur / ref - 1.0) >= threshold:
+                verdict = judge_series(repeats[:i + 1], threshold=threshold, alpha=alpha, window=window,
+                                       consecutive=consecutive, higher_is_worse=higher_is_worse)
+                mark = verdict[-1].direction if verdict else None
+        marks.append(mark)
     return marks
 
 

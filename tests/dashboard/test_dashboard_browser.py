@@ -16,7 +16,7 @@ from sqlalchemy import create_engine, text
 from dashboard.pages import PAGES
 
 from .conftest import REPO, import_files, h200_files, start_server, stop_server
-from .pagetools import choose, console_errors, figure_data, filter_value, load, wait_figure, wait_idle
+from .pagetools import choose, console_errors, filter_value, load, wait_figure, wait_idle
 
 PAGE_PATHS = list(PAGES)
 README_SHOTS = {"/": "dashboard-overview.png", "/trends": "dashboard-trends.png"}
