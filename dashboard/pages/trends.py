@@ -106,7 +106,7 @@ def _figure(rows: list[dict], y: str, x: str, reading: str) -> go.Figure:
         color = _COLORS[i % len(_COLORS)]
         if y == "time":
             fig.add_trace(go.Scatter(x=xs + xs[::-1], y=[r["q3"] for r in pts] + [r["q1"] for r in pts][::-1],
-                                     fill="toself", fillcolor=_rgba(color, 0.15), line={"width": 0},
+                                     fill="toself", fillcolor=_rgba(color, 0.15), line={"width": 0}, mode="lines",
                                      hoverinfo="skip", showlegend=False, legendgroup=name, name=name + " IQR"))
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=name, legendgroup=name,
                                  line={"color": color}, hovertext=hover, hoverinfo="text"))
