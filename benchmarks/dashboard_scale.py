@@ -163,7 +163,8 @@ def time_store(url: str, repeats: int, browser: bool) -> dict:
         out["export_note"] = n.strip()
         out["export_rows_per_s"] = out["counts"]["measurements"] / out["export_csv_s"]
     if browser:
-        out["browser_s"] = _browser_times(url, views, repeats)
+        one = {"kernel": k, "shape": s, "dtype": "bf16", "impl": "triton", "gpu_type": "h200"}
+        out["browser_s"] = _browser_times(url, {**views, "/trends?one-series": one}, repeats)
     return out
 
 
@@ -204,7 +205,7 @@ def _browser_times(url: str, views: dict, repeats: int) -> dict:
                 time.sleep(0.3)
         times = {}
         for path, params in views.items():
-            target = base + path + ("?" + urllib.parse.urlencode(params) if params else "")
+            target = base + path.split("?")[0] + ("?" + urllib.parse.urlencode(params) if params else "")
             driver.get(target)  # warm: the browser caches Dash's JavaScript as a user's would
             WebDriverWait(driver, 120).until(lambda d: d.execute_script(idle))
             best = None

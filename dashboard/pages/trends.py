@@ -20,6 +20,8 @@ FIGURE_ID = "trend-figure"
 MAX_SERIES = 12
 Y_MODES = {"time": "time (median, IQR band)", "speedup": "speed-up vs eager (same job)"}
 X_MODES = {"date": "date", "commit": "commit (in measurement order)"}
+LAST = {"50": "newest 50 per series", "100": "newest 100 per series", "500": "newest 500 per series",
+        "all": "every point"}  # how much of each series the page shows (flags are judged on the whole series)
 FLAG_STYLE = {"regression": ("triangle-up", "#d62728"), "improvement": ("triangle-down", "#2ca02c")}
 
 
@@ -37,9 +39,10 @@ def build(src, params: Mapping[str, str]) -> PageView:
     reading = choose(params, "reading", list(metrics.READINGS), metrics.DEFAULT_READING)
     y = choose(params, "y", list(Y_MODES), "time")
     x = choose(params, "x", list(X_MODES), "date")
+    last = choose(params, "last", list(LAST), "100")
     view = PageView(page="trends", title="Trends", params={
         "kernel": kernel, "shape": shape, "dtype": dtype, "impl": impl, "gpu_type": gpu, "reading": reading,
-        "y": y, "x": x})
+        "y": y, "x": x, "last": last})
     view.filters = [
         make_filter("kernel", "kernel", choices["kernels"], kernel),
         make_filter("shape", "shape", shapes, shape, with_all=True),
@@ -49,6 +52,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
         make_filter("reading", "reading", list(metrics.READINGS), reading, labels=metrics.READINGS),
         make_filter("y", "y axis", list(Y_MODES), y, labels=Y_MODES),
         make_filter("x", "x axis", list(X_MODES), x, labels=X_MODES),
+        make_filter("last", "points", list(LAST), last, labels=LAST),
     ]
     points = queries.trend_points(src, kernel, shape=shape or None, dtype=dtype or None, impl=impl or None,
                                   gpu_type=gpu or None, metric=reading) if kernel else []
@@ -63,7 +67,8 @@ def build(src, params: Mapping[str, str]) -> PageView:
     for key in keys:
         pts = series[key]
         flags = queries.flag_series(pts, higher_is_worse=not metrics.higher_is_better(reading))
-        for p, flag in zip(pts, flags):
+        keep = len(pts) if last == "all" else int(last)
+        for p, flag in list(zip(pts, flags))[-keep:]:
             q1, q3 = _quartiles(p["samples"], p["value"])
             speedup = None
             if p["correct"] is not False and p["eager_value"] and p["value"]:
