@@ -26,7 +26,7 @@ from orchestrator.store import migrate, session
 REPO = Path(__file__).resolve().parents[2]
 # The raw H200 results imported into the test store.  One constant: where the import-ready files live.
 H200_RESULTS = REPO / "docs" / "perf"
-KERNEL_FILES = 4  # kernel results files imported (spread over the dates), so trends have history
+KERNEL_FILES = 7  # kernel results files imported (spread over the dates), so trends have history
 CHROME_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
                 "--window-size=1280,900")
