@@ -32,13 +32,11 @@ def _parser() -> argparse.ArgumentParser:
 def open_store(db: str | None):
     """(read-only engine, url), or a one-line error and SystemExit(2)."""
     from orchestrator.store import queries
-    from orchestrator.store.migrate import SchemaOutOfDate
-    from orchestrator.store.session import resolve_url
 
     try:
-        url = resolve_url(db)
+        url = queries.store_url(db)
         return queries.open_read_only(url), url
-    except SchemaOutOfDate as exc:
+    except queries.SchemaOutOfDate as exc:
         _die(str(exc))
     except Exception as exc:  # bad URL, unknown driver, unreachable server, not a database
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]

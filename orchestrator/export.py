@@ -41,12 +41,11 @@ def parse_since(text: str | None) -> dt.datetime | None:
 
 def run(args: argparse.Namespace) -> int:
     from orchestrator.store import queries
-    from orchestrator.store.session import resolve_url
 
     since = parse_since(args.since)
     if args.format == "parquet" and not args.out:
         raise ValueError("--format parquet writes a binary file: give --out FILE")
-    engine = queries.open_read_only(resolve_url(args.url))
+    engine = queries.open_read_only(queries.store_url(args.url))
     if args.run is not None and queries.run_info(engine, args.run) is None:
         raise ValueError(f"--run {args.run}: no such run in the store")
     rows = queries.iter_measurements(engine, run_id=args.run, since=since, batch=BATCH)

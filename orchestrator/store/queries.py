@@ -38,7 +38,7 @@ from typing import Any
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from orchestrator.store.migrate import check_schema
+from orchestrator.store.migrate import SchemaOutOfDate, check_schema  # SchemaOutOfDate: for readers to catch
 from orchestrator.store.models import (
     Artifact,
     Device,
@@ -1129,3 +1129,10 @@ def profile_kernel_rows(src: Source, job_id: int | str, attempt: int | None = No
     if isinstance(rows, list):  # one list without implementations
         return {"": [dict(r) for r in rows]}
     return {str(impl): [dict(r) for r in rs or []] for impl, rs in rows.items()}
+
+
+def store_url(explicit: str | None = None) -> str:
+    """The store a reader opens: ``explicit``, else $KERNELFLEET_DB, else the default SQLite file (as a sweep)."""
+    from orchestrator.store.session import resolve_url
+
+    return resolve_url(explicit)
