@@ -3,6 +3,7 @@
   python -m orchestrator +sweep=rmsnorm [key=value ...]   run a sweep (Hydra overrides; --cfg job prints the config)
   python -m orchestrator db upgrade [--url URL]           create or upgrade the store's schema
   python -m orchestrator import RESULTS.jsonl [...] [--url URL]  store results of `python -m workers run`
+  python -m orchestrator export --format csv|parquet|jsonl [--run R] [--since DATE] [--out F]  measurements, long format
   python -m orchestrator report [RUN] [--markdown F]      show a run again (newest by default), or as Markdown
   python -m orchestrator regressions [RUN..] [--baseline B..] changes beyond the between-run spread (exit 1: confirmed)
   python -m orchestrator node join|list|leave ...         the fleet (see docs/fleet.md)
@@ -14,7 +15,7 @@ import sys
 
 from rich.console import Console
 
-SUBCOMMANDS = ("db", "import", "report", "regressions", "node", "cluster")
+SUBCOMMANDS = ("db", "import", "export", "report", "regressions", "node", "cluster")
 
 
 def _sweep_main(argv: list[str], console: Console) -> int:

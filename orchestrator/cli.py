@@ -29,6 +29,9 @@ def _parser() -> argparse.ArgumentParser:
     from orchestrator import regressions_cli
 
     regressions_cli.add_parser(sub)
+    from orchestrator import export
+
+    export.add_parser(sub)
     try:
         from orchestrator import fleet_cli
 
@@ -62,6 +65,10 @@ def main(argv: list[str], console: Console) -> int:
             from orchestrator import regressions_cli
 
             return regressions_cli.run(args, console)
+        if args.cmd == "export":
+            from orchestrator import export
+
+            return export.run(args)
         if args.cmd == "import":
             from orchestrator.importer import import_results
 

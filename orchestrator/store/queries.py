@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from orchestrator.store.migrate import check_schema
+from orchestrator.store.migrate import SchemaOutOfDate, check_schema  # SchemaOutOfDate: for readers to catch
 from orchestrator.store.models import (
     Artifact,
     Device,
@@ -44,9 +44,11 @@ from orchestrator.store.regression_rule import (
     DEFAULT_THRESHOLD,
     DEFAULT_WINDOW,
     DEFAULT_Z,
+    CONFIRMED,
     Point,
     between_run_scale,
     judge,
+    judge_series,
     threshold_for,
 )
 from orchestrator.store.session import get_engine, normalize_url
@@ -750,3 +752,472 @@ def regressions(src: Source, run_id: int | None = None, *, baseline_run_id: int 
                              alpha=alpha, window=window, consecutive=consecutive, kernel=kernel,
                              hardware_key=hardware_key, include_improvements=include_improvements,
                              include_cpu=include_cpu)["flags"]
+
+
+# -- dashboard and export views -------------------------------------------------------------------------------
+# The dashboard's pages and ``python -m orchestrator export`` read through these.  Each is a bounded number of
+# SQL statements (grouped or filtered in the database); Python only shapes the rows that come back.
+TIME_READINGS = ("time_us", "kernel_time_us", "graph_time_us")  # per call / kernel time / launch-free graph
+
+
+def _good_attempt_join(query):
+    return (query.select_from(Measurement).join(JobAttempt, (JobAttempt.job_id == Measurement.job_id)
+                       & (JobAttempt.attempt == Measurement.attempt))
+            .join(Job, Job.id == Measurement.job_id))
+
+
+def store_counts(src: Source) -> dict[str, int]:
+    """How much the store holds: runs, jobs, attempts, measurements, devices, nodes."""
+    with _reading(src) as s:
+        return {name: int(s.scalar(select(func.count()).select_from(model)) or 0)
+                for name, model in (("runs", Run), ("jobs", Job), ("attempts", JobAttempt),
+                                    ("measurements", Measurement), ("devices", Device), ("nodes", Node))}
+
+
+def newest_micro_runs(src: Source) -> dict[tuple[str, str], tuple[Any, int]]:
+    """(kernel, gpu type) -> (when, run id) of the newest run with a good micro attempt of that kernel on that GPU
+    type.  One grouped statement over attempts (never over measurements)."""
+    with _reading(src) as s:
+        rows = s.execute(select(Job.kernel, Device.gpu_type, JobAttempt.run_id, func.max(_when()))
+                         .select_from(JobAttempt).join(Job, Job.id == JobAttempt.job_id)
+                         .join(Device, Device.hardware_key == JobAttempt.hardware_key)
+                         .where(Job.kind == "micro", JobAttempt.status.in_(GOOD_STATUSES))
+                         .group_by(Job.kernel, Device.gpu_type, JobAttempt.run_id)).all()
+    newest: dict[tuple[str, str], tuple[Any, int]] = {}
+    for kernel, gpu, run_id, at in rows:
+        if (kernel, gpu) not in newest or (at, run_id) > newest[(kernel, gpu)]:
+            newest[(kernel, gpu)] = (at, run_id)
+    return newest
+
+
+def micro_choices(src: Source, kernel: str | None = None) -> dict[str, Any]:
+    """The values the micro-benchmark filters offer: kernels, shapes, dtypes, impls, gpu_types, and
+    ``shapes_of`` / ``dtypes_of`` (kernel -> its shapes / dtypes).  ``impls``: those ``kernel`` was measured with
+    (every run), or without a kernel those of the newest run of each kernel x GPU type (a bounded read)."""
+    with _reading(src) as s:
+        keys = s.execute(select(Job.kernel, Job.shape_key, Job.dtype).distinct()
+                         .where(Job.kind == "micro", Job.kernel.is_not(None))).all()
+        impls_q = (select(Measurement.impl).distinct()
+                   .join(JobAttempt, (JobAttempt.job_id == Measurement.job_id)
+                         & (JobAttempt.attempt == Measurement.attempt))
+                   .where(Measurement.metric == "time_us"))
+        if kernel is not None:
+            impls_q = impls_q.join(Job, Job.id == Measurement.job_id).where(Job.kind == "micro",
+                                                                           Job.kernel == kernel)
+        else:
+            runs = sorted({run_id for _, run_id in newest_micro_runs(s).values()})
+            impls_q = impls_q.where(JobAttempt.run_id.in_(runs))
+        impls = s.scalars(impls_q).all()
+        gpu = s.scalars(select(Device.gpu_type).distinct().where(
+            select(JobAttempt.id).where(JobAttempt.hardware_key == Device.hardware_key).exists())).all()
+    shapes_of: dict[str, set[str]] = defaultdict(set)
+    dtypes_of: dict[str, set[str]] = defaultdict(set)
+    for k, skey, dtype in keys:
+        shapes_of[k].add(skey)
+        dtypes_of[k].add(dtype)
+    return {"kernels": sorted(shapes_of), "shapes": sorted({k[1] for k in keys}),
+            "dtypes": sorted({k[2] for k in keys}), "impls": sorted(impls), "gpu_types": sorted(set(gpu)),
+            "shapes_of": {k: sorted(v) for k, v in shapes_of.items()},
+            "dtypes_of": {k: sorted(v) for k, v in dtypes_of.items()}}
+
+
+def speedup_matrix(src: Source, reading: str = "time_us", impl: str = "triton") -> list[dict[str, Any]]:
+    """Speed-up of ``impl`` per kernel x GPU type, from the newest run that measured that kernel on that GPU type.
+
+    ``reading`` is one of TIME_READINGS.  Per (job = kernel, shape, dtype): speed-up = eager's reading / impl's,
+    and against the faster of compile / compile_max that passed correctness; a cell is the geometric mean over
+    the run's shapes and dtypes.  A cell where ``impl`` failed correctness in any of them has ``correct`` False
+    and no speed-up.  Keys: kernel, gpu_type, run_id, commit, measured_at, n_jobs, speedup_vs_eager,
+    speedup_vs_compile, compile_baseline, correct, min_speedup_vs_eager, max_speedup_vs_eager.
+    """
+    if reading not in TIME_READINGS:
+        raise ValueError(f"reading must be one of {', '.join(TIME_READINGS)}, got {reading!r}")
+    with _reading(src) as s:
+        chosen = newest_micro_runs(s)
+        if not chosen:
+            return []
+        runs = sorted({r for _, r in chosen.values()})
+        rows = s.execute(
+            _good_attempt_join(select(Job.kernel, Device.gpu_type, JobAttempt.run_id, Job.id, Measurement.impl,
+                                      Measurement.metric, Measurement.value))
+            .join(Device, Device.hardware_key == JobAttempt.hardware_key)
+            .where(Job.kind == "micro", Measurement.metric.in_((reading, "correct")),
+                   JobAttempt.run_id.in_(runs), Job.kernel.in_(sorted({k for k, _ in chosen})),
+                   JobAttempt.status.in_(GOOD_STATUSES))).all()
+        commits = dict(s.execute(select(Run.id, Run.commit).where(Run.id.in_(runs))).all())
+    per_job: dict[tuple, dict[tuple[str, str], float | None]] = defaultdict(dict)
+    for kernel, gpu, run_id, job_id, mimpl, metric, value in rows:
+        if chosen.get((kernel, gpu), (None, None))[1] == run_id:
+            per_job[(kernel, gpu, job_id)][(mimpl, metric)] = value
+    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    for (kernel, gpu, _job), v in per_job.items():
+        if (impl, reading) not in v and (impl, "correct") not in v:
+            continue  # this job did not run ``impl``
+        cell = cells.setdefault((kernel, gpu), {"eager": [], "compile": [], "correct": True, "n": 0,
+                                                "baselines": set()})
+        cell["n"] += 1
+        if v.get((impl, "correct")) is not None and v[(impl, "correct")] < 0.5:
+            cell["correct"] = False
+        mine = v.get((impl, reading))
+        cell["eager"].append(_ratio(v.get((BASELINE_IMPL, reading)), mine))
+        compiled = [(t, name) for name in COMPILE_IMPLS if (t := v.get((name, reading))) is not None
+                    and (v.get((name, "correct")) is None or v[(name, "correct")] >= 0.5)]
+        if compiled:
+            best, name = min(compiled)
+            cell["compile"].append(_ratio(best, mine))
+            cell["baselines"].add(name)
+    out = []
+    for (kernel, gpu), cell in sorted(cells.items()):
+        at, run_id = chosen[(kernel, gpu)]
+        eager = [x for x in cell["eager"] if x]
+        comp = [x for x in cell["compile"] if x]
+        ok = cell["correct"]
+        out.append({
+            "kernel": kernel, "gpu_type": gpu, "impl": impl, "reading": reading, "run_id": run_id,
+            "commit": commits.get(run_id), "measured_at": at, "n_jobs": cell["n"], "correct": ok,
+            "speedup_vs_eager": _geomean(eager) if ok else None,
+            "speedup_vs_compile": _geomean(comp) if ok else None,
+            "compile_baseline": "/".join(sorted(cell["baselines"])) or None,
+            "min_speedup_vs_eager": min(eager) if ok and eager else None,
+            "max_speedup_vs_eager": max(eager) if ok and eager else None,
+        })
+    return out
+
+
+def _geomean(values: Sequence[float]) -> float | None:
+    import math
+
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def newest_micro_results(src: Source, kernel: str) -> list[dict[str, Any]]:
+    """The newest good micro attempt of ``kernel`` per (shape, dtype, hardware key), one row per implementation.
+
+    Keys: kernel, shape, shape_key, dtype, impl, hardware_key, gpu_type, copy_bandwidth_gbs, time_us,
+    kernel_time_us, gbs, kernel_gbs, correct, run_id, commit, measured_at, job_key.  Two statements: a window over
+    the kernel's attempts, then those attempts' measurements.
+    """
+    rank = func.row_number().over(partition_by=(Job.shape_key, Job.dtype, JobAttempt.hardware_key),
+                                  order_by=(_when().desc(), JobAttempt.id.desc())).label("rank")
+    ranked = (select(JobAttempt.id.label("attempt_id"), rank).select_from(JobAttempt)
+              .join(Job, Job.id == JobAttempt.job_id)
+              .where(Job.kind == "micro", Job.kernel == kernel, JobAttempt.status.in_(GOOD_STATUSES))).subquery()
+    wanted = ("time_us", "kernel_time_us", "gbs", "kernel_gbs", "correct")
+    with _reading(src) as s:
+        rows = s.execute(
+            _good_attempt_join(select(Measurement.impl, Measurement.metric, Measurement.value, Job.shape,
+                                      Job.shape_key, Job.dtype, Job.key, JobAttempt.hardware_key, JobAttempt.run_id,
+                                      _when(), Device.gpu_type, Device.copy_bandwidth_gbs, Run.commit))
+            .join(ranked, (ranked.c.attempt_id == JobAttempt.id) & (ranked.c.rank == 1))
+            .join(Run, Run.id == JobAttempt.run_id)
+            .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
+            .where(Measurement.metric.in_(wanted))).all()
+    out: dict[tuple, dict[str, Any]] = {}
+    for impl, metric, value, shape, skey, dtype, key, hw, run_id, at, gpu, bw, commit in rows:
+        row = out.setdefault((key, impl), {
+            "kernel": kernel, "shape": list(shape or []), "shape_key": skey, "dtype": dtype, "impl": impl,
+            "hardware_key": hw, "gpu_type": gpu, "copy_bandwidth_gbs": bw, "correct": None, "run_id": run_id,
+            "commit": commit, "measured_at": at, "job_key": key, **{m: None for m in wanted if m != "correct"}})
+        row[metric] = (value >= 0.5 if value is not None else None) if metric == "correct" else value
+    return sorted(out.values(), key=lambda r: (r["gpu_type"] or "", r["shape_key"], r["dtype"], r["impl"]))
+
+
+def trend_points(src: Source, kernel: str, *, shape: Sequence[int] | str | None = None, dtype: str | None = None,
+                 impl: str | None = None, gpu_type: str | None = None, metric: str = "time_us",
+                 limit: int = 2000) -> list[dict[str, Any]]:
+    """Every good micro measurement of ``metric`` for one kernel (optionally one shape, dtype, impl, GPU type),
+    oldest first, with eager's reading of the same job beside it and the implementation's own correctness.
+
+    Keys per point: kernel, shape_key, dtype, impl, hardware_key, gpu_type, value, unit, samples, eager_value,
+    correct, run_id, commit, measured_at, job_key, attempt.  One statement; ``limit`` bounds the newest points.
+    """
+    from sqlalchemy.orm import aliased
+
+    eager = aliased(Measurement)
+    own = aliased(Measurement)
+    query = (_good_attempt_join(select(Measurement.impl, Measurement.value, Measurement.unit, Measurement.samples,
+                                       eager.value, own.value, Job.kernel, Job.shape_key, Job.dtype, Job.key,
+                                       JobAttempt.run_id, JobAttempt.attempt, JobAttempt.hardware_key,
+                                       Device.gpu_type, Run.commit, _when().label("at")))
+             .join(Device, Device.hardware_key == JobAttempt.hardware_key)
+             .join(Run, Run.id == JobAttempt.run_id)
+             .outerjoin(eager, (eager.job_id == Measurement.job_id) & (eager.attempt == Measurement.attempt)
+                        & (eager.impl == BASELINE_IMPL) & (eager.metric == metric))
+             .outerjoin(own, (own.job_id == Measurement.job_id) & (own.attempt == Measurement.attempt)
+                        & (own.impl == Measurement.impl) & (own.metric == "correct"))
+             .where(Job.kind == "micro", Job.kernel == kernel, Measurement.metric == metric,
+                    JobAttempt.status.in_(GOOD_STATUSES)))
+    if shape is not None:
+        query = query.where(Job.shape_key == shape_key(shape))
+    if dtype is not None:
+        query = query.where(Job.dtype == dtype)
+    if impl is not None:
+        query = query.where(Measurement.impl == impl)
+    if gpu_type is not None:
+        query = query.where(Device.gpu_type == gpu_type)
+    query = query.order_by(_when().desc(), JobAttempt.id.desc()).limit(limit)
+    with _reading(src) as s:
+        rows = s.execute(query).all()
+    points = [{
+        "kernel": k, "shape_key": skey, "dtype": dt_, "impl": im, "hardware_key": hw, "gpu_type": gpu,
+        "value": value, "unit": unit, "samples": samples, "eager_value": eager_value,
+        "correct": None if correct is None else correct >= 0.5, "run_id": run_id, "commit": commit,
+        "measured_at": at, "job_key": key, "attempt": attempt,
+    } for (im, value, unit, samples, eager_value, correct, k, skey, dt_, key, run_id, attempt, hw, gpu, commit,
+           at) in rows]
+    points.reverse()
+    return points
+
+
+def flag_series(points: Sequence[Mapping[str, Any]], *, higher_is_worse: bool = True,
+                threshold: float = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA, window: int = DEFAULT_WINDOW,
+                consecutive: int = DEFAULT_CONSECUTIVE) -> list[str | None]:
+    """For each point of one series (oldest first, each with ``samples`` or ``value``): "regression" or
+    "improvement" where the regression rule (regression_rule.judge_series) confirms a change ending at that
+    point (large, significant and beyond the series' between-run spread), else None.  The rule's significance test runs only where its size condition can hold (the point's
+    median differs from the pooled reference's by at least ``threshold``)."""
+    import statistics
+
+    repeats = [[float(x) for x in (p.get("samples") or ([p["value"]] if p.get("value") is not None else []))
+                if x is not None] for p in points]
+    marks: list[str | None] = []
+    for i in range(len(repeats)):
+        mark = None
+        reference = [x for r in repeats[max(0, i + 1 - consecutive - window):i + 1 - consecutive] for x in r]
+        if i >= consecutive and reference and repeats[i]:
+            ref, cur = statistics.median(reference), statistics.median(repeats[i])
+            if ref and abs(cur / ref - 1.0) >= threshold:
+                verdict = judge_series(repeats[:i + 1], threshold=threshold, alpha=alpha, window=window,
+                                       consecutive=consecutive, higher_is_worse=higher_is_worse)
+                mark = verdict.direction if verdict is not None and verdict.status == CONFIRMED else None
+        marks.append(mark)
+    return marks
+
+
+def device_ceilings(src: Source) -> list[dict[str, Any]]:
+    """Each device that has a measured copy bandwidth: hardware_key, gpu_type, name, copy_bandwidth_gbs."""
+    with _reading(src) as s:
+        rows = s.execute(select(Device.hardware_key, Device.gpu_type, Device.name, Device.copy_bandwidth_gbs)
+                         .where(Device.copy_bandwidth_gbs.is_not(None)).order_by(Device.gpu_type)).all()
+    return [{"hardware_key": k, "gpu_type": g, "name": n, "copy_bandwidth_gbs": bw} for k, g, n, bw in rows]
+
+
+def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+    """The newest attempts of e2e jobs (newest first, at most ``limit`` jobs, optionally on one GPU type), one row
+    per mode with every metric it recorded, the tolerance and the mode's profile breakdown (device ms per step
+    by kernel class, ``gpu_busy_ms``) from the attempt's details.
+
+    Keys: job_id, job_key, attempt, run_id, commit, model, shape_key, dtype, hardware_key, gpu_type, status,
+    error, measured_at, mode, metrics (name -> value), units (name -> unit), tolerance, profile_classes (class ->
+    ms per step), gpu_busy_ms, profile_top (rows).
+    """
+    newest = (select(JobAttempt.job_id, func.max(JobAttempt.attempt).label("attempt"))
+              .join(Job, Job.id == JobAttempt.job_id).where(Job.kind == "e2e"))
+    if gpu_type is not None:
+        newest = newest.join(Device, Device.hardware_key == JobAttempt.hardware_key).where(Device.gpu_type ==
+                                                                                         gpu_type)
+    newest = newest.group_by(JobAttempt.job_id).subquery()
+    with _reading(src) as s:
+        attempts = s.execute(
+            select(JobAttempt, Job.key, Job.model, Job.shape_key, Job.dtype, Run.commit, Device.gpu_type)
+            .join(newest, (newest.c.job_id == JobAttempt.job_id) & (newest.c.attempt == JobAttempt.attempt))
+            .join(Job, Job.id == JobAttempt.job_id).join(Run, Run.id == JobAttempt.run_id)
+            .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
+            .order_by(_when().desc(), JobAttempt.id.desc()).limit(limit)).all()
+        wanted = {(a.job_id, a.attempt) for a, *_ in attempts}
+        metrics: dict[tuple[int, int], dict[str, dict[str, tuple[float | None, str]]]] = defaultdict(
+            lambda: defaultdict(dict))
+        for chunk in _chunks(sorted({j for j, _ in wanted})):
+            for job_id, attempt, mode, metric, value, unit in s.execute(
+                    select(Measurement.job_id, Measurement.attempt, Measurement.impl, Measurement.metric,
+                           Measurement.value, Measurement.unit).where(Measurement.job_id.in_(chunk))):
+                if (job_id, attempt) in wanted:
+                    metrics[(job_id, attempt)][mode][metric] = (value, unit)
+    rows = []
+    for a, key, model, skey, dtype, commit, gpu in attempts:
+        details = a.details or {}
+        profile = details.get("profile") or {}
+        per_mode = metrics.get((a.job_id, a.attempt), {})
+        planned = [m for m in MODES if m in per_mode] + sorted(set(per_mode) - set(MODES))
+        tolerance = (details.get("tolerance") or {}).get("rel_err_vs_eager")
+        for mode in planned or [None]:
+            got = per_mode.get(mode, {}) if mode else {}
+            prof = profile.get(mode) or {} if mode else {}
+            rows.append({
+                "job_id": a.job_id, "job_key": key, "attempt": a.attempt, "run_id": a.run_id, "commit": commit,
+                "model": model, "shape_key": skey, "dtype": dtype, "hardware_key": a.hardware_key,
+                "gpu_type": gpu, "status": a.status, "error": a.error,
+                "measured_at": a.started_at or a.recorded_at, "mode": mode,
+                "metrics": {k: v for k, (v, _) in got.items()}, "units": {k: u for k, (_, u) in got.items()},
+                "tolerance": tolerance,
+                "profile_classes": {c: v.get("ms") for c, v in (prof.get("classes") or {}).items()},
+                "gpu_busy_ms": prof.get("gpu_busy_ms"), "profile_top": list(prof.get("top") or []),
+            })
+    return rows
+
+
+def profile_jobs(src: Source, limit: int = 100) -> list[dict[str, Any]]:
+    """The newest attempts of profile jobs, and of e2e jobs that recorded a profile or artifacts, newest first.
+
+    Keys: job_id, job_key, attempt, kind, name (kernel or model), shape_key, dtype, gpu_type, run_id,
+    measured_at, status, n_artifacts.
+    """
+    n_art = (select(Artifact.job_id, Artifact.attempt, func.count().label("n"))
+             .group_by(Artifact.job_id, Artifact.attempt).subquery())
+    newest = (select(JobAttempt.job_id, func.max(JobAttempt.attempt).label("attempt"))
+              .join(Job, Job.id == JobAttempt.job_id).where(Job.kind.in_(("profile", "e2e")))
+              .group_by(JobAttempt.job_id).subquery())
+    with _reading(src) as s:
+        rows = s.execute(
+            select(JobAttempt, Job.key, Job.kind, Job.kernel, Job.model, Job.shape_key, Job.dtype, Device.gpu_type,
+                   n_art.c.n)
+            .join(newest, (newest.c.job_id == JobAttempt.job_id) & (newest.c.attempt == JobAttempt.attempt))
+            .join(Job, Job.id == JobAttempt.job_id)
+            .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
+            .outerjoin(n_art, (n_art.c.job_id == JobAttempt.job_id) & (n_art.c.attempt == JobAttempt.attempt))
+            .order_by(_when().desc(), JobAttempt.id.desc()).limit(limit)).all()
+    out = []
+    for a, key, kind, kernel, model, skey, dtype, gpu, n in rows:
+        details = a.details or {}
+        if kind == "e2e" and not details.get("profile") and not n:
+            continue
+        out.append({"job_id": a.job_id, "job_key": key, "attempt": a.attempt, "kind": kind,
+                    "name": kernel if kind == "profile" else model, "shape_key": skey, "dtype": dtype,
+                    "gpu_type": gpu, "run_id": a.run_id, "measured_at": a.started_at or a.recorded_at,
+                    "status": a.status, "n_artifacts": int(n or 0),
+                    "modes": sorted(details.get("profile") or {}) if kind == "e2e" else []})
+    return out
+
+
+def e2e_profile(src: Source, job_id: int, attempt: int | None = None) -> dict[str, Any]:
+    """mode -> the e2e attempt's profile breakdown (``details["profile"]``), newest attempt by default."""
+    with _reading(src) as s:
+        found = _job_attempt(s, job_id, attempt)
+    return dict(((found[1].details or {}).get("profile") or {}) if found else {})
+
+
+def run_outcomes(src: Source, limit: int = 100) -> list[dict[str, Any]]:
+    """The newest runs with how many attempts each recorded per outcome (ok, incorrect, error, crashed,
+    timed_out, lost, skipped, ...): list_runs' keys plus ``outcomes`` (status -> count)."""
+    runs = list_runs(src, limit)
+    if not runs:
+        return runs
+    with _reading(src) as s:
+        counts = s.execute(select(JobAttempt.run_id, JobAttempt.status, func.count())
+                           .where(JobAttempt.run_id.in_([r["id"] for r in runs]))
+                           .group_by(JobAttempt.run_id, JobAttempt.status)).all()
+    by_run: dict[int, dict[str, int]] = defaultdict(dict)
+    for run_id, status, n in counts:
+        by_run[run_id][status] = int(n)
+    for r in runs:
+        r["outcomes"] = by_run.get(r["id"], {})
+    return runs
+
+
+def failed_attempts(src: Source, run_id: int | None = None, limit: int = 200) -> list[dict[str, Any]]:
+    """Attempts that did not end well (not ok / incorrect / skipped), newest first, with their error.
+
+    Keys: run_id, job_id, job_key, attempt, kind, name, shape_key, dtype, status, error, node_id, gpu_type,
+    measured_at.
+    """
+    query = (select(JobAttempt, Job.key, Job.kind, Job.kernel, Job.model, Job.shape_key, Job.dtype,
+                    Device.gpu_type)
+             .join(Job, Job.id == JobAttempt.job_id)
+             .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
+             .where(JobAttempt.status.not_in(GOOD_STATUSES)))
+    if run_id is not None:
+        query = query.where(JobAttempt.run_id == run_id)
+    with _reading(src) as s:
+        rows = s.execute(query.order_by(JobAttempt.recorded_at.desc(), JobAttempt.id.desc()).limit(limit)).all()
+    return [{"run_id": a.run_id, "job_id": a.job_id, "job_key": key, "attempt": a.attempt, "kind": kind,
+             "name": model if kind == "e2e" else kernel, "shape_key": skey, "dtype": dtype, "status": a.status,
+             "error": a.error, "node_id": a.node_id, "gpu_type": gpu, "measured_at": a.started_at or a.recorded_at}
+            for a, key, kind, kernel, model, skey, dtype, gpu in rows]
+
+
+EXPORT_COLUMNS = ("kind", "kernel", "model", "shape", "dtype", "impl", "target", "gpu_type", "hardware_key",
+                  "commit", "run_id", "job_key", "attempt", "status", "measured_at", "metric", "value", "unit")
+
+
+def iter_measurements(src: Source, run_id: int | None = None, since: Any = None,
+                      batch: int = 5000) -> Iterator[dict[str, Any]]:
+    """Every measurement as one long-format row (EXPORT_COLUMNS), streamed from the database ``batch`` rows at
+    a time (server-side cursor on PostgreSQL), ordered by measurement id.  ``run_id``: the attempts that run
+    recorded; ``since``: attempts measured at or after that aware datetime."""
+    query = (_good_attempt_join(select(Job.kind, Job.kernel, Job.model, Job.shape_key, Job.dtype, Measurement.impl,
+                                       Job.target, Device.gpu_type, JobAttempt.hardware_key, Run.commit,
+                                       JobAttempt.run_id, Job.key, JobAttempt.attempt, JobAttempt.status,
+                                       _when(), Measurement.metric, Measurement.value, Measurement.unit))
+             .join(Run, Run.id == JobAttempt.run_id)
+             .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key))
+    if run_id is not None:
+        query = query.where(JobAttempt.run_id == run_id)
+    if since is not None:
+        query = query.where(_when() >= since)
+    query = query.order_by(Measurement.id).execution_options(yield_per=batch)
+    with _reading(src) as s:
+        for row in s.execute(query):
+            yield dict(zip(EXPORT_COLUMNS, row))
+
+
+def display_store_url(url: str) -> str:
+    """The store URL for messages (password masked)."""
+    from orchestrator.store.session import display_url
+
+    return display_url(normalize_url(url))
+
+
+def open_read_only(url: str) -> Engine:
+    """An engine that can only read the store at ``url`` (SQLite opened with ``mode=ro``, PostgreSQL sessions
+    with ``default_transaction_read_only``), its schema checked: SchemaOutOfDate (naming ``python -m orchestrator
+    db upgrade``) when it is not at this code's revision or does not exist.  Pass it as ``src`` to the readers
+    above; nothing is created or migrated."""
+    import sqlite3
+
+    from sqlalchemy import create_engine, event, pool
+    from sqlalchemy.engine import make_url
+
+    from orchestrator.store.session import SQLITE_BUSY_TIMEOUT_S, is_sqlite, sqlite_path
+
+    url = normalize_url(url)
+    if is_sqlite(url):
+        path = sqlite_path(url)
+        if path is None:
+            raise ValueError(f"{url}: an in-memory SQLite database holds no results to read")
+        if not path.exists():
+            check_schema(get_engine(url), url)  # raises "does not exist yet", creating nothing
+        uri = path.resolve().as_uri() + "?mode=ro"
+        engine = create_engine("sqlite://", poolclass=pool.QueuePool, creator=lambda: sqlite3.connect(
+            uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT_S, check_same_thread=False))
+
+        @event.listens_for(engine, "connect")
+        def _read_only(dbapi_connection, _record) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA query_only=ON")
+            cursor.close()
+    else:
+        parsed = make_url(url)
+        options = (str(parsed.query.get("options", "")) + " -c default_transaction_read_only=on").strip()
+        engine = create_engine(parsed.update_query_dict({"options": options}), pool_pre_ping=True)
+    check_schema(engine, url)
+    _schema_checked[engine] = True
+    return engine
+
+
+def profile_kernel_rows(src: Source, job_id: int | str, attempt: int | None = None) -> dict[str, list[dict]]:
+    """implementation -> the per-kernel rows ({name, calls, total_ns, avg_ns, pct}) of a profile job's attempt
+    (newest by default), as ``workers.profile`` records them in ``details["profile_rows"]``."""
+    with _reading(src) as s:
+        found = _job_attempt(s, job_id, attempt)
+    rows = ((found[1].details or {}).get("profile_rows") if found else None) or {}
+    if isinstance(rows, list):  # one list without implementations
+        return {"": [dict(r) for r in rows]}
+    return {str(impl): [dict(r) for r in rs or []] for impl, rs in rows.items()}
+
+
+def store_url(explicit: str | None = None) -> str:
+    """The store a reader opens: ``explicit``, else $KERNELFLEET_DB, else the default SQLite file (as a sweep)."""
+    from orchestrator.store.session import resolve_url
+
+    return resolve_url(explicit)

@@ -1,0 +1,90 @@
+"""python -m dashboard [--db URL] [--host 127.0.0.1] [--port 8050]: serve the dashboard of a store.
+python -m dashboard build --out DIR [--db URL]: write its pages as self-contained static HTML.
+
+The store: --db, else $KERNELFLEET_DB, else the default SQLite file (the same as a sweep's).  It is opened
+read-only: nothing is written, no migration runs.  Exit 2 (one line on stderr) when the store cannot be opened or
+is on another schema revision (`python -m orchestrator db upgrade` brings it up to date).
+"""
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+
+EXIT_USAGE = 2
+LOOPBACK = "127.0.0.1"
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m dashboard", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--db", help="store URL or SQLite path (default: $KERNELFLEET_DB, else the default SQLite file)")
+    ap.add_argument("--host", default=LOOPBACK, help=f"address to bind (default {LOOPBACK}: this machine only)")
+    ap.add_argument("--port", type=int, default=8050, help="port (default 8050)")
+    ap.add_argument("--debug", action="store_true", help="Dash's debug mode (reloader off)")
+    sub = ap.add_subparsers(dest="cmd")
+    build = sub.add_parser("build", help="write every page as self-contained static HTML")
+    build.add_argument("--out", required=True, help="folder to write (created)")
+    build.add_argument("--db", dest="build_db", help="store URL or SQLite path")
+    return ap
+
+
+def open_store(db: str | None):
+    """(read-only engine, url), or a one-line error and SystemExit(2)."""
+    from orchestrator.store import queries
+
+    try:
+        url = queries.store_url(db)
+        return queries.open_read_only(url), url
+    except queries.SchemaOutOfDate as exc:
+        _die(str(exc))
+    except Exception as exc:  # bad URL, unknown driver, unreachable server, not a database
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        _die(f"cannot open the store {db or '(default)'}: {first}")
+
+
+def _die(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(EXIT_USAGE)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.cmd == "build":
+        from dashboard.static import build_site
+
+        engine, url = open_store(args.build_db or args.db)
+        for path in build_site(engine, url, args.out):
+            print(path)
+        return 0
+    if not 0 < args.port < 65536:
+        _die(f"--port {args.port}: not a port number (1-65535)")
+    engine, url = open_store(args.db)
+    from dashboard.app import create_app
+    from orchestrator.store import queries
+
+    app = create_app(engine, url)
+    import scipy.stats  # noqa: F401  the regression rule's test, loaded now rather than by the first trend page
+    if not _is_loopback(args.host):
+        print("!" * 78, file=sys.stderr)
+        print(f"WARNING: the dashboard binds {args.host}: anyone who can reach this machine on port {args.port} "
+              "can read every result in the store (no authentication). Use --host 127.0.0.1 unless you mean it.",
+              file=sys.stderr)
+        print("!" * 78, file=sys.stderr)
+    print(f"kernelfleet dashboard of {queries.display_store_url(url)} (read-only) on http://{args.host}:{args.port}/",
+          flush=True)
+    app.run(host=args.host, port=args.port, debug=args.debug, use_reloader=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""The one place the dashboard looks up metric names, units and directions: the catalogue of workers/metrics.py
+(through the store's query module), with the labels the pages show.
+"""
+from __future__ import annotations
+
+from orchestrator.store import queries
+
+# the three readings of one call (queries.TIME_READINGS), as the README names them
+READINGS = {
+    "time_us": "per call (µs, L2 flushed)",
+    "kernel_time_us": "kernel time (µs, profiler)",
+    "graph_time_us": "launch-free graph (µs)",
+}
+BANDWIDTH_OF = {"time_us": "gbs", "kernel_time_us": "kernel_gbs"}  # the GB/s metric of a reading
+DEFAULT_READING = "time_us"
+DEFAULT_IMPL = "triton"
+BASELINE_IMPL = queries.BASELINE_IMPL
+
+_SHOWN_UNITS = {"us": "µs", "x": "×", "count": "", "kernels": ""}  # the catalogue's units as the pages print them
+
+# e2e metrics shown on the end-to-end page, with their labels
+E2E_SHOWN = {"ms_per_step": "ms per step", "rel_err_vs_eager": "latents: rel. error vs eager",
+             "peak_mem_gb": "peak memory (GB)", "sm_clock_mhz": "SM clock (MHz)", "power_w": "power (W)"}
+# the kernel classes of an e2e profile (workers.e2e_profile.kernel_class), in stacking order, and their labels
+KERNEL_CLASSES = {"kernelfleet": "ours", "gemm": "GEMM", "attention": "attention", "inductor": "inductor",
+                  "elementwise": "PyTorch elementwise", "other": "other"}
+IDLE = "idle"
+
+
+def unit(metric: str) -> str:
+    u = queries.catalogue.get(metric).unit
+    return _SHOWN_UNITS.get(u, u)
+
+
+def higher_is_better(metric: str) -> bool:
+    return queries.catalogue.higher_is_better(metric)
+
+
+def label(metric: str) -> str:
+    u = unit(metric)
+    return f"{metric} ({u})" if u else metric

@@ -1,0 +1,100 @@
+"""What a page shows, independent of how it is shown: filters, figures, tables and notes.
+
+A page module builds a :class:`PageView` from the store and the page's URL parameters; the Dash app
+(:mod:`dashboard.app`) and the static build (:mod:`dashboard.static`) render the same view, and the CSV download of a
+table is that table's rows, so it holds exactly what the page shows.
+"""
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import plotly.graph_objects as go
+
+
+@dataclass
+class Filter:
+    name: str
+    label: str
+    options: list[tuple[str, str]]  # (value, label); value "" means "all"
+    value: str
+
+
+@dataclass
+class Table:
+    name: str
+    title: str
+    columns: list[str]
+    rows: list[dict[str, Any]]
+    links: dict[str, str] = field(default_factory=dict)  # column -> URL template with {value}/{row_key}
+
+
+@dataclass
+class Figure:
+    name: str
+    figure: go.Figure
+
+
+@dataclass
+class PageView:
+    page: str
+    title: str
+    params: dict[str, str] = field(default_factory=dict)  # the view's filters, as the URL carries them
+    filters: list[Filter] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    empty: str | None = None  # set when the store holds nothing: the command that fills it
+
+    def add_table(self, name: str, title: str, columns: list[str], records: list[dict[str, Any]],
+                  links: dict[str, str] | None = None) -> Table:
+        """Show ``records`` as a table of ``columns`` (cells as :func:`cell` writes them); returns it."""
+        table = Table(name, title, columns, rows_of(records, columns), links or {})
+        self.tables.append(table)
+        return table
+
+    def table(self, name: str) -> Table:
+        for t in self.tables:
+            if t.name == name:
+                return t
+        raise KeyError(f"page {self.page} has no table {name!r}; it has {[t.name for t in self.tables]}")
+
+
+def cell(value: Any) -> Any:
+    """A value as a table cell and a CSV field: floats to 5 significant digits, times as ISO text, lists and
+    dicts as compact JSON."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        return float(f"{value:.5g}")
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return value
+
+
+def rows_of(records: list[dict[str, Any]], columns: list[str]) -> list[dict[str, Any]]:
+    return [{c: cell(r.get(c)) for c in columns} for r in records]
+
+
+def to_csv(table: Table) -> str:
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=table.columns, lineterminator="\n")
+    w.writeheader()
+    for r in table.rows:
+        w.writerow({c: "" if r.get(c) is None else r.get(c) for c in table.columns})
+    return out.getvalue()
+
+
+def short(commit: str | None) -> str:
+    return (commit or "?")[:10]

@@ -1,0 +1,134 @@
+"""python -m orchestrator export --format csv|parquet|jsonl [--run RUN] [--since DATE] [--out FILE]
+
+One row per measurement in a long format a pandas user pivots (queries.EXPORT_COLUMNS: the series key columns
+kind, kernel/model, shape, dtype, impl, target, gpu_type, hardware_key; then commit, run_id, job_key, attempt,
+status, measured_at, metric, value, unit).  Rows stream from the database in batches and are written as they come,
+so a store of millions of measurements never sits in memory.  The store is opened read-only."""
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+FORMATS = ("csv", "parquet", "jsonl")
+BATCH = 20000
+
+
+def add_parser(sub) -> None:
+    ex = sub.add_parser("export", help="every measurement as long-format rows (csv, parquet or jsonl), streamed")
+    ex.add_argument("--format", choices=FORMATS, default="csv", help="output format (default csv)")
+    ex.add_argument("--run", type=int, help="only the attempts this run recorded")
+    ex.add_argument("--since", help="only attempts measured at or after DATE (YYYY-MM-DD or ISO time; UTC "
+                                    "unless it names a zone)")
+    ex.add_argument("--out", help="file to write (default: standard output; parquet needs a file)")
+    ex.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
+
+
+def parse_since(text: str | None) -> dt.datetime | None:
+    if text is None:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"--since {text!r}: not a date (YYYY-MM-DD or an ISO time)") from None
+    return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
+
+
+def run(args: argparse.Namespace) -> int:
+    from orchestrator.store import queries
+
+    since = parse_since(args.since)
+    if args.format == "parquet" and not args.out:
+        raise ValueError("--format parquet writes a binary file: give --out FILE")
+    engine = queries.open_read_only(queries.store_url(args.url))
+    if args.run is not None and queries.run_info(engine, args.run) is None:
+        raise ValueError(f"--run {args.run}: no such run in the store")
+    rows = queries.iter_measurements(engine, run_id=args.run, since=since, batch=BATCH)
+    try:
+        n = export(rows, args.format, args.out)
+    except BrokenPipeError:  # the reader went away (`| head`): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        return 0
+    if args.out:
+        print(f"exported {n} measurements to {args.out}", file=sys.stderr)
+    return 0
+
+
+def export(rows: Iterable[dict[str, Any]], fmt: str, out: str | None) -> int:
+    """Write ``rows`` to ``out`` (a path; None: standard output) in ``fmt``; returns how many."""
+    if fmt == "parquet":
+        return _parquet(rows, out)
+    stream: IO[str] = open(out, "w", newline="", encoding="utf-8") if out else sys.stdout
+    try:
+        return _csv(rows, stream) if fmt == "csv" else _jsonl(rows, stream)
+    finally:
+        if out:
+            stream.close()
+
+
+def _text(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, dt.datetime) else value
+
+
+def _csv(rows: Iterable[dict[str, Any]], stream: IO[str]) -> int:
+    from orchestrator.store.queries import EXPORT_COLUMNS
+
+    w = csv.writer(stream, lineterminator="\n")
+    w.writerow(EXPORT_COLUMNS)
+    n = 0
+    for r in rows:
+        w.writerow(["" if r[c] is None else _text(r[c]) for c in EXPORT_COLUMNS])
+        n += 1
+    return n
+
+
+def _jsonl(rows: Iterable[dict[str, Any]], stream: IO[str]) -> int:
+    n = 0
+    for r in rows:
+        stream.write(json.dumps({k: _text(v) for k, v in r.items()}, separators=(",", ":")) + "\n")
+        n += 1
+    return n
+
+
+def _batches(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    batch: list[dict[str, Any]] = []
+    for r in rows:
+        batch.append(r)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def parquet_schema():
+    import pyarrow as pa
+
+    text = pa.string()
+    return pa.schema([("kind", text), ("kernel", text), ("model", text), ("shape", text), ("dtype", text),
+                      ("impl", text), ("target", text), ("gpu_type", text), ("hardware_key", text),
+                      ("commit", text), ("run_id", pa.int64()), ("job_key", text), ("attempt", pa.int64()),
+                      ("status", text), ("measured_at", pa.timestamp("us", tz="UTC")), ("metric", text),
+                      ("value", pa.float64()), ("unit", text)])
+
+
+def _parquet(rows: Iterable[dict[str, Any]], out: str | None) -> int:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ValueError("--format parquet needs pyarrow: pip install 'kernelfleet[export]'") from None
+    schema = parquet_schema()
+    n = 0
+    with pq.ParquetWriter(out, schema) as writer:
+        for batch in _batches(rows, BATCH):
+            writer.write_batch(pa.RecordBatch.from_pylist(batch, schema=schema))
+            n += len(batch)
+    if n == 0:  # an empty store still gives a readable file with the schema
+        pq.write_table(schema.empty_table(), out)
+    return n

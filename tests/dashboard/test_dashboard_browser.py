@@ -1,0 +1,212 @@
+"""The dashboard in a real browser (headless Chromium) against a real server and a store filled by a real smoke
+sweep and imported real H200 results."""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import math
+import os
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from dashboard.pages import PAGES
+
+from .conftest import REPO, import_files, h200_files, start_server, stop_server
+from .pagetools import choose, console_errors, filter_value, load, wait_figure, wait_idle
+
+PAGE_PATHS = list(PAGES)
+# The README's two screenshots: written to docs/img/ when KERNELFLEET_UPDATE_DOCS_SCREENSHOTS=1 (else only to the
+# artifacts folder, so a test run leaves the checkout as it was).
+README_SHOTS = {"/": "dashboard-overview.png",
+                "/trends?kernel=rmsnorm&gpu_type=h200&impl=triton": "dashboard-trends.png"}
+DOCS_IMG = REPO / "docs" / "img"
+
+
+def _name(path: str) -> str:
+    return PAGES[path][0]
+
+
+def _csv(url: str) -> list[dict]:
+    with urllib.request.urlopen(url, timeout=60) as r:
+        return list(csv.DictReader(io.StringIO(r.read().decode())))
+
+
+def _num(x: str | None) -> float | None:
+    return None if x in (None, "") else float(x)
+
+
+def _series(traces: list[dict]) -> list[dict]:
+    """The trend figure's median lines (not the IQR bands, not the flag markers)."""
+    return [t for t in traces if t["name"] and not t["name"].endswith(" IQR")
+            and not t["name"].startswith(("regression", "improvement"))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", PAGE_PATHS, ids=_name)
+def test_page_loads_without_console_errors(browser, server, artifacts_dir, path):
+    browser.get_log("browser")  # drop what earlier pages left
+    seconds = load(browser, server + path)
+    assert browser.find_element("css selector", "#page h2").text == PAGES[path][1]
+    assert not browser.find_elements("css selector", "#empty-store")
+    errors = console_errors(browser)
+    assert not errors, errors
+    browser.save_screenshot(str(artifacts_dir / f"dashboard-{_name(path)}.png"))
+    print(f"{path}: loaded in {seconds:.2f} s")
+
+
+@pytest.mark.slow
+def test_readme_screenshots(browser, server, artifacts_dir):
+    for url, name in README_SHOTS.items():
+        load(browser, server + url)
+        assert browser.find_elements("css selector", ".js-plotly-plot")
+        assert not console_errors(browser)
+        browser.save_screenshot(str(artifacts_dir / name))
+        if os.environ.get("KERNELFLEET_UPDATE_DOCS_SCREENSHOTS") == "1":
+            DOCS_IMG.mkdir(parents=True, exist_ok=True)
+            browser.save_screenshot(str(DOCS_IMG / name))
+
+
+@pytest.mark.slow
+def test_overview_has_one_cell_per_kernel_and_gpu_type(browser, server, filled_store):
+    engine = create_engine(filled_store)
+    with engine.connect() as c:  # straight from the tables, not through the dashboard's queries
+        expected = set(c.execute(text(
+            "SELECT DISTINCT j.kernel, d.gpu_type FROM measurements m "
+            "JOIN job_attempts a ON a.job_id = m.job_id AND a.attempt = m.attempt "
+            "JOIN jobs j ON j.id = m.job_id JOIN devices d ON d.hardware_key = a.hardware_key "
+            "WHERE j.kind = 'micro' AND m.impl = 'triton' AND m.metric = 'time_us' "
+            "AND a.status IN ('ok', 'incorrect', 'skipped')")).all())
+    engine.dispose()
+    assert {g for _, g in expected} >= {"cpu", "h200"}
+    load(browser, server + "/")
+    heat = [t for t in wait_figure(browser, "overview-heatmap") if t["type"] == "heatmap"]
+    assert len(heat) == 2
+    for trace in heat:
+        shown = {(k, g) for i, k in enumerate(trace["y"]) for j, g in enumerate(trace["x"])
+                 if trace["text"][i][j] != ""}
+        assert shown == expected
+
+
+@pytest.mark.slow
+def test_overview_marks_failed_correctness_and_clicks_through_to_the_trend(browser, server):
+    load(browser, server + "/")
+    heat = wait_figure(browser, "overview-heatmap")[0]
+    for i, row in enumerate(heat["text"]):
+        for j, label in enumerate(row):
+            if label == "✗ incorrect":
+                assert heat["z"][i][j] is None  # marked, never coloured as a win
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    plot = browser.find_element("css selector", "#overview-heatmap .nsewdrag")  # the first heat-map's area
+    ActionChains(browser).move_to_element(plot).click().perform()
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 60).until(lambda d: "/trends?" in d.current_url)
+    wait_idle(browser)
+    params = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(browser.current_url).query))
+    assert params["kernel"] in heat["y"] and params["gpu_type"] in heat["x"] and params["impl"] == "triton"
+    assert filter_value(browser, "kernel") == params["kernel"]
+    assert wait_figure(browser, "trend-figure")
+
+
+@pytest.mark.slow
+def test_trend_filter_changes_the_figure_and_the_url_reproduces_the_view(browser, server):
+    load(browser, server + "/trends?kernel=rmsnorm&gpu_type=h200")
+    before = wait_figure(browser, "trend-figure")
+    choose(browser, "impl", "triton")
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 60).until(lambda d: "impl=triton" in d.current_url)
+    wait_idle(browser)
+    after = wait_figure(browser, "trend-figure")
+    assert after != before
+    assert {t["name"].split(" · ")[0] for t in _series(after)} == {"triton"}
+    assert len({t["name"] for t in before}) > len({t["name"] for t in after})
+    url = browser.current_url
+    load(browser, server + "/runs")
+    load(browser, url)  # a fresh load of the link shows the same view
+    assert filter_value(browser, "impl") == "triton"
+    assert wait_figure(browser, "trend-figure") == after
+
+
+@pytest.mark.slow
+def test_csv_download_equals_what_the_page_shows(browser, server):
+    load(browser, server + "/trends?kernel=rmsnorm&gpu_type=h200&impl=triton")
+    traces = _series(wait_figure(browser, "trend-figure"))
+    link = browser.find_element("css selector", "#csv-points").get_attribute("href")
+    rows = _csv(link)
+    assert rows and len(rows) == sum(len(t["y"]) for t in traces)
+    plotted = sorted((t["name"], x, y) for t in traces for x, y in zip(t["x"], t["y"]))
+    from_csv = sorted((f"{r['impl']} · {r['shape']} · {r['dtype']} · {r['gpu_type']}", r["measured_at"],
+                       _num(r["median"])) for r in rows)
+    assert plotted == from_csv
+    load(browser, server + "/")
+    heat = wait_figure(browser, "overview-heatmap")[0]
+    cells = _csv(browser.find_element("css selector", "#csv-cells").get_attribute("href"))
+    by = {(r["kernel"], r["gpu_type"]): _num(r["speedup_vs_eager"]) for r in cells}
+    shown = {(k, g): heat["z"][i][j] for i, k in enumerate(heat["y"]) for j, g in enumerate(heat["x"])
+             if heat["text"][i][j] != ""}
+    assert set(shown) == set(by)
+    for key, value in shown.items():
+        assert (value is None and by[key] is None) or math.isclose(value, by[key], rel_tol=1e-12), key
+
+
+@pytest.mark.slow
+def test_every_page_has_a_csv_per_table_and_sortable_tables(browser, server):
+    for path in PAGE_PATHS:
+        load(browser, server + path)
+        links = browser.find_elements("css selector", "a[id^=csv-]")
+        tables = browser.find_elements("css selector", "[id^=table-]")
+        assert links and len(links) == len(tables), path
+        for a in links:
+            assert _csv(a.get_attribute("href")) is not None
+        assert browser.find_elements("css selector", ".column-header--sort"), path
+
+
+@pytest.mark.slow
+def test_profiles_page_offers_the_raw_capture(browser, server):
+    load(browser, server + "/profiles")
+    jobs = _csv(browser.find_element("css selector", "#csv-jobs").get_attribute("href"))
+    assert any(j["kind"] == "profile" for j in jobs) and any(j["kind"] == "e2e" for j in jobs)
+    profile_job = next(j for j in jobs if j["kind"] == "profile" and j["status"] == "ok")
+    load(browser, server + f"/profiles?job={profile_job['job_id']}")
+    assert wait_figure(browser, "profile-figure")
+    arts = _csv(browser.find_element("css selector", "#csv-artifacts").get_attribute("href"))
+    assert arts
+    with urllib.request.urlopen(server + arts[0]["download"], timeout=60) as r:
+        data = r.read()
+    assert len(data) == int(arts[0]["size"]) > 0
+
+
+@pytest.mark.slow
+def test_the_server_never_writes_the_store(browser, filled_store, tmp_path):
+    path = Path(urllib.parse.urlparse(filled_store).path)
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    proc, base = start_server(filled_store)
+    try:
+        for p in PAGE_PATHS:
+            load(browser, base + p)
+    finally:
+        stop_server(proc)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+@pytest.mark.slow
+def test_empty_store_shows_the_fill_command_then_new_runs_appear_without_restart(browser, upgraded_store):
+    proc, base = start_server(upgraded_store)
+    try:
+        for p in PAGE_PATHS:
+            load(browser, base + p)
+            command = browser.find_element("css selector", "#fill-command").text
+            assert command.startswith("python -m orchestrator +sweep=smoke store.url=")
+        import_files(upgraded_store, [f for f in h200_files() if "e2e" not in f.name][:1])
+        load(browser, base + "/")
+        assert not browser.find_elements("css selector", "#empty-store")
+        assert wait_figure(browser, "overview-heatmap")
+    finally:
+        stop_server(proc)
