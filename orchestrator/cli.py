@@ -6,8 +6,10 @@ import sys
 
 from rich.console import Console
 
+from orchestrator import runs_cli
 from orchestrator.config import ConfigError
 from orchestrator.store.migrate import SchemaOutOfDate
+from workers.errors import exit_on_user_error
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -25,6 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("run", nargs="?", type=int, help="run id (default: the newest run)")
     rep.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
     rep.add_argument("--markdown", metavar="FILE", help="write the summary as Markdown to FILE")
+    rep.add_argument("--wide", action="store_true", help="every column (the default fits 120 columns)")
     reg = sub.add_parser("regressions", help="flag changes that are both large and significant (Mann-Whitney U on "
                                              "the stored repeats): against history, or one run against another")
     reg.add_argument("run", nargs="?", type=int, help="the run to judge (default: the newest point of each series)")
@@ -32,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     reg.add_argument("--threshold", type=float, default=0.05, help="smallest relative change that counts (0.05)")
     reg.add_argument("--improvements", action="store_true", help="list improvements too")
     reg.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
+    runs_cli.add_parser(sub)
     try:
         from orchestrator import fleet_cli
 
@@ -43,6 +47,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str], console: Console) -> int:
     args = _parser().parse_args(argv)
+    return exit_on_user_error(lambda: _dispatch(args, console))
+
+
+def _dispatch(args: argparse.Namespace, console: Console) -> int:
     try:
         if args.cmd == "db":
             from orchestrator.store import migrate
@@ -60,11 +68,13 @@ def main(argv: list[str], console: Console) -> int:
         if args.cmd == "report":
             from orchestrator.report import show_run
 
-            return show_run(args.url, args.run, args.markdown, console)
+            return show_run(args.url, args.run, args.markdown, console, wide=args.wide)
         if args.cmd == "regressions":
             from orchestrator.report import show_regressions
 
             return show_regressions(args.url, args.run, args.baseline, args.threshold, args.improvements, console)
+        if args.cmd == "runs":
+            return runs_cli.run(args, console)
         if args.cmd == "import":
             from orchestrator.importer import import_results
 

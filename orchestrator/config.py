@@ -15,12 +15,15 @@ from typing import Any, Sequence
 from omegaconf import DictConfig, OmegaConf
 
 from orchestrator import schema
+from workers.errors import UserError
 
 GROUPS = ("sweep", "kernel", "target", "store", "cluster")
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A configuration that cannot run; str() is the one line shown to the user."""
+
+    prefix = "config error"
 
 
 def conf_dir() -> Path:

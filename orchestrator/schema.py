@@ -82,6 +82,8 @@ class Config:
     dry_run: bool = False
     plan_out: Optional[str] = None
     rerun: bool = False
+    allow_cpu: bool = False  # run a GPU-sized grid on a machine without a GPU anyway (orchestrator.cpu_price)
+    wide: bool = False  # the summary table with every column (the default fits 120 columns)
 
 
 def register() -> None:

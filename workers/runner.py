@@ -7,11 +7,15 @@ code version) followed by one JobSpec per line; a results file is a header (``{"
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
+import math
+import zlib
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from workers.errors import UserError
 from workers.sandbox import ChildInfo, run_jobs
 from workers.spec import JobResult, JobSpec
 
@@ -30,16 +34,26 @@ def _open(path: str | Path, mode: str = "r"):
     return gzip.open(path, mode + "t" if mode == "r" else mode) if str(path).endswith(".gz") else open(path, mode)
 
 
+@contextlib.contextmanager
+def _readable(path: str | Path) -> Iterator[None]:
+    """A truncated or damaged ``.gz`` becomes a UserError naming the file (gzip raises EOFError or BadGzipFile)."""
+    try:
+        yield
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise UserError(f"{path}: the compressed file is truncated or damaged ({exc}); copy it again") from None
+
+
 def content(path: str | Path) -> bytes:
     """A plan's or results file's bytes (decompressed)."""
-    with _open(path, "rb") as f:
-        return f.read()
+    with _readable(path):
+        with _open(path, "rb") as f:
+            return f.read()
 
 
 def _json_lines(path: str | Path) -> Iterator[tuple[int, dict]]:
     """(line number, object) for each non-empty line; a last line cut short by an interrupted writer is dropped.
     A ``.gz`` file is read decompressed."""
-    with _open(path) as f:
+    with _readable(path), _open(path) as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -59,12 +73,37 @@ def read_plan(path: str | Path) -> tuple[dict, list[JobSpec]]:
             header = obj
             continue
         try:
-            specs.append(JobSpec.from_dict(obj))
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{path}:{n}: not a JobSpec: {exc}") from None
+            spec = JobSpec.from_dict(obj)
+            check_params(spec.params)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise UserError(f"{path}:{n}: not a JobSpec: {exc}") from None
+        specs.append(spec)
     if header is None:
         raise ValueError(f"{path}: no plan header; write plans with `python -m orchestrator +sweep=NAME dry_run=true`")
     return header, specs
+
+
+# Job parameters the runner and the job kinds read as numbers: (name, smallest allowed, integer)
+NUMERIC_PARAMS = (("timeout_s", 0.0, False), ("warmup_ms", 0.0, False), ("rep_ms", 0.0, False),
+                  ("rounds", 1, True), ("seed", 0, True))
+
+
+def check_params(params: dict) -> None:
+    """ValueError naming the parameter when a numeric job parameter is not a finite number in range."""
+    if not isinstance(params, dict):
+        raise ValueError(f"params: expected an object, got {type(params).__name__}")
+    for name, low, integer in NUMERIC_PARAMS:
+        if name not in params or (name == "seed" and params[name] is None):
+            continue
+        v = params[name]
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        if ok and integer:
+            ok = float(v).is_integer() and v >= low
+        elif ok:
+            ok = v > low
+        if not ok:
+            want = f"an integer >= {low}" if integer else f"a finite number > {low:g}"
+            raise ValueError(f"params.{name}: {v!r} is not {want}")
 
 
 def write_plan(path: str | Path, header: dict, specs: list[JobSpec]) -> None:
