@@ -146,9 +146,11 @@ def test_version_and_token_checks_against_a_probed_head():
     assert "RAY_AUTH_TOKEN_PATH" in no_token["token auth"].fix
     wrong = check(fleet.HeadProbe("h:6379", True, auth="token", token_accepted=False))
     assert wrong["token auth"].status == "fail" and "rejected the token" in wrong["token auth"].detail
-    open_head = check(fleet.HeadProbe("h:6379", True, auth="disabled", ray_version=ray_v, python_version=py_v),
-                      token=None)
-    assert open_head["token auth"].status == "ok"
+    open_probe = fleet.HeadProbe("h:6379", True, auth="disabled", ray_version=ray_v, python_version=py_v)
+    open_head = check(open_probe, token=None)
+    assert open_head["token auth"].status == "fail" and "--insecure" in open_head["token auth"].fix
+    insecure = {c.name: c for c in fleet.join_checks(facts, open_probe, None, None, labels, insecure=True)}
+    assert insecure["token auth"].status == "ok" and "--insecure" in insecure["token auth"].detail
 
 
 def test_token_discovery_order_and_unreadable_files(tmp_path):
