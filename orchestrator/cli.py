@@ -58,6 +58,10 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
 
             url = resolve_url(args.url)
             if args.action == "upgrade":
+                from orchestrator.pg_database import ensure_database
+
+                if ensure_database(url):
+                    console.print(f"created the database of {url}")
                 before = migrate.current(url)
                 migrate.upgrade(url)
                 console.print(f"store {url}: schema {before or 'empty'} -> {migrate.current(url)} (head)")
