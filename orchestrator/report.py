@@ -19,8 +19,8 @@ LEFT = ("kernel", "impl", "dtype", "shape", "status")
 TRITON_IMPLS = ("triton", "liger")
 # Columns derived from a time: meaningless for an interpreter's time, so shown as "–" (the store keeps them)
 _DERIVED = ("GB/s", "% ceiling", "% ceiling (kernel)", "vs eager", "vs compile")
-INTERPRETER_NOTE = ("interpreted: on a CPU Triton kernels run in Triton's interpreter; such times say nothing of a "
-                    "GPU (no GB/s, no speed-ups)")
+INTERPRETER_NOTE = ("interpreted: Triton's interpreter ran these on the CPU; the times say nothing of a GPU, so no "
+                    "GB/s or speed-ups")
 
 
 def _fmt(v, spec: str = ".1f", suffix: str = "") -> str:

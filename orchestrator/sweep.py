@@ -300,7 +300,9 @@ def _run(cfg: dict, writer, url: str, cluster, specs: list[JobSpec], header: dic
                                                   else schedule.NO_NODE_GRACE_S))
                 counts = rec.counts
     except KeyboardInterrupt as exc:
-        interrupted = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
+        # Ray's own wait loop can turn the handler's Interrupted into a plain KeyboardInterrupt: the first
+        # signal seen decides the exit code
+        interrupted = exc if isinstance(exc, Interrupted) else Interrupted(signals.first or signal.SIGINT)
         status = "interrupted"
     finally:
         signals.shield()  # a second Ctrl-C or SIGTERM from here on cannot stop the run being marked
