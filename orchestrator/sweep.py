@@ -312,13 +312,13 @@ def _run(cfg: dict, writer, url: str, cluster, specs: list[JobSpec], header: dic
     n_bad = sum(1 for st in final.values() if st not in (STATUS_OK, STATUS_SKIPPED))
     if not interrupted and n_bad:
         status = "failed"
+    by_status = {f"status_{k}": v for k, v in Counter(final.values()).items()}
     writer.finish_run(run_id, status, {"planned": len(specs), "ran": sum(counts.values()),
                                         "done_earlier": len(done), "wall_s": round(time.perf_counter() - t0, 3),
-                                        **{f"status_{k}": v for k, v in Counter(final.values()).items()}})
+                                        **by_status})
     report.print_run_summary(console, url, run_id, f"run {run_id} · {cfg['sweep']['name']}",
                              wide=bool(cfg.get("wide")))
-    console.print(f"run {run_id}: {status}; "
-                  f"{report.counts_in_words({'planned': len(specs), **{f'status_{k}': v for k, v in Counter(final.values()).items()}})}; "
+    console.print(f"run {run_id}: {status}; {report.counts_in_words({'planned': len(specs), **by_status})}; "
                   f"store: {url}", highlight=False)
     if interrupted:
         console.print(f"interrupted: run the same command again to complete run {run_id}")

@@ -267,24 +267,15 @@ def run_jobs(specs: Iterable[JobSpec], env: dict[str, str] | None = None,
                                 child.close()  # a job that times host work gets a child the profiler never touched
                                 child = None
                             break
-                except TimeoutError:
+                except (TimeoutError, MemoryLimitExceeded) as exc:
                     child.kill()
                     tail = child.stderr_tail(pos)
                     child.close()
                     child = None
-                    result = JobResult(spec.key, STATUS_TIMED_OUT, started_at=started,
-                                       duration_s=time.time() - started,
-                                       error=f"timed out after {timeout:g} s; process group killed",
-                                       details={"stderr_tail": tail})
-                except MemoryLimitExceeded as exc:
-                    child.kill()
-                    tail = child.stderr_tail(pos)
-                    child.close()
-                    child = None
-                    result = JobResult(spec.key, STATUS_CRASHED, started_at=started,
-                                       duration_s=time.time() - started,
-                                       error=f"memory limit: {exc}; process group killed",
-                                       details={"stderr_tail": tail})
+                    status, why = ((STATUS_TIMED_OUT, f"timed out after {timeout:g} s") if isinstance(exc, TimeoutError)
+                                   else (STATUS_CRASHED, f"memory limit: {exc}"))
+                    result = JobResult(spec.key, status, started_at=started, duration_s=time.time() - started,
+                                       error=f"{why}; process group killed", details={"stderr_tail": tail})
             if result is None:  # EOF before a result: the child died under this job
                 rc = child.kill() if child else -1
                 tail = child.stderr_tail(pos) if child else ""
