@@ -182,6 +182,19 @@ def _check_cpu_price(cfg: dict, todo: list[JobSpec], where: str, console: Consol
                       f"(over {cpu_price.duration(cpu_price.SMALL_S)}); add allow_cpu=true to run it anyway")
 
 
+def _check_writable(explicit_url: str | None) -> None:
+    """A SQLite store the sweep could not write is refused before Ray starts (the first write would fail later)."""
+    from orchestrator.store.session import resolve_url, sqlite_path
+
+    url = resolve_url(explicit_url)
+    path = sqlite_path(url)
+    if path is None or not path.exists():
+        return
+    for p in (path, path.parent):
+        if not os.access(p, os.W_OK):
+            raise ConfigError(f"store {url}: {p} is read-only; make it writable or use another store (store.url=...)")
+
+
 def _nothing_to_run(writer, url: str, cfg: dict, header: dict, specs: list[JobSpec], console: Console) -> int:
     """Every job already has a good result: no new run; show the newest run of this plan."""
     from orchestrator.store import queries
@@ -214,6 +227,7 @@ def run_sweep(cfg: dict, console: Console) -> int:
 
         calibration = start_calibration()
     try:
+        _check_writable(cfg["store"].get("url"))
         writer, url = open_writer(cfg["store"].get("url"), console)
         cluster = _start_cluster(cfg) if per_gpu_type else None
         try:

@@ -88,6 +88,9 @@ def test_a_read_only_store_is_named_for_an_import(tmp_path, plan):
     assert run("orchestrator", "db", "upgrade", "--url", str(db)).returncode == 0
     with read_only(db):
         one_line_error(run("orchestrator", "import", str(results), "--url", str(db)), "read-only")
+        p = run("orchestrator", "+sweep=smoke", f"store.url={db}", *SMALL)
+        one_line_error(p, "read-only", str(db))
+        assert "fleet:" not in p.stdout  # refused before Ray started
 
 
 def test_an_unknown_run_id(empty_store):
