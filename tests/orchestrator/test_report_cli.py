@@ -85,3 +85,18 @@ def test_markdown_dates_the_measurement_and_counts_in_words(store, tmp_path):
     assert "- **Measured:** 2026-11-03 09:30 UTC (run 1 started" in text
     assert "- **Jobs:** 1 ok" in text and "{" not in text.split("**Jobs:**")[1].splitlines()[0]
     assert "| add_rms_norm_modulate | 2x6336x2048 | bf16 | liger |" in text and "not run: liger" in text
+
+
+def test_a_sweep_prints_the_compact_table_and_every_column_with_wide(store):
+    from rich.console import Console
+
+    from orchestrator import report
+
+    def printed(wide: bool) -> str:
+        console = Console(width=200, record=True)
+        report.print_run_summary(console, store, 1, "run 1 · rmsnorm", wide=wide)
+        return console.export_text()
+
+    compact, wide = printed(False), printed(True)
+    assert "IQR µs" not in compact and max(len(ln.rstrip()) for ln in compact.splitlines()) <= 120
+    assert "IQR µs" in wide and "graph µs" in wide and "% ceiling (kernel)" in wide

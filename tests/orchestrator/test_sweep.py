@@ -187,7 +187,8 @@ def test_dry_run_then_workers_run_then_import(tmp_path):
     # the same sweep run through Ray afterwards finds the imported jobs done
     p = cli("+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.kernels=[rmsnorm]", "sweep.shapes=[[1,8,64]]",
             "sweep.dtypes=[bf16]")
-    assert p.returncode == 0 and "2 done earlier, 0 to run" in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 0 and "all 2 jobs have good results in the store" in p.stdout, p.stdout + p.stderr
+    assert con.execute("select count(*) from runs").fetchone()[0] == 1  # and it records no empty run
 
 
 def test_shards_of_one_plan_import_as_one_run(tmp_path):
