@@ -4,6 +4,7 @@
   python -m orchestrator db upgrade [--url URL]           create or upgrade the store's schema
   python -m orchestrator import RESULTS.jsonl [...] [--url URL]  store results of `python -m workers run`
   python -m orchestrator export --format csv|parquet|jsonl [--run R] [--since DATE] [--out F]  measurements, long format
+  python -m orchestrator runs [--limit N]                 list the runs: id, sweep, date, device, status, counts
   python -m orchestrator report [RUN] [--markdown F]      show a run again (newest by default), or as Markdown
   python -m orchestrator regressions [RUN..] [--baseline B..] changes beyond the between-run spread (exit 1: confirmed)
   python -m orchestrator node join|list|leave ...         the fleet (see docs/fleet.md)
@@ -15,7 +16,9 @@ import sys
 
 from rich.console import Console
 
-SUBCOMMANDS = ("db", "import", "export", "report", "regressions", "node", "cluster")
+from workers.errors import exit_on_user_error
+
+SUBCOMMANDS = ("db", "import", "export", "report", "regressions", "runs", "node", "cluster")
 
 
 def _sweep_main(argv: list[str], console: Console) -> int:
@@ -42,7 +45,7 @@ def _sweep_main(argv: list[str], console: Console) -> int:
         if print_cfg:
             print(OmegaConf.to_yaml(cfg), end="")
             return 0
-        return run_sweep(config.to_plain(cfg), console)
+        return exit_on_user_error(lambda: run_sweep(config.to_plain(cfg), console))
     except config.ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return EXIT_CONFIG

@@ -6,8 +6,10 @@ import sys
 
 from rich.console import Console
 
+from orchestrator import runs_cli
 from orchestrator.config import ConfigError
 from orchestrator.store.migrate import SchemaOutOfDate
+from workers.errors import exit_on_user_error
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -26,12 +28,14 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("run", nargs="?", type=int, help="run id (default: the newest run)")
     rep.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
     rep.add_argument("--markdown", metavar="FILE", help="write the summary as Markdown to FILE")
+    rep.add_argument("--wide", action="store_true", help="every column (the default fits 120 columns)")
     from orchestrator import regressions_cli
 
     regressions_cli.add_parser(sub)
     from orchestrator import export
 
     export.add_parser(sub)
+    runs_cli.add_parser(sub)
     try:
         from orchestrator import fleet_cli
 
@@ -43,6 +47,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str], console: Console) -> int:
     args = _parser().parse_args(argv)
+    return exit_on_user_error(lambda: _dispatch(args, console))
+
+
+def _dispatch(args: argparse.Namespace, console: Console) -> int:
     try:
         if args.cmd == "db":
             from orchestrator.store import migrate
@@ -50,6 +58,10 @@ def main(argv: list[str], console: Console) -> int:
 
             url = resolve_url(args.url)
             if args.action == "upgrade":
+                from orchestrator.pg_database import ensure_database
+
+                if ensure_database(url):
+                    console.print(f"created the database of {url}")
                 before = migrate.current(url)
                 migrate.upgrade(url)
                 console.print(f"store {url}: schema {before or 'empty'} -> {migrate.current(url)} (head)")
@@ -60,7 +72,7 @@ def main(argv: list[str], console: Console) -> int:
         if args.cmd == "report":
             from orchestrator.report import show_run
 
-            return show_run(args.url, args.run, args.markdown, console)
+            return show_run(args.url, args.run, args.markdown, console, wide=args.wide)
         if args.cmd == "regressions":
             from orchestrator import regressions_cli
 
@@ -69,6 +81,8 @@ def main(argv: list[str], console: Console) -> int:
             from orchestrator import export
 
             return export.run(args)
+        if args.cmd == "runs":
+            return runs_cli.run(args, console)
         if args.cmd == "import":
             from orchestrator.importer import import_results
 

@@ -16,12 +16,15 @@ from typing import Any, Sequence
 from omegaconf import DictConfig, OmegaConf
 
 from orchestrator import schema
+from workers.errors import UserError
 
 GROUPS = ("sweep", "kernel", "target", "store", "cluster")
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A configuration that cannot run; str() is the one line shown to the user."""
+
+    prefix = "config error"
 
 
 def conf_dir() -> Path:
@@ -119,6 +122,28 @@ def _translate(exc: Exception) -> ConfigError:
     return ConfigError(first)
 
 
+# Keys whose values are URLs or addresses, never Hydra expressions: a value holding '=', '?', '&' or '%' (a
+# PostgreSQL URL with ?options=..., SQLite's ?mode=ro) is quoted for Hydra's override grammar here, so it works as
+# typed.
+VERBATIM_KEYS = ("store.url", "cluster.address")
+_NEEDS_QUOTES = re.compile(r"[=?&%,\[\]{}()'\" \\]")
+
+
+def _quote_verbatim(override: str) -> str:
+    key, sep, value = override.partition("=")
+    if (not sep or key.lstrip("+~") not in VERBATIM_KEYS or value in ("", "null") or value[0] in "'\""
+            or not _NEEDS_QUOTES.search(value)):
+        return override
+    return key + "='" + value.replace("'", "\\'") + "'"
+
+
+def quoting_hint(override: str) -> str:
+    """How to write an override whose value Hydra's grammar rejects: the value in double quotes, the whole override
+    in single quotes for the shell."""
+    key, _, value = override.partition("=")
+    return "'" + key + '="' + value + "\"'"
+
+
 def compose(overrides: Sequence[str]) -> DictConfig:
     """Compose conf/config.yaml with the command-line overrides; raise ConfigError on any mistake."""
     from hydra import compose as hydra_compose
@@ -131,7 +156,7 @@ def compose(overrides: Sequence[str]) -> DictConfig:
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-            cfg = hydra_compose(config_name="config", overrides=list(overrides))
+            cfg = hydra_compose(config_name="config", overrides=[_quote_verbatim(o) for o in overrides])
             OmegaConf.resolve(cfg)
             # Touch every value so interpolation and missing-value errors surface here.
             plain = OmegaConf.to_container(cfg, throw_on_missing=True)
@@ -141,7 +166,13 @@ def compose(overrides: Sequence[str]) -> DictConfig:
     except ConfigError:
         raise
     except Exception as exc:  # Hydra/OmegaConf raise many types; all of them are configuration mistakes here
-        raise _translate(exc) from exc
+        err = _translate(exc)
+        if str(err).startswith("bad override"):
+            bad = [o for o in overrides if "=" in o.partition("=")[2] or "?" in o]
+            if bad:
+                err = ConfigError(f"{err}: in {bad[0]}: a value holding '=' or '?' must be quoted for Hydra, "
+                                  f"e.g. {quoting_hint(bad[0])}")
+        raise err from exc
     finally:
         GlobalHydra.instance().clear()
     return cfg

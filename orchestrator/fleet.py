@@ -285,8 +285,9 @@ def _python_matches(head: str, mine: str) -> bool:
 
 
 def join_checks(facts: NodeFacts, probe: HeadProbe | None, token: Token | None, num_gpus: int | None,
-                labels: Mapping[str, str]) -> list[Check]:
-    """Everything a node needs to work in the fleet, in the order a user would fix it."""
+                labels: Mapping[str, str], insecure: bool = False) -> list[Check]:
+    """Everything a node needs to work in the fleet, in the order a user would fix it.  A head without token
+    authentication fails the check unless ``insecure`` (``node join --insecure``)."""
     checks: list[Check] = []
     gpus = facts.gpus
     if not gpus:
@@ -337,9 +338,15 @@ def join_checks(facts: NodeFacts, probe: HeadProbe | None, token: Token | None, 
         checks.append(Check("head", "fail", f"the head at {probe.address} did not answer: {probe.error}",
                             "check the address (HOST:PORT of `cluster up`) and that the head is running"))
         return checks
-    if probe.auth == "disabled":
-        checks.append(Check("token auth", "ok", "the head does not use token authentication (anyone who reaches "
-                                                "it can join and run code: keep it on a private network)"))
+    if probe.auth == "disabled" and insecure:
+        checks.append(Check("token auth", "ok", "the head does not use token authentication; joining anyway "
+                                                "(--insecure): anyone who reaches it can join and run code, so keep "
+                                                "it on a private network"))
+    elif probe.auth == "disabled":
+        checks.append(Check("token auth", "fail", "the head does not use token authentication: anyone who reaches "
+                                                  "it can join and run code on every node",
+                            "restart the head with `python -m orchestrator cluster up` (token authentication), or "
+                            "join anyway with --insecure on a network only trusted machines reach"))
     elif probe.token_accepted is None:
         checks.append(Check("token auth", "fail", "the head uses token authentication and this node has no token",
                             TOKEN_FIX))
@@ -411,9 +418,10 @@ def auth_env(probe_auth: str | None, token: Token | None) -> tuple[dict[str, str
 def ray_start_command(address: str, labels: Mapping[str, str], num_gpus: int, *, block: bool,
                       probe_auth: str | None, token: Token | None, extra: list[str] | None = None) -> StartCommand:
     """`ray start` for a GPU node: its labels, its GPU count and one unit of the whole-node resource."""
-    argv = [ray_executable(), "start", f"--address={address}",
-            "--labels=" + ",".join(f"{k}={v}" for k, v in labels.items()),
-            f"--num-gpus={num_gpus}", "--resources=" + json.dumps({NODE_RESOURCE: 1})]
+    argv = [ray_executable(), "start", f"--address={address}"]
+    if labels:  # none on a machine without a GPU: no empty --labels=
+        argv.append("--labels=" + ",".join(f"{k}={v}" for k, v in labels.items()))
+    argv += [f"--num-gpus={num_gpus}", "--resources=" + json.dumps({NODE_RESOURCE: 1})]
     if block:
         argv.append("--block")
     argv += extra or []

@@ -38,6 +38,8 @@ def add_parsers(sub) -> None:
     join.add_argument("--token-file", help="the head's auth token (from `ray get-auth-token` on the head); "
                                            "default: $RAY_AUTH_TOKEN_PATH, $RAY_AUTH_TOKEN, ~/.ray/auth_token")
     join.add_argument("--num-gpus", type=int, help="GPUs to give the fleet (default: all detected)")
+    join.add_argument("--insecure", action="store_true",
+                      help="join a head that does not use token authentication (refused without this)")
     join.add_argument("--ray-start-arg", action="append", default=[], metavar="ARG",
                       help="one more argument for `ray start` (repeatable), e.g. --ray-start-arg=--temp-dir=/data/ray")
     # Testing on a machine without GPUs: a recorded node (DIR/node.json; see tests/fixtures/nodes/).
@@ -137,7 +139,7 @@ def node_join(args, console: Console) -> int:
     if not probe.reachable and not args.dry_run:
         raise fleet.FleetError(f"cannot reach the head at {address}: {probe.error}; is `python -m orchestrator "
                                f"cluster up` running there, and can this machine reach that port?")
-    checks = fleet.join_checks(facts, probe, token, args.num_gpus, labels)
+    checks = fleet.join_checks(facts, probe, token, args.num_gpus, labels, insecure=args.insecure)
     console.print("checks:")
     _print_checks(console, checks)
     num_gpus = args.num_gpus or len(facts.gpus)

@@ -3,11 +3,24 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from workers.errors import UserError
+
 COLUMNS = ("kernel", "shape", "dtype", "impl", "median µs", "IQR µs", "graph µs", "kernel µs", "GB/s", "% ceiling",
            "% ceiling (kernel)", "vs eager", "vs compile", "correct", "status")
+# The default table: what a reader needs to compare implementations, within a 120-column terminal (--wide: all)
+COMPACT_COLUMNS = ("kernel", "shape", "dtype", "impl", "median µs", "GB/s", "vs eager", "vs compile", "correct",
+                   "status")
+LEFT = ("kernel", "impl", "dtype", "shape", "status")
+# Implementations that are Triton kernels: on a CPU they run through Triton's interpreter
+TRITON_IMPLS = ("triton", "liger")
+# Columns derived from a time: meaningless for an interpreter's time, so shown as "–" (the store keeps them)
+_DERIVED = ("GB/s", "% ceiling", "% ceiling (kernel)", "vs eager", "vs compile")
+INTERPRETER_NOTE = ("interpreted: Triton's interpreter ran these on the CPU; the times say nothing of a GPU, so no "
+                    "GB/s or speed-ups")
 
 
 def _fmt(v, spec: str = ".1f", suffix: str = "") -> str:
@@ -18,16 +31,34 @@ def _fmt(v, spec: str = ".1f", suffix: str = "") -> str:
     return str(v)
 
 
-def _cells(r: dict) -> list[str]:
+def interpreted(r: dict) -> bool:
+    """A Triton implementation timed on a CPU: Triton's interpreter ran it."""
+    return r.get("gpu_type") == "cpu" and r.get("impl") in TRITON_IMPLS
+
+
+def not_run_reason(r: dict, unavailable: dict | None) -> str | None:
+    return ((unavailable or {}).get(r.get("job_id")) or {}).get(r.get("impl"))
+
+
+def _cells(r: dict, unavailable: dict | None = None, wide: bool = True) -> list[str]:
     shape = "x".join(str(s) for s in r["shape"]) if isinstance(r.get("shape"), list) else str(r.get("shape"))
     correct = {True: "yes", False: "NO", None: "–"}[r.get("correct")]
     vs_compile = _fmt(r.get("speedup_vs_compile"), ".2f", "x")
-    if r.get("compile_baseline") and r.get("speedup_vs_compile") is not None:
+    if wide and r.get("compile_baseline") and r.get("speedup_vs_compile") is not None:
         vs_compile += f" ({r['compile_baseline']})"
-    return [r["kernel"], shape, r["dtype"], r["impl"], _fmt(r.get("median_us"), ".2f"), _fmt(r.get("iqr_us"), ".2f"),
-            _fmt(r.get("graph_time_us"), ".2f"), _fmt(r.get("kernel_time_us"), ".2f"), _fmt(r.get("gbs"), ".0f"),
-            _fmt(r.get("pct_of_ceiling"), ".0f", "%"), _fmt(r.get("kernel_pct_of_ceiling"), ".0f", "%"),
-            _fmt(r.get("speedup_vs_eager"), ".2f", "x"), vs_compile, correct, r.get("status") or "–"]
+    status = r.get("status") or "–"
+    if not_run_reason(r, unavailable):
+        status = "not run"
+    elif interpreted(r) and r.get("median_us") is not None and status == "ok":
+        status = "interpreted"
+    cells = dict(zip(COLUMNS, [
+        r["kernel"], shape, r["dtype"], r["impl"], _fmt(r.get("median_us"), ".2f"), _fmt(r.get("iqr_us"), ".2f"),
+        _fmt(r.get("graph_time_us"), ".2f"), _fmt(r.get("kernel_time_us"), ".2f"), _fmt(r.get("gbs"), ".0f"),
+        _fmt(r.get("pct_of_ceiling"), ".0f", "%"), _fmt(r.get("kernel_pct_of_ceiling"), ".0f", "%"),
+        _fmt(r.get("speedup_vs_eager"), ".2f", "x"), vs_compile, correct, status]))
+    if interpreted(r):
+        cells.update({c: "–" for c in _DERIVED})
+    return [cells[c] for c in (COLUMNS if wide else COMPACT_COLUMNS)]
 
 
 def shown_rows(rows: Iterable[dict]) -> list[dict]:
@@ -39,19 +70,36 @@ def shown_rows(rows: Iterable[dict]) -> list[dict]:
             or (r["kernel"], str(r["shape"]), r["dtype"], r["impl"], r.get("hardware_key")) not in timed]
 
 
-def summary_table(rows: Iterable[dict], title: str) -> Table:
-    t = Table(title=title, show_lines=False)
-    for c in COLUMNS:
-        t.add_column(c, justify="right" if c not in ("kernel", "impl", "dtype", "shape", "status") else "left")
+def notes(rows: Iterable[dict], unavailable: dict | None = None) -> list[str]:
+    """The lines under the table: why an implementation was not run, and what an interpreted time is."""
+    why: dict[str, set[str]] = {}
+    interp = False
     for r in shown_rows(rows):
-        t.add_row(*_cells(r))
+        reason = not_run_reason(r, unavailable)
+        if reason:
+            why.setdefault(r["impl"], set()).add(reason)
+        elif interpreted(r) and r.get("median_us") is not None:
+            interp = True
+    out = [f"not run: {impl}: {'; '.join(sorted(reasons))}" for impl, reasons in sorted(why.items())]
+    return out + ([INTERPRETER_NOTE] if interp else [])
+
+
+def summary_table(rows: Iterable[dict], title: str, unavailable: dict | None = None, wide: bool = False) -> Table:
+    t = Table(title=title, show_lines=False) if wide else Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0))
+    for c in COLUMNS if wide else COMPACT_COLUMNS:
+        t.add_column(c, justify="left" if c in LEFT else "right", no_wrap=True)
+    for r in shown_rows(rows):
+        t.add_row(*_cells(r, unavailable, wide))
     return t
 
 
-def markdown(rows: Iterable[dict]) -> str:
+def markdown(rows: Iterable[dict], unavailable: dict | None = None) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for r in shown_rows(rows):
-        lines.append("| " + " | ".join(_cells(r)) + " |")
+        lines.append("| " + " | ".join(_cells(r, unavailable)) + " |")
+    below = notes(rows, unavailable)
+    if below:
+        lines += [""] + [f"- {n}" for n in below]
     return "\n".join(lines) + "\n"
 
 
@@ -74,9 +122,11 @@ def e2e_table(rows: Iterable[dict], title: str) -> Table:
 
 
 def print_summary(console: Console, rows: list[dict], title: str, e2e_rows: list[dict] | None = None,
-                  isa_rows: list[dict] | None = None) -> None:
+                  isa_rows: list[dict] | None = None, *, unavailable: dict | None = None, wide: bool = False) -> None:
     if rows:
-        console.print(summary_table(rows, title))
+        console.print(summary_table(rows, title, unavailable, wide))
+        for line in notes(rows, unavailable):
+            console.print(line, highlight=False, markup=False)
     if e2e_rows:
         console.print(e2e_table(e2e_rows, f"{title} · end to end"))
     if isa_rows:
@@ -137,14 +187,44 @@ def e2e_markdown(rows: Iterable[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def print_run_summary(console: Console, url: str, run_id: int, title: str, wide: bool = False) -> None:
+    """A stored run's summary table(s), with why implementations were not run and what interpreted times are."""
+    from orchestrator.store import queries
+
+    print_summary(console, queries.run_summary(url, run_id), title, queries.e2e_results(url, run_id),
+                  queries.isa_results(url, run_id), unavailable=queries.run_measured(url, run_id)["unavailable"],
+                  wide=wide)
+
+
+def counts_in_words(counts: dict | None) -> str:
+    """Job counts as words: {'ok': 3, 'done_before': 2} -> '3 ok, 2 done before'; also reads a run's stored
+    counts ({'planned': 5, 'status_ok': 5, ...}: the jobs' statuses)."""
+    counts = dict(counts or {})
+    statuses = {k.removeprefix("status_"): v for k, v in counts.items() if k.startswith("status_")}
+    if statuses or "planned" in counts:
+        planned = counts.get("planned", sum(statuses.values()))
+        parts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(statuses.items()) if v)
+        return f"{planned} job{'s' if planned != 1 else ''}" + (f": {parts}" if parts else "")
+    return ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(counts.items()) if v) or "no jobs"
+
+
+def _when(t) -> str:
+    return t.strftime("%Y-%m-%d %H:%M UTC") if hasattr(t, "strftime") else str(t)
+
+
 def run_markdown(info: dict, rows: list[dict], e2e_rows: list[dict], devices: list[dict],
-                 isa_rows: list[dict] | None = None) -> str:
-    """A run as a docs/perf page: when, where, which code and config, then the tables."""
+                 measured: dict | None = None, isa_rows: list[dict] | None = None) -> str:
+    """A run as a docs/perf page: when it was measured, where, which code and config, then the tables."""
     isa_rows = isa_rows or []
     used = {r.get("hardware_key") for r in [*rows, *e2e_rows, *isa_rows]}
     devs = [d for d in devices if d["hardware_key"] in used]
+    measured = measured or {}
+    first, last = measured.get("measured_from"), measured.get("measured_to")
+    when = "not measured" if first is None else (
+        _when(first) if _when(first) == _when(last) else f"{_when(first)} to {_when(last)}")
     out = [f"# Run {info['id']} · {info['sweep']}", "",
-           f"- **Date:** {info.get('started_at')} (finished {info.get('finished_at')}), status {info.get('status')}",
+           f"- **Measured:** {when} (run {info['id']} started {_when(info.get('started_at'))}, status "
+           f"{info.get('status')})",
            f"- **Commit:** `{info.get('commit')}` (kernels hash `{info.get('code_hash')}`); source: "
            f"{info.get('source')}"]
     for d in devs:
@@ -152,10 +232,10 @@ def run_markdown(info: dict, rows: list[dict], e2e_rows: list[dict], devices: li
         out.append(f"- **Device:** {d['name']} ({d['arch']}, {d.get('compute_units')} compute units), driver "
                    f"{d.get('driver') or '–'}, {d.get('runtime') or '–'}, torch {d.get('torch')}, triton "
                    f"{d.get('triton')}; measured copy ceiling {f'{bw:.0f} GB/s' if bw else 'not measured'}")
-    out.append(f"- **Jobs:** {info.get('job_counts')}")
+    out.append(f"- **Jobs:** {counts_in_words(info.get('job_counts'))}")
     out.append("")
     if rows:
-        out += [markdown(rows), ""]
+        out += [markdown(rows, measured.get("unavailable")), ""]
     if e2e_rows:
         out += [e2e_markdown(e2e_rows), ""]
     if isa_rows:
@@ -163,7 +243,8 @@ def run_markdown(info: dict, rows: list[dict], e2e_rows: list[dict], devices: li
     return "\n".join(out)
 
 
-def show_run(url: str | None, run_id: int | None, markdown_path: str | None, console: Console) -> int:
+def show_run(url: str | None, run_id: int | None, markdown_path: str | None, console: Console,
+             wide: bool = False) -> int:
     from orchestrator.store import queries
     from orchestrator.store.session import resolve_url
 
@@ -175,12 +256,14 @@ def show_run(url: str | None, run_id: int | None, markdown_path: str | None, con
         run_id = runs[0]["id"]
     info = queries.run_info(url, run_id)
     if info is None:
-        raise ValueError(f"no run {run_id} in {url}")
+        raise UserError(f"no run {run_id} in {url}; list the runs with `python -m orchestrator runs`")
     rows, e2e_rows = queries.run_summary(url, run_id), queries.e2e_results(url, run_id)
     isa_rows = queries.isa_results(url, run_id)
-    print_summary(console, rows, f"run {run_id} · {info['sweep']}", e2e_rows, isa_rows)
+    measured = queries.run_measured(url, run_id)
+    print_summary(console, rows, f"run {run_id} · {info['sweep']}", e2e_rows, isa_rows,
+                  unavailable=measured["unavailable"], wide=wide)
     if markdown_path:
         with open(markdown_path, "w") as f:
-            f.write(run_markdown(info, rows, e2e_rows, queries.devices(url), isa_rows))
+            f.write(run_markdown(info, rows, e2e_rows, queries.devices(url), measured, isa_rows))
         console.print(f"wrote {markdown_path}")
     return 0

@@ -8,13 +8,14 @@ driver de-duplicates results by job key, so a batch re-run on another node after
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from workers.spec import COMPILE_ONLY_KINDS, JobResult, JobSpec
 
@@ -33,6 +34,36 @@ NO_NODE_GRACE_S = 60.0
 RUNTIME_EXCLUDES = [".git", "**/__pycache__", "tests", "docs", "outputs", "*.db", "*.jsonl", ".whl", ".gl",
                     ".pytest_cache", ".hypothesis"]
 FORWARDED_ENV_PREFIXES = ("KERNELFLEET_", "TRITON_")
+
+
+LOOPBACK = "127.0.0.1"
+CLUSTERS_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+@contextlib.contextmanager
+def _local_only() -> Iterator[None]:
+    """While an embedded local Ray starts: it listens on the loopback interface only and uses no token.
+
+    Ray turns a node IP of 127.0.0.1 into the machine's outward address unless it thinks clusters are off
+    (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, read into ``ray_constants.ENABLE_RAY_CLUSTER``); with them off the GCS,
+    the raylet and the workers bind to 127.0.0.1.  Nothing but this machine's own processes can then reach it, so
+    token authentication is set off explicitly (``RAY_AUTH_MODE=disabled``, unless the user chose a mode): Ray
+    neither warns about it on every sweep nor writes a token file into the home folder.
+    """
+    import ray._private.ray_constants as ray_constants
+
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    before_env, before = os.environ.get(CLUSTERS_ENV), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[CLUSTERS_ENV] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:  # a later connection to a real cluster from this process finds Ray as it was
+        ray_constants.ENABLE_RAY_CLUSTER = before
+        if before_env is None:
+            os.environ.pop(CLUSTERS_ENV, None)
+        else:
+            os.environ[CLUSTERS_ENV] = before_env
 
 
 class NoMatchingNodeError(RuntimeError):
@@ -114,10 +145,11 @@ class RayCluster:
         # address="local": always a fresh embedded instance, never a cluster that happens to run on this machine
         kwargs: dict = {"address": "local", "num_gpus": ngpu, "include_dashboard": False, "log_to_driver": False,
                         "logging_level": logging.WARNING, "labels": self.local_labels or None,
-                        "resources": {NODE_RESOURCE: 1}}
+                        "resources": {NODE_RESOURCE: 1}, "_node_ip_address": LOOPBACK}
         if ngpu == 0:
             kwargs["num_cpus"] = 1  # the single local CPU slot: jobs run one at a time through the interpreter
-        ray.init(**kwargs)
+        with _local_only():
+            ray.init(**kwargs)
         self.started_local = True
         return self
 

@@ -88,6 +88,8 @@ class Config:
     plan_out: Optional[str] = None
     rerun: bool = False
     wait_for_run: bool = False  # another sweep runs this plan: wait for it to end instead of exiting 2
+    allow_cpu: bool = False  # run a GPU-sized grid on a machine without a GPU anyway (orchestrator.cpu_price)
+    wide: bool = False  # the summary table with every column (the default fits 120 columns)
 
 
 def register() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from orchestrator.config import ConfigError
+from orchestrator.pg_database import ensure_database
 
 
 def open_writer(explicit_url: str | None, console: Console):
@@ -12,6 +13,8 @@ def open_writer(explicit_url: str | None, console: Console):
     from orchestrator.store.writer import StoreError, StoreWriter
 
     url = resolve_url(explicit_url)
+    if ensure_database(url):
+        console.print(f"created the database of {url}")
     try:
         current = migrate.current(url)
     except StoreError as exc:

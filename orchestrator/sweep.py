@@ -1,12 +1,16 @@
 """One sweep, end to end: plan, open the run in the store, skip what is done, schedule the rest, summarise."""
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
 from collections import Counter
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from orchestrator import plan as planner
 from orchestrator import report, schedule
@@ -16,7 +20,7 @@ from orchestrator.store_access import open_writer
 from workers import runner
 from workers.spec import STATUS_LOST, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec
 
-EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
 
 def plan_header(cfg: dict, specs: list[JobSpec]) -> dict:
@@ -26,6 +30,8 @@ def plan_header(cfg: dict, specs: list[JobSpec]) -> dict:
 
 def write_dry_run(cfg: dict, specs: list[JobSpec], console: Console) -> int:
     out = Path(cfg.get("plan_out") or f"plan-{cfg['sweep']['name']}.jsonl")
+    if not out.parent.is_dir():
+        raise ConfigError(f"plan_out={out}: the folder {out.parent} does not exist; create it or name another file")
     runner.write_plan(out, plan_header(cfg, specs), specs)
     console.print(f"planned {len(specs)} jobs, nothing scheduled: {out}\n"
                   f"run them on any machine with `python -m workers run {out} --out results.jsonl`, "
@@ -84,6 +90,126 @@ def _plan(cfg: dict, cluster: schedule.RayCluster | None) -> list[JobSpec]:
     return planner.plan(cfg, gpu_types=types)
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) or SIGTERM (systemd, Kubernetes) during a sweep; ``exit_code`` is 128 + the signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.exit_code = 128 + signum
+
+
+class _Signals:
+    """SIGINT and SIGTERM end a sweep alike: the first raises Interrupted where the driver is; any later one, while
+    the sweep shuts down and marks its run interrupted, is noted and ignored, so the run is always marked."""
+
+    def __init__(self, console: Console):
+        self.console, self.first, self.saved = console, None, {}
+
+    def _handle(self, signum, _frame) -> None:
+        if self.first is None:
+            self.first = signum
+            raise Interrupted(signum)
+        self.console.print(f"{signal.Signals(signum).name} again: still shutting down; the run is being marked "
+                           "interrupted")
+
+    def __enter__(self) -> "_Signals":
+        if threading.current_thread() is not threading.main_thread():
+            return self  # only the main thread may set handlers; there Ctrl-C stays a KeyboardInterrupt
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self.saved[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def shield(self) -> None:
+        """From now on every signal is ignored (the run is being finished)."""
+        if self.first is None:
+            self.first = 0
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+
+
+class _EtaColumn(ProgressColumn):
+    """Time left from the mean time per completed job: shown from the first completed job on (rich's own estimate
+    needs several completions within its 30 s window, which jobs of minutes never give)."""
+
+    def render(self, task) -> Text:
+        if not task.completed or task.elapsed is None:
+            return Text("eta –", style="progress.remaining")
+        left = task.elapsed / task.completed * (task.total - task.completed)
+        return Text(f"eta {int(left) // 3600}:{int(left) % 3600 // 60:02d}:{int(left) % 60:02d}",
+                    style="progress.remaining")
+
+
+def _local_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _check_cpu_price(cfg: dict, todo: list[JobSpec], where: str, console: Console, calibration=None) -> None:
+    """On CPUs only: price the jobs to run; refuse a grid that is not small unless allow_cpu=true."""
+    from orchestrator import cpu_price
+
+    if not any(s.kind in ("correctness", "micro") for s in todo):
+        if calibration is not None:
+            calibration.kill()
+            calibration.communicate()
+        return
+    try:
+        fit = cpu_price.calibrate(calibration)
+    except Exception as exc:  # the price is advice: without it the sweep goes on, and says so
+        console.print(f"[yellow]could not price this sweep on the CPU:[/] {exc}")
+        return
+    p = cpu_price.price(todo, fit)
+    interp = f"{p.triton_calls} Triton calls in the interpreter at {p.per_element_s * 1e6:.1f} µs per element"
+    what = (f"{where} has no GPU: {p.jobs} jobs to run, the largest {p.largest} ({cpu_price.gb(p.largest_bytes)} "
+            f"of tensors); {interp}, PyTorch at {p.eager_per_element_s * 1e9:.1f} ns per element: estimated "
+            f"{cpu_price.duration(p.estimate_s)} on this CPU (an estimate from a calibration just now; compile time "
+            f"not included)")
+    if p.small or cfg.get("allow_cpu"):
+        console.print(what, highlight=False)
+        return
+    name = cfg["sweep"]["name"]
+    console.print(what, highlight=False)
+    console.print(f"nothing was scheduled or stored. Instead:\n"
+                  f"  python -m orchestrator +sweep=smoke                      small shapes, minutes on a CPU\n"
+                  f"  python -m orchestrator +sweep={name} target=h200         on a GPU node of the fleet "
+                  f"(cluster.address=HEAD:6379)\n"
+                  f"  python -m orchestrator +sweep={name} dry_run=true plan_out=plan.jsonl   then on a GPU machine: "
+                  f"python -m workers run plan.jsonl --out results.jsonl\n"
+                  f"  python -m orchestrator +sweep={name} allow_cpu=true      run it here anyway", highlight=False)
+    raise ConfigError(f"sweep {name} is GPU-sized: estimated {cpu_price.duration(p.estimate_s)} on this CPU "
+                      f"(over {cpu_price.duration(cpu_price.SMALL_S)}); add allow_cpu=true to run it anyway")
+
+
+def _check_writable(explicit_url: str | None) -> None:
+    """A SQLite store the sweep could not write is refused before Ray starts (the first write would fail later)."""
+    from orchestrator.store.session import resolve_url, sqlite_path
+
+    url = resolve_url(explicit_url)
+    path = sqlite_path(url)
+    if path is None or not path.exists():
+        return
+    for p in (path, path.parent):
+        if not os.access(p, os.W_OK):
+            raise ConfigError(f"store {url}: {p} is read-only; make it writable or use another store (store.url=...)")
+
+
+def _nothing_to_run(writer, url: str, cfg: dict, header: dict, specs: list[JobSpec], console: Console) -> int:
+    """Every job already has a good result: no new run; show the newest run of this plan."""
+    from orchestrator.store import queries
+
+    same = [r for r in queries.list_runs(url, limit=500) if r["plan_key"] == header["plan_key"]]
+    if same:
+        report.print_run_summary(console, url, same[0]["id"], f"run {same[0]['id']} · {cfg['sweep']['name']}",
+                                 wide=bool(cfg.get("wide")))
+    where = f"; newest run of this plan: {same[0]['id']}" if same else ""
+    console.print(f"sweep {cfg['sweep']['name']}: all {len(specs)} jobs have good results in the store{where}; "
+                  f"nothing to run, no run recorded (rerun=true runs them again; store {url})", highlight=False)
+    return EXIT_OK
+
+
 def run_sweep(cfg: dict, console: Console) -> int:
     from orchestrator.validate import validate
 
@@ -95,13 +221,26 @@ def run_sweep(cfg: dict, console: Console) -> int:
                               "has; plan for a named target instead (e.g. target=h200)")
         return write_dry_run(cfg, planner.plan(cfg), console)
 
-    writer, url = open_writer(cfg["store"].get("url"), console)
-    cluster = _start_cluster(cfg) if per_gpu_type else None
+    embedded = not (cfg["cluster"].get("address") or os.environ.get("RAY_ADDRESS"))
+    calibration = None
+    if embedded and not _local_gpu():  # priced before Ray starts, so the answer comes in seconds
+        from orchestrator.cpu_price import start_calibration
+
+        calibration = start_calibration()
     try:
-        specs = _plan(cfg, cluster)
+        _check_writable(cfg["store"].get("url"))
+        writer, url = open_writer(cfg["store"].get("url"), console)
+        cluster = _start_cluster(cfg) if per_gpu_type else None
+        try:
+            specs = _plan(cfg, cluster)
+        except BaseException:
+            if cluster is not None:
+                cluster.stop()
+            raise
     except BaseException:
-        if cluster is not None:
-            cluster.stop()
+        if calibration is not None:
+            calibration.kill()
+            calibration.communicate()
         raise
     header = plan_header(cfg, specs)
     keys = [s.key for s in specs]
@@ -119,11 +258,17 @@ def run_sweep(cfg: dict, console: Console) -> int:
 
     done = what_is_done()
     todo = [s for s in specs if s.key not in done]
+    if calibration is not None:
+        _check_cpu_price(cfg, todo, "this machine", console, calibration)
+    if not todo and not resumed:
+        return _nothing_to_run(writer, url, cfg, header, specs, console)
     selector = dict(cfg["target"].get("label_selector") or {})
     if todo:  # a target no live node matches fails here, before the run is written
         try:
             cluster = cluster or _start_cluster(cfg)
             _check_target(cluster, cfg["target"], selector, console)
+            if not embedded and not any(n.gpus > 0 for n in cluster.matching(selector)):
+                _check_cpu_price(cfg, todo, f"no node matching {schedule.describe_selector(selector)}", console)
         except BaseException as exc:
             if cluster is not None:
                 cluster.stop()
@@ -131,24 +276,37 @@ def run_sweep(cfg: dict, console: Console) -> int:
                 console.print("interrupted before any job was scheduled; nothing was written")
                 return EXIT_INTERRUPTED
             raise
-    try:  # this process takes the run (owner, heartbeat); RunHeld if another sweep took the plan meanwhile
-        claimed, resumed = writer.claim_run(cfg["sweep"]["name"], cfg, header["plan_key"], header["commit"],
-                                            header["kernels_hash"], wait, console.print)
-    except RunHeld as exc:
+    with _Signals(console) as signals:
+        return _run(cfg, writer, url, cluster, specs, header, todo, done, run_id, selector, signals, console,
+                    what_is_done, wait)
+
+
+def _run(cfg: dict, writer, url: str, cluster, specs: list[JobSpec], header: dict, todo: list[JobSpec],
+         done: set[str], run_id: int | None, selector: dict[str, str], signals: _Signals, console: Console,
+         what_is_done, wait: bool) -> int:
+    per_gpu_type = bool(cfg["target"].get("per_gpu_type"))
+    interrupted: Interrupted | None = None
+    try:
+        try:  # this process takes the run (owner, heartbeat); RunHeld if another sweep took the plan meanwhile
+            claimed, resumed = writer.claim_run(cfg["sweep"]["name"], cfg, header["plan_key"], header["commit"],
+                                                header["code_hash"], wait, console.print)
+        except RunHeld as exc:
+            raise ConfigError(str(exc)) from None
+        if claimed != run_id and not cfg.get("rerun"):  # another sweep of the plan ran meanwhile: not run again
+            done = what_is_done()
+            todo = [s for s in specs if s.key not in done]
+        run_id = claimed
+        if resumed:
+            console.print(f"resuming interrupted run {run_id}")
+        writer.add_jobs(run_id, [s.to_dict() for s in specs])
+    except BaseException:
+        signals.shield()
         if cluster is not None:
             cluster.stop()
-        raise ConfigError(str(exc)) from None
-    if claimed != run_id and not cfg.get("rerun"):  # another sweep of the plan ran meanwhile: not run again
-        done = what_is_done()
-        todo = [s for s in specs if s.key not in done]
-    run_id = claimed
-    if resumed:
-        console.print(f"resuming interrupted run {run_id}")
-    writer.add_jobs(run_id, [s.to_dict() for s in specs])
+        raise
     console.print(f"sweep {cfg['sweep']['name']}: {len(specs)} jobs, {len(done)} done earlier, "
                   f"{len(todo)} to run (run {run_id}, store {url})")
     status = "complete"
-    interrupted = False
     counts: Counter[str] = Counter()
     t0 = time.perf_counter()
     try:
@@ -160,7 +318,7 @@ def run_sweep(cfg: dict, console: Console) -> int:
 
             console.print(f"fleet: {schedule.fleet_summary(cluster.nodes())}")
             with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TextColumn("{task.fields[state]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                          TextColumn("{task.fields[state]}"), TimeElapsedColumn(), _EtaColumn(),
                           console=console, transient=False) as progress:
                 task = progress.add_task(cfg["sweep"]["name"], total=len(todo), state="")
                 rec = _Recorder(writer, run_id, bool(cfg.get("rerun")), progress, task,
@@ -170,27 +328,30 @@ def run_sweep(cfg: dict, console: Console) -> int:
                                  no_node_grace_s=(float("inf") if cfg["target"].get("wait_for_nodes")
                                                   else schedule.NO_NODE_GRACE_S))
                 counts = rec.counts
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as exc:
+        # Ray's own wait loop can turn the handler's Interrupted into a plain KeyboardInterrupt: the first
+        # signal seen decides the exit code
+        interrupted = exc if isinstance(exc, Interrupted) else Interrupted(signals.first or signal.SIGINT)
         status = "interrupted"
     finally:
+        signals.shield()  # a second Ctrl-C or SIGTERM from here on cannot stop the run being marked
         if cluster is not None:
             cluster.stop()
     final = writer.job_statuses([s.key for s in specs])
     n_bad = sum(1 for st in final.values() if st not in (STATUS_OK, STATUS_SKIPPED))
     if not interrupted and n_bad:
         status = "failed"
+    by_status = {f"status_{k}": v for k, v in Counter(final.values()).items()}
     writer.finish_run(run_id, status, {"planned": len(specs), "ran": sum(counts.values()),
                                         "done_earlier": len(done), "wall_s": round(time.perf_counter() - t0, 3),
-                                        **{f"status_{k}": v for k, v in Counter(final.values()).items()}})
-    from orchestrator.store import queries
-
-    report.print_summary(console, queries.run_summary(url, run_id), f"run {run_id} · {cfg['sweep']['name']}",
-                         queries.e2e_results(url, run_id), queries.isa_results(url, run_id))
-    console.print(f"run {run_id}: {status}; {len(specs)} jobs ({dict(Counter(final.values()))}); store: {url}")
+                                        **by_status})
+    report.print_run_summary(console, url, run_id, f"run {run_id} · {cfg['sweep']['name']}",
+                             wide=bool(cfg.get("wide")))
+    console.print(f"run {run_id}: {status}; {report.counts_in_words({'planned': len(specs), **by_status})}; "
+                  f"store: {url}", highlight=False)
     if interrupted:
         console.print(f"interrupted: run the same command again to complete run {run_id}")
-        return EXIT_INTERRUPTED
+        return interrupted.exit_code
     return EXIT_FAILED if n_bad else EXIT_OK
 
 

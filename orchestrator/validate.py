@@ -1,6 +1,7 @@
 """Check a composed configuration's values against the kernel registry, before anything is scheduled."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from orchestrator.config import ConfigError, conf_dir, group_options
@@ -9,6 +10,8 @@ from workers import isa_targets
 from workers.spec import FLUSH_MODES, JOB_KINDS
 
 KERNEL_KINDS = ("correctness", "micro", "profile", "isa")
+# The most memory one GPU of the fleet's kinds has (workers.gpu_types): a job whose tensors need more runs nowhere
+LARGEST_GPU, LARGEST_GPU_MEMORY_BYTES = "AMD Instinct MI355X", 288 * 10**9
 
 
 def effective_grid(cfg: dict, kname: str) -> dict[str, Any]:
@@ -62,12 +65,14 @@ def validate(cfg: dict) -> None:
 
     check_kernel_grids()
     sw = cfg["sweep"]
+    if not sw["kinds"]:
+        raise ConfigError(f"sweep.kinds: empty, so nothing would run; allowed: {', '.join(JOB_KINDS)}")
     for kind in sw["kinds"]:
         if kind not in JOB_KINDS:
             raise ConfigError(f"sweep.kinds: unknown job kind {kind!r}; allowed: {', '.join(JOB_KINDS)}")
     for key in ("warmup_ms", "rep_ms", "timeout_s"):
-        if not sw[key] > 0:
-            raise ConfigError(f"sweep.{key}: must be > 0, got {sw[key]}")
+        if not (sw[key] > 0 and math.isfinite(sw[key])):
+            raise ConfigError(f"sweep.{key}: must be a finite number > 0, got {sw[key]}")
     for key in ("rounds", "batch_size"):
         if sw[key] < 1:
             raise ConfigError(f"sweep.{key}: must be >= 1, got {sw[key]}")
@@ -105,3 +110,9 @@ def validate(cfg: dict) -> None:
                 entry.check_shape(tuple(shape))
             except ValueError as exc:
                 raise ConfigError(f"{where}.shapes[{i}]: {list(shape)}: {exc}") from None
+            for dt in grid["dtypes"]:
+                nbytes = entry.bytes_moved(tuple(shape), registry.dtype_of(dt))
+                if nbytes > LARGEST_GPU_MEMORY_BYTES:
+                    raise ConfigError(f"{where}.shapes[{i}]: {list(shape)} in {dt} needs {nbytes / 1e9:,.0f} GB for "
+                                      f"its inputs and outputs alone, more than any GPU holds (the largest, "
+                                      f"{LARGEST_GPU}, has {LARGEST_GPU_MEMORY_BYTES / 1e9:.0f} GB)")

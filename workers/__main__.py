@@ -6,11 +6,13 @@ import json
 import socket
 import sys
 from collections import Counter
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from workers import keys, runner
+from workers.errors import UserError, exit_on_user_error
 from workers.spec import GOOD_STATUSES, STATUS_OK
 
 
@@ -40,6 +42,12 @@ def _run(args: argparse.Namespace) -> int:
             console.print(f"[red]error:[/] --shard {args.shard}: expected I/N with 1 <= I <= N, e.g. 2/3")
             return 2
         specs = specs[i - 1::n]
+    out_path = Path(args.out)
+    if out_path.exists() and not args.resume:
+        raise UserError(f"--out {args.out} exists: add --resume to go on with it (the jobs it holds are skipped), or "
+                        f"name another file; it is not overwritten")
+    if not out_path.parent.is_dir():
+        raise UserError(f"--out {args.out}: the folder {out_path.parent} does not exist")
     done: set[str] = set()
     mode = "w"
     if args.resume:
@@ -84,11 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("plan", help="plan file from `python -m orchestrator +sweep=NAME dry_run=true`")
     r.add_argument("--out", required=True, help="results file (JSON lines), written as each job ends")
     r.add_argument("--keys", help="comma-separated job keys: run only these (to reproduce one failing job)")
-    r.add_argument("--resume", action="store_true", help="append to --out, skipping jobs it already holds")
+    r.add_argument("--resume", action="store_true", help="append to --out, skipping jobs it already holds (without "
+                                                          "it an existing --out is refused, never overwritten)")
     r.add_argument("--shard", metavar="I/N", help="run only every N-th job starting at the I-th (split a long plan "
                                                    "over several calls)")
     args = ap.parse_args(argv)
-    return _run(args)
+    return exit_on_user_error(lambda: _run(args))
 
 
 if __name__ == "__main__":

@@ -8,14 +8,17 @@ code version) followed by one JobSpec per line; a results file is a header (``{"
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
+import math
 import os
 import zlib
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from workers.child import COMPILE_ONLY_ENV
+from workers.errors import UserError
 from workers.sandbox import ChildInfo, run_jobs
 from workers.spec import COMPILE_ONLY_KINDS, JobResult, JobSpec
 
@@ -53,10 +56,20 @@ def results_header(plan_header: dict) -> str:
     return json.dumps(header, sort_keys=True) + "\n"
 
 
+@contextlib.contextmanager
+def _readable(path: str | Path) -> Iterator[None]:
+    """A truncated or damaged ``.gz`` becomes a UserError naming the file (gzip raises EOFError or BadGzipFile)."""
+    try:
+        yield
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise UserError(f"{path}: the compressed file is truncated or damaged ({exc}); copy it again") from None
+
+
 def content(path: str | Path) -> bytes:
     """A plan's or results file's bytes (decompressed)."""
-    with _open(path, "rb") as f:
-        return f.read()
+    with _readable(path):
+        with _open(path, "rb") as f:
+            return f.read()
 
 
 def json_lines(path: str | Path) -> Iterator[tuple[int, dict]]:
@@ -121,12 +134,37 @@ def read_plan(path: str | Path) -> tuple[dict, list[JobSpec]]:
             header = obj
             continue
         try:
-            specs.append(JobSpec.from_dict(obj))
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{path}:{n}: not a JobSpec: {exc}") from None
+            spec = JobSpec.from_dict(obj)
+            check_params(spec.params)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise UserError(f"{path}:{n}: not a JobSpec: {exc}") from None
+        specs.append(spec)
     if header is None:
         raise ValueError(f"{path}: no plan header; write plans with `python -m orchestrator +sweep=NAME dry_run=true`")
     return header, specs
+
+
+# Job parameters the runner and the job kinds read as numbers: (name, smallest allowed, integer)
+NUMERIC_PARAMS = (("timeout_s", 0.0, False), ("warmup_ms", 0.0, False), ("rep_ms", 0.0, False),
+                  ("rounds", 1, True), ("seed", 0, True))
+
+
+def check_params(params: dict) -> None:
+    """ValueError naming the parameter when a numeric job parameter is not a finite number in range."""
+    if not isinstance(params, dict):
+        raise ValueError(f"params: expected an object, got {type(params).__name__}")
+    for name, low, integer in NUMERIC_PARAMS:
+        if name not in params or (name == "seed" and params[name] is None):
+            continue
+        v = params[name]
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        if ok and integer:
+            ok = float(v).is_integer() and v >= low
+        elif ok:
+            ok = v > low
+        if not ok:
+            want = f"an integer >= {low}" if integer else f"a finite number > {low:g}"
+            raise ValueError(f"params.{name}: {v!r} is not {want}")
 
 
 def write_plan(path: str | Path, header: dict, specs: list[JobSpec]) -> None:

@@ -20,10 +20,65 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
+from workers.errors import UserError
 from workers.spec import STATUS_CRASHED, STATUS_TIMED_OUT, DeviceInfo, JobResult, JobSpec
 
 START_TIMEOUT_S = float(os.environ.get("KERNELFLEET_CHILD_START_TIMEOUT", "600"))
 STDERR_TAIL = 4000
+# The child's memory limit: a share of the node's RAM (KERNELFLEET_CHILD_MEM_FRACTION, default 0.5) or a size in
+# bytes (KERNELFLEET_CHILD_MEM_BYTES wins).  It is a watchdog on the child's resident set, read from /proc every
+# MEM_POLL_S, not an rlimit: CUDA and ROCm reserve terabytes of virtual address space (RLIMIT_AS breaks them) and
+# map device memory into the process (RLIMIT_DATA can count it), while RSS is host memory only.  A child over the
+# limit has its process group killed and its job recorded as crashed, before the kernel's OOM killer picks a
+# process of the node at random.
+MEM_FRACTION_ENV, MEM_BYTES_ENV = "KERNELFLEET_CHILD_MEM_FRACTION", "KERNELFLEET_CHILD_MEM_BYTES"
+DEFAULT_MEM_FRACTION = 0.5
+MEM_POLL_S = 0.5
+
+
+class MemoryLimitExceeded(Exception):
+    pass
+
+
+def _meminfo_total_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def memory_limit_bytes(env: dict[str, str] | None = None) -> int | None:
+    """The child's RSS limit in bytes (None: no limit, e.g. no /proc); ValueError for a bad setting."""
+    env = os.environ if env is None else env
+    try:
+        value = int(env.get(MEM_BYTES_ENV) or 0)
+        fraction = float(env.get(MEM_FRACTION_ENV) or DEFAULT_MEM_FRACTION)
+    except ValueError:
+        raise UserError(f"{MEM_BYTES_ENV} must be a number of bytes, {MEM_FRACTION_ENV} a fraction") from None
+    if env.get(MEM_BYTES_ENV):
+        if value <= 0:
+            raise UserError(f"{MEM_BYTES_ENV}={value}: must be > 0")
+        return value
+    if not 0 < fraction <= 1:
+        raise UserError(f"{MEM_FRACTION_ENV}={fraction}: must be in (0, 1]")
+    total = _meminfo_total_bytes()
+    return int(total * fraction) if total else None
+
+
+def rss_bytes(pid: int) -> int | None:
+    """A process's resident set (VmRSS), None if it is gone or /proc cannot say."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 @dataclass
@@ -55,7 +110,8 @@ def _die_with_parent() -> None:
 
 
 class _Child:
-    def __init__(self, env: dict[str, str]):
+    def __init__(self, env: dict[str, str], mem_limit: int | None = None):
+        self.mem_limit = mem_limit
         self.stderr = tempfile.TemporaryFile(mode="w+b")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "workers.child"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -72,15 +128,21 @@ class _Child:
         self.lines.put(None)  # EOF: the child is gone
 
     def next_event(self, deadline: float) -> dict | None:
-        """The next event, None at EOF; raises TimeoutError past the deadline."""
+        """The next event, None at EOF; raises TimeoutError past the deadline, MemoryLimitExceeded when the child's
+        resident set is over its limit."""
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError
             try:
-                line = self.lines.get(timeout=remaining)
+                line = self.lines.get(timeout=min(remaining, MEM_POLL_S) if self.mem_limit else remaining)
             except queue.Empty:
-                raise TimeoutError from None
+                rss = rss_bytes(self.proc.pid) if self.mem_limit else None
+                if rss is not None and rss > self.mem_limit:
+                    raise MemoryLimitExceeded(f"{rss / 2**30:.2f} GiB resident, over the sandbox's limit of "
+                                              f"{self.mem_limit / 2**30:.2f} GiB ({MEM_FRACTION_ENV} / "
+                                              f"{MEM_BYTES_ENV})") from None
+                continue
             if line is None:
                 return None
             try:
@@ -157,17 +219,18 @@ def run_jobs(specs: Iterable[JobSpec], env: dict[str, str] | None = None,
              ) -> Iterator[JobResult]:
     """Yield one JobResult per spec, in order, whatever happens to the child processes."""
     env = child_env(env)
+    mem_limit = memory_limit_bytes(env)
     info = info or ChildInfo()
     pending = list(specs)
     child: _Child | None = None
     try:
         while pending:
             if child is None:
-                child = _Child(env)
+                child = _Child(env, mem_limit)
                 info.starts += 1
                 try:
                     ev = child.next_event(time.monotonic() + START_TIMEOUT_S)
-                except TimeoutError:
+                except (TimeoutError, MemoryLimitExceeded):
                     ev = None
                     child.kill()
                 if ev is None or ev.get("event") != "ready":
@@ -204,15 +267,15 @@ def run_jobs(specs: Iterable[JobSpec], env: dict[str, str] | None = None,
                                 child.close()  # a job that times host work gets a child the profiler never touched
                                 child = None
                             break
-                except TimeoutError:
+                except (TimeoutError, MemoryLimitExceeded) as exc:
                     child.kill()
                     tail = child.stderr_tail(pos)
                     child.close()
                     child = None
-                    result = JobResult(spec.key, STATUS_TIMED_OUT, started_at=started,
-                                       duration_s=time.time() - started,
-                                       error=f"timed out after {timeout:g} s; process group killed",
-                                       details={"stderr_tail": tail})
+                    status, why = ((STATUS_TIMED_OUT, f"timed out after {timeout:g} s") if isinstance(exc, TimeoutError)
+                                   else (STATUS_CRASHED, f"memory limit: {exc}"))
+                    result = JobResult(spec.key, status, started_at=started, duration_s=time.time() - started,
+                                       error=f"{why}; process group killed", details={"stderr_tail": tail})
             if result is None:  # EOF before a result: the child died under this job
                 rc = child.kill() if child else -1
                 tail = child.stderr_tail(pos) if child else ""

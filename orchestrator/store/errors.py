@@ -17,8 +17,10 @@ from pathlib import Path
 
 from sqlalchemy import exc as sa_exc
 
+from workers.errors import UserError
 
-class StoreError(RuntimeError):
+
+class StoreError(UserError, RuntimeError):
     """The store cannot be used as asked; ``str()`` is one line naming the store and what to do."""
 
     def __init__(self, message: str, url: str | None = None):

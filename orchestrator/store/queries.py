@@ -1221,3 +1221,21 @@ def store_url(explicit: str | None = None) -> str:
     from orchestrator.store.session import resolve_url
 
     return resolve_url(explicit)
+
+
+def run_measured(src: Source, run_id: int) -> dict[str, Any]:
+    """When, where and what a run's shown results measured: ``devices`` (names, sorted), ``measured_from`` and
+    ``measured_to`` (the earliest and latest start of the attempts shown, which predate the run for jobs done
+    earlier; None when it shows none) and ``unavailable`` ({job id: {impl: why it was not run}}, from the
+    attempts' details)."""
+    with _reading(src) as s:
+        _run_or_raise(s, run_id)
+        jobs = s.scalars(select(Job).join(RunJob, RunJob.job_id == Job.id).where(RunJob.run_id == run_id)).all()
+        picked = [p for p in _pick_for_run(s, run_id, jobs) if p.attempt is not None]
+        keys = {p.attempt.hardware_key for p in picked if p.attempt.hardware_key}
+        names = sorted({d.name for d in s.scalars(select(Device).where(Device.hardware_key.in_(keys)))}) if keys else []
+    starts = [p.attempt.started_at or p.attempt.recorded_at for p in picked]
+    unavailable = {p.job.id: dict((p.attempt.details or {}).get("unavailable") or {}) for p in picked}
+    return {"devices": names, "measured_from": min(starts) if starts else None,
+            "measured_to": max(starts) if starts else None,
+            "unavailable": {k: v for k, v in unavailable.items() if v}}

@@ -10,6 +10,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -146,9 +147,11 @@ def test_version_and_token_checks_against_a_probed_head():
     assert "RAY_AUTH_TOKEN_PATH" in no_token["token auth"].fix
     wrong = check(fleet.HeadProbe("h:6379", True, auth="token", token_accepted=False))
     assert wrong["token auth"].status == "fail" and "rejected the token" in wrong["token auth"].detail
-    open_head = check(fleet.HeadProbe("h:6379", True, auth="disabled", ray_version=ray_v, python_version=py_v),
-                      token=None)
-    assert open_head["token auth"].status == "ok"
+    open_probe = fleet.HeadProbe("h:6379", True, auth="disabled", ray_version=ray_v, python_version=py_v)
+    open_head = check(open_probe, token=None)
+    assert open_head["token auth"].status == "fail" and "--insecure" in open_head["token auth"].fix
+    insecure = {c.name: c for c in fleet.join_checks(facts, open_probe, None, None, labels, insecure=True)}
+    assert insecure["token auth"].status == "ok" and "--insecure" in insecure["token auth"].detail
 
 
 def test_token_discovery_order_and_unreadable_files(tmp_path):
@@ -205,3 +208,13 @@ def test_token_file_is_created_private(tmp_path):
     assert fleet.ensure_token_file(p, create=False) is False
     assert fleet.ensure_token_file(p, create=True) is True
     assert len(p.read_text()) == 64 and (p.stat().st_mode & 0o777) == 0o600
+
+
+def test_dry_run_against_an_address_where_nothing_listens_answers_in_seconds_without_empty_labels():
+    t0 = time.monotonic()
+    r = _cli("node", "join", "--dry-run", "--address", NO_HEAD)  # this machine: no GPU, so no labels
+    elapsed = time.monotonic() - t0
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "head not reachable" in r.stdout and "Connection refused" in r.stdout
+    assert "--labels=" not in r.stdout and "ray start --address=127.0.0.1:1 --num-gpus=0" in r.stdout
+    assert elapsed < 60, f"{elapsed:.0f} s"  # seconds on an idle machine; the bound allows a loaded CI runner

@@ -73,9 +73,11 @@ def test_second_run_has_nothing_to_do(smoke_db):
     p = cli("+sweep=smoke", f"store.url=sqlite:///{db}")
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
-    assert "16 jobs, 16 done earlier, 0 to run" in out
+    assert "all 16 jobs have good results in the store; newest run of this plan: 1; nothing to run, no run " \
+           "recorded" in out
     assert "Started a local Ray" not in out  # nothing to run: Ray is not even started
     con = sqlite3.connect(db)
+    assert con.execute("select count(*) from runs").fetchone()[0] == 1  # a rerun that runs nothing records no run
     assert con.execute("select count(*) from jobs").fetchone()[0] == 16
     assert con.execute("select count(*) from job_attempts").fetchone()[0] == 16
 
@@ -192,7 +194,8 @@ def test_dry_run_then_workers_run_then_import(tmp_path):
     # the same sweep run through Ray afterwards finds the imported jobs done
     p = cli("+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.kernels=[rmsnorm]", "sweep.shapes=[[1,8,64]]",
             "sweep.dtypes=[bf16]")
-    assert p.returncode == 0 and "2 done earlier, 0 to run" in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 0 and "all 2 jobs have good results in the store" in p.stdout, p.stdout + p.stderr
+    assert con.execute("select count(*) from runs").fetchone()[0] == 1  # and it records no empty run
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """Test-only kernels, loaded with KERNELFLEET_PLUGINS=tests.support.fault_kernels.
 
 `fault_segv` kills its process with SIGSEGV (a stand-in for a GPU memory fault), `fault_exit` calls os._exit,
-`fault_hang` never returns, `fault_raise` raises, `noop` returns its input at once (for overhead measurements).
+`fault_hang` never returns, `fault_hog` fills 2 GiB of RAM and holds it, `fault_raise` raises, `noop` returns its input at once (for overhead measurements).
 All are plain torch: they exercise the sandbox, not Triton.
 """
 from __future__ import annotations
@@ -13,6 +13,8 @@ import time
 import torch
 
 from kernels.registry import Impl, KernelEntry
+
+HOG_BYTES = 2 << 30  # what fault_hog holds: over the sandbox memory limit its test sets
 
 
 def _check_shape(shape):
@@ -50,6 +52,12 @@ def _hang(x):
         time.sleep(1)
 
 
+def _hog(x):
+    held = torch.ones(HOG_BYTES // 4, dtype=torch.float32)  # written, so resident
+    while True:
+        time.sleep(1 + held[0].item())
+
+
 def _raise(x):
     raise RuntimeError("planted failure")
 
@@ -59,6 +67,7 @@ ENTRIES = [
     _entry("fault_exit", _exit),
     _entry("fault_hang", _hang),
     _entry("fault_raise", _raise),
+    _entry("fault_hog", _hog),
     _entry("noop", lambda x: x.clone()),
 ]
 

@@ -101,3 +101,23 @@ def test_a_child_that_profiled_runs_device_timed_jobs_and_is_retired_before_a_ho
     assert info.starts == 2 and len(set(pids)) == 2
     assert sandbox.runs_in_profiled_child(micro) and not sandbox.runs_in_profiled_child(e2e)
     assert not sandbox.runs_in_profiled_child(prof)
+
+
+def test_a_job_over_the_memory_limit_is_recorded_as_crashed_and_the_rest_completes(monkeypatch):
+    from tests.support.fault_kernels import HOG_BYTES
+    from workers import sandbox
+
+    monkeypatch.setenv(sandbox.MEM_BYTES_ENV, str(HOG_BYTES // 2))
+    results = {r.key: r for r in runner.run([_spec("fault_hog", "h"), _spec("noop", "n")], node_id="test")}
+    assert results["h"].status == "crashed" and "memory limit" in results["h"].error
+    assert "over the sandbox's limit of 1.00 GiB" in results["h"].error
+    assert results["n"].status == "ok"
+
+
+def test_the_memory_limit_is_a_share_of_the_node_ram_by_default():
+    from workers import sandbox
+
+    total = sandbox._meminfo_total_bytes()
+    assert sandbox.memory_limit_bytes({}) == int(total * sandbox.DEFAULT_MEM_FRACTION)
+    assert sandbox.memory_limit_bytes({sandbox.MEM_FRACTION_ENV: "0.25"}) == int(total * 0.25)
+    assert sandbox.memory_limit_bytes({sandbox.MEM_BYTES_ENV: "1000", sandbox.MEM_FRACTION_ENV: "0.25"}) == 1000

@@ -1,0 +1,144 @@
+"""What a sweep would cost on a CPU, priced before it starts, so a GPU-sized grid is not left grinding for hours.
+
+Without a GPU, Triton kernels run through Triton's interpreter, thousands of times slower than on a GPU.  The
+price is an estimate from a calibration: a child process times one interpreted Triton RMSNorm call at two small
+sizes (``python -m orchestrator.cpu_price``), fits seconds = a + b × elements, and scales that to every Triton
+call the planned jobs would make (the first call, the correctness check, and per timing round an estimate call
+and the minimum repeats, see workers.timing.bench); every other implementation at the speed of an eager PyTorch
+RMSNorm timed in the same child, each at least its timing budget (warm-up and repeat milliseconds).  torch.compile's
+compile time is not included, so the estimate is low rather than high.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from workers.spec import JobSpec
+
+# A grid whose estimate is below this runs on a CPU without allow_cpu=true (the smoke sweep takes a few seconds)
+SMALL_S = 120.0
+TRITON_IMPLS = ("triton",)
+CALIBRATION_SHAPES = ((1, 4, 2048), (1, 32, 2048))
+EAGER_SHAPE = (1, 1024, 2048)  # large enough that an eager call's fixed cost is small beside its elements
+CALIBRATION_TIMEOUT_S = 60.0
+# workers.timing.bench on a CPU: at least 3 repeats per round, after a first call and a one-call estimate
+MIN_REPS_CPU = 3
+
+
+@dataclass
+class Price:
+    jobs: int
+    triton_calls: int
+    estimate_s: float
+    largest: str  # the largest job's kernel, shape and dtype
+    largest_bytes: int  # what its tensors hold (inputs and outputs)
+    per_element_s: float  # of an interpreted Triton call
+    eager_per_element_s: float
+
+    @property
+    def small(self) -> bool:
+        return self.estimate_s < SMALL_S
+
+
+def _calls_per_impl(spec: JobSpec) -> int:
+    if spec.kind == "correctness":
+        return 2  # make + first call, the checked call
+    rounds = max(int(spec.params.get("rounds", 5)), 1)
+    return 2 + rounds * (2 + MIN_REPS_CPU)
+
+
+def price(specs: list[JobSpec], fit: dict[str, float]) -> Price:
+    """The cost of ``specs`` on a CPU, with the calibration ``fit`` (see :func:`calibrate`)."""
+    from kernels import registry
+
+    a, b, e = fit["per_call_s"], fit["per_element_s"], fit["eager_per_element_s"]
+    total, calls, largest, largest_bytes = 0.0, 0, "", -1
+    for s in specs:
+        if s.kind not in ("correctness", "micro") or not s.kernel:
+            continue
+        entry = registry.get(s.kernel)
+        nbytes = entry.bytes_moved(tuple(s.shape), registry.dtype_of(s.dtype))
+        if nbytes > largest_bytes:
+            largest, largest_bytes = f"{s.kernel} {'x'.join(map(str, s.shape))} {s.dtype}", nbytes
+        elements = math.prod(s.shape)
+        n = _calls_per_impl(s)
+        budget_s = (float(s.params.get("warmup_ms", 25.0)) + float(s.params.get("rep_ms", 200.0))) / 1e3
+        for impl in s.impls:
+            if impl in TRITON_IMPLS:  # on a CPU the sandbox always runs Triton in the interpreter (workers.child)
+                calls += n
+                total += max(n * (a + b * elements), budget_s)
+            else:  # PyTorch on the CPU (eager, F.*, compiled code): priced at eager's speed
+                total += max(n * e * elements, budget_s if s.kind == "micro" else 0.0)
+    return Price(len(specs), calls, total, largest, max(largest_bytes, 0), b, e)
+
+
+def start_calibration() -> subprocess.Popen:
+    """Start the calibration child (it imports torch and Triton for seconds: start it early, collect it later)."""
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    return subprocess.Popen([sys.executable, "-m", "orchestrator.cpu_price"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def calibrate(proc: subprocess.Popen | None = None, timeout_s: float = CALIBRATION_TIMEOUT_S) -> dict[str, float]:
+    """Seconds per interpreted Triton call (``per_call_s``) and per element (``per_element_s``), and per element of
+    an eager PyTorch call (``eager_per_element_s``), measured in a child process with TRITON_INTERPRET=1."""
+    proc = proc or start_calibration()
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise RuntimeError(f"the calibration took over {timeout_s:g} s") from None
+    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"the calibration failed: {(err or out).strip()[-500:]}")
+    return {k: float(v) for k, v in json.loads(lines[-1]).items() if k != "points"}
+
+
+def gb(nbytes: int) -> str:
+    return f"{nbytes / 1e9:.2f} GB" if nbytes >= 1e8 else f"{nbytes / 1e6:.1f} MB"
+
+
+def duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _measure() -> dict:
+    """In the child: time one interpreted RMSNorm call at each calibration size and fit a + b × elements."""
+    import torch
+
+    from kernels import registry
+
+    entry = registry.get("rmsnorm")
+    fn = entry.impls["triton"].make()
+    gen = torch.Generator().manual_seed(0)
+    points = []
+    for shape in CALIBRATION_SHAPES:
+        inputs = entry.make_inputs(shape, torch.float32, torch.device("cpu"), gen)
+        fn(**inputs)  # first call: the interpreter's own set-up stays out
+        t0 = time.perf_counter()
+        fn(**inputs)
+        points.append((math.prod(shape), time.perf_counter() - t0))
+    (n0, t0_), (n1, t1) = points
+    b = max((t1 - t0_) / (n1 - n0), 0.0)
+    eager = entry.impls["eager"].make()
+    inputs = entry.make_inputs(EAGER_SHAPE, torch.bfloat16, torch.device("cpu"), gen)
+    eager(**inputs)
+    t0 = time.perf_counter()
+    for _ in range(3):
+        eager(**inputs)
+    e = (time.perf_counter() - t0) / 3 / math.prod(EAGER_SHAPE)
+    return {"per_call_s": max(t0_ - b * n0, 0.0), "per_element_s": b, "eager_per_element_s": e, "points": points}
+
+
+if __name__ == "__main__":
+    print(json.dumps(_measure()))
