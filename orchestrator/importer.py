@@ -184,10 +184,7 @@ def _import(paths: list[str], url: str | None, console: Console) -> int:
             return 0
     finally:
         writer.close()
-    from orchestrator.store import queries
-
-    report.print_summary(console, queries.run_summary(url, run_id), f"run {run_id} · imported from {path}",
-                         queries.e2e_results(url, run_id), queries.isa_results(url, run_id))
+    report.print_run_summary(console, url, run_id, f"run {run_id} · imported from {path}")
     console.print(f"imported {added} results of {len(rows)} jobs from {path} as run {run_id} (store {url})")
     return 0
 
