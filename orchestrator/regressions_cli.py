@@ -56,7 +56,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
                                            metric=args.metric, threshold=args.threshold,
                                            include_improvements=args.improvements, include_cpu=args.include_cpu)
     except KeyError as exc:
-        print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        print(f"error: {exc.args[0] if exc.args else exc} in {url}; list the runs with `python -m orchestrator runs`",
+              file=sys.stderr)
         return EXIT_USAGE
     code = exit_code(report)
     if args.json:

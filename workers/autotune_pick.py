@@ -10,7 +10,8 @@ Inductor gave it.  Recorded per implementation (``details["autotune"][impl]``):
   kernels      the generated kernels' names (``triton_red_fused_...`` on a GPU, ``cpp_fused_...`` on a CPU)
   configs      kernel -> chosen config (``XBLOCK=1,R0_BLOCK=2048,num_warps=16,num_stages=1``), GPU only
   code_hash    sha256 (16 hex) of the generated output code
-  fx_cache     the FX graph cache's verdict for this compilation: hit, miss or bypass
+  fx_cache     the FX graph cache's verdict for this compilation: hit, miss or bypass; "in process" when an
+               earlier job of this process compiled it (a correctness job before the micro job)
   pick         one string the regression rule compares between runs: the configs when there are any, else the
                code hash (a CPU has no autotuning: the code is what was picked)
 
@@ -33,6 +34,10 @@ from typing import Any, Iterator
 
 
 CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
+# What each implementation compiled earlier in this process, by the caller's key (kernel, impl, shape, dtype): the
+# range of PyCodeCache.modules it loaded.  A sandbox child runs a correctness job before the micro job of the same
+# kernel and shape, and torch.compile reuses the first job's compiled code in the second, which then loads nothing.
+_COMPILED: dict[Any, tuple[int, int]] = {}
 
 
 def _code_cache():
@@ -56,9 +61,11 @@ def _fx_counts() -> dict[str, int]:
 
 
 @contextlib.contextmanager
-def compiling(fresh: bool = False) -> Iterator[dict[str, Any]]:
+def compiling(fresh: bool = False, key: Any = None) -> Iterator[dict[str, Any]]:
     """Around an implementation's make() and first call: yields a dict that ``record`` reads afterwards.
-    ``fresh``: Inductor's caches are neither read nor written (a new autotune)."""
+    ``fresh``: Inductor's caches are neither read nor written (a new autotune).  ``key`` (kernel, impl, shape,
+    dtype): when nothing is compiled now because this process compiled the same earlier, that compilation is
+    the one recorded (``fx_cache`` "in process")."""
     state: dict[str, Any] = {"start": mark(), "fx": _fx_counts(), "fresh": fresh}
     if fresh:  # an empty cache directory for this compilation; the node's own cache stays as it is
         before = os.environ.get(CACHE_ENV)
@@ -75,6 +82,17 @@ def compiling(fresh: bool = False) -> Iterator[dict[str, Any]]:
     state["end"] = mark()
     after = _fx_counts()
     state["fx"] = {k: after.get(k, 0) - state["fx"].get(k, 0) for k in after}
+    if key is not None:
+        if state["end"] > state["start"]:
+            _COMPILED[key] = (state["start"], state["end"])
+        elif key in _COMPILED and not fresh:
+            state["start"], state["end"] = _COMPILED[key]
+            state["fx"] = {"in process": 1}
+
+
+def job_key(spec: Any, impl: str) -> tuple:
+    """The key under which an implementation's compilation is remembered in this process (see ``compiling``)."""
+    return (spec.kernel, impl, tuple(spec.shape), spec.dtype)
 
 
 def _config_text(cfg: Any) -> str:
@@ -125,7 +143,7 @@ def record(state: dict[str, Any]) -> dict[str, Any] | None:
             except OSError:
                 pass
     code_hash = digest.hexdigest()[:16]
-    fx = next((k for k in ("hit", "miss", "bypass") if state.get("fx", {}).get(k)), None)
+    fx = next((k for k in ("hit", "miss", "bypass", "in process") if state.get("fx", {}).get(k)), None)
     pick = "; ".join(f"{k}:{v}" for k, v in sorted(configs.items())) if configs else f"code:{code_hash}"
     return {"kernels": sorted(set(names)), "configs": configs, "code_hash": code_hash, "fx_cache": fx,
             "fresh": bool(state.get("fresh")), "pick": pick}

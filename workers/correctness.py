@@ -15,6 +15,7 @@ import torch
 
 from kernels import registry
 from kernels.registry import Impl, KernelEntry
+from workers import autotune_pick
 from workers.spec import (STATUS_ERROR, STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec,
                           Measurement)
 
@@ -125,7 +126,8 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
     measurements, failed = [], []
     for name, impl in usable.items():
         try:
-            chk = check_impl(entry, impl, impl.make(), inputs, ref, spec.dtype, device)
+            with autotune_pick.compiling(key=autotune_pick.job_key(spec, name)):  # for the micro job's record
+                chk = check_impl(entry, impl, impl.make(), inputs, ref, spec.dtype, device)
         except Exception as exc:  # an implementation that raises is a failed implementation, not a failed job
             details["errors"][name] = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             chk = Check(float("nan"), float("nan"), False, details["errors"][name])

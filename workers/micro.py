@@ -38,7 +38,8 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
     for name, impl in usable.items():
         try:
             t0 = time.perf_counter()
-            with autotune_pick.compiling(fresh=bool(p.get("fresh_autotune"))) as compiled[name]:
+            with autotune_pick.compiling(fresh=bool(p.get("fresh_autotune")),
+                                         key=autotune_pick.job_key(spec, name)) as compiled[name]:
                 fn = impl.make()
                 fn(**inputs)  # first call: compilation, autotuning, lazy module loading
                 timing.sync(device)

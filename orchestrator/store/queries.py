@@ -122,7 +122,7 @@ class _Picked:
 def _run_or_raise(s: Session, run_id: int) -> Run:
     run = s.get(Run, run_id)
     if run is None:
-        raise KeyError(f"no run with id {run_id}")
+        raise KeyError(f"no run {run_id}")
     return run
 
 

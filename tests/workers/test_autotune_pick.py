@@ -32,6 +32,21 @@ def test_a_compiled_implementation_records_its_kernels_on_the_cpu():
     assert rec["fx_cache"] in ("hit", "miss") and rec["fresh"] is False
 
 
+def test_a_micro_job_after_the_correctness_job_records_what_that_job_compiled():
+    """In a sandbox child the correctness job of a kernel and shape runs first and compiles; the micro job then
+    reuses that code (nothing new is loaded) and must still say what was picked."""
+    from workers import correctness
+
+    shape = [7, 56]
+    check = correctness.run(JobSpec(kind="correctness", kernel="rmsnorm", shape=shape, dtype="fp32",
+                                    impls=["compile"], key="cpu-pick-check", params={"seed": 0}),
+                            torch.device("cpu"))
+    assert check.status == "ok", check.error
+    result = micro.run(_spec(shape, ["compile"], "cpu-pick-after"), torch.device("cpu"))
+    rec = result.details["autotune"]["compile"]
+    assert rec["kernels"] and rec["pick"].startswith("code:") and rec["fx_cache"] == "in process", rec
+
+
 def test_fresh_autotune_compiles_without_the_node_cache():
     before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     result = micro.run(_spec([5, 24], ["compile"], "cpu-fresh", fresh_autotune=True), torch.device("cpu"))
