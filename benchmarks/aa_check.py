@@ -1,6 +1,7 @@
 """The A/A figure of the regression rule: how far identical runs of a sweep land apart, and what the rule says.
+The figures of docs/perf/regressions-h200.md come from this script.
 
-    python benchmarks/aa_check.py --url STORE --runs A1 A2 [A3 A4] [--slowed S1 S2] [--markdown FILE] [--json]
+    python -m benchmarks.aa_check --url STORE --runs A1 A2 [A3 A4] [--slowed S1 S2] [--markdown FILE] [--json]
 
 ``--runs``: runs of the same sweep on the same code and device (the A runs).  ``--slowed``: runs of the same sweep
 with one kernel slowed on purpose (tests/support/slow_kernel.py), judged against the first A runs.
@@ -100,7 +101,7 @@ def markdown(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python benchmarks/aa_check.py", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.aa_check", description=__doc__.split("\n")[0])
     ap.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
     ap.add_argument("--runs", type=int, nargs="+", required=True, help="identical runs A1 A2 [A3 A4]")
     ap.add_argument("--slowed", type=int, nargs="*", default=[], help="runs with one kernel slowed on purpose")

@@ -1,8 +1,8 @@
 """How the dashboard and `orchestrator export` scale: a store of N synthetic measurements, written through the real
 writer (orchestrator/store/writer.py), then timed.  The figures in docs/perf/dashboard.md come from this script.
 
-  python benchmarks/dashboard_scale.py fill --url URL [--measurements 1000000] [--samples 20]
-  python benchmarks/dashboard_scale.py time --url URL [--browser] [--repeats 3]
+  python -m benchmarks.dashboard_scale fill --url URL [--measurements 1000000] [--samples 20]
+  python -m benchmarks.dashboard_scale time --url URL [--browser] [--repeats 3]
 
 The synthetic data: runs (one per made-up commit, an hour apart) x kernels x shapes x GPU types micro jobs, each
 with every implementation's time_us/kernel_time_us/graph_time_us (with ``--samples`` repeats each), iqr_us, gbs,
@@ -222,8 +222,9 @@ def _browser_times(url: str, views: dict, repeats: int) -> dict:
         server.wait(timeout=20)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.dashboard_scale", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     f = sub.add_parser("fill")
     f.add_argument("--url", required=True)
@@ -234,7 +235,7 @@ def main() -> int:
     t.add_argument("--url", required=True)
     t.add_argument("--repeats", type=int, default=3)
     t.add_argument("--browser", action="store_true")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.cmd == "fill":
         result = fill(args.url, args.measurements, args.samples, args.seed)
         result["bytes"] = store_bytes(args.url)

@@ -11,7 +11,6 @@ import shlex
 from workers.errors import UserError
 
 MAINTENANCE_DB = "postgres"
-CONNECT_TIMEOUT_S = 10
 
 
 def _missing(exc: BaseException) -> bool:
@@ -39,20 +38,25 @@ def ensure_database(url: str) -> bool:
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import DBAPIError
 
+    from orchestrator.store.errors import describe
+    from orchestrator.store.session import PG_CONNECT_TIMEOUT_S
+
     u = make_url(url)
     if u.get_backend_name() != "postgresql" or not u.database:
         return False
-    engine = create_engine(u, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+    # the store's own connect timeout (the URL's connect_timeout wins), so a server that never answers fails once
+    timeout = {} if "connect_timeout" in u.query else {"connect_timeout": PG_CONNECT_TIMEOUT_S}
+    engine = create_engine(u, connect_args=timeout)
     try:
         with engine.connect():
             return False
     except DBAPIError as exc:
         if not _missing(exc):
-            return False
+            raise describe(url, exc) from None  # unreachable or refusing: say so now rather than connect again
     finally:
         engine.dispose()
     admin = create_engine(u.set(database=MAINTENANCE_DB, query={}), isolation_level="AUTOCOMMIT",
-                          connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+                          connect_args={"connect_timeout": int(u.query.get("connect_timeout", PG_CONNECT_TIMEOUT_S))})
     name = u.database.replace('"', '""')
     try:
         with admin.connect() as conn:

@@ -21,9 +21,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         header, specs = runner.read_plan(args.plan)
         differs = keys.check_plan(header, specs)
-    except (OSError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
-        return 2
+    except ValueError as exc:  # one line, exit 2 (exit_on_user_error)
+        raise UserError(" ".join(str(exc).split())) from None
     if differs:
         console.print(f"[yellow]warning:[/] software differs from the plan's: {'; '.join(differs)}")
     if args.keys:

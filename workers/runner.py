@@ -98,7 +98,7 @@ def json_lines(path: str | Path) -> Iterator[tuple[int, dict]]:
                     raise ValueError(f"{path}:{n}: expected a JSON object, got {type(obj).__name__}")
                 yield n, obj
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise ValueError(f"{path}: not a complete gzip file after line {n} ({exc})") from None
+        raise ValueError(f"{path}: the compressed file is truncated or damaged after line {n} ({exc})") from None
 
 
 def cut_partial_line(path: str | Path) -> int:

@@ -13,7 +13,8 @@ SCRIPTS = sorted(p.stem for p in (REPO / "benchmarks").glob("*.py") if p.stem no
 
 
 def test_every_script_is_listed():
-    assert SCRIPTS == ["call_probe", "copy_calibration", "fleet_bench", "norm_launch_knobs", "overhead"]
+    assert SCRIPTS == ["aa_check", "call_probe", "copy_calibration", "dashboard_scale", "fleet_bench",
+                       "norm_launch_knobs", "overhead"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)

@@ -242,7 +242,8 @@ def test_the_launch_table_by_architecture_name():
     from kernels.arch import arch_launch, for_arch, row_num_warps
 
     assert for_arch("gfx950").warp_size == 64 and for_arch("gfx1201").warp_size == 32
-    assert [for_arch("gfx950").warps_for(b) for b in (512, 2048, 8192)] == [4, 8, 16]
+    assert [for_arch("gfx950").warps_for(b) for b in (512, 2048, 8192)] == [2, 4, 8]
+    assert all(for_arch("gfx950").warps_for(b) * 2 == for_arch("generic").warps_for(b) for b in (512, 2048, 8192))
     assert for_arch("sm_90").warps_for(512) == 2 and for_arch("sm_90").norm_warps == ((2048, 4),)
     assert for_arch("nosuch") is arch_launch(torch.device("cpu")) and for_arch("nosuch").arch == "generic"
     assert row_num_warps(2048) == for_arch("generic").warps_for(2048)

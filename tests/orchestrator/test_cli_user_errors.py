@@ -61,8 +61,8 @@ def test_a_store_path_that_is_a_directory_or_a_text_file(tmp_path, cmd):
     folder.mkdir()
     text_file = tmp_path / "notes.db"
     text_file.write_text("these are not the tables you are looking for\n" * 20)
-    one_line_error(run("orchestrator", *cmd, "--url", f"sqlite:///{folder}"), "store:", "directory")
-    one_line_error(run("orchestrator", *cmd, "--url", f"sqlite:///{text_file}"), "store:", "not a SQLite database")
+    one_line_error(run("orchestrator", *cmd, "--url", f"sqlite:///{folder}"), "store", "directory")
+    one_line_error(run("orchestrator", *cmd, "--url", f"sqlite:///{text_file}"), "store", "SQLite")
 
 
 @contextlib.contextmanager
@@ -95,7 +95,8 @@ def test_a_read_only_store_is_named_for_an_import(tmp_path, plan):
 
 def test_an_unknown_run_id(empty_store):
     one_line_error(run("orchestrator", "regressions", "999", "--url", empty_store), "no run 999", "runs")
-    one_line_error(run("orchestrator", "regressions", "--baseline", "998", "--url", empty_store), "no run 998")
+    one_line_error(run("orchestrator", "regressions", "--baseline", "998", "--url", empty_store), "baseline")
+    one_line_error(run("orchestrator", "regressions", "997", "--baseline", "998", "--url", empty_store), "no run 99")
     one_line_error(run("orchestrator", "report", "999", "--url", empty_store), "no run 999")
 
 

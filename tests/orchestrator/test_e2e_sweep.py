@@ -106,7 +106,7 @@ def test_tiny_sweep_end_to_end_on_cpu(tmp_path):
     p = _cli(["+sweep=ltx_e2e", *TINY], tmp_path, 600)
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
-    assert "1 jobs ({'ok': 1})" in out
+    assert "1 job: 1 ok" in out
 
     from sqlalchemy import create_engine, select
     from sqlalchemy.orm import Session

@@ -91,7 +91,7 @@ def test_a_second_sweep_while_the_first_runs_exits_2_and_no_job_runs_twice_on_sq
     if rc2 == 2:  # refused while the first ran, naming it
         assert f"run {run_id} of this plan is being run by pid {first.pid}" in " ".join(out2.split()), out2
     else:  # the first had finished all its jobs already: nothing left to run
-        assert rc2 == 0 and f"{jobs} done earlier, 0 to run" in out2, out2
+        assert rc2 == 0 and f"all {jobs} jobs have good results" in " ".join(out2.split()), out2
     attempts = _attempts(sqlite_url)
     assert all(n == 1 for _, _, n in attempts), f"a job ran twice in one run: {attempts}"
     assert len(attempts) == jobs and {r for r, _, _ in attempts} == {run_id}
@@ -108,7 +108,7 @@ def test_a_second_sweep_told_to_wait_runs_after_the_first_on_postgresql(pg_url):
     rc1, out1 = _finish(first)
     assert rc1 == 0 and rc2 == 0, out1 + out2
     said = " ".join(out2.split())
-    assert f"{jobs} done earlier, 0 to run" in said, said
-    assert f"waiting: run {run_id} of this plan is being run by pid {first.pid}" in said or "0 to run" in said
+    assert f"all {jobs} jobs have good results" in said, said
+    assert f"waiting: run {run_id} of this plan is being run by pid {first.pid}" in said or "nothing to run" in said
     attempts = _attempts(pg_url)
     assert all(n == 1 for _, _, n in attempts) and len(attempts) == jobs, attempts
