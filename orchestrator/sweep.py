@@ -316,7 +316,10 @@ def _run(cfg: dict, writer, url: str, cluster, specs: list[JobSpec], header: dic
                     return {**selector, f"{schedule.LABEL_NS}/gpu": spec.target}
                 return selector
 
-            console.print(f"fleet: {schedule.fleet_summary(cluster.nodes())}")
+            nodes = cluster.nodes()
+            writer.record_nodes({"node_id": n.node_id, "alive": n.alive, "labels": n.labels,  # the fleet page's
+                                 "resources": n.resources} for n in nodes)
+            console.print(f"fleet: {schedule.fleet_summary(nodes)}")
             with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                           TextColumn("{task.fields[state]}"), TimeElapsedColumn(), _EtaColumn(),
                           console=console, transient=False) as progress:

@@ -65,6 +65,9 @@ def test_smoke_sweep_runs_every_job_into_the_store(smoke_db):
     assert n == len(micro)
     # the summary table was printed
     assert "median µs" in out and "rmsnorm" in out and "adaln" in out
+    # the fleet the sweep ran on is in the store (the dashboard's fleet page)
+    (node,) = queries.nodes(f"sqlite:///{db}")
+    assert node["alive"] and node["resources"].get("CPU")
 
 
 def test_second_run_has_nothing_to_do(smoke_db):
