@@ -16,6 +16,7 @@ Prints, per implementation, over the GPU series of the A runs (CPU timings only 
 Exit 0 when the A runs raise no alert and (with --slowed) the rule confirms at least one regression, else 1; 2 on a
 usage error.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,48 +56,82 @@ def _alerts(report: dict) -> list[dict]:
     return [f for f in report["flags"] if f["status"] == CONFIRMED]
 
 
-def check(url: str, runs: list[int], slowed: list[int], metric: str = "time_us",
-          include_cpu: bool = False) -> dict:
+def check(url: str, runs: list[int], slowed: list[int], metric: str = "time_us", include_cpu: bool = False) -> dict:
     table = []
     for impl, values in sorted(spreads(url, runs, metric, include_cpu).items()):
         n = len(values)
-        table.append({"impl": impl, "series": n, "within_2pct": sum(v <= 0.02 for v in values) / n,
-                      "within_5pct": sum(v <= 0.05 for v in values) / n, "largest": max(values)})
+        table.append(
+            {
+                "impl": impl,
+                "series": n,
+                "within_2pct": sum(v <= 0.02 for v in values) / n,
+                "within_5pct": sum(v <= 0.05 for v in values) / n,
+                "largest": max(values),
+            }
+        )
     kw = dict(metric=metric, include_improvements=True, include_cpu=include_cpu)
     aa = {"A2 vs A1": queries.regression_report(url, runs[1], baseline_run_ids=runs[0], **kw)}
     if len(runs) >= 4:
         aa["A3 A4 vs A1 A2"] = queries.regression_report(url, runs[2:4], baseline_run_ids=runs[:2], **kw)
-    out = {"metric": metric, "runs": runs, "slowed_runs": slowed, "spread": table,
-           "aa": {name: {"series": r["series"], "alerts": _alerts(r),
-                         "unconfirmed": sum(f["status"] != CONFIRMED for f in r["flags"])} for name, r in aa.items()}}
+    out = {
+        "metric": metric,
+        "runs": runs,
+        "slowed_runs": slowed,
+        "spread": table,
+        "aa": {
+            name: {
+                "series": r["series"],
+                "alerts": _alerts(r),
+                "unconfirmed": sum(f["status"] != CONFIRMED for f in r["flags"]),
+            }
+            for name, r in aa.items()
+        },
+    }
     if slowed:
-        r = queries.regression_report(url, slowed, baseline_run_ids=runs[:len(slowed)], **kw)
-        out["slowed"] = {"series": r["series"], "confirmed": _alerts(r),
-                         "unconfirmed": sum(f["status"] != CONFIRMED for f in r["flags"])}
+        r = queries.regression_report(url, slowed, baseline_run_ids=runs[: len(slowed)], **kw)
+        out["slowed"] = {
+            "series": r["series"],
+            "confirmed": _alerts(r),
+            "unconfirmed": sum(f["status"] != CONFIRMED for f in r["flags"]),
+        }
     return out
 
 
 def markdown(result: dict) -> str:
-    lines = [f"A/A of runs {', '.join(map(str, result['runs']))} ({result['metric']}; series = kernel x shape x "
-             "dtype x device)", "", "| impl | series | within 2 % | within 5 % | largest spread |",
-             "|---|---:|---:|---:|---:|"]
+    lines = [
+        f"A/A of runs {', '.join(map(str, result['runs']))} ({result['metric']}; series = kernel x shape x "
+        "dtype x device)",
+        "",
+        "| impl | series | within 2 % | within 5 % | largest spread |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for row in result["spread"]:
-        lines.append(f"| {row['impl']} | {row['series']} | {row['within_2pct']:.0%} | {row['within_5pct']:.0%} | "
-                     f"{row['largest']:.1%} |")
+        lines.append(
+            f"| {row['impl']} | {row['series']} | {row['within_2pct']:.0%} | {row['within_5pct']:.0%} | "
+            f"{row['largest']:.1%} |"
+        )
     lines.append("")
     for name, r in result["aa"].items():
-        lines.append(f"- rule, {name}: {len(r['alerts'])} alert(s) of {r['series']} series "
-                     f"({r['unconfirmed']} unconfirmed candidate(s))")
+        lines.append(
+            f"- rule, {name}: {len(r['alerts'])} alert(s) of {r['series']} series "
+            f"({r['unconfirmed']} unconfirmed candidate(s))"
+        )
         for f in r["alerts"]:
-            lines.append(f"  - {f['kernel']} {f['impl']} {'x'.join(map(str, f['shape']))} {f['dtype']}: "
-                         f"{f['change']:+.1%} ({f['reason']})")
+            lines.append(
+                f"  - {f['kernel']} {f['impl']} {'x'.join(map(str, f['shape']))} {f['dtype']}: "
+                f"{f['change']:+.1%} ({f['reason']})"
+            )
     if "slowed" in result:
         s = result["slowed"]
-        lines.append(f"- rule, slowed runs {', '.join(map(str, result['slowed_runs']))}: {len(s['confirmed'])} "
-                     f"confirmed of {s['series']} series ({s['unconfirmed']} unconfirmed)")
+        lines.append(
+            f"- rule, slowed runs {', '.join(map(str, result['slowed_runs']))}: {len(s['confirmed'])} "
+            f"confirmed of {s['series']} series ({s['unconfirmed']} unconfirmed)"
+        )
         for f in s["confirmed"]:
-            lines.append(f"  - {f['kernel']} {f['impl']} {'x'.join(map(str, f['shape']))} {f['dtype']}: "
-                         f"{f['change']:+.1%} ({f['direction']}, {f['reason']})")
+            lines.append(
+                f"  - {f['kernel']} {f['impl']} {'x'.join(map(str, f['shape']))} {f['dtype']}: "
+                f"{f['change']:+.1%} ({f['direction']}, {f['reason']})"
+            )
     return "\n".join(lines) + "\n"
 
 

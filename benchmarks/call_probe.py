@@ -18,6 +18,7 @@ rmsnorm's sizes, the copy ceiling's own operation.  It backs the timing section 
 
     python -m benchmarks.call_probe [--case rmsnorm:2x1320x2048 ...] [--impls triton,compile] [--cold]
 """
+
 import argparse
 import statistics
 import sys
@@ -35,24 +36,33 @@ dev = torch.device("cuda")
 SPIN_CYCLES = 400_000  # ~200 µs at 1.98 GHz: longer than any enqueue below
 
 CASES = [
-    ("rmsnorm", [2, 1320, 2048]), ("rmsnorm", [1, 4096, 2048]), ("rmsnorm", [1, 8192, 2048]),
+    ("rmsnorm", [2, 1320, 2048]),
+    ("rmsnorm", [1, 4096, 2048]),
+    ("rmsnorm", [1, 8192, 2048]),
     ("rmsnorm", [2, 6336, 2048]),
-    ("adaln", [1, 4096, 2048]), ("adaln", [2, 1320, 2048]),
-    ("add_rms_norm_modulate", [1, 256, 2048]), ("add_rms_norm_modulate", [2, 1320, 2048]),
-    ("gated_residual", [1, 256, 2048]), ("gated_residual", [2, 1320, 2048]),
-    ("geglu", [2, 1024, 4096]), ("rope", [2, 1320, 2048]), ("rope_rotate_half", [1, 8192, 32, 64]),
+    ("adaln", [1, 4096, 2048]),
+    ("adaln", [2, 1320, 2048]),
+    ("add_rms_norm_modulate", [1, 256, 2048]),
+    ("add_rms_norm_modulate", [2, 1320, 2048]),
+    ("gated_residual", [1, 256, 2048]),
+    ("gated_residual", [2, 1320, 2048]),
+    ("geglu", [2, 1024, 4096]),
+    ("rope", [2, 1320, 2048]),
+    ("rope_rotate_half", [1, 8192, 32, 64]),
     ("adaln_layer_norm", [1, 4096, 3072]),
 ]
 IMPLS = ("triton", "compile")
 
 
-def cold_graph_time(fn: Callable[[], object], device: torch.device, *, calls: int = 10, replays: int = 15,
-                    flush_mode: str = "read") -> list[float]:
+def cold_graph_time(
+    fn: Callable[[], object], device: torch.device, *, calls: int = 10, replays: int = 15, flush_mode: str = "read"
+) -> list[float]:
     """Per-call microseconds of ``fn`` launch-free with the L2 flushed before every call.
 
     Two graphs are timed with workers.timing.graph_time: ``calls`` times (flush, ``fn``), and ``calls`` flushes
     alone, ``replays`` replays each; each sample is the pair's per-call time less the flush's.
     """
+
     def flushed() -> None:
         _flush(device, flush_mode)
         fn()
@@ -101,15 +111,25 @@ _NAMES_SHOWN = 0
 def kernel_us(fn, reps=30):
     """Median over calls of the summed device time of one call's kernels (flush and spin excluded), and their count."""
     from torch.profiler import ProfilerActivity, profile
+
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(reps):
             _flush(dev, "read")
             torch.cuda._sleep(SPIN_CYCLES // 4)
             fn()
         torch.cuda.synchronize()
-    evs = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
-                  and "reduce_kernel" not in e.name and "spin_kernel" not in e.name
-                  and "Memset" not in e.name and "Memcpy" not in e.name), key=lambda e: e.time_range.start)
+    evs = sorted(
+        (
+            e
+            for e in prof.events()
+            if e.device_type == torch.autograd.DeviceType.CUDA
+            and "reduce_kernel" not in e.name
+            and "spin_kernel" not in e.name
+            and "Memset" not in e.name
+            and "Memcpy" not in e.name
+        ),
+        key=lambda e: e.time_range.start,
+    )
     if not evs or len(evs) % reps:
         return float("nan"), f"{len(evs)}/{reps}"
     k = len(evs) // reps
@@ -117,15 +137,20 @@ def kernel_us(fn, reps=30):
     if _NAMES_SHOWN < 3:
         _NAMES_SHOWN += 1
         print("(kernels of one call: " + "; ".join(e.name[:80] for e in evs[:k]) + ")")
-    return statistics.median(sum(e.time_range.elapsed_us() for e in evs[j:j + k])
-                             for j in range(0, len(evs), k)), k
+    return statistics.median(sum(e.time_range.elapsed_us() for e in evs[j : j + k]) for j in range(0, len(evs), k)), k
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.call_probe", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--case", type=case, action="append", dest="cases", metavar="KERNEL:SHAPE",
-                    help="a registry kernel and shape, e.g. rmsnorm:2x1320x2048 (repeatable; default: 14 cases at "
-                         "LTX-Video's shapes)")
+    ap.add_argument(
+        "--case",
+        type=case,
+        action="append",
+        dest="cases",
+        metavar="KERNEL:SHAPE",
+        help="a registry kernel and shape, e.g. rmsnorm:2x1320x2048 (repeatable; default: 14 cases at "
+        "LTX-Video's shapes)",
+    )
     ap.add_argument("--impls", default=",".join(IMPLS), help="implementations, comma-separated (triton,compile)")
     ap.add_argument("--dtype", default="bf16", help="dtype of the inputs (bf16)")
     ap.add_argument("--cold", action="store_true", help="also time each call launch-free with the L2 flushed")
@@ -141,20 +166,24 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|")
     for name, fn in floor.items():
         cg = statistics.median(cold_graph_time(fn, dev)) if cold else float("nan")
-        print(f"| {name} | {statistics.median(bench(fn, dev)):.2f} | {spin_bench(fn):.2f} | {host_us(fn):.1f} "
-              f"| cold graph {cg:.2f} |")
+        print(
+            f"| {name} | {statistics.median(bench(fn, dev)):.2f} | {spin_bench(fn):.2f} | {host_us(fn):.1f} "
+            f"| cold graph {cg:.2f} |"
+        )
     sys.stdout.flush()
 
     print()
-    print("| kernel | shape | MB | impl | event µs | event+spin µs | host µs | kernel µs (profiler) | kernels/call "
-          "| graph µs | cold graph µs |")
+    print(
+        "| kernel | shape | MB | impl | event µs | event+spin µs | host µs | kernel µs (profiler) | kernels/call "
+        "| graph µs | cold graph µs |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     rows = []
     # the ceiling's own operation at these sizes: a bf16 copy moving the bytes of rmsnorm's [1, n, 2048]
     for n in (2640, 4096, 8192, 12672):
         src = torch.randn(n, 2048, device=dev).to(torch.bfloat16)
         dst = torch.empty_like(src)
-        fn = (lambda src=src, dst=dst: dst.copy_(src))
+        fn = lambda src=src, dst=dst: dst.copy_(src)
         ev, sp, ho = statistics.median(bench(fn, dev)), spin_bench(fn), host_us(fn)
         gr = statistics.median(graph_time(fn, dev))
         cg = statistics.median(cold_graph_time(fn, dev)) if cold else float("nan")
@@ -166,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         mb = entry.bytes_moved(tuple(shape), dtype) / 1e6
         for impl in impls:
             f = entry.impls[impl].make()
-            fn = (lambda f=f, inputs=inputs: f(**inputs))
+            fn = lambda f=f, inputs=inputs: f(**inputs)
             fn()
             torch.cuda.synchronize()
             ev = statistics.median(bench(fn, dev))
@@ -175,14 +204,18 @@ def main(argv: list[str] | None = None) -> int:
             gr = statistics.median(graph_time(fn, dev))
             cg = statistics.median(cold_graph_time(fn, dev)) if cold else float("nan")
             rows.append((kname, shape, mb, impl, ev, sp, ho, gr, cg, fn))
-            print(f"(timed {kname} {shape} {impl}: event {ev:.2f}, spin {sp:.2f}, host {ho:.1f}, graph {gr:.2f}, "
-                  f"cold graph {cg:.2f})")
+            print(
+                f"(timed {kname} {shape} {impl}: event {ev:.2f}, spin {sp:.2f}, host {ho:.1f}, graph {gr:.2f}, "
+                f"cold graph {cg:.2f})"
+            )
             sys.stdout.flush()
     # profiler last: once CUPTI is attached every later launch costs more host time
     for kname, shape, mb, impl, ev, sp, ho, gr, cg, fn in rows:
         ku, kc = kernel_us(fn)
-        print(f"| {kname} | {'x'.join(map(str, shape))} | {mb:.1f} | {impl} | {ev:.2f} | {sp:.2f} | {ho:.1f} "
-              f"| {ku:.2f} | {kc} | {gr:.2f} | {cg:.2f} |")
+        print(
+            f"| {kname} | {'x'.join(map(str, shape))} | {mb:.1f} | {impl} | {ev:.2f} | {sp:.2f} | {ho:.1f} "
+            f"| {ku:.2f} | {kc} | {gr:.2f} | {cg:.2f} |"
+        )
         sys.stdout.flush()
     return 0
 

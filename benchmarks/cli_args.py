@@ -1,4 +1,5 @@
 """Command-line value types shared by the benchmark scripts."""
+
 from __future__ import annotations
 
 import argparse

@@ -8,6 +8,7 @@ the "% of copy bandwidth" columns of docs/perf/kernels-h200.md.
 
     python -m benchmarks.copy_calibration [--mb 8.4 21.6 ...]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,13 @@ SIZES_MB = (8.4, 21.6, 33.6, 43.3, 67.1, 103.8, 201.3, 415.2, 1000.0)  # the ker
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.copy_calibration", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mb", type=float, nargs="+", default=list(SIZES_MB),
-                    help="megabytes moved per call (read + written), default: the kernel grid's sizes")
+    ap.add_argument(
+        "--mb",
+        type=float,
+        nargs="+",
+        default=list(SIZES_MB),
+        help="megabytes moved per call (read + written), default: the kernel grid's sizes",
+    )
     ap.add_argument("--rep-ms", type=float, default=50.0, help="timing budget per size for the per-call reading")
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
@@ -43,8 +49,11 @@ def main(argv: list[str] | None = None) -> int:
         t = statistics.median(bench(copy, dev, warmup_ms=5, rep_ms=args.rep_ms))
         k = statistics.median(kernel_time(copy, dev))
         nbytes = 4 * n
-        print(f"| {mb:.1f} | {t:.2f} | {100 * nbytes / (t * 1e3) / ceiling:.0f} % | {k:.2f} "
-              f"| {100 * nbytes / (k * 1e3) / ceiling:.0f} % |", flush=True)
+        print(
+            f"| {mb:.1f} | {t:.2f} | {100 * nbytes / (t * 1e3) / ceiling:.0f} % | {k:.2f} "
+            f"| {100 * nbytes / (k * 1e3) / ceiling:.0f} % |",
+            flush=True,
+        )
     return 0
 
 

@@ -9,6 +9,7 @@ with every implementation's time_us/kernel_time_us/graph_time_us (with ``--sampl
 kernel_gbs, speedup and correct: 40 measurements per job.  The values are random around a per-series level (with a
 step change in a few series, so trends show flags); they are NOT measurements of any kernel.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,20 +32,42 @@ from orchestrator.store.session import dispose_engines, normalize_url, sqlite_pa
 from orchestrator.store.writer import StoreWriter  # noqa: E402
 from workers.spec import DeviceInfo, JobResult, JobSpec, Measurement  # noqa: E402
 
-KERNELS = ("rmsnorm", "rope", "geglu", "adaln", "qk_norm_rope", "gated_residual", "add_rms_norm_modulate",
-           "gelu_tanh", "adaln_layer_norm", "rope_rotate_half")
+KERNELS = (
+    "rmsnorm",
+    "rope",
+    "geglu",
+    "adaln",
+    "qk_norm_rope",
+    "gated_residual",
+    "add_rms_norm_modulate",
+    "gelu_tanh",
+    "adaln_layer_norm",
+    "rope_rotate_half",
+)
 SHAPES = ([1, 1024, 2048], [2, 1320, 2048], [2, 4096, 3072], [4, 4096, 2048], [2, 6336, 2048])
 IMPLS = ("triton", "eager", "compile", "compile_max", "F.rms_norm")
-DEVICES = {"h200": ("nvidia", "NVIDIA H200", "sm_90", "cuda 13.0", 32, 4248.7),
-           "mi355x": ("amd", "AMD Instinct MI355X", "gfx950", "rocm 7.0.2", 64, 6100.0)}
+DEVICES = {
+    "h200": ("nvidia", "NVIDIA H200", "sm_90", "cuda 13.0", 32, 4248.7),
+    "mi355x": ("amd", "AMD Instinct MI355X", "gfx950", "rocm 7.0.2", 64, 6100.0),
+}
 PER_JOB = len(IMPLS) * 8
 
 
 def _device(gpu: str) -> dict:
     vendor, name, arch, runtime, warp, _ = DEVICES[gpu]
-    return DeviceInfo(vendor=vendor, name=name, arch=arch, warp_size=warp, compute_units=132,
-                      memory_bytes=141 * 2**30, driver="580.65", runtime=runtime, torch="2.11.0", triton="3.6.0",
-                      gpu_type=gpu).to_dict()
+    return DeviceInfo(
+        vendor=vendor,
+        name=name,
+        arch=arch,
+        warp_size=warp,
+        compute_units=132,
+        memory_bytes=141 * 2**30,
+        driver="580.65",
+        runtime=runtime,
+        torch="2.11.0",
+        triton="3.6.0",
+        gpu_type=gpu,
+    ).to_dict()
 
 
 def _measurements(rng: random.Random, level: dict[str, float], nbytes: float, samples: int) -> list[dict]:
@@ -52,16 +75,20 @@ def _measurements(rng: random.Random, level: dict[str, float], nbytes: float, sa
     eager = None
     for impl in IMPLS:
         base = level[impl]
-        reps = {m: [base * f * rng.lognormvariate(0, 0.03) for _ in range(samples)]
-                for m, f in (("time_us", 1.0), ("kernel_time_us", 0.9), ("graph_time_us", 0.85))}
+        reps = {
+            m: [base * f * rng.lognormvariate(0, 0.03) for _ in range(samples)]
+            for m, f in (("time_us", 1.0), ("kernel_time_us", 0.9), ("graph_time_us", 0.85))
+        }
         med = {m: statistics.median(v) for m, v in reps.items()}
         q = statistics.quantiles(reps["time_us"], n=4)
         eager = med["time_us"] if impl == "eager" else eager
         out += [Measurement(impl, m, med[m], "us", reps[m]).to_dict() for m in reps]
-        out += [Measurement(impl, "iqr_us", q[2] - q[0], "us").to_dict(),
-                Measurement(impl, "gbs", nbytes / med["time_us"] / 1e3, "GB/s").to_dict(),
-                Measurement(impl, "kernel_gbs", nbytes / med["kernel_time_us"] / 1e3, "GB/s").to_dict(),
-                Measurement(impl, "correct", 1.0, "").to_dict()]
+        out += [
+            Measurement(impl, "iqr_us", q[2] - q[0], "us").to_dict(),
+            Measurement(impl, "gbs", nbytes / med["time_us"] / 1e3, "GB/s").to_dict(),
+            Measurement(impl, "kernel_gbs", nbytes / med["kernel_time_us"] / 1e3, "GB/s").to_dict(),
+            Measurement(impl, "correct", 1.0, "").to_dict(),
+        ]
     by_impl = {m["impl"]: m["value"] for m in out if m["metric"] == "time_us"}
     out += [Measurement(i, "speedup", by_impl["eager"] / by_impl[i], "x").to_dict() for i in IMPLS]
     return out
@@ -74,9 +101,13 @@ def fill(url: str, measurements: int, samples: int, seed: int = 0) -> dict:
     rng = random.Random(seed)
     jobs_per_run = len(KERNELS) * len(SHAPES) * len(DEVICES)
     runs = max(1, round(measurements / (jobs_per_run * PER_JOB)))
-    levels = {(k, tuple(s), g): {i: rng.uniform(5, 400) * (1.0 if i != "triton" else 0.3) for i in IMPLS}
-              for k in KERNELS for s in SHAPES for g in DEVICES}
-    steps = {key: rng.randrange(runs) for key in list(levels)[:: 7]}  # a 20 % step in some series
+    levels = {
+        (k, tuple(s), g): {i: rng.uniform(5, 400) * (1.0 if i != "triton" else 0.3) for i in IMPLS}
+        for k in KERNELS
+        for s in SHAPES
+        for g in DEVICES
+    }
+    steps = {key: rng.randrange(runs) for key in list(levels)[::7]}  # a 20 % step in some series
     t0 = time.perf_counter()
     start = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)
     written = 0
@@ -88,8 +119,16 @@ def fill(url: str, measurements: int, samples: int, seed: int = 0) -> dict:
             for k in KERNELS:
                 for s in SHAPES:
                     for g in DEVICES:
-                        spec = JobSpec(kind="micro", kernel=k, shape=list(s), dtype="bf16", impls=list(IMPLS),
-                                       target=g, params={"commit": commit}, sweep="synthetic")
+                        spec = JobSpec(
+                            kind="micro",
+                            kernel=k,
+                            shape=list(s),
+                            dtype="bf16",
+                            impls=list(IMPLS),
+                            target=g,
+                            params={"commit": commit},
+                            sweep="synthetic",
+                        )
                         spec.key = hashlib.sha256(json.dumps(spec.content(), sort_keys=True).encode()).hexdigest()[:20]
                         specs.append((spec, g))
             w.add_jobs(run_id, [s.to_dict() for s, _ in specs])
@@ -101,9 +140,17 @@ def fill(url: str, measurements: int, samples: int, seed: int = 0) -> dict:
                     level = {i: v * 1.2 for i, v in level.items()}
                 nbytes = 2.0 * spec.shape[0] * spec.shape[1] * spec.shape[2] * 2
                 ms = _measurements(rng, level, nbytes, samples)
-                res = JobResult(key=spec.key, status="ok", measurements=[Measurement.from_dict(m) for m in ms],
-                                device=DeviceInfo.from_dict(_device(g)), node_id=f"node-{g}", started_at=when,
-                                duration_s=1.0, attempt=1, details={}).to_dict()
+                res = JobResult(
+                    key=spec.key,
+                    status="ok",
+                    measurements=[Measurement.from_dict(m) for m in ms],
+                    device=DeviceInfo.from_dict(_device(g)),
+                    node_id=f"node-{g}",
+                    started_at=when,
+                    duration_s=1.0,
+                    attempt=1,
+                    details={},
+                ).to_dict()
                 w.record_result(run_id, res)
                 written += len(ms)
             for g, (*_, bw) in DEVICES.items():
@@ -124,9 +171,13 @@ def store_bytes(url: str) -> int:
 
     engine = create_engine(normalize_url(url))
     with engine.connect() as c:
-        size = c.execute(text("SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN "
-                              "pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND "
-                              "c.relkind = 'r'")).scalar()
+        size = c.execute(
+            text(
+                "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN "
+                "pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND "
+                "c.relkind = 'r'"
+            )
+        ).scalar()
     engine.dispose()
     return int(size)
 
@@ -146,19 +197,34 @@ def time_store(url: str, repeats: int, browser: bool) -> dict:
     engine = queries.open_read_only(url)
     out: dict = {"counts": queries.store_counts(engine), "bytes": store_bytes(url)}
     k, s = KERNELS[0], "x".join(map(str, SHAPES[0]))
-    views = {"/": {}, "/trends": {"kernel": k, "shape": s}, "/bandwidth": {"kernel": k}, "/e2e": {},
-             "/profiles": {}, "/runs": {}}
+    views = {
+        "/": {},
+        "/trends": {"kernel": k, "shape": s},
+        "/bandwidth": {"kernel": k},
+        "/e2e": {},
+        "/profiles": {},
+        "/runs": {},
+    }
     out["page_s"] = {p: _best(lambda p=p, v=v: pages.build(engine, p, v, url), repeats) for p, v in views.items()}
-    out["one_series_s"] = _best(lambda: queries.trend_points(engine, k, shape=s, dtype="bf16", impl="triton",
-                                                             gpu_type="h200"), repeats)
-    out["one_series_page_s"] = _best(lambda: pages.build(engine, "/trends", {
-        "kernel": k, "shape": s, "dtype": "bf16", "impl": "triton", "gpu_type": "h200"}, url), repeats)
+    out["one_series_s"] = _best(
+        lambda: queries.trend_points(engine, k, shape=s, dtype="bf16", impl="triton", gpu_type="h200"), repeats
+    )
+    out["one_series_page_s"] = _best(
+        lambda: pages.build(
+            engine, "/trends", {"kernel": k, "shape": s, "dtype": "bf16", "impl": "triton", "gpu_type": "h200"}, url
+        ),
+        repeats,
+    )
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / "all.csv"
         t = time.perf_counter()
-        n = subprocess.run([sys.executable, "-m", "orchestrator", "export", "--url", url, "--format", "csv",
-                            "--out", str(target)], check=True, capture_output=True, text=True,
-                           cwd=Path(__file__).resolve().parents[1]).stderr
+        n = subprocess.run(
+            [sys.executable, "-m", "orchestrator", "export", "--url", url, "--format", "csv", "--out", str(target)],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parents[1],
+        ).stderr
         out["export_csv_s"] = time.perf_counter() - t
         out["export_note"] = n.strip()
         out["export_rows_per_s"] = out["counts"]["measurements"] / out["export_csv_s"]
@@ -184,18 +250,34 @@ def _browser_times(url: str, views: dict, repeats: int) -> dict:
         port = so.getsockname()[1]
     repo = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=str(repo))
-    server = subprocess.Popen([sys.executable, "-m", "dashboard", "--db", url, "--port", str(port)], cwd=repo,
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "dashboard", "--db", url, "--port", str(port)],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     opts = webdriver.ChromeOptions()
     opts.binary_location = shutil.which("chromium")
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={tempfile.mkdtemp()}", "--window-size=1280,900"):
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tempfile.mkdtemp()}",
+        "--window-size=1280,900",
+    ):
         opts.add_argument(flag)
     driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
-    idle = ("return document.querySelector('#page h2') !== null && "
-            "document.querySelector('[data-dash-is-loading=\"true\"]') === null")
+    idle = (
+        "return document.querySelector('#page h2') !== null && "
+        "document.querySelector('[data-dash-is-loading=\"true\"]') === null"
+    )
     try:
         for _ in range(200):
             try:
@@ -223,8 +305,11 @@ def _browser_times(url: str, views: dict, repeats: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.dashboard_scale", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.dashboard_scale",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     f = sub.add_parser("fill")
     f.add_argument("--url", required=True)

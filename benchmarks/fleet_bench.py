@@ -15,6 +15,7 @@ overhead, not a kernel.  Three figures:
 3. a 200-job sweep on 3 nodes undisturbed, and with one node killed (remove_node, not graceful) when half the
    results are in: wall time, jobs stored (each once: execute drops re-delivered results), jobs lost.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,15 +49,24 @@ def _job(i: int, kind: str = "correctness", rep_ms: float = 0.0, tag: str = "j")
     params = {"timeout_s": 300, "seed": 1}
     if kind == "micro":
         params.update(warmup_ms=1, rep_ms=rep_ms, rounds=1, graph=False)
-    return JobSpec(kind=kind, kernel="noop", shape=[4096], dtype="fp32", impls=["boom", "eager"], target=TYPE,
-                   key=f"{tag}-{i}", params=params)
+    return JobSpec(
+        kind=kind,
+        kernel="noop",
+        shape=[4096],
+        dtype="fp32",
+        impls=["boom", "eager"],
+        target=TYPE,
+        key=f"{tag}-{i}",
+        params=params,
+    )
 
 
 def _add(cluster):
     from orchestrator.schedule import NODE_RESOURCE
 
-    return cluster.add_node(num_cpus=1, num_gpus=1, labels={GPU: TYPE, "kernelfleet.io/vendor": "amd"},
-                            resources={NODE_RESOURCE: 1})
+    return cluster.add_node(
+        num_cpus=1, num_gpus=1, labels={GPU: TYPE, "kernelfleet.io/vendor": "amd"}, resources={NODE_RESOURCE: 1}
+    )
 
 
 class _Fleet:
@@ -86,8 +96,15 @@ def _execute(specs, on_result=None, on_tick=None, batch_size: int = 32):
             on_result(r)
 
     t0 = time.monotonic()
-    schedule.execute(schedule.RayCluster(), specs, lambda s: {GPU: TYPE}, got,
-                     lambda s, why: lost.append((s.key, why)), batch_size=batch_size, on_tick=on_tick)
+    schedule.execute(
+        schedule.RayCluster(),
+        specs,
+        lambda s: {GPU: TYPE},
+        got,
+        lambda s, why: lost.append((s.key, why)),
+        batch_size=batch_size,
+        on_tick=on_tick,
+    )
     return time.monotonic() - t0, results, lost
 
 
@@ -112,8 +129,13 @@ def bench_join(joins: int) -> dict:
             results_seen.append(r)
             if state["node"] is not None and r.node_id == state["node"]:
                 (t_wall, t_mono) = state["added"]
-                samples.append({"registered_s": state["registered"], "first_job_start_s": r.started_at - t_wall,
-                                "first_result_s": time.monotonic() - t_mono})
+                samples.append(
+                    {
+                        "registered_s": state["registered"],
+                        "first_job_start_s": r.started_at - t_wall,
+                        "first_result_s": time.monotonic() - t_mono,
+                    }
+                )
                 state.update(node=None)
 
         # Enough 1-job batches, each a short micro job, that work stays queued until the last node has joined.
@@ -131,11 +153,19 @@ def bench_overhead(nodes: int, jobs: int) -> dict:
     finally:
         fleet.close()
     inside = [r.duration_s for r in results if r.duration_s is not None]
-    return {"nodes": nodes, "jobs": jobs, "results": len(results), "lost": len(lost),
-            "ok": sum(r.status == "ok" for r in results), "wall_s": wall, "wall_per_job_s": wall / jobs,
-            "in_sandbox_mean_s": statistics.fmean(inside), "in_sandbox_median_s": statistics.median(inside),
-            "in_sandbox_sum_s": sum(inside),
-            "overhead_per_job_s": (wall * nodes - sum(inside)) / jobs}
+    return {
+        "nodes": nodes,
+        "jobs": jobs,
+        "results": len(results),
+        "lost": len(lost),
+        "ok": sum(r.status == "ok" for r in results),
+        "wall_s": wall,
+        "wall_per_job_s": wall / jobs,
+        "in_sandbox_mean_s": statistics.fmean(inside),
+        "in_sandbox_median_s": statistics.median(inside),
+        "in_sandbox_sum_s": sum(inside),
+        "overhead_per_job_s": (wall * nodes - sum(inside)) / jobs,
+    }
 
 
 def bench_kill(jobs: int, kill: bool) -> dict:
@@ -159,13 +189,21 @@ def bench_kill(jobs: int, kill: bool) -> dict:
                 fleet.cluster.remove_node(victim, allow_graceful=False)
                 killed.update(at_s=time.monotonic() - t0, node=victim.node_id)
 
-        wall, results, lost = _execute([_job(i, tag=f"kill{int(kill)}") for i in range(jobs)], on_result=on_result,
-                                       on_tick=on_tick)
+        wall, results, lost = _execute(
+            [_job(i, tag=f"kill{int(kill)}") for i in range(jobs)], on_result=on_result, on_tick=on_tick
+        )
     finally:
         fleet.close()
-    return {"killed": kill, "jobs": jobs, "wall_s": wall, "results": len(results),
-            "unique_results": len({r.key for r in results}), "lost": len(lost),
-            "ok": sum(r.status == "ok" for r in results), "killed_at_s": killed["at_s"]}
+    return {
+        "killed": kill,
+        "jobs": jobs,
+        "wall_s": wall,
+        "results": len(results),
+        "unique_results": len({r.key for r in results}),
+        "lost": len(lost),
+        "ok": sum(r.status == "ok" for r in results),
+        "killed_at_s": killed["at_s"],
+    }
 
 
 def _commit() -> str:
@@ -193,8 +231,10 @@ def _machine() -> str:
         pass
     import ray
 
-    return (f"{platform.node()}: {os.cpu_count()} cores ({cpu}){mem}, {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}, Ray {ray.__version__}, no GPU (logical GPUs)")
+    return (
+        f"{platform.node()}: {os.cpu_count()} cores ({cpu}){mem}, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}, Ray {ray.__version__}, no GPU (logical GPUs)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -207,23 +247,34 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="also write every number to this file")
     args = ap.parse_args(argv)
     _env_setup()
-    out = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": _machine(),
-           "command": "python -m benchmarks.fleet_bench " + " ".join(argv if argv is not None else sys.argv[1:]),
-           "commit": _commit(), "loadavg_start": os.getloadavg()}
+    out = {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": _machine(),
+        "command": "python -m benchmarks.fleet_bench " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "commit": _commit(),
+        "loadavg_start": os.getloadavg(),
+    }
     print(f"# fleet bench  {out['date']}\n# {out['machine']}\n# commit: {out['commit']}", flush=True)
 
     out["join"] = bench_join(args.joins)
     for s in out["join"]["joins"]:
-        print(f"join: registered {s['registered_s']:.2f} s, first job started {s['first_job_start_s']:.2f} s, "
-              f"first result {s['first_result_s']:.2f} s after add_node", flush=True)
+        print(
+            f"join: registered {s['registered_s']:.2f} s, first job started {s['first_job_start_s']:.2f} s, "
+            f"first result {s['first_result_s']:.2f} s after add_node",
+            flush=True,
+        )
 
     out["overhead"] = []
     for n in [int(x) for x in args.nodes.split(",")]:
         o = bench_overhead(n, args.overhead_jobs)
         out["overhead"].append(o)
-        print(f"overhead: {n} node(s), {o['jobs']} jobs: wall {o['wall_s']:.1f} s ({o['wall_per_job_s'] * 1e3:.0f} "
-              f"ms/job), in sandbox {o['in_sandbox_mean_s'] * 1e3:.1f} ms/job (median {o['in_sandbox_median_s'] * 1e3:.1f}), overhead "
-              f"{o['overhead_per_job_s'] * 1e3:.0f} node-ms/job; ok {o['ok']}/{o['jobs']}", flush=True)
+        print(
+            f"overhead: {n} node(s), {o['jobs']} jobs: wall {o['wall_s']:.1f} s ({o['wall_per_job_s'] * 1e3:.0f} "
+            f"ms/job), in sandbox {o['in_sandbox_mean_s'] * 1e3:.1f} ms/job "
+            f"(median {o['in_sandbox_median_s'] * 1e3:.1f}), overhead "
+            f"{o['overhead_per_job_s'] * 1e3:.0f} node-ms/job; ok {o['ok']}/{o['jobs']}",
+            flush=True,
+        )
 
     out["kill"] = []
     for rep in range(args.repeats):
@@ -231,9 +282,12 @@ def main(argv: list[str] | None = None) -> int:
             k = bench_kill(args.kill_jobs, kill)
             k["repeat"] = rep
             out["kill"].append(k)
-            print(f"kill sweep ({'node killed at %.1f s' % k['killed_at_s'] if kill else 'undisturbed'}): "
-                  f"wall {k['wall_s']:.1f} s, {k['unique_results']}/{k['jobs']} stored once "
-                  f"({k['results']} results), lost {k['lost']}", flush=True)
+            print(
+                f"kill sweep ({'node killed at %.1f s' % k['killed_at_s'] if kill else 'undisturbed'}): "
+                f"wall {k['wall_s']:.1f} s, {k['unique_results']}/{k['jobs']} stored once "
+                f"({k['results']} results), lost {k['lost']}",
+                flush=True,
+            )
     out["loadavg_end"] = os.getloadavg()
     print(f"# load average (1, 5, 15 min) at start {out['loadavg_start']}, at end {out['loadavg_end']}")
     if args.json:

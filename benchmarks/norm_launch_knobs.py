@@ -7,6 +7,7 @@ docs/perf/kernels-h200.md.
 
     python -m benchmarks.norm_launch_knobs [--kernels rmsnorm adaln] [--shapes 2x1320x2048 ...] [--configs 1x4 ...]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,11 +32,13 @@ def _calls(kname: str, inp: dict, configs: list[tuple[int, int]]) -> dict:
     for r, w in configs:
         out = torch.empty_like(inp["x"])
         if kname == "rmsnorm":
-            fns[(r, w)] = lambda r=r, w=w, out=out: rms_norm_into(out, inp["x"], inp["weight"], inp["eps"],
-                                                                   numerics="diffusers", _config=(r, w))
+            fns[(r, w)] = lambda r=r, w=w, out=out: rms_norm_into(
+                out, inp["x"], inp["weight"], inp["eps"], numerics="diffusers", _config=(r, w)
+            )
         else:
-            fns[(r, w)] = lambda r=r, w=w, out=out: adaln_rms_into(out, inp["x"], inp["scale"], inp["shift"],
-                                                                    None, inp["eps"], _config=(r, w))
+            fns[(r, w)] = lambda r=r, w=w, out=out: adaln_rms_into(
+                out, inp["x"], inp["scale"], inp["shift"], None, inp["eps"], _config=(r, w)
+            )
     return fns
 
 

@@ -5,6 +5,7 @@ The store: --db, else $KERNELFLEET_DB, else the default SQLite file (the same as
 read-only: nothing is written, no migration runs.  Exit 2 (one line on stderr) when the store cannot be opened or
 is on another schema revision (`python -m orchestrator db upgrade` brings it up to date).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,9 @@ LOOPBACK = "127.0.0.1"
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m dashboard", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m dashboard", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--db", help="store URL or SQLite path (default: $KERNELFLEET_DB, else the default SQLite file)")
     ap.add_argument("--host", default=LOOPBACK, help=f"address to bind (default {LOOPBACK}: this machine only)")
     ap.add_argument("--port", type=int, default=8050, help="port (default 8050)")
@@ -74,14 +76,19 @@ def main(argv: list[str] | None = None) -> int:
 
     app = create_app(engine, url)
     import scipy.stats  # noqa: F401  the regression rule's test, loaded now rather than by the first trend page
+
     if not _is_loopback(args.host):
         print("!" * 78, file=sys.stderr)
-        print(f"WARNING: the dashboard binds {args.host}: anyone who can reach this machine on port {args.port} "
-              "can read every result in the store (no authentication). Use --host 127.0.0.1 unless you mean it.",
-              file=sys.stderr)
+        print(
+            f"WARNING: the dashboard binds {args.host}: anyone who can reach this machine on port {args.port} "
+            "can read every result in the store (no authentication). Use --host 127.0.0.1 unless you mean it.",
+            file=sys.stderr,
+        )
         print("!" * 78, file=sys.stderr)
-    print(f"kernelfleet dashboard of {queries.display_store_url(url)} (read-only) on http://{args.host}:{args.port}/",
-          flush=True)
+    print(
+        f"kernelfleet dashboard of {queries.display_store_url(url)} (read-only) on http://{args.host}:{args.port}/",
+        flush=True,
+    )
     app.run(host=args.host, port=args.port, debug=args.debug, use_reloader=False)
     return 0
 

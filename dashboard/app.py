@@ -1,6 +1,7 @@
 """The Dash app: a page per URL path, its filters in the URL's query string, tables sortable, each table's CSV
 at /csv/PAGE/TABLE?<the page's query string>, stored artifacts at /artifact/ID.  Every request reads the store
 again, so new runs appear without a restart."""
+
 from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode
@@ -13,8 +14,13 @@ from dashboard import pages
 from dashboard.view import PageView, Table, to_csv
 from orchestrator.store import queries
 
-NAV_STYLE = {"display": "flex", "gap": "18px", "padding": "10px 16px", "background": "#20262e",
-             "fontFamily": "sans-serif"}
+NAV_STYLE = {
+    "display": "flex",
+    "gap": "18px",
+    "padding": "10px 16px",
+    "background": "#20262e",
+    "fontFamily": "sans-serif",
+}
 LINK_STYLE = {"color": "#e8eef5", "textDecoration": "none"}
 PAGE_STYLE = {"padding": "8px 16px", "fontFamily": "sans-serif", "fontSize": "14px"}
 
@@ -30,29 +36,41 @@ def search_of(params: dict[str, str]) -> str:
 def create_app(src, url: str) -> Dash:
     """The app reading ``src`` (a read-only engine from queries.open_read_only); ``url`` names the store."""
     app = Dash(__name__, title="kernelfleet", suppress_callback_exceptions=True, update_title=None)
-    nav = html.Nav([html.B("kernelfleet", style={"color": "#fff"})]
-                   + [dcc.Link(label, href=path, style=LINK_STYLE, id=f"nav-{name}")
-                      for path, (name, label, _) in pages.PAGES.items()]
-                   + [html.Span(queries.display_store_url(url), style={"color": "#9aa", "marginLeft": "auto"})],
-                   style=NAV_STYLE)
-    app.layout = html.Div([dcc.Location(id="url", refresh="callback-nav"), nav,
-                           html.Div(id="page", style=PAGE_STYLE)])
+    nav = html.Nav(
+        [html.B("kernelfleet", style={"color": "#fff"})]
+        + [
+            dcc.Link(label, href=path, style=LINK_STYLE, id=f"nav-{name}")
+            for path, (name, label, _) in pages.PAGES.items()
+        ]
+        + [html.Span(queries.display_store_url(url), style={"color": "#9aa", "marginLeft": "auto"})],
+        style=NAV_STYLE,
+    )
+    app.layout = html.Div([dcc.Location(id="url", refresh="callback-nav"), nav, html.Div(id="page", style=PAGE_STYLE)])
 
     @app.callback(Output("page", "children"), Input("url", "pathname"), Input("url", "search"))
     def render(pathname, search):
         return render_view(pages.build(src, pathname or "/", params_of(search), url), url, pathname or "/")
 
-    @app.callback(Output("url", "search"), Input({"type": "filter", "name": ALL}, "value"),
-                  State({"type": "filter", "name": ALL}, "id"), State("url", "search"), prevent_initial_call=True)
+    @app.callback(
+        Output("url", "search"),
+        Input({"type": "filter", "name": ALL}, "value"),
+        State({"type": "filter", "name": ALL}, "id"),
+        State("url", "search"),
+        prevent_initial_call=True,
+    )
     def on_filter(values, ids, search):
         wanted = search_of({i["name"]: v or "" for i, v in zip(ids, values)})
         if not ids or wanted == (search or ""):
             raise PreventUpdate
         return wanted
 
-    @app.callback(Output("url", "href"), Input("overview-heatmap", "clickData"),
-                  State({"type": "filter", "name": ALL}, "value"), State({"type": "filter", "name": ALL}, "id"),
-                  prevent_initial_call=True)
+    @app.callback(
+        Output("url", "href"),
+        Input("overview-heatmap", "clickData"),
+        State({"type": "filter", "name": ALL}, "value"),
+        State({"type": "filter", "name": ALL}, "id"),
+        prevent_initial_call=True,
+    )
     def on_cell(click, values, ids):
         if not click or not click.get("points"):
             raise PreventUpdate
@@ -72,8 +90,9 @@ def create_app(src, url: str) -> Dash:
             t = view.table(table)
         except KeyError:
             abort(404)
-        return Response(to_csv(t), mimetype="text/csv",
-                        headers={"Content-Disposition": f"attachment; filename={page}-{table}.csv"})
+        return Response(
+            to_csv(t), mimetype="text/csv", headers={"Content-Disposition": f"attachment; filename={page}-{table}.csv"}
+        )
 
     @app.server.route("/artifact/<int:artifact_id>")
     def artifact(artifact_id: int):
@@ -83,8 +102,11 @@ def create_app(src, url: str) -> Dash:
             abort(404)
         if data is None:
             abort(404)
-        return Response(data, mimetype="application/octet-stream",
-                        headers={"Content-Disposition": f"attachment; filename=artifact-{artifact_id}"})
+        return Response(
+            data,
+            mimetype="application/octet-stream",
+            headers={"Content-Disposition": f"attachment; filename=artifact-{artifact_id}"},
+        )
 
     return app
 
@@ -92,18 +114,38 @@ def create_app(src, url: str) -> Dash:
 def render_view(view: PageView, url: str, pathname: str) -> list:
     children: list = [html.H2(view.title)]
     if view.empty:
-        children.append(html.Div([
-            html.P("The store holds no results yet. Fill it with:"),
-            html.Pre(view.empty, id="fill-command", style={"background": "#f3f3f3", "padding": "8px"})],
-            id="empty-store"))
+        children.append(
+            html.Div(
+                [
+                    html.P("The store holds no results yet. Fill it with:"),
+                    html.Pre(view.empty, id="fill-command", style={"background": "#f3f3f3", "padding": "8px"}),
+                ],
+                id="empty-store",
+            )
+        )
         return children
     if view.filters:
-        children.append(html.Div([
-            html.Label([html.Span(f.label, style={"display": "block", "fontSize": "12px", "color": "#555"}),
-                        dcc.Dropdown(id={"type": "filter", "name": f.name}, value=f.value, clearable=False,
-                                     options=[{"value": v, "label": lab} for v, lab in f.options],
-                                     style={"minWidth": "180px"})], id=f"filter-{f.name}")
-            for f in view.filters], style={"display": "flex", "flexWrap": "wrap", "gap": "12px"}))
+        children.append(
+            html.Div(
+                [
+                    html.Label(
+                        [
+                            html.Span(f.label, style={"display": "block", "fontSize": "12px", "color": "#555"}),
+                            dcc.Dropdown(
+                                id={"type": "filter", "name": f.name},
+                                value=f.value,
+                                clearable=False,
+                                options=[{"value": v, "label": lab} for v, lab in f.options],
+                                style={"minWidth": "180px"},
+                            ),
+                        ],
+                        id=f"filter-{f.name}",
+                    )
+                    for f in view.filters
+                ],
+                style={"display": "flex", "flexWrap": "wrap", "gap": "12px"},
+            )
+        )
     for note in view.notes:
         children.append(html.P(note, className="note", style={"color": "#444"}))
     for fig in view.figures:
@@ -118,13 +160,33 @@ def _table(page: str, t: Table, query: str):
     columns = [{"name": c, "id": c, **({"presentation": "markdown"} if c in t.links else {})} for c in t.columns]
     data = t.rows
     if t.links:
-        data = [{**r, **{c: f"[{r[c]}]({tpl.format(value=r[c])})" for c, tpl in t.links.items()
-                         if r.get(c) is not None}} for r in t.rows]
-    return html.Div([
-        html.H4([t.title, " ", html.A("CSV", href=f"/csv/{page}/{t.name}{query}", id=f"csv-{t.name}",
-                                        style={"fontSize": "12px"})]),
-        dash_table.DataTable(id=f"table-{t.name}", columns=columns, data=data, sort_action="native",
-                             page_size=25, style_table={"overflowX": "auto"},
-                             style_cell={"fontSize": "12px", "maxWidth": "420px", "overflow": "hidden",
-                                         "textOverflow": "ellipsis", "textAlign": "left"}),
-    ])
+        data = [
+            {**r, **{c: f"[{r[c]}]({tpl.format(value=r[c])})" for c, tpl in t.links.items() if r.get(c) is not None}}
+            for r in t.rows
+        ]
+    return html.Div(
+        [
+            html.H4(
+                [
+                    t.title,
+                    " ",
+                    html.A("CSV", href=f"/csv/{page}/{t.name}{query}", id=f"csv-{t.name}", style={"fontSize": "12px"}),
+                ]
+            ),
+            dash_table.DataTable(
+                id=f"table-{t.name}",
+                columns=columns,
+                data=data,
+                sort_action="native",
+                page_size=25,
+                style_table={"overflowX": "auto"},
+                style_cell={
+                    "fontSize": "12px",
+                    "maxWidth": "420px",
+                    "overflow": "hidden",
+                    "textOverflow": "ellipsis",
+                    "textAlign": "left",
+                },
+            ),
+        ]
+    )

@@ -1,6 +1,7 @@
 """The one place the dashboard looks up metric names, units and directions: the catalogue of workers/metrics.py
 (through the store's query module), with the labels the pages show.
 """
+
 from __future__ import annotations
 
 from orchestrator.store import queries
@@ -19,11 +20,22 @@ BASELINE_IMPL = queries.BASELINE_IMPL
 _SHOWN_UNITS = {"us": "µs", "x": "×", "count": "", "kernels": ""}  # the catalogue's units as the pages print them
 
 # e2e metrics shown on the end-to-end page, with their labels
-E2E_SHOWN = {"ms_per_step": "ms per step", "rel_err_vs_eager": "latents: rel. error vs eager",
-             "peak_mem_gb": "peak memory (GB)", "sm_clock_mhz": "SM clock (MHz)", "power_w": "power (W)"}
+E2E_SHOWN = {
+    "ms_per_step": "ms per step",
+    "rel_err_vs_eager": "latents: rel. error vs eager",
+    "peak_mem_gb": "peak memory (GB)",
+    "sm_clock_mhz": "SM clock (MHz)",
+    "power_w": "power (W)",
+}
 # the kernel classes of an e2e profile (workers.e2e_profile.kernel_class), in stacking order, and their labels
-KERNEL_CLASSES = {"kernelfleet": "ours", "gemm": "GEMM", "attention": "attention", "inductor": "inductor",
-                  "elementwise": "PyTorch elementwise", "other": "other"}
+KERNEL_CLASSES = {
+    "kernelfleet": "ours",
+    "gemm": "GEMM",
+    "attention": "attention",
+    "inductor": "inductor",
+    "elementwise": "PyTorch elementwise",
+    "other": "other",
+}
 IDLE = "idle"
 
 

@@ -1,5 +1,6 @@
 """``python -m dashboard build --out DIR``: every page, with its default filters, as one self-contained HTML file
 (Plotly's JavaScript embedded, tables sortable by a click on a header, each table's CSV as a data: link)."""
+
 from __future__ import annotations
 
 import base64
@@ -35,34 +36,41 @@ def file_of(name: str) -> str:
 
 
 def render(view: PageView, url: str) -> str:
-    nav = "".join(f'<a href="{file_of(name)}">{html.escape(label)}</a>'
-                  for _, (name, label, _) in pages.PAGES.items())
+    nav = "".join(f'<a href="{file_of(name)}">{html.escape(label)}</a>' for _, (name, label, _) in pages.PAGES.items())
     body = [f"<h2>{html.escape(view.title)}</h2>"]
     if view.empty:
         body.append(f"<p>The store holds no results yet. Fill it with:</p><pre>{html.escape(view.empty)}</pre>")
     else:
         if view.params:
-            body.append("<p>filters: " + html.escape(", ".join(f"{k}={v or 'all'}" for k, v in view.params.items()))
-                        + "</p>")
+            body.append(
+                "<p>filters: " + html.escape(", ".join(f"{k}={v or 'all'}" for k, v in view.params.items())) + "</p>"
+            )
         body += [f"<p>{html.escape(n)}</p>" for n in view.notes]
         first = True
         for fig in view.figures:
-            body.append(fig.figure.to_html(full_html=False, include_plotlyjs=True if first else False,
-                                           div_id=fig.name))
+            body.append(fig.figure.to_html(full_html=False, include_plotlyjs=True if first else False, div_id=fig.name))
             first = False
         body += [_table(view.page, t) for t in view.tables]
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>kernelfleet · {html.escape(view.title)}"
-            f"</title>{_STYLE}</head><body><nav>{nav}</nav><main>{''.join(body)}</main>{_SORT_JS}</body></html>")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>kernelfleet · {html.escape(view.title)}"
+        f"</title>{_STYLE}</head><body><nav>{nav}</nav><main>{''.join(body)}</main>{_SORT_JS}</body></html>"
+    )
 
 
 def _table(page: str, t: Table) -> str:
     data = base64.b64encode(to_csv(t).encode()).decode()
     head = "".join(f"<th>{html.escape(c)}</th>" for c in t.columns)
-    rows = "".join("<tr>" + "".join(f"<td>{'' if r.get(c) is None else html.escape(str(r.get(c)))}</td>"
-                                    for c in t.columns) + "</tr>" for r in t.rows)
-    return (f"<h4>{html.escape(t.title)} <a download='{page}-{t.name}.csv' href='data:text/csv;base64,{data}'>CSV"
-            f"</a></h4><table class='sortable' id='table-{t.name}'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{rows}</tbody></table>")
+    rows = "".join(
+        "<tr>"
+        + "".join(f"<td>{'' if r.get(c) is None else html.escape(str(r.get(c)))}</td>" for c in t.columns)
+        + "</tr>"
+        for r in t.rows
+    )
+    return (
+        f"<h4>{html.escape(t.title)} <a download='{page}-{t.name}.csv' href='data:text/csv;base64,{data}'>CSV"
+        f"</a></h4><table class='sortable' id='table-{t.name}'><thead><tr>{head}</tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+    )
 
 
 def build_site(src, url: str, out: str | Path) -> list[Path]:

@@ -4,6 +4,7 @@ A page module builds a :class:`PageView` from the store and the page's URL param
 (:mod:`dashboard.app`) and the static build (:mod:`dashboard.static`) render the same view, and the CSV download of a
 table is that table's rows, so it holds exactly what the page shows.
 """
+
 from __future__ import annotations
 
 import csv
@@ -51,8 +52,14 @@ class PageView:
     tables: list[Table] = field(default_factory=list)
     empty: str | None = None  # set when the store holds nothing: the command that fills it
 
-    def add_table(self, name: str, title: str, columns: list[str], records: list[dict[str, Any]],
-                  links: dict[str, str] | None = None) -> Table:
+    def add_table(
+        self,
+        name: str,
+        title: str,
+        columns: list[str],
+        records: list[dict[str, Any]],
+        links: dict[str, str] | None = None,
+    ) -> Table:
         """Show ``records`` as a table of ``columns`` (cells as :func:`cell` writes them); returns it."""
         table = Table(name, title, columns, rows_of(records, columns), links or {})
         self.tables.append(table)

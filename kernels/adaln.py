@@ -10,6 +10,7 @@ tokens) or ``[B, S, C]`` (per token, as LTX's image-to-video pipelines give).  R
 norm rounds to ``x.dtype`` as the module does, then ``1 + scale``, the product and the sum each round, as the three
 separate eager ops do, so the result equals eager bit for bit up to the order of the fp32 row sum.
 """
+
 from typing import Optional
 
 import torch
@@ -36,13 +37,29 @@ def modulate(normed, scale, shift, CODE: tl.constexpr, INT_ROUND: tl.constexpr):
 
 @triton.jit
 def _adaln_kernel(
-    x_ptr, scale_ptr, shift_ptr, w_ptr, bias_ptr, out_ptr,
-    n_rows, seq, width,
-    sx_b, sx_s, sx_d,
-    sc_b, sc_s, sc_d,
-    sh_b, sh_s, sh_d,
-    so_b, so_s, so_d,
-    sw, sbias,
+    x_ptr,
+    scale_ptr,
+    shift_ptr,
+    w_ptr,
+    bias_ptr,
+    out_ptr,
+    n_rows,
+    seq,
+    width,
+    sx_b,
+    sx_s,
+    sx_d,
+    sc_b,
+    sc_s,
+    sc_d,
+    sh_b,
+    sh_s,
+    sh_d,
+    so_b,
+    so_s,
+    so_d,
+    sw,
+    sbias,
     eps,
     LAYER_NORM: tl.constexpr,
     HAS_WEIGHT: tl.constexpr,
@@ -77,8 +94,7 @@ def _adaln_kernel(
     scale = tl.load(row_ptrs(scale_ptr, b, s, sc_b, sc_s, sc_d, cols), mask=mask, other=0.0)
     shift = tl.load(row_ptrs(shift_ptr, b, s, sh_b, sh_s, sh_d, cols), mask=mask, other=0.0)
     out = modulate(normed, scale.to(tl.float32), shift.to(tl.float32), ROUND, INT_ROUND)
-    tl.store(row_ptrs(out_ptr, b, s, so_b, so_s, so_d, cols), round_to(out, out_ptr.dtype.element_ty),
-             mask=mask)
+    tl.store(row_ptrs(out_ptr, b, s, so_b, so_s, so_d, cols), round_to(out, out_ptr.dtype.element_ty), mask=mask)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -113,10 +129,21 @@ def _launch(out, x, scale, shift, weight, bias, eps, layer_norm: bool, config=No
     out3 = out_rows_3d(out, x.shape)
     g = row_grid(x.shape, x.device, config, layer_norm)
     launcher(_adaln_kernel, traced)[g.grid](
-        x, scale, shift, x if weight is None else weight, x if bias is None else bias, out3,
-        g.n_rows, g.seq, g.width,
-        *strides_3d(x), *strides_3d(scale), *strides_3d(shift), *strides_3d(out3),
-        0 if weight is None else weight.stride(0), 0 if bias is None else bias.stride(0),
+        x,
+        scale,
+        shift,
+        x if weight is None else weight,
+        x if bias is None else bias,
+        out3,
+        g.n_rows,
+        g.seq,
+        g.width,
+        *strides_3d(x),
+        *strides_3d(scale),
+        *strides_3d(shift),
+        *strides_3d(out3),
+        0 if weight is None else weight.stride(0),
+        0 if bias is None else bias.stride(0),
         eps,
         LAYER_NORM=layer_norm,
         HAS_WEIGHT=weight is not None,
@@ -129,14 +156,21 @@ def _launch(out, x, scale, shift, weight, bias, eps, layer_norm: bool, config=No
 
 
 @torch.library.triton_op("kernelfleet::adaln_rms", mutates_args=())
-def _adaln_rms_op(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight: Optional[torch.Tensor],
-                  eps: float) -> torch.Tensor:
+def _adaln_rms_op(
+    x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight: Optional[torch.Tensor], eps: float
+) -> torch.Tensor:
     return _launch(new_rows_out(x), x, scale, shift, weight, None, eps, False)
 
 
 @torch.library.triton_op("kernelfleet::adaln_layer_norm", mutates_args=())
-def _adaln_layer_norm_op(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight: Optional[torch.Tensor],
-                         bias: Optional[torch.Tensor], eps: float) -> torch.Tensor:
+def _adaln_layer_norm_op(
+    x: torch.Tensor,
+    scale: torch.Tensor,
+    shift: torch.Tensor,
+    weight: Optional[torch.Tensor],
+    bias: Optional[torch.Tensor],
+    eps: float,
+) -> torch.Tensor:
     return _launch(new_rows_out(x), x, scale, shift, weight, bias, eps, True)
 
 
@@ -152,47 +186,77 @@ for _op in ("kernelfleet::adaln_rms", "kernelfleet::adaln_layer_norm"):
 _RMS_PLANS, _LN_PLANS = LaunchPlans("adaln_rms"), LaunchPlans("adaln_layer_norm")
 
 
-def adaln_rms(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight: Optional[torch.Tensor] = None,
-              eps: float = 1e-6) -> torch.Tensor:
+def adaln_rms(
+    x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6
+) -> torch.Tensor:
     """``RMSNorm(x) * (1 + scale) + shift`` with LTX-Video's rounding (diffusers RMSNorm, then eager modulate).
 
     ``x``: ``[B, S, C]``; ``scale``, ``shift``: ``[B, 1, C]`` or ``[B, S, C]`` in x's dtype; ``weight``: ``[C]``
     (x's dtype) or None.  Any strides.  Forward only.
     """
     if eager_direct(x, scale, shift, weight):
-        return eager_call(_RMS_PLANS, (x, scale, shift, weight, eps),
-                          lambda: _check_adaln_args(x, scale, shift, weight, None, eps), lambda: (new_rows_out(x),),
-                          lambda out: _launch(out, x, scale, shift, weight, None, float(eps), False, traced=False))[0]
+        return eager_call(
+            _RMS_PLANS,
+            (x, scale, shift, weight, eps),
+            lambda: _check_adaln_args(x, scale, shift, weight, None, eps),
+            lambda: (new_rows_out(x),),
+            lambda out: _launch(out, x, scale, shift, weight, None, float(eps), False, traced=False),
+        )[0]
     _check_adaln_args(x, scale, shift, weight, None, eps)
     return torch.ops.kernelfleet.adaln_rms(x, scale, shift, weight, float(eps))
 
 
-def adaln_layer_norm(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
-                     weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
-                     eps: float = 1e-6) -> torch.Tensor:
+def adaln_layer_norm(
+    x: torch.Tensor,
+    scale: torch.Tensor,
+    shift: torch.Tensor,
+    weight: Optional[torch.Tensor] = None,
+    bias: Optional[torch.Tensor] = None,
+    eps: float = 1e-6,
+) -> torch.Tensor:
     """``LayerNorm(x) * (1 + scale) + shift`` with SD3/FLUX ``AdaLayerNormZero``'s rounding.
 
     Shapes as :func:`adaln_rms`; ``weight``/``bias``: the LayerNorm's affine ``[C]`` or None.  Forward only.
     """
     if eager_direct(x, scale, shift, weight, bias):
-        return eager_call(_LN_PLANS, (x, scale, shift, weight, bias, eps),
-                          lambda: _check_adaln_args(x, scale, shift, weight, bias, eps), lambda: (new_rows_out(x),),
-                          lambda out: _launch(out, x, scale, shift, weight, bias, float(eps), True, traced=False))[0]
+        return eager_call(
+            _LN_PLANS,
+            (x, scale, shift, weight, bias, eps),
+            lambda: _check_adaln_args(x, scale, shift, weight, bias, eps),
+            lambda: (new_rows_out(x),),
+            lambda out: _launch(out, x, scale, shift, weight, bias, float(eps), True, traced=False),
+        )[0]
     _check_adaln_args(x, scale, shift, weight, bias, eps)
     return torch.ops.kernelfleet.adaln_layer_norm(x, scale, shift, weight, bias, float(eps))
 
 
-def adaln_rms_into(out: torch.Tensor, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
-                   weight: Optional[torch.Tensor] = None, eps: float = 1e-6, *, _config=None) -> torch.Tensor:
+def adaln_rms_into(
+    out: torch.Tensor,
+    x: torch.Tensor,
+    scale: torch.Tensor,
+    shift: torch.Tensor,
+    weight: Optional[torch.Tensor] = None,
+    eps: float = 1e-6,
+    *,
+    _config=None,
+) -> torch.Tensor:
     """:func:`adaln_rms` written into ``out`` (x's shape and dtype); returns ``out``."""
     _check_adaln_args(x, scale, shift, weight, None, eps)
     check_out(out, x.shape, x.dtype, x.device)
     return _launch(out, x, scale, shift, weight, None, float(eps), False, _config, traced=False)
 
 
-def adaln_layer_norm_into(out: torch.Tensor, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
-                          weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
-                          eps: float = 1e-6, *, _config=None) -> torch.Tensor:
+def adaln_layer_norm_into(
+    out: torch.Tensor,
+    x: torch.Tensor,
+    scale: torch.Tensor,
+    shift: torch.Tensor,
+    weight: Optional[torch.Tensor] = None,
+    bias: Optional[torch.Tensor] = None,
+    eps: float = 1e-6,
+    *,
+    _config=None,
+) -> torch.Tensor:
     """:func:`adaln_layer_norm` written into ``out`` (x's shape and dtype); returns ``out``."""
     _check_adaln_args(x, scale, shift, weight, bias, eps)
     check_out(out, x.shape, x.dtype, x.device)

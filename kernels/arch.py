@@ -11,6 +11,7 @@ their machine code is checked without it (:func:`compile_target`, workers/isa.py
 :func:`arch_launch` gives the entry of a torch device, :func:`for_arch` the entry of an architecture by name (for
 compiling for a device that is not here).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -51,19 +52,25 @@ class ArchLaunch:
 
 _TABLE: dict[str, ArchLaunch] = {
     # NVIDIA Hopper (H100/H200).
-    "sm_90": ArchLaunch("sm_90", 32, ((512, 2), (1024, 4), (2048, 8), (4096, 8), (1 << 30, 16)), 2048, False,
-                        # H200 (docs/perf/kernels-h200.md, launch knobs): at 2048-wide rows 4 warps beat
-                        # 8 for rms_norm/adaln_rms by 5-25 % launch-free at 22-104 MB, tie for
-                        # add_rms_norm_modulate; at 3072 (block 4096) 8 stays best
-                        norm_warps=((2048, 4),),
-                        # H200 (docs/perf/kernels-h200.md, launch knobs): adaln_layer_norm at
-                        # 1536-3072 wide rows, per call: 2 warps at block 2048 (17.1 against 18.5 us with 4),
-                        # 4 at block 4096 (16.9 against 19.3 with 8; 26.0 against 33.2 at 2432)
-                        layer_norm_warps=((2048, 2), (4096, 4)),
-                        # H200 (docs/perf/kernels-h200.md, RoPE): rope_rotate_half with
-                        # bf16 tables equal to transformers' bit for bit at the five grid shapes, 2-5 % faster per
-                        # call at 69-105 MB than with a cast per op
-                        native_half_math=True),
+    "sm_90": ArchLaunch(
+        "sm_90",
+        32,
+        ((512, 2), (1024, 4), (2048, 8), (4096, 8), (1 << 30, 16)),
+        2048,
+        False,
+        # H200 (docs/perf/kernels-h200.md, launch knobs): at 2048-wide rows 4 warps beat
+        # 8 for rms_norm/adaln_rms by 5-25 % launch-free at 22-104 MB, tie for
+        # add_rms_norm_modulate; at 3072 (block 4096) 8 stays best
+        norm_warps=((2048, 4),),
+        # H200 (docs/perf/kernels-h200.md, launch knobs): adaln_layer_norm at
+        # 1536-3072 wide rows, per call: 2 warps at block 2048 (17.1 against 18.5 us with 4),
+        # 4 at block 4096 (16.9 against 19.3 with 8; 26.0 against 33.2 at 2432)
+        layer_norm_warps=((2048, 2), (4096, 4)),
+        # H200 (docs/perf/kernels-h200.md, RoPE): rope_rotate_half with
+        # bf16 tables equal to transformers' bit for bit at the five grid shapes, 2-5 % faster per
+        # call at 69-105 MB than with a cast per op
+        native_half_math=True,
+    ),
     # AMD CDNA3+/4 (MI300X gfx942, MI355X gfx950): wave64, so half the warps cover the same row (the generic rule's
     # lanes per row): 8 16-bit elements per lane, so rows load and store 128 bits a lane (dwordx4), where the
     # generic warps on wave64 gave 4 elements and 64-bit accesses (docs/perf/amd-isa.md).
@@ -97,7 +104,6 @@ def device_arch(index: int = 0) -> str:
     if torch.version.hip is not None and gcn:
         return gcn.split(":")[0]
     return f"sm_{props.major}{props.minor}"
-
 
 
 def for_arch(arch: str) -> ArchLaunch:
@@ -160,6 +166,10 @@ def _forget_launch_configs() -> None:
         if name == "kernels" or name.startswith("kernels."):
             for value in list(vars(module).values()):
                 wrapped = getattr(value, "__wrapped__", None)
-                if (callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", None) == name
-                        and wrapped is not None and "device" in inspect.signature(wrapped).parameters):
+                if (
+                    callable(getattr(value, "cache_clear", None))
+                    and getattr(value, "__module__", None) == name
+                    and wrapped is not None
+                    and "device" in inspect.signature(wrapped).parameters
+                ):
                     value.cache_clear()

@@ -1,5 +1,6 @@
 """The argument checks every kernel wrapper shares, each written once: tensors, devices, dtypes, eps, row counts
 and an ``out`` argument."""
+
 from __future__ import annotations
 
 import math
@@ -14,7 +15,8 @@ def check_device(name: str, t: torch.Tensor) -> None:
     """A Triton kernel runs on a GPU tensor, or on a CPU tensor under the interpreter (TRITON_INTERPRET=1)."""
     if t.device.type == "cpu" and not interpreting() and compiling_for() is None:
         raise ValueError(
-            f"{name} is a CPU tensor; Triton kernels need a GPU tensor, or TRITON_INTERPRET=1 to run on the CPU")
+            f"{name} is a CPU tensor; Triton kernels need a GPU tensor, or TRITON_INTERPRET=1 to run on the CPU"
+        )
     if t.device.type not in ("cpu", "cuda"):
         raise ValueError(f"{name} is on {t.device}; expected a CUDA/ROCm (torch 'cuda') or CPU tensor")
 
@@ -27,7 +29,6 @@ def check_float(name: str, t: torch.Tensor) -> None:
         raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if t.dtype not in FLOAT_DTYPES:
         raise TypeError(f"{name} has dtype {t.dtype}; expected one of float32, bfloat16, float16")
-
 
 
 def check_same_device(name: str, t: torch.Tensor, x: torch.Tensor) -> None:
@@ -79,12 +80,15 @@ def check_modulation(name: str, t, x: torch.Tensor) -> None:
     if t.dtype != x.dtype:
         raise TypeError(f"{name} has dtype {t.dtype}; expected x's dtype {x.dtype}")
     if t.dim() != 3 or t.shape[0] not in (1, n_b) or t.shape[1] not in (1, seq) or t.shape[2] != width:
-        raise ValueError(f"{name} has shape {list(t.shape)}; expected [B, 1, C] = {[n_b, 1, width]} "
-                         f"or [B, S, C] = {[n_b, seq, width]}")
+        raise ValueError(
+            f"{name} has shape {list(t.shape)}; expected [B, 1, C] = {[n_b, 1, width]} "
+            f"or [B, S, C] = {[n_b, seq, width]}"
+        )
 
 
-def check_out(out, shape: Sequence[int], dtype: torch.dtype, device: torch.device, name: str = "out",
-              unit_last: bool = False) -> None:
+def check_out(
+    out, shape: Sequence[int], dtype: torch.dtype, device: torch.device, name: str = "out", unit_last: bool = False
+) -> None:
     """``out`` (an output the caller passed) must be a tensor of ``shape``, ``dtype`` and ``device``; with
     ``unit_last``, unit-stride in its last dimension (what kernels that address rows directly need)."""
     if not isinstance(out, torch.Tensor):

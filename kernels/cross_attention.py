@@ -16,6 +16,7 @@ broadcast along.  Up to :data:`MAX_KEYS` keys; longer sequences need a kernel th
 one).  Forward only.  A plain eager call launches directly; under torch.compile, for tensor subclasses, or when
 autograd must record the call, it goes through the ``kernelfleet::cross_attention`` op.
 """
+
 from __future__ import annotations
 
 import math
@@ -57,13 +58,31 @@ def attn_config(keys_block: int, head_block: int) -> AttnConfig:
 
 @triton.jit
 def _cross_attention_kernel(
-    q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr,
-    Sq, Sk, H, D, qk_scale,
-    sq_b, sq_s, sq_h,
-    sk_b, sk_s, sk_h,
-    sv_b, sv_s, sv_h,
-    sm_b, sm_h, sm_s,
-    so_b, so_s, so_h,
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    mask_ptr,
+    out_ptr,
+    Sq,
+    Sk,
+    H,
+    D,
+    qk_scale,
+    sq_b,
+    sq_s,
+    sq_h,
+    sk_b,
+    sk_s,
+    sk_h,
+    sv_b,
+    sv_s,
+    sv_h,
+    sm_b,
+    sm_h,
+    sm_s,
+    so_b,
+    so_s,
+    so_h,
     HAS_MASK: tl.constexpr,
     MASK_ROW: tl.constexpr,  # the mask does not vary over the queries (query stride 0)
     # fp32 products in full precision (no TF32): fp32 inputs, and every dtype under Triton's CPU interpreter, whose
@@ -85,12 +104,21 @@ def _cross_attention_kernel(
     n_ok = offs_n < Sk
     d_ok = offs_d < D
     rows = offs_m.to(tl.int64)
-    q = tl.load(q_ptr + b * sq_b + h * sq_h + rows[:, None] * sq_s + offs_d[None, :],
-                mask=m_ok[:, None] & d_ok[None, :], other=0.0)
-    k = tl.load(k_ptr + b * sk_b + h * sk_h + offs_n[:, None] * sk_s + offs_d[None, :],
-                mask=n_ok[:, None] & d_ok[None, :], other=0.0)
-    v = tl.load(v_ptr + b * sv_b + h * sv_h + offs_n[:, None] * sv_s + offs_d[None, :],
-                mask=n_ok[:, None] & d_ok[None, :], other=0.0)
+    q = tl.load(
+        q_ptr + b * sq_b + h * sq_h + rows[:, None] * sq_s + offs_d[None, :],
+        mask=m_ok[:, None] & d_ok[None, :],
+        other=0.0,
+    )
+    k = tl.load(
+        k_ptr + b * sk_b + h * sk_h + offs_n[:, None] * sk_s + offs_d[None, :],
+        mask=n_ok[:, None] & d_ok[None, :],
+        other=0.0,
+    )
+    v = tl.load(
+        v_ptr + b * sv_b + h * sv_h + offs_n[:, None] * sv_s + offs_d[None, :],
+        mask=n_ok[:, None] & d_ok[None, :],
+        other=0.0,
+    )
     if UPCAST:
         q, k, v = q.to(tl.float32), k.to(tl.float32), v.to(tl.float32)
         s = tl.dot(q, tl.trans(k), input_precision="ieee")
@@ -105,8 +133,11 @@ def _cross_attention_kernel(
             bias = tl.load(mask_ptr + b * sm_b + h * sm_h + offs_n, mask=n_ok, other=0.0)
             s = s + (bias.to(tl.float32) * 1.4426950408889634)[None, :]
         else:
-            bias = tl.load(mask_ptr + b * sm_b + h * sm_h + rows[:, None] * sm_s + offs_n[None, :],
-                           mask=m_ok[:, None] & n_ok[None, :], other=0.0)
+            bias = tl.load(
+                mask_ptr + b * sm_b + h * sm_h + rows[:, None] * sm_s + offs_n[None, :],
+                mask=m_ok[:, None] & n_ok[None, :],
+                other=0.0,
+            )
             s = s + bias.to(tl.float32) * 1.4426950408889634
     s = tl.where(n_ok[None, :], s, float("-inf"))
     row_max = tl.max(s, axis=1)
@@ -118,16 +149,20 @@ def _cross_attention_kernel(
     else:
         o = tl.dot(p.to(v.dtype), v)
     o = o / denom[:, None]
-    tl.store(out_ptr + b * so_b + h * so_h + rows[:, None] * so_s + offs_d[None, :],
-             o.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & d_ok[None, :])
+    tl.store(
+        out_ptr + b * so_b + h * so_h + rows[:, None] * so_s + offs_d[None, :],
+        o.to(out_ptr.dtype.element_ty),
+        mask=m_ok[:, None] & d_ok[None, :],
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Validation
 
 
-def _check(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None,
-           scale: float | None) -> None:
+def _check(
+    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None, scale: float | None
+) -> None:
     for name, t in (("query", query), ("key", key), ("value", value)):
         check_float(name, t)
         check_device(name, t)
@@ -141,11 +176,15 @@ def _check(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mas
     if key.shape != value.shape:
         raise ValueError(f"key {tuple(key.shape)} and value {tuple(value.shape)} must have the same shape")
     if (key.shape[0], key.shape[2], key.shape[3]) != (b, h, d):
-        raise ValueError(f"key/value {tuple(key.shape)} must be [B, Sk, H, D] with query's B={b}, H={h}, D={d} "
-                         f"(query {tuple(query.shape)})")
+        raise ValueError(
+            f"key/value {tuple(key.shape)} must be [B, Sk, H, D] with query's B={b}, H={h}, D={d} "
+            f"(query {tuple(query.shape)})"
+        )
     if not 1 <= key.shape[1] <= MAX_KEYS:
-        raise ValueError(f"key/value hold {key.shape[1]} keys; this kernel takes 1 to {MAX_KEYS} (the whole key "
-                         f"sequence in one tile)")
+        raise ValueError(
+            f"key/value hold {key.shape[1]} keys; this kernel takes 1 to {MAX_KEYS} (the whole key "
+            f"sequence in one tile)"
+        )
     if d > MAX_HEAD_DIM:
         raise ValueError(f"head dim {d} is larger than {MAX_HEAD_DIM}")
     if scale is not None and not (isinstance(scale, (int, float)) and math.isfinite(scale)):
@@ -154,8 +193,9 @@ def _check(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mas
         if not isinstance(attn_mask, torch.Tensor):
             raise TypeError(f"attn_mask must be a tensor or None, got {type(attn_mask).__name__}")
         if attn_mask.dtype not in (torch.float32, torch.bfloat16, torch.float16):
-            raise TypeError(f"attn_mask must be an additive float mask (float32, bfloat16 or float16); got "
-                            f"{attn_mask.dtype}")
+            raise TypeError(
+                f"attn_mask must be an additive float mask (float32, bfloat16 or float16); got {attn_mask.dtype}"
+            )
         if attn_mask.device != query.device:
             raise ValueError(f"attn_mask is on {attn_mask.device} but query is on {query.device}")
         try:
@@ -164,8 +204,9 @@ def _check(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mas
         except RuntimeError:
             ok = False
         if not ok:
-            raise ValueError(f"attn_mask {tuple(attn_mask.shape)} does not broadcast to [B, H, Sq, Sk] = "
-                             f"{[b, h, sq, key.shape[1]]}")
+            raise ValueError(
+                f"attn_mask {tuple(attn_mask.shape)} does not broadcast to [B, H, Sq, Sk] = {[b, h, sq, key.shape[1]]}"
+            )
 
 
 def _mask_strides(mask: torch.Tensor | None, shape4: tuple[int, int, int, int]) -> tuple[torch.Tensor | None, tuple]:
@@ -183,9 +224,16 @@ def _mask_strides(mask: torch.Tensor | None, shape4: tuple[int, int, int, int]) 
 # Launch
 
 
-def _launch(out: torch.Tensor, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-            attn_mask: torch.Tensor | None, scale: float | None, config: AttnConfig | None = None,
-            direct: bool = False) -> torch.Tensor:
+def _launch(
+    out: torch.Tensor,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_mask: torch.Tensor | None,
+    scale: float | None,
+    config: AttnConfig | None = None,
+    direct: bool = False,
+) -> torch.Tensor:
     if out.numel() == 0:
         return out
     b, sq, h, d = query.shape
@@ -198,16 +246,36 @@ def _launch(out: torch.Tensor, query: torch.Tensor, key: torch.Tensor, value: to
     softmax_scale = (1.0 / math.sqrt(d)) if scale is None else float(scale)
     kernel = direct_launcher(_cross_attention_kernel) if direct else wrap_triton(_cross_attention_kernel)
     kernel[(cdiv(sq, cfg.block_m), b * h)](
-        q, k, v, q if mask is None else mask, out,
-        sq, sk, h, d, softmax_scale * LOG2E,
-        q.stride(0), q.stride(1), q.stride(2),
-        k.stride(0), k.stride(1), k.stride(2),
-        v.stride(0), v.stride(1), v.stride(2),
+        q,
+        k,
+        v,
+        q if mask is None else mask,
+        out,
+        sq,
+        sk,
+        h,
+        d,
+        softmax_scale * LOG2E,
+        q.stride(0),
+        q.stride(1),
+        q.stride(2),
+        k.stride(0),
+        k.stride(1),
+        k.stride(2),
+        v.stride(0),
+        v.stride(1),
+        v.stride(2),
         *mask_strides,
-        out.stride(0), out.stride(1), out.stride(2),
-        HAS_MASK=mask is not None, MASK_ROW=mask_strides[2] == 0,
+        out.stride(0),
+        out.stride(1),
+        out.stride(2),
+        HAS_MASK=mask is not None,
+        MASK_ROW=mask_strides[2] == 0,
         UPCAST=query.dtype == torch.float32 or interpreting(),
-        BLOCK_M=cfg.block_m, BLOCK_N=block_n, BLOCK_D=block_d, num_warps=cfg.num_warps,
+        BLOCK_M=cfg.block_m,
+        BLOCK_N=block_n,
+        BLOCK_D=block_d,
+        num_warps=cfg.num_warps,
     )
     return out
 
@@ -217,8 +285,9 @@ def _new_out(query: torch.Tensor) -> torch.Tensor:
 
 
 @triton_op("kernelfleet::cross_attention", mutates_args=())
-def _cross_attention_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None,
-                        scale: float | None) -> torch.Tensor:
+def _cross_attention_op(
+    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None, scale: float | None
+) -> torch.Tensor:
     return _launch(_new_out(query), query, key, value, attn_mask, scale)
 
 
@@ -233,8 +302,13 @@ _cross_attention_op.register_autograd(_backward, setup_context=_setup_context)
 _PLANS = LaunchPlans("cross_attention")  # eager calls' launches, per argument geometry
 
 
-def cross_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                    attn_mask: torch.Tensor | None = None, scale: float | None = None) -> torch.Tensor:
+def cross_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    scale: float | None = None,
+) -> torch.Tensor:
     """``softmax(query @ key.T * scale + attn_mask) @ value`` per batch and head, for up to :data:`MAX_KEYS` keys.
 
     query ``[B, Sq, H, D]``, key and value ``[B, Sk, H, D]`` (diffusers' attention layout; any strides with a
@@ -242,16 +316,27 @@ def cross_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
     ``[B, H, Sq, Sk]`` or None; ``scale`` defaults to ``D ** -0.5``.  Returns a new contiguous ``[B, Sq, H, D]``.
     """
     if eager_direct(query, key, value, attn_mask):
-        return eager_call(_PLANS, (query, key, value, attn_mask, scale),
-                          lambda: _check(query, key, value, attn_mask, scale), lambda: (_new_out(query),),
-                          lambda out: _launch(out, query, key, value, attn_mask, scale, direct=True))[0]
+        return eager_call(
+            _PLANS,
+            (query, key, value, attn_mask, scale),
+            lambda: _check(query, key, value, attn_mask, scale),
+            lambda: (_new_out(query),),
+            lambda out: _launch(out, query, key, value, attn_mask, scale, direct=True),
+        )[0]
     _check(query, key, value, attn_mask, scale)
     return torch.ops.kernelfleet.cross_attention(query, key, value, attn_mask, scale)
 
 
-def cross_attention_into(out: torch.Tensor, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                         attn_mask: torch.Tensor | None = None, scale: float | None = None, *,
-                         _config: AttnConfig | None = None) -> torch.Tensor:
+def cross_attention_into(
+    out: torch.Tensor,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    scale: float | None = None,
+    *,
+    _config: AttnConfig | None = None,
+) -> torch.Tensor:
     """:func:`cross_attention` written into ``out`` (query's shape and dtype, unit-stride last dim);
     ``_config`` overrides the launch knobs (tuning)."""
     _check(query, key, value, attn_mask, scale)

@@ -4,6 +4,7 @@
 per-call work; while a public function's call is recorded (:mod:`kernels.launch_plans`), each launch it makes is
 added to the recording so that the call can be replayed.
 """
+
 from __future__ import annotations
 
 import functools
@@ -74,8 +75,17 @@ def _raw_launch(kernel):
         return None
     if getattr(fn, "__name__", "") != "launch":  # wrapped (tensor descriptors): keep Triton's path
         return None
-    return fn, (kernel.function, run.launch_cooperative_grid, run.launch_pdl, None, None, kernel.packed_metadata,
-                None, None, None)
+    return fn, (
+        kernel.function,
+        run.launch_cooperative_grid,
+        run.launch_pdl,
+        None,
+        None,
+        kernel.packed_metadata,
+        None,
+        None,
+        None,
+    )
 
 
 class DirectLauncher:
@@ -109,16 +119,17 @@ class DirectLauncher:
         if hit is None:
             kernel = self.fn[grid](*args, **kwargs)
             names = self.fn.arg_names
-            if len(args) + sum(n in kwargs for n in names[len(args):]) == len(names):
-                self.cache[key] = (kernel, tuple(kwargs[n] for n in names[len(args):]), _raw_launch(kernel))
+            if len(args) + sum(n in kwargs for n in names[len(args) :]) == len(names):
+                self.cache[key] = (kernel, tuple(kwargs[n] for n in names[len(args) :]), _raw_launch(kernel))
             _record(self.cache.get(key), grid, args, values)
             return kernel
         kernel, constexprs, raw = hit
         g0, g1, g2 = _grid3(grid)
         stream = _current_stream(device)
         if raw is None:
-            kernel.run(g0, g1, g2, stream, kernel.function, kernel.packed_metadata, None, None, None,
-                       *values, *constexprs)
+            kernel.run(
+                g0, g1, g2, stream, kernel.function, kernel.packed_metadata, None, None, None, *values, *constexprs
+            )
         else:
             raw[0](g0, g1, g2, stream, *raw[1], *values, *constexprs)
         if _RECORDING.launches is not None:
@@ -140,8 +151,7 @@ def _current_stream(device: int) -> int:
 
 
 def fast_launch_active() -> bool:
-    return (FAST_LAUNCH and _FAST_SUPPORTED and not INTERPRETED and compiling_for() is None
-            and not _launch_hooks_set())
+    return FAST_LAUNCH and _FAST_SUPPORTED and not INTERPRETED and compiling_for() is None and not _launch_hooks_set()
 
 
 def _launch_hooks_set() -> bool:
@@ -162,6 +172,7 @@ def _hook_set(hook) -> bool:
 
 
 _DIRECT: dict = {}
+
 
 # ----------------------------------------------------------------------------------------------------------------
 # Recording: the launches of the call being recorded (kernels.launch_plans replays them)

@@ -12,6 +12,7 @@ product that feeds an add: integer rounding when traced, a cast round trip with 
 see :func:`kernels.adaln.modulate`), then the sum.  The gate is ``[B, 1, C]`` (broadcast over tokens, text-to-video)
 or ``[B, S, C]`` (per token, image-to-video / condition pipelines).
 """
+
 import torch
 import triton
 import triton.language as tl
@@ -25,12 +26,25 @@ from kernels.rows import new_rows_out, out_rows_3d, row_block, row_grid, row_ptr
 
 @triton.jit
 def _gated_residual_kernel(
-    res_ptr, x_ptr, gate_ptr, out_ptr,
-    n_rows, seq, width,
-    sr_b, sr_s, sr_d,
-    sx_b, sx_s, sx_d,
-    sg_b, sg_s, sg_d,
-    so_b, so_s, so_d,
+    res_ptr,
+    x_ptr,
+    gate_ptr,
+    out_ptr,
+    n_rows,
+    seq,
+    width,
+    sr_b,
+    sr_s,
+    sr_d,
+    sx_b,
+    sx_s,
+    sx_d,
+    sg_b,
+    sg_s,
+    sg_d,
+    so_b,
+    so_s,
+    so_d,
     ROUND: tl.constexpr,
     ROWS: tl.constexpr,
     BLOCK_D: tl.constexpr,
@@ -42,8 +56,11 @@ def _gated_residual_kernel(
     x = tl.load(row_ptrs(x_ptr, b, s, sx_b, sx_s, sx_d, cols), mask=mask, other=0.0)
     gate = tl.load(row_ptrs(gate_ptr, b, s, sg_b, sg_s, sg_d, cols), mask=mask, other=0.0)
     prod = round_before_add(x.to(tl.float32) * gate.to(tl.float32), ROUND, INT_ROUND)
-    tl.store(row_ptrs(out_ptr, b, s, so_b, so_s, so_d, cols),
-             round_to(res.to(tl.float32) + prod, out_ptr.dtype.element_ty), mask=mask)
+    tl.store(
+        row_ptrs(out_ptr, b, s, so_b, so_s, so_d, cols),
+        round_to(res.to(tl.float32) + prod, out_ptr.dtype.element_ty),
+        mask=mask,
+    )
 
 
 def _check_args(residual, x, gate) -> None:
@@ -58,9 +75,17 @@ def _launch(out, residual, x, gate, config=None, traced: bool = True):
     out3 = out_rows_3d(out, residual.shape)
     g = row_grid(residual.shape, residual.device, config)
     launcher(_gated_residual_kernel, traced)[g.grid](
-        residual, x, gate, out3,
-        g.n_rows, g.seq, g.width,
-        *strides_3d(residual), *strides_3d(x), *strides_3d(gate), *strides_3d(out3),
+        residual,
+        x,
+        gate,
+        out3,
+        g.n_rows,
+        g.seq,
+        g.width,
+        *strides_3d(residual),
+        *strides_3d(x),
+        *strides_3d(gate),
+        *strides_3d(out3),
         ROUND=round_code(residual.dtype),
         **g.options(),
         **fusion_options(traced),
@@ -87,15 +112,20 @@ def gated_residual(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor) 
     strides.  Forward only.
     """
     if eager_direct(residual, x, gate):
-        return eager_call(_PLANS, (residual, x, gate), lambda: _check_args(residual, x, gate),
-                          lambda: (new_rows_out(residual),),
-                          lambda out: _launch(out, residual, x, gate, traced=False))[0]
+        return eager_call(
+            _PLANS,
+            (residual, x, gate),
+            lambda: _check_args(residual, x, gate),
+            lambda: (new_rows_out(residual),),
+            lambda out: _launch(out, residual, x, gate, traced=False),
+        )[0]
     _check_args(residual, x, gate)
     return torch.ops.kernelfleet.gated_residual(residual, x, gate)
 
 
-def gated_residual_into(out: torch.Tensor, residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor, *,
-                        _config=None) -> torch.Tensor:
+def gated_residual_into(
+    out: torch.Tensor, residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor, *, _config=None
+) -> torch.Tensor:
     """:func:`gated_residual` written into ``out`` (residual's shape and dtype); returns ``out``."""
     _check_args(residual, x, gate)
     check_out(out, residual.shape, residual.dtype, residual.device)

@@ -17,6 +17,7 @@ Like every public kernel function here, a plain eager call launches directly; un
 subclasses, or when autograd must record the call, it goes through the ``kernelfleet::`` op
 (:func:`kernels.launch.eager_direct`).
 """
+
 from __future__ import annotations
 
 import functools
@@ -66,9 +67,14 @@ def _gelu_tanh_f32(x):
 
 @triton.jit
 def _gelu_kernel(
-    x_ptr, out_ptr,
-    M, N,
-    sxm, sxn, som, son,
+    x_ptr,
+    out_ptr,
+    M,
+    N,
+    sxm,
+    sxn,
+    som,
+    son,
     n_col_blocks,
     GATED: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -96,8 +102,14 @@ def _gelu_kernel(
 # Launch
 
 
-def _launch(out2d: torch.Tensor, x2d: torch.Tensor, gated: bool, flat: bool,
-            config: ElementwiseConfig | None = None, direct: bool = False) -> None:
+def _launch(
+    out2d: torch.Tensor,
+    x2d: torch.Tensor,
+    gated: bool,
+    flat: bool,
+    config: ElementwiseConfig | None = None,
+    direct: bool = False,
+) -> None:
     """Launch over [rows, cols] views (``flat``: one row holding a whole contiguous tensor); through
     ``wrap_triton`` inside the op (traceable), or ``direct`` from the eager ``_into`` launchers."""
     rows, cols = out2d.shape
@@ -108,10 +120,18 @@ def _launch(out2d: torch.Tensor, x2d: torch.Tensor, gated: bool, flat: bool,
     n_col_blocks = cdiv(cols, cfg.block_n)
     kernel = direct_launcher(_gelu_kernel) if direct else wrap_triton(_gelu_kernel)
     kernel[(cdiv(rows, cfg.block_m) * n_col_blocks,)](
-        x2d, out2d, rows, cols,
-        x2d.stride(0), x2d.stride(1), out2d.stride(0), out2d.stride(1),
+        x2d,
+        out2d,
+        rows,
+        cols,
+        x2d.stride(0),
+        x2d.stride(1),
+        out2d.stride(0),
+        out2d.stride(1),
         n_col_blocks,
-        GATED=gated, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
+        GATED=gated,
+        BLOCK_M=cfg.block_m,
+        BLOCK_N=cfg.block_n,
         num_warps=cfg.num_warps,
     )
 
@@ -131,7 +151,8 @@ def _validate_geglu(x: torch.Tensor, approximate: str) -> None:
     if approximate not in APPROXIMATIONS:
         raise ValueError(
             f"approximate must be one of {APPROXIMATIONS}, got {approximate!r} (the erf form needs tl.erf, "
-            f"which is not portable to every ROCm Triton)")
+            f"which is not portable to every ROCm Triton)"
+        )
     if x.dim() < 1 or x.shape[-1] % 2:
         raise ValueError(f"x must be [..., 2H] with an even last dim (gate, value); got shape {tuple(x.shape)}")
 
@@ -205,8 +226,7 @@ def geglu(x: torch.Tensor, approximate: str = "tanh") -> torch.Tensor:
     return torch.ops.kernelfleet.geglu(x)
 
 
-def gelu_tanh_into(out: torch.Tensor, x: torch.Tensor, *,
-                   _config: ElementwiseConfig | None = None) -> torch.Tensor:
+def gelu_tanh_into(out: torch.Tensor, x: torch.Tensor, *, _config: ElementwiseConfig | None = None) -> torch.Tensor:
     """gelu_tanh writing into ``out`` (x's shape, viewable as 2-D); ``_config`` overrides the launch knobs."""
     _validate_gelu(x)
     check_out(out, x.shape, x.dtype, x.device)
@@ -219,12 +239,14 @@ def gelu_tanh_into(out: torch.Tensor, x: torch.Tensor, *,
     return out
 
 
-def geglu_into(out: torch.Tensor, x: torch.Tensor, approximate: str = "tanh", *,
-               _config: ElementwiseConfig | None = None) -> torch.Tensor:
+def geglu_into(
+    out: torch.Tensor, x: torch.Tensor, approximate: str = "tanh", *, _config: ElementwiseConfig | None = None
+) -> torch.Tensor:
     """geglu writing into ``out`` ([..., H], viewable as 2-D); ``_config`` overrides the launch knobs."""
     _validate_geglu(x, approximate)
     width = x.shape[-1] // 2
     check_out(out, (*x.shape[:-1], width), x.dtype, x.device)
-    _launch(_rows_view(out, width), x.reshape(_rows(x), x.shape[-1]), gated=True, flat=False, config=_config,
-            direct=True)
+    _launch(
+        _rows_view(out, width), x.reshape(_rows(x), x.shape[-1]), gated=True, flat=False, config=_config, direct=True
+    )
     return out

@@ -5,6 +5,7 @@ Where the rest lives: the per-architecture launch table in :mod:`kernels.arch`, 
 :mod:`kernels.checks`, the direct launcher in :mod:`kernels.fast_launch` and the replay of an eager call's launches
 in :mod:`kernels.launch_plans`.
 """
+
 from __future__ import annotations
 
 import torch

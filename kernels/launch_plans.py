@@ -3,6 +3,7 @@
 The launches are the direct launches of :mod:`kernels.fast_launch`; a public kernel function's eager path is
 :func:`eager_call`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -16,9 +17,12 @@ def plan_key(*items) -> tuple:
     """What a recorded launch depends on, besides the tensors' addresses: each tensor's shape, strides, dtype,
     device and 16-byte alignment (Triton specialises on it), the type and value of everything else, and the
     current device."""
-    return (fast_launch._current_device(),) + tuple([
-        (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() & 15) if isinstance(t, torch.Tensor) else (type(t), t)
-        for t in items])
+    return (fast_launch._current_device(),) + tuple(
+        [
+            (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() & 15) if isinstance(t, torch.Tensor) else (type(t), t)
+            for t in items
+        ]
+    )
 
 
 class _Plan:
@@ -105,7 +109,6 @@ class LaunchPlans:
         self.plans[key] = plan
 
 
-
 def forget_launches() -> None:
     """Drop every direct launcher's kept kernels and every public function's launch plans (they hold the
     constexprs a launch was recorded with), so the next calls take the full path again: after a change to what
@@ -114,7 +117,6 @@ def forget_launches() -> None:
         launcher.cache.clear()
     for plans in PLANS.values():
         plans.plans.clear()
-
 
 
 def eager_call(plans: LaunchPlans, items: tuple, check, new_outs, launch) -> tuple:

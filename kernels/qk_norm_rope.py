@@ -22,6 +22,7 @@ sizes, so reading them once per token instead of once per row takes a quarter of
 Where the B rows of a token fill 2048-8192 elements (B a power of two), one program takes all of them and loads
 the token's table row once (``TABLE_ONCE``; :func:`shared_table_config`).
 """
+
 from __future__ import annotations
 
 import functools
@@ -69,8 +70,9 @@ def shared_table_config(batch: int, width: int, device: torch.device | None = No
 
 
 @triton.jit
-def _norm_rope_rows(x, w, c, s, C, eps, HAS_WEIGHT: tl.constexpr, BLOCK_R: tl.constexpr,
-                    BLOCK_C: tl.constexpr, out_ty: tl.constexpr):
+def _norm_rope_rows(
+    x, w, c, s, C, eps, HAS_WEIGHT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, out_ty: tl.constexpr
+):
     """torch.nn.RMSNorm of fp32 rows ``x`` [BLOCK_R, BLOCK_C] rounded to out_ty, then interleaved RoPE in fp32."""
     rstd = tl.rsqrt((tl.sum(x * x, axis=1) / C + eps).to(tl.float32))
     y = x * rstd[:, None]
@@ -84,11 +86,31 @@ def _norm_rope_rows(x, w, c, s, C, eps, HAS_WEIGHT: tl.constexpr, BLOCK_R: tl.co
 
 @triton.jit
 def _qk_norm_rope_kernel(
-    q_ptr, k_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, qo_ptr, ko_ptr,
-    R, B, S, C, eps,
-    sqb, sqs, skb, sks,
-    sqob, sqos, skob, skos,
-    scb, scs, ssb, sss,
+    q_ptr,
+    k_ptr,
+    qw_ptr,
+    kw_ptr,
+    cos_ptr,
+    sin_ptr,
+    qo_ptr,
+    ko_ptr,
+    R,
+    B,
+    S,
+    C,
+    eps,
+    sqb,
+    sqs,
+    skb,
+    sks,
+    sqob,
+    sqos,
+    skob,
+    skos,
+    scb,
+    scs,
+    ssb,
+    sss,
     HAS_QW: tl.constexpr,
     HAS_KW: tl.constexpr,
     BLOCK_R: tl.constexpr,
@@ -171,7 +193,8 @@ def _validate(q, k, q_weight, k_weight, cos, sin, eps) -> None:
     if not fits:
         raise ValueError(
             f"cos/sin {tuple(cos.shape)} do not broadcast against q {tuple(q.shape)}: expected [S, C] = "
-            f"[{seq}, {width}] or [B, S, C] = [{batch}, {seq}, {width}] (or [1, {seq}, {width}])")
+            f"[{seq}, {width}] or [B, S, C] = [{batch}, {seq}, {width}] (or [1, {seq}, {width}])"
+        )
     if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not eps >= 0.0:
         raise ValueError(f"eps must be a non-negative float, got {eps!r}")
 
@@ -193,8 +216,19 @@ def _table_strides(t: torch.Tensor) -> tuple[int, int]:
     return (st[0] if t.shape[0] > 1 else 0), st[1]
 
 
-def _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, eps: float,
-            config: QkNormRopeConfig | None = None, direct: bool = False) -> None:
+def _launch(
+    q_out,
+    k_out,
+    q,
+    k,
+    q_weight,
+    k_weight,
+    cos,
+    sin,
+    eps: float,
+    config: QkNormRopeConfig | None = None,
+    direct: bool = False,
+) -> None:
     """Launch through ``wrap_triton`` inside the op (traceable), or ``direct`` (eager calls).  Inputs must have a
     unit-stride last dim (:func:`kernels.launch.unit_last`).  In eager calls fp fusion is off, so the RoPE multiply
     and add round as the model's separate ops do (on an H200 this took bf16 mismatches against eager from 2e-5 to 3e-6,
@@ -218,29 +252,50 @@ def _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, eps: float,
     # cannot carry the option through Inductor, which compiles with Triton's default (may differ by an ulp).
     options = {"enable_fp_fusion": False} if direct else {}
     kernel[(cdiv(rows, cfg.block_rows),)](
-        q, k,
-        q if q_weight is None else q_weight, k if k_weight is None else k_weight,
-        cos, sin, q_out, k_out,
-        rows, batch, seq, width, eps,
-        *_row_strides(q), *_row_strides(k), *_row_strides(q_out), *_row_strides(k_out),
-        *cos_strides, *sin_strides,
-        HAS_QW=q_weight is not None, HAS_KW=k_weight is not None,
-        BLOCK_R=cfg.block_rows, BLOCK_C=next_pow2(width),
+        q,
+        k,
+        q if q_weight is None else q_weight,
+        k if k_weight is None else k_weight,
+        cos,
+        sin,
+        q_out,
+        k_out,
+        rows,
+        batch,
+        seq,
+        width,
+        eps,
+        *_row_strides(q),
+        *_row_strides(k),
+        *_row_strides(q_out),
+        *_row_strides(k_out),
+        *cos_strides,
+        *sin_strides,
+        HAS_QW=q_weight is not None,
+        HAS_KW=k_weight is not None,
+        BLOCK_R=cfg.block_rows,
+        BLOCK_C=next_pow2(width),
         TOKEN_MAJOR=token_major,
         TABLE_ONCE=token_major and static_batch and cfg.block_rows == batch,
-        num_warps=cfg.num_warps, **options,
+        num_warps=cfg.num_warps,
+        **options,
     )
 
 
 def _unit_inputs(q, k, q_weight, k_weight, cos, sin):
-    return (unit_last(q), unit_last(k), unit_last(q_weight), unit_last(k_weight), unit_last(cos),
-            unit_last(sin))
+    return (unit_last(q), unit_last(k), unit_last(q_weight), unit_last(k_weight), unit_last(cos), unit_last(sin))
 
 
 @triton_op("kernelfleet::qk_norm_rope", mutates_args=())
-def _qk_norm_rope_op(q: torch.Tensor, k: torch.Tensor, q_weight: Optional[torch.Tensor],
-                     k_weight: Optional[torch.Tensor], cos: torch.Tensor, sin: torch.Tensor,
-                     eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _qk_norm_rope_op(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    q_weight: Optional[torch.Tensor],
+    k_weight: Optional[torch.Tensor],
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    eps: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
     q, k, q_weight, k_weight, cos, sin = _unit_inputs(q, k, q_weight, k_weight, cos, sin)
     q_out = torch.empty_like(q)
     k_out = torch.empty_like(k)
@@ -259,23 +314,42 @@ _qk_norm_rope_op.register_autograd(_backward, setup_context=_setup_context)
 _PLANS = LaunchPlans("qk_norm_rope")  # eager calls' launches, per argument geometry
 
 
-def qk_norm_rope(q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor | None, k_weight: torch.Tensor | None,
-                 cos: torch.Tensor, sin: torch.Tensor, eps: float = 1e-5) -> tuple[torch.Tensor, torch.Tensor]:
+def qk_norm_rope(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    q_weight: torch.Tensor | None,
+    k_weight: torch.Tensor | None,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    eps: float = 1e-5,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(rope(rmsnorm(q) * q_weight), rope(rmsnorm(k) * k_weight)) with LTX's rounding; see the module doc."""
     if eager_direct(q, k, q_weight, k_weight, cos, sin):
-        return eager_call(_PLANS, (q, k, q_weight, k_weight, cos, sin, eps),
-                          lambda: _validate(q, k, q_weight, k_weight, cos, sin, eps),
-                          lambda: (out_like(q), out_like(k)),
-                          lambda q_out, k_out: _launch(q_out, k_out, *_unit_inputs(q, k, q_weight, k_weight, cos, sin),
-                                                       float(eps), direct=True))
+        return eager_call(
+            _PLANS,
+            (q, k, q_weight, k_weight, cos, sin, eps),
+            lambda: _validate(q, k, q_weight, k_weight, cos, sin, eps),
+            lambda: (out_like(q), out_like(k)),
+            lambda q_out, k_out: _launch(
+                q_out, k_out, *_unit_inputs(q, k, q_weight, k_weight, cos, sin), float(eps), direct=True
+            ),
+        )
     _validate(q, k, q_weight, k_weight, cos, sin, eps)
     return torch.ops.kernelfleet.qk_norm_rope(q, k, q_weight, k_weight, cos, sin, float(eps))
 
 
-def qk_norm_rope_into(out: tuple[torch.Tensor, torch.Tensor], q: torch.Tensor, k: torch.Tensor,
-                      q_weight: torch.Tensor | None, k_weight: torch.Tensor | None, cos: torch.Tensor,
-                      sin: torch.Tensor, eps: float = 1e-5, *,
-                      _config: QkNormRopeConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def qk_norm_rope_into(
+    out: tuple[torch.Tensor, torch.Tensor],
+    q: torch.Tensor,
+    k: torch.Tensor,
+    q_weight: torch.Tensor | None,
+    k_weight: torch.Tensor | None,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    eps: float = 1e-5,
+    *,
+    _config: QkNormRopeConfig | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """qk_norm_rope writing into ``out = (q_out, k_out)`` (unit-stride last dims); ``_config`` overrides the
     launch knobs (tuning)."""
     _validate(q, k, q_weight, k_weight, cos, sin, eps)

@@ -12,6 +12,7 @@ Extra entries can be loaded from modules named in the environment variable ``KER
 (comma-separated module paths, each with an ``ENTRIES`` list); the test-suite uses this for kernels that crash
 or hang on purpose.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -102,8 +103,11 @@ class UnknownKernelError(KeyError):
 def entry_modules() -> list[str]:
     """The modules of kernels/entries/ that declare kernels, by name."""
     package = importlib.import_module(ENTRY_PACKAGE)
-    return sorted(f"{ENTRY_PACKAGE}.{m.name}" for m in pkgutil.iter_modules(package.__path__)
-                  if not m.name.startswith("_") and m.name not in _HELPER_MODULES)
+    return sorted(
+        f"{ENTRY_PACKAGE}.{m.name}"
+        for m in pkgutil.iter_modules(package.__path__)
+        if not m.name.startswith("_") and m.name not in _HELPER_MODULES
+    )
 
 
 def _collect(reg: dict[str, KernelEntry], modname: str, builtin: bool) -> None:

@@ -9,6 +9,7 @@ One LTX block does, after cross-attention (diffusers ``transformer_ltx.py``, ``L
 ``new_residual = residual + x`` rounded to the dtype as eager's add, and ``normed`` = diffusers RMSNorm (no weight)
 of it, then ``* (1 + scale) + shift`` with eager's roundings (see :mod:`kernels.adaln`).
 """
+
 import torch
 import triton
 import triton.language as tl
@@ -23,14 +24,33 @@ from kernels.rows import new_rows_out, out_rows_3d, row_block, row_grid, row_ptr
 
 @triton.jit
 def _add_rms_norm_modulate_kernel(
-    x_ptr, res_ptr, scale_ptr, shift_ptr, new_res_ptr, normed_ptr,
-    n_rows, seq, width,
-    sx_b, sx_s, sx_d,
-    sr_b, sr_s, sr_d,
-    sc_b, sc_s, sc_d,
-    sh_b, sh_s, sh_d,
-    snr_b, snr_s, snr_d,
-    sn_b, sn_s, sn_d,
+    x_ptr,
+    res_ptr,
+    scale_ptr,
+    shift_ptr,
+    new_res_ptr,
+    normed_ptr,
+    n_rows,
+    seq,
+    width,
+    sx_b,
+    sx_s,
+    sx_d,
+    sr_b,
+    sr_s,
+    sr_d,
+    sc_b,
+    sc_s,
+    sc_d,
+    sh_b,
+    sh_s,
+    sh_d,
+    snr_b,
+    snr_s,
+    snr_d,
+    sn_b,
+    sn_s,
+    sn_d,
     eps,
     ROUND: tl.constexpr,
     ROWS: tl.constexpr,
@@ -42,16 +62,14 @@ def _add_rms_norm_modulate_kernel(
     x = tl.load(row_ptrs(x_ptr, b, s, sx_b, sx_s, sx_d, cols), mask=mask, other=0.0)
     res = tl.load(row_ptrs(res_ptr, b, s, sr_b, sr_s, sr_d, cols), mask=mask, other=0.0)
     h = cast_trip(res.to(tl.float32) + x.to(tl.float32), ROUND)
-    tl.store(row_ptrs(new_res_ptr, b, s, snr_b, snr_s, snr_d, cols),
-             h.to(new_res_ptr.dtype.element_ty), mask=mask)
+    tl.store(row_ptrs(new_res_ptr, b, s, snr_b, snr_s, snr_d, cols), h.to(new_res_ptr.dtype.element_ty), mask=mask)
 
     rstd = tl.rsqrt((tl.sum(h * h, axis=1) / width + eps).to(tl.float32))
     normed = cast_trip(h * rstd[:, None], ROUND)
     scale = tl.load(row_ptrs(scale_ptr, b, s, sc_b, sc_s, sc_d, cols), mask=mask, other=0.0)
     shift = tl.load(row_ptrs(shift_ptr, b, s, sh_b, sh_s, sh_d, cols), mask=mask, other=0.0)
     out = modulate(normed, scale.to(tl.float32), shift.to(tl.float32), ROUND, INT_ROUND)
-    tl.store(row_ptrs(normed_ptr, b, s, sn_b, sn_s, sn_d, cols),
-             round_to(out, normed_ptr.dtype.element_ty), mask=mask)
+    tl.store(row_ptrs(normed_ptr, b, s, sn_b, sn_s, sn_d, cols), round_to(out, normed_ptr.dtype.element_ty), mask=mask)
 
 
 def _check_args(x, residual, scale, shift, eps) -> None:
@@ -69,10 +87,21 @@ def _launch(new_residual, normed, x, residual, scale, shift, eps, config=None, t
     normed3 = out_rows_3d(normed, x.shape)
     g = row_grid(x.shape, x.device, config)
     launcher(_add_rms_norm_modulate_kernel, traced)[g.grid](
-        x, residual, scale, shift, new_res3, normed3,
-        g.n_rows, g.seq, g.width,
-        *strides_3d(x), *strides_3d(residual), *strides_3d(scale), *strides_3d(shift),
-        *strides_3d(new_res3), *strides_3d(normed3),
+        x,
+        residual,
+        scale,
+        shift,
+        new_res3,
+        normed3,
+        g.n_rows,
+        g.seq,
+        g.width,
+        *strides_3d(x),
+        *strides_3d(residual),
+        *strides_3d(scale),
+        *strides_3d(shift),
+        *strides_3d(new_res3),
+        *strides_3d(normed3),
         eps,
         ROUND=round_code(x.dtype),
         **g.options(),
@@ -86,8 +115,9 @@ def _new_outs(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @torch.library.triton_op("kernelfleet::add_rms_norm_modulate", mutates_args=())
-def _add_rms_norm_modulate_op(x: torch.Tensor, residual: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
-                              eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _add_rms_norm_modulate_op(
+    x: torch.Tensor, residual: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     return _launch(*_new_outs(x), x, residual, scale, shift, eps)
 
 
@@ -98,26 +128,39 @@ torch.library.register_autograd("kernelfleet::add_rms_norm_modulate", _backward,
 _PLANS = LaunchPlans("add_rms_norm_modulate")  # eager calls' launches, per argument geometry
 
 
-def add_rms_norm_modulate(x: torch.Tensor, residual: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
-                          eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
+def add_rms_norm_modulate(
+    x: torch.Tensor, residual: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, eps: float = 1e-6
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(residual + x, RMSNorm(residual + x) * (1 + scale) + shift)`` with LTX-Video's eager rounding.
 
     ``x``, ``residual``: ``[B, S, C]`` of one dtype; ``scale``, ``shift``: ``[B, 1, C]`` or ``[B, S, C]`` in that
     dtype.  Any strides.  Returns ``(new_residual, normed)``.  Forward only.
     """
     if eager_direct(x, residual, scale, shift):
-        return eager_call(_PLANS, (x, residual, scale, shift, eps), lambda: _check_args(x, residual, scale, shift, eps),
-                          lambda: _new_outs(x),
-                          lambda new_residual, normed: _launch(new_residual, normed, x, residual, scale, shift,
-                                                               float(eps), traced=False))
+        return eager_call(
+            _PLANS,
+            (x, residual, scale, shift, eps),
+            lambda: _check_args(x, residual, scale, shift, eps),
+            lambda: _new_outs(x),
+            lambda new_residual, normed: _launch(
+                new_residual, normed, x, residual, scale, shift, float(eps), traced=False
+            ),
+        )
     _check_args(x, residual, scale, shift, eps)
     new_residual, normed = torch.ops.kernelfleet.add_rms_norm_modulate(x, residual, scale, shift, float(eps))
     return new_residual, normed
 
 
-def add_rms_norm_modulate_into(out: tuple[torch.Tensor, torch.Tensor], x: torch.Tensor, residual: torch.Tensor,
-                               scale: torch.Tensor, shift: torch.Tensor, eps: float = 1e-6, *,
-                               _config=None) -> tuple[torch.Tensor, torch.Tensor]:
+def add_rms_norm_modulate_into(
+    out: tuple[torch.Tensor, torch.Tensor],
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    scale: torch.Tensor,
+    shift: torch.Tensor,
+    eps: float = 1e-6,
+    *,
+    _config=None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`add_rms_norm_modulate` written into ``out = (new_residual, normed)``; returns ``out``."""
     _check_args(x, residual, scale, shift, eps)
     if not isinstance(out, (tuple, list)) or len(out) != 2:

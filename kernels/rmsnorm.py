@@ -13,6 +13,7 @@ transformers):
 The row geometry, prologue and launch knobs it shares with the other row kernels are in :mod:`kernels.rows`, the
 argument checks in :mod:`kernels.checks`, the rounding helpers in :mod:`kernels.rounding`.
 """
+
 from typing import Optional
 
 import torch
@@ -33,10 +34,18 @@ NUMERICS = ("torch", "diffusers", "llama")
 # ----------------------------------------------------------------------------------------------------------------
 @triton.jit
 def _rms_norm_kernel(
-    x_ptr, w_ptr, out_ptr,
-    n_rows, seq, width,
-    sx_b, sx_s, sx_d,
-    so_b, so_s, so_d,
+    x_ptr,
+    w_ptr,
+    out_ptr,
+    n_rows,
+    seq,
+    width,
+    sx_b,
+    sx_s,
+    sx_d,
+    so_b,
+    so_s,
+    so_d,
     sw,
     eps,
     HAS_WEIGHT: tl.constexpr,
@@ -92,8 +101,15 @@ def _check_rms_args(x, weight, eps, numerics) -> None:
         raise ValueError(f"numerics={numerics!r} is not supported; allowed: {', '.join(map(repr, NUMERICS))}")
 
 
-def _launch(out: torch.Tensor, x: torch.Tensor, weight: Optional[torch.Tensor], eps: float, numerics: str,
-            config=None, traced: bool = True) -> torch.Tensor:
+def _launch(
+    out: torch.Tensor,
+    x: torch.Tensor,
+    weight: Optional[torch.Tensor],
+    eps: float,
+    numerics: str,
+    config=None,
+    traced: bool = True,
+) -> torch.Tensor:
     if x.numel() == 0:
         return out
     x3 = rows_3d(x)
@@ -101,9 +117,14 @@ def _launch(out: torch.Tensor, x: torch.Tensor, weight: Optional[torch.Tensor], 
     g = row_grid(x3.shape, x.device, config)
     w_dtype = None if weight is None else weight.dtype
     launcher(_rms_norm_kernel, traced)[g.grid](
-        x3, x3 if weight is None else weight, out3,
-        g.n_rows, g.seq, g.width,
-        *strides_3d(x3), *strides_3d(out3),
+        x3,
+        x3 if weight is None else weight,
+        out3,
+        g.n_rows,
+        g.seq,
+        g.width,
+        *strides_3d(x3),
+        *strides_3d(out3),
         0 if weight is None else weight.stride(0),
         eps,
         HAS_WEIGHT=weight is not None,
@@ -130,8 +151,9 @@ torch.library.register_autograd("kernelfleet::rms_norm", _backward, setup_contex
 _PLANS = LaunchPlans("rms_norm")  # eager calls' launches, per argument geometry
 
 
-def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6, *,
-             numerics: str = "torch") -> torch.Tensor:
+def rms_norm(
+    x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6, *, numerics: str = "torch"
+) -> torch.Tensor:
     """RMSNorm of ``x`` over its last dimension, times ``weight`` when given; rounding as ``numerics`` says.
 
     ``x``: ``[..., D]`` float32/bfloat16/float16, any strides; ``weight``: ``[D]`` or None; ``numerics``: one of
@@ -139,20 +161,30 @@ def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float 
     Forward only.
     """
     if eager_direct(x, weight):
-        return eager_call(_PLANS, (x, weight, eps, numerics), lambda: _check_rms_args(x, weight, eps, numerics),
-                          lambda: (_new_out(x, weight, numerics),),
-                          lambda out: _launch(out, x, weight, float(eps), numerics, traced=False))[0]
+        return eager_call(
+            _PLANS,
+            (x, weight, eps, numerics),
+            lambda: _check_rms_args(x, weight, eps, numerics),
+            lambda: (_new_out(x, weight, numerics),),
+            lambda out: _launch(out, x, weight, float(eps), numerics, traced=False),
+        )[0]
     _check_rms_args(x, weight, eps, numerics)
     return torch.ops.kernelfleet.rms_norm(x, weight, float(eps), numerics)
 
 
-def rms_norm_into(out: torch.Tensor, x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6,
-                  *, numerics: str = "torch", _config=None) -> torch.Tensor:
+def rms_norm_into(
+    out: torch.Tensor,
+    x: torch.Tensor,
+    weight: Optional[torch.Tensor] = None,
+    eps: float = 1e-6,
+    *,
+    numerics: str = "torch",
+    _config=None,
+) -> torch.Tensor:
     """:func:`rms_norm` written into ``out`` (shape of x, the output dtype of ``numerics``); returns ``out``.
 
     ``_config`` overrides the launch knobs (a :class:`NormLaunch` or ``(rows_per_program, num_warps)``).
     """
     _check_rms_args(x, weight, eps, numerics)
-    check_out(out, x.shape, rms_norm_out_dtype(x.dtype, None if weight is None else weight.dtype, numerics),
-              x.device)
+    check_out(out, x.shape, rms_norm_out_dtype(x.dtype, None if weight is None else weight.dtype, numerics), x.device)
     return _launch(out, x, weight, float(eps), numerics, _config, traced=False)

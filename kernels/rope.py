@@ -28,6 +28,7 @@ output has the layout of ``x`` when ``x`` is dense, else it is contiguous.  A pl
 under torch.compile, for tensor subclasses, or when autograd must record the call, it goes through the
 ``kernelfleet::`` op (:func:`kernels.launch.eager_direct`).
 """
+
 from __future__ import annotations
 
 import functools
@@ -80,12 +81,23 @@ def rope_config(heads: int, width: int, device: torch.device | None = None, inte
 
 @triton.jit
 def _rope_kernel(
-    x_ptr, cos_ptr, sin_ptr, out_ptr,
-    S, H, D,
-    sxb, sxs, sxh,
-    sob, sos, soh,
-    scb, scs,
-    ssb, sss,
+    x_ptr,
+    cos_ptr,
+    sin_ptr,
+    out_ptr,
+    S,
+    H,
+    D,
+    sxb,
+    sxs,
+    sxh,
+    sob,
+    sos,
+    soh,
+    scb,
+    scs,
+    ssb,
+    sss,
     INTERLEAVED: tl.constexpr,
     # rotate-half only: 0, or the rounding code of out's dtype (kernels.rounding.round_code) to round each product
     # and the sum as transformers' separate ops do; in integer arithmetic, which fp fusion cannot contract
@@ -158,10 +170,12 @@ def _rope_kernel(
             c1, c2 = c1.to(tl.float32), c2.to(tl.float32)
             s1, s2 = s1.to(tl.float32), s2.to(tl.float32)
             if ROUND_EACH:
-                out1 = (round_before_add(x1 * c1, ROUND_EACH, INT_ROUND)
-                        + round_before_add(-x2 * s1, ROUND_EACH, INT_ROUND))
-                out2 = (round_before_add(x2 * c2, ROUND_EACH, INT_ROUND)
-                        + round_before_add(x1 * s2, ROUND_EACH, INT_ROUND))
+                out1 = round_before_add(x1 * c1, ROUND_EACH, INT_ROUND) + round_before_add(
+                    -x2 * s1, ROUND_EACH, INT_ROUND
+                )
+                out2 = round_before_add(x2 * c2, ROUND_EACH, INT_ROUND) + round_before_add(
+                    x1 * s2, ROUND_EACH, INT_ROUND
+                )
             else:
                 out1 = x1 * c1 - x2 * s1
                 out2 = x2 * c2 + x1 * s2
@@ -189,14 +203,16 @@ def _resolve_seq_dim(x: torch.Tensor, cos: torch.Tensor, layout: str | None) -> 
     if at1 and at2:
         raise ValueError(
             f"x {tuple(x.shape)} is ambiguous: dims 1 and 2 both equal the sequence length {seq} of cos; "
-            f"pass layout='bshd' or layout='bhsd'")
+            f"pass layout='bshd' or layout='bhsd'"
+        )
     if at1:
         return 1
     if at2:
         return 2
     raise ValueError(
         f"cos/sin {tuple(cos.shape)} do not broadcast against x {tuple(x.shape)}: the sequence length "
-        f"cos.shape[-2]={seq} must equal x.shape[1] ([B,S,H,D]) or x.shape[2] ([B,H,S,D])")
+        f"cos.shape[-2]={seq} must equal x.shape[1] ([B,S,H,D]) or x.shape[2] ([B,H,S,D])"
+    )
 
 
 def _validate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str | None) -> int:
@@ -223,12 +239,14 @@ def _validate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str
     if cos.dim() == 3 and cos.shape[0] not in (1, x.shape[0]):
         raise ValueError(
             f"cos/sin batch dim {cos.shape[0]} must be 1 or x's batch {x.shape[0]} (cos/sin {tuple(cos.shape)}, "
-            f"x {tuple(x.shape)})")
+            f"x {tuple(x.shape)})"
+        )
     seq_dim = _resolve_seq_dim(x, cos, layout)
     if x.shape[seq_dim] != cos.shape[-2]:
         raise ValueError(
             f"cos/sin {tuple(cos.shape)} do not broadcast against x {tuple(x.shape)}: sequence length "
-            f"{cos.shape[-2]} != x.shape[{seq_dim}]={x.shape[seq_dim]}")
+            f"{cos.shape[-2]} != x.shape[{seq_dim}]={x.shape[seq_dim]}"
+        )
     return seq_dim
 
 
@@ -254,8 +272,17 @@ def _table_strides(t: torch.Tensor) -> tuple[int, int]:
     return (st[0] if t.shape[0] > 1 else 0), st[1]
 
 
-def _launch(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, seq_dim: int,
-            interleaved: bool, round_each: bool, config: RopeConfig | None = None, direct: bool = False) -> None:
+def _launch(
+    out: torch.Tensor,
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    seq_dim: int,
+    interleaved: bool,
+    round_each: bool,
+    config: RopeConfig | None = None,
+    direct: bool = False,
+) -> None:
     """Launch the kernel: through ``wrap_triton`` inside the op (traceable), or ``direct`` (eager calls;
     outside an op, wrap_triton would dispatch through a slow higher-order op).  Every tensor's last dim must be
     unit-stride (inputs pass through :func:`kernels.launch.unit_last`).
@@ -280,14 +307,29 @@ def _launch(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Te
     # native half-dtype ops only with fusion off: a traced launch could have a multiply and an add contracted
     half_math = direct and round_each and arch_launch(x.device).native_half_math
     kernel[(n_programs,)](
-        x, cos, sin, out,
-        seq, heads, width,
-        sxb, sxs, sxh,
-        sob, sos, soh,
-        *_table_strides(cos), *_table_strides(sin),
-        INTERLEAVED=interleaved, ROUND_EACH=round_code(x.dtype) if round_each else 0,
-        BLOCK_S=cfg.block_s, BLOCK_H=cfg.block_h, BLOCK_D=block_d, HALF_MATH=half_math,
-        num_warps=cfg.num_warps, **options,
+        x,
+        cos,
+        sin,
+        out,
+        seq,
+        heads,
+        width,
+        sxb,
+        sxs,
+        sxh,
+        sob,
+        sos,
+        soh,
+        *_table_strides(cos),
+        *_table_strides(sin),
+        INTERLEAVED=interleaved,
+        ROUND_EACH=round_code(x.dtype) if round_each else 0,
+        BLOCK_S=cfg.block_s,
+        BLOCK_H=cfg.block_h,
+        BLOCK_D=block_d,
+        HALF_MATH=half_math,
+        num_warps=cfg.num_warps,
+        **options,
     )
 
 
@@ -298,7 +340,8 @@ def _round_each(x: torch.Tensor, cos: torch.Tensor) -> bool:
     if cos.dtype != torch.float32:
         raise TypeError(
             f"cos/sin dtype {cos.dtype} must be x's dtype {x.dtype} (transformers' numerics) or float32 "
-            f"(fp32 math, one rounding)")
+            f"(fp32 math, one rounding)"
+        )
     return False
 
 
@@ -315,16 +358,19 @@ def _rope_interleaved_op(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, 
 
 
 @triton_op("kernelfleet::rope_rotate_half", mutates_args=())
-def _rope_rotate_half_op(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, seq_dim: int,
-                         round_each: bool) -> torch.Tensor:
+def _rope_rotate_half_op(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, seq_dim: int, round_each: bool
+) -> torch.Tensor:
     x, cos, sin = unit_last(x), unit_last(cos), unit_last(sin)
     out = torch.empty_like(x)
     _launch(out, x, cos, sin, seq_dim, interleaved=False, round_each=round_each)
     return out
 
 
-for _op, _name in ((_rope_interleaved_op, "kernelfleet::rope_interleaved"),
-                  (_rope_rotate_half_op, "kernelfleet::rope_rotate_half")):
+for _op, _name in (
+    (_rope_interleaved_op, "kernelfleet::rope_interleaved"),
+    (_rope_rotate_half_op, "kernelfleet::rope_rotate_half"),
+):
     _backward, _setup_context = no_backward(_name)
     _op.register_autograd(_backward, setup_context=_setup_context)
 
@@ -343,15 +389,29 @@ def _eager(plans: LaunchPlans, x, cos, sin, layout, interleaved: bool) -> torch.
 
     def launch(out):
         round_each = False if interleaved else _round_each(x, cos)
-        _launch(out, unit_last(x), unit_last(cos), unit_last(sin), seq_dim[0], interleaved=interleaved,
-                round_each=round_each, direct=True)
+        _launch(
+            out,
+            unit_last(x),
+            unit_last(cos),
+            unit_last(sin),
+            seq_dim[0],
+            interleaved=interleaved,
+            round_each=round_each,
+            direct=True,
+        )
 
-    return eager_call(plans, (x, cos, sin, layout), lambda: seq_dim.append(_validate(x, cos, sin, layout)),
-                      lambda: (out_like(x),), launch)[0]
+    return eager_call(
+        plans,
+        (x, cos, sin, layout),
+        lambda: seq_dim.append(_validate(x, cos, sin, layout)),
+        lambda: (out_like(x),),
+        launch,
+    )[0]
 
 
-def rope_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
-                     layout: str | None = None) -> torch.Tensor:
+def rope_interleaved(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str | None = None
+) -> torch.Tensor:
     """RoPE on interleaved pairs, as diffusers' LTX/FLUX ``apply_rotary_emb`` (fp32 math, one rounding).
 
     x: [B, S, C], [B, S, H, D] or [B, H, S, D] (fp32/bf16/fp16, last dim even); cos, sin: [S, D] or [B, S, D]
@@ -363,8 +423,9 @@ def rope_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
     return torch.ops.kernelfleet.rope_interleaved(x, cos, sin, seq_dim)
 
 
-def rope_rotate_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
-                     layout: str | None = None) -> torch.Tensor:
+def rope_rotate_half(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str | None = None
+) -> torch.Tensor:
     """RoPE ``x*cos + rotate_half(x)*sin`` (transformers/Llama and the seed kernel's convention).
 
     x: [B, S, H, D] or [B, H, S, D] (or [B, S, D], one head); cos, sin: [S, D] or [B, S, D] in x's dtype
@@ -376,8 +437,15 @@ def rope_rotate_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
     return torch.ops.kernelfleet.rope_rotate_half(x, cos, sin, seq_dim, _round_each(x, cos))
 
 
-def rope_interleaved_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
-                          layout: str | None = None, _config: RopeConfig | None = None) -> torch.Tensor:
+def rope_interleaved_into(
+    out: torch.Tensor,
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    *,
+    layout: str | None = None,
+    _config: RopeConfig | None = None,
+) -> torch.Tensor:
     """rope_interleaved writing into ``out`` (any strides); ``_config`` overrides the launch knobs (tuning)."""
     seq_dim = _validate(x, cos, sin, layout)
     check_out(out, x.shape, x.dtype, x.device, unit_last=True)
@@ -386,12 +454,18 @@ def rope_interleaved_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor,
     return out
 
 
-def rope_rotate_half_into(out: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *,
-                          layout: str | None = None, _config: RopeConfig | None = None) -> torch.Tensor:
+def rope_rotate_half_into(
+    out: torch.Tensor,
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    *,
+    layout: str | None = None,
+    _config: RopeConfig | None = None,
+) -> torch.Tensor:
     """rope_rotate_half writing into ``out`` (any strides); ``_config`` overrides the launch knobs (tuning)."""
     seq_dim = _validate(x, cos, sin, layout)
     check_out(out, x.shape, x.dtype, x.device, unit_last=True)
     x, cos, sin = unit_last(x), unit_last(cos), unit_last(sin)
-    _launch(out, x, cos, sin, seq_dim, interleaved=False, round_each=_round_each(x, cos), config=_config,
-            direct=True)
+    _launch(out, x, cos, sin, seq_dim, interleaved=False, round_each=_round_each(x, cos), config=_config, direct=True)
     return out

@@ -2,7 +2,8 @@
 
 On a GPU, ``x.to(tl.bfloat16)`` rounds to nearest even (what torch does).  The Triton interpreter (CPU,
 TRITON_INTERPRET=1, triton 3.x) truncates fp32 -> bf16 instead, and its explicit "rtne" mode rounds ties away
-from zero; fp16 goes through numpy and is correct (bf16 subnormals, below 1.2e-38, still flush to zero there).  Kernels that must be bit-exact with torch call
+from zero; fp16 goes through numpy and is correct (bf16 subnormals, below 1.2e-38, still flush to zero there).
+Kernels that must be bit-exact with torch call
 :func:`round_to` for every rounding; under the interpreter it rounds bf16 to nearest even with integer bit
 arithmetic, on a GPU it is the plain cast.  The choice is made when this module is imported, like the choice
 between compiling and interpreting that ``triton.jit`` makes.
@@ -11,6 +12,7 @@ Also here: rounding an fp32 intermediate to bf16/fp16 and back where eager code 
 :func:`cast_trip`, :func:`round_before_add`, by the codes of :func:`round_code`), so that a fused kernel rounds
 where the eager chain it replaces rounds.
 """
+
 from __future__ import annotations
 
 import torch

@@ -5,6 +5,7 @@ launch knobs (rows per program, warps: :func:`norm_launch_config`) and the launc
 The row kernels: :mod:`kernels.rmsnorm`, :mod:`kernels.adaln`, :mod:`kernels.residual_norm`,
 :mod:`kernels.gated_residual`.
 """
+
 from __future__ import annotations
 
 import functools
@@ -37,8 +38,6 @@ def row_ptrs(ptr, b, s, stride_b, stride_s, stride_d, cols):
     """Pointers to the ``[ROWS, BLOCK_D]`` block of a ``[B, S, D]`` tensor at rows (``b``, ``s``) (from
     :func:`row_offsets`) and columns ``cols``, through the tensor's strides."""
     return ptr + (b * stride_b + s * stride_s)[:, None] + cols[None, :] * stride_d
-
-
 
 
 @triton.jit
@@ -165,7 +164,8 @@ def out_rows_3d(out: torch.Tensor, shape3: Sequence[int]) -> torch.Tensor:
     except RuntimeError:
         raise ValueError(
             f"out (shape {list(out.shape)}, strides {list(out.stride())}) cannot be viewed as rows "
-            f"{list(shape3)}; pass a contiguous out") from None
+            f"{list(shape3)}; pass a contiguous out"
+        ) from None
 
 
 def new_rows_out(x: torch.Tensor) -> torch.Tensor:

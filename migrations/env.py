@@ -5,6 +5,7 @@ Where the connection comes from, in order:
   2. ``-x url=...`` on the alembic command line, or ``sqlalchemy.url`` in the config;
   3. the store's usual choice (orchestrator.store.session.resolve_url): $KERNELFLEET_DB, else the default file.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -40,16 +41,16 @@ def _url() -> str:
 
 
 def _run_on(connection: Connection) -> None:
-    context.configure(connection=connection, render_as_batch=connection.dialect.name == "sqlite",
-                      **_configure_options())
+    context.configure(
+        connection=connection, render_as_batch=connection.dialect.name == "sqlite", **_configure_options()
+    )
     with context.begin_transaction():
         context.run_migrations()
 
 
 def run_migrations_offline() -> None:
     """``alembic upgrade head --sql``: write the SQL instead of running it."""
-    context.configure(url=_url(), literal_binds=True, dialect_opts={"paramstyle": "named"},
-                      **_configure_options())
+    context.configure(url=_url(), literal_binds=True, dialect_opts={"paramstyle": "named"}, **_configure_options())
     with context.begin_transaction():
         context.run_migrations()
 

@@ -1,15 +1,16 @@
 """python -m orchestrator: run a sweep (+sweep=NAME [overrides]) or manage the store and the fleet.
 
-  python -m orchestrator +sweep=rmsnorm [key=value ...]   run a sweep (Hydra overrides; --cfg job prints the config)
-  python -m orchestrator db upgrade [--url URL]           create or upgrade the store's schema
-  python -m orchestrator import RESULTS.jsonl [...] [--url URL]  store results of `python -m workers run`
-  python -m orchestrator export --format csv|parquet|jsonl [--run R] [--since DATE] [--out F]  measurements, long format
-  python -m orchestrator runs [--limit N]                 list the runs: id, sweep, date, device, status, counts
-  python -m orchestrator report [RUN] [--markdown F]      show a run again (newest by default), or as Markdown
-  python -m orchestrator regressions [RUN..] [--baseline B..] changes beyond the between-run spread (exit 1: confirmed)
-  python -m orchestrator node join|list|leave ...         the fleet (see docs/fleet.md)
-  python -m orchestrator cluster up ...                   start a Ray head for a lab
+python -m orchestrator +sweep=rmsnorm [key=value ...]   run a sweep (Hydra overrides; --cfg job prints the config)
+python -m orchestrator db upgrade [--url URL]           create or upgrade the store's schema
+python -m orchestrator import RESULTS.jsonl [...] [--url URL]  store results of `python -m workers run`
+python -m orchestrator export --format csv|parquet|jsonl [--run R] [--since DATE] [--out F]  measurements, long format
+python -m orchestrator runs [--limit N]                 list the runs: id, sweep, date, device, status, counts
+python -m orchestrator report [RUN] [--markdown F]      show a run again (newest by default), or as Markdown
+python -m orchestrator regressions [RUN..] [--baseline B..] changes beyond the between-run spread (exit 1: confirmed)
+python -m orchestrator node join|list|leave ...         the fleet (see docs/fleet.md)
+python -m orchestrator cluster up ...                   start a Ray head for a lab
 """
+
 from __future__ import annotations
 
 import sys
@@ -35,7 +36,7 @@ def _sweep_main(argv: list[str], console: Console) -> int:
             print("config error: --cfg takes `job` (print the composed configuration)", file=sys.stderr)
             return EXIT_CONFIG
         print_cfg = True
-        argv = argv[:i] + argv[i + 2:]
+        argv = argv[:i] + argv[i + 2 :]
     bad = [a for a in argv if a.startswith("-")]
     if bad:
         print(f"config error: unknown option {bad[0]}; see python -m orchestrator --help", file=sys.stderr)

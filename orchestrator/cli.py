@@ -1,4 +1,5 @@
 """The orchestrator's subcommands other than a sweep: db, import, node, cluster."""
+
 from __future__ import annotations
 
 import argparse
@@ -18,13 +19,21 @@ def _parser() -> argparse.ArgumentParser:
     db = sub.add_parser("db", help="the store's schema")
     db.add_argument("action", choices=["upgrade", "current"])
     db.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
-    imp = sub.add_parser("import", help="store results files of `python -m workers run` as a run (several files: "
-                                        "the shards of one plan, stored as one run)")
-    imp.add_argument("results", nargs="+", help="RESULTS.jsonl [MORE.jsonl ...], or a directory (every results file "
-                                                "under it, each plan a run, in the order measured)")
+    imp = sub.add_parser(
+        "import",
+        help="store results files of `python -m workers run` as a run (several files: "
+        "the shards of one plan, stored as one run)",
+    )
+    imp.add_argument(
+        "results",
+        nargs="+",
+        help="RESULTS.jsonl [MORE.jsonl ...], or a directory (every results file "
+        "under it, each plan a run, in the order measured)",
+    )
     imp.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
-    rep = sub.add_parser("report", help="show a run's summary again (the newest run by default), or write it as "
-                                        "Markdown for docs/perf/")
+    rep = sub.add_parser(
+        "report", help="show a run's summary again (the newest run by default), or write it as Markdown for docs/perf/"
+    )
     rep.add_argument("run", nargs="?", type=int, help="run id (default: the newest run)")
     rep.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
     rep.add_argument("--markdown", metavar="FILE", help="write the summary as Markdown to FILE")

@@ -4,6 +4,7 @@ Hydra's compose API does the composition (config groups, the override grammar, s
 this module maps its exceptions to :class:`ConfigError` with the offending key and the allowed values, so the CLI
 can print one line and exit 2 before Ray starts.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -103,8 +104,9 @@ def _translate(exc: Exception) -> ConfigError:
         parent = key.rsplit(".", 1)[0] if "." in key else ""
         allowed = _schema_fields(parent)
         where = f"{key}: no such key"
-        return ConfigError(f"{where}; allowed keys{' in ' + parent if parent else ''}: {', '.join(allowed)}"
-                           if allowed else f"{where}")
+        return ConfigError(
+            f"{where}; allowed keys{' in ' + parent if parent else ''}: {', '.join(allowed)}" if allowed else f"{where}"
+        )
     # Type errors: "Value 'abc' of type 'str' could not be converted to Integer"
     m = next((x for x in re.finditer(r"Value '([^'$]*)'.*could not be converted to (\w+)", msg)), None)
     if m:
@@ -131,8 +133,13 @@ _NEEDS_QUOTES = re.compile(r"[=?&%,\[\]{}()'\" \\]")
 
 def _quote_verbatim(override: str) -> str:
     key, sep, value = override.partition("=")
-    if (not sep or key.lstrip("+~") not in VERBATIM_KEYS or value in ("", "null") or value[0] in "'\""
-            or not _NEEDS_QUOTES.search(value)):
+    if (
+        not sep
+        or key.lstrip("+~") not in VERBATIM_KEYS
+        or value in ("", "null")
+        or value[0] in "'\""
+        or not _NEEDS_QUOTES.search(value)
+    ):
         return override
     return key + "='" + value.replace("'", "\\'") + "'"
 
@@ -170,8 +177,10 @@ def compose(overrides: Sequence[str]) -> DictConfig:
         if str(err).startswith("bad override"):
             bad = [o for o in overrides if "=" in o.partition("=")[2] or "?" in o]
             if bad:
-                err = ConfigError(f"{err}: in {bad[0]}: a value holding '=' or '?' must be quoted for Hydra, "
-                                  f"e.g. {quoting_hint(bad[0])}")
+                err = ConfigError(
+                    f"{err}: in {bad[0]}: a value holding '=' or '?' must be quoted for Hydra, "
+                    f"e.g. {quoting_hint(bad[0])}"
+                )
         raise err from exc
     finally:
         GlobalHydra.instance().clear()

@@ -8,6 +8,7 @@ and the minimum repeats, see workers.timing.bench); every other implementation a
 RMSNorm timed in the same child, each at least its timing budget (warm-up and repeat milliseconds).  torch.compile's
 compile time is not included, so the estimate is low rather than high.
 """
+
 from __future__ import annotations
 
 import json
@@ -80,8 +81,13 @@ def price(specs: list[JobSpec], fit: dict[str, float]) -> Price:
 def start_calibration() -> subprocess.Popen:
     """Start the calibration child (it imports torch and Triton for seconds: start it early, collect it later)."""
     env = {**os.environ, "TRITON_INTERPRET": "1"}
-    return subprocess.Popen([sys.executable, "-m", "orchestrator.cpu_price"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cpu_price"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def calibrate(proc: subprocess.Popen | None = None, timeout_s: float = CALIBRATION_TIMEOUT_S) -> dict[str, float]:

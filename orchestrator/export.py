@@ -4,6 +4,7 @@ One row per measurement in a long format a pandas user pivots (queries.EXPORT_CO
 kind, kernel/model, shape, dtype, impl, target, gpu_type, hardware_key; then commit, run_id, job_key, attempt,
 status, measured_at, metric, value, unit).  Rows stream from the database in batches and are written as they come,
 so a store of millions of measurements never sits in memory.  The store is opened read-only."""
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,9 @@ def add_parser(sub) -> None:
     ex = sub.add_parser("export", help="every measurement as long-format rows (csv, parquet or jsonl), streamed")
     ex.add_argument("--format", choices=FORMATS, default="csv", help="output format (default csv)")
     ex.add_argument("--run", type=int, help="only the attempts this run recorded")
-    ex.add_argument("--since", help="only attempts measured at or after DATE (YYYY-MM-DD or ISO time; UTC "
-                                    "unless it names a zone)")
+    ex.add_argument(
+        "--since", help="only attempts measured at or after DATE (YYYY-MM-DD or ISO time; UTC unless it names a zone)"
+    )
     ex.add_argument("--out", help="file to write (default: standard output; parquet needs a file)")
     ex.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
 
@@ -110,11 +112,28 @@ def parquet_schema():
     import pyarrow as pa
 
     text = pa.string()
-    return pa.schema([("kind", text), ("kernel", text), ("model", text), ("shape", text), ("dtype", text),
-                      ("impl", text), ("target", text), ("gpu_type", text), ("hardware_key", text),
-                      ("commit", text), ("run_id", pa.int64()), ("job_key", text), ("attempt", pa.int64()),
-                      ("status", text), ("measured_at", pa.timestamp("us", tz="UTC")), ("metric", text),
-                      ("value", pa.float64()), ("unit", text)])
+    return pa.schema(
+        [
+            ("kind", text),
+            ("kernel", text),
+            ("model", text),
+            ("shape", text),
+            ("dtype", text),
+            ("impl", text),
+            ("target", text),
+            ("gpu_type", text),
+            ("hardware_key", text),
+            ("commit", text),
+            ("run_id", pa.int64()),
+            ("job_key", text),
+            ("attempt", pa.int64()),
+            ("status", text),
+            ("measured_at", pa.timestamp("us", tz="UTC")),
+            ("metric", text),
+            ("value", pa.float64()),
+            ("unit", text),
+        ]
+    )
 
 
 def _parquet(rows: Iterable[dict[str, Any]], out: str | None) -> int:

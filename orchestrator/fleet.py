@@ -11,6 +11,7 @@ Nothing here prints; :mod:`orchestrator.fleet_cli` turns the results into text. 
 * :func:`ray_start_command` — the exact command and its environment (token auth set up, the token never shown).
 * :func:`list_nodes` / :func:`drain_node` — ``node list`` and ``node leave`` against a connected driver.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -34,12 +35,16 @@ PROBE_TIMEOUT_S = 30.0
 CONNECT_TIMEOUT_S = 3.0
 HOST_LABEL = f"{LABEL_NS}/host"
 # Ray's AMD accelerator manager reads GPUs through this package (ray/_private/thirdparty/pyamdsmi wraps it).
-AMDSMI_FIX = ("install the amdsmi Python package that ships with ROCm, into this Python: "
-              "`python -m pip install /opt/rocm/share/amd_smi` (without it Ray sees no AMD GPU type and falls back "
-              "to CUDA_VISIBLE_DEVICES)")
-TOKEN_FIX = ("on the head run `ray get-auth-token` (with the head's RAY_AUTH_TOKEN_PATH if it has one), save the "
-             "output on this node in a file readable only by the node's user (chmod 600), then pass "
-             "`--token-file FILE` or set RAY_AUTH_TOKEN_PATH=FILE")
+AMDSMI_FIX = (
+    "install the amdsmi Python package that ships with ROCm, into this Python: "
+    "`python -m pip install /opt/rocm/share/amd_smi` (without it Ray sees no AMD GPU type and falls back "
+    "to CUDA_VISIBLE_DEVICES)"
+)
+TOKEN_FIX = (
+    "on the head run `ray get-auth-token` (with the head's RAY_AUTH_TOKEN_PATH if it has one), save the "
+    "output on this node in a file readable only by the node's user (chmod 600), then pass "
+    "`--token-file FILE` or set RAY_AUTH_TOKEN_PATH=FILE"
+)
 
 
 class FleetError(RuntimeError):
@@ -47,6 +52,7 @@ class FleetError(RuntimeError):
 
 
 # ------------------------------------------------------------------------------------------------ the node's facts
+
 
 @dataclass
 class NodeFacts:
@@ -80,8 +86,9 @@ def detect_node(from_fixtures: str | Path | None = None) -> NodeFacts:
         return load_fixture_node(from_fixtures)
     from workers import device
 
-    return NodeFacts(devices=device.detect_all(), env=dict(os.environ), amdsmi_importable=_amdsmi_importable(),
-                     source="this machine")
+    return NodeFacts(
+        devices=device.detect_all(), env=dict(os.environ), amdsmi_importable=_amdsmi_importable(), source="this machine"
+    )
 
 
 def load_fixture_node(path: str | Path) -> NodeFacts:
@@ -109,8 +116,9 @@ def load_fixture_node(path: str | Path) -> NodeFacts:
     env = {str(k): str(v) for k, v in (spec.get("env") or {}).items()}
     devices = [device.detect_from(p, tools, env) for p in props_list]
     amdsmi = spec.get("amdsmi_importable")
-    return NodeFacts(devices=devices, env=env, amdsmi_importable=None if amdsmi is None else bool(amdsmi),
-                     source=f"fixtures {d}")
+    return NodeFacts(
+        devices=devices, env=env, amdsmi_importable=None if amdsmi is None else bool(amdsmi), source=f"fixtures {d}"
+    )
 
 
 def derive_labels(facts: NodeFacts) -> dict[str, str]:
@@ -134,6 +142,7 @@ def gpu_summary(devices: list[DeviceInfo]) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ the token
+
 
 @dataclass
 class Token:
@@ -184,6 +193,7 @@ def _check_token_file(p: Path, origin: str) -> None:
 
 # ------------------------------------------------------------------------------------------------ probing the head
 
+
 @dataclass
 class HeadProbe:
     address: str
@@ -211,15 +221,17 @@ except Exception as exc:  # the parent classifies the failure
 def _split_address(address: str) -> tuple[str, int]:
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
-        raise FleetError(f"--address {address!r}: expected HOST:PORT (the head's GCS address, port {DEFAULT_PORT} "
-                         f"by default)")
+        raise FleetError(
+            f"--address {address!r}: expected HOST:PORT (the head's GCS address, port {DEFAULT_PORT} by default)"
+        )
     return host.strip("[]"), int(port)
 
 
 def _run_probe(address: str, env: dict[str, str], timeout: float) -> dict:
     try:
-        proc = subprocess.run([sys.executable, "-c", _PROBE_CODE, address], env=env, capture_output=True, text=True,
-                              timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, "-c", _PROBE_CODE, address], env=env, capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         return {"ok": False, "type": "Timeout", "error": f"no answer from the GCS within {timeout:g} s"}
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
@@ -246,8 +258,13 @@ def probe_head(address: str, token: Token | None, timeout: float = PROBE_TIMEOUT
     res = _run_probe(address, {**base, "RAY_AUTH_MODE": "disabled"}, timeout)
     if res.get("ok"):
         meta = res["metadata"] or {}
-        return HeadProbe(address, True, auth="disabled", ray_version=meta.get("ray_version"),
-                         python_version=meta.get("python_version"))
+        return HeadProbe(
+            address,
+            True,
+            auth="disabled",
+            ray_version=meta.get("ray_version"),
+            python_version=meta.get("python_version"),
+        )
     if not _is_auth_failure(res):
         return HeadProbe(address, reachable=True, error=f"{res.get('type')}: {res.get('error')}")
     if token is None:
@@ -255,14 +272,21 @@ def probe_head(address: str, token: Token | None, timeout: float = PROBE_TIMEOUT
     res = _run_probe(address, {**base, **token.env()}, timeout)
     if res.get("ok"):
         meta = res["metadata"] or {}
-        return HeadProbe(address, True, auth="token", token_accepted=True, ray_version=meta.get("ray_version"),
-                         python_version=meta.get("python_version"))
+        return HeadProbe(
+            address,
+            True,
+            auth="token",
+            token_accepted=True,
+            ray_version=meta.get("ray_version"),
+            python_version=meta.get("python_version"),
+        )
     if _is_auth_failure(res):
         return HeadProbe(address, True, auth="token", token_accepted=False, error=str(res.get("error", ""))[:300])
     return HeadProbe(address, True, auth="token", error=f"{res.get('type')}: {res.get('error')}")
 
 
 # ------------------------------------------------------------------------------------------------ checks
+
 
 @dataclass
 class Check:
@@ -284,26 +308,50 @@ def _python_matches(head: str, mine: str) -> bool:
     return head.split(".")[:parts] == mine.split(".")[:parts]
 
 
-def join_checks(facts: NodeFacts, probe: HeadProbe | None, token: Token | None, num_gpus: int | None,
-                labels: Mapping[str, str], insecure: bool = False) -> list[Check]:
+def join_checks(
+    facts: NodeFacts,
+    probe: HeadProbe | None,
+    token: Token | None,
+    num_gpus: int | None,
+    labels: Mapping[str, str],
+    insecure: bool = False,
+) -> list[Check]:
     """Everything a node needs to work in the fleet, in the order a user would fix it.  A head without token
     authentication fails the check unless ``insecure`` (``node join --insecure``)."""
     checks: list[Check] = []
     gpus = facts.gpus
     if not gpus:
-        checks.append(Check("GPUs", "fail", f"no GPU detected ({facts.source})",
-                            "a fleet node needs a GPU that torch sees (torch.cuda.is_available()); check the driver "
-                            "and that this Python's torch is a CUDA or ROCm build"))
+        checks.append(
+            Check(
+                "GPUs",
+                "fail",
+                f"no GPU detected ({facts.source})",
+                "a fleet node needs a GPU that torch sees (torch.cuda.is_available()); check the driver "
+                "and that this Python's torch is a CUDA or ROCm build",
+            )
+        )
     else:
         checks.append(Check("GPUs", "ok", f"{len(gpus)} detected: {gpu_summary(gpus)} ({facts.source})"))
         types = sorted({d.gpu_type for d in gpus})
         if len(types) > 1:
-            checks.append(Check("one GPU type", "fail", f"this node mixes {', '.join(types)}",
-                                "a node carries one GPU type; restrict it with HIP_VISIBLE_DEVICES (ROCm) or "
-                                "CUDA_VISIBLE_DEVICES (CUDA) to one type"))
+            checks.append(
+                Check(
+                    "one GPU type",
+                    "fail",
+                    f"this node mixes {', '.join(types)}",
+                    "a node carries one GPU type; restrict it with HIP_VISIBLE_DEVICES (ROCm) or "
+                    "CUDA_VISIBLE_DEVICES (CUDA) to one type",
+                )
+            )
         if num_gpus is not None and not 1 <= num_gpus <= len(gpus):
-            checks.append(Check("--num-gpus", "fail", f"--num-gpus {num_gpus} but {len(gpus)} GPU(s) detected",
-                                f"give a number from 1 to {len(gpus)}"))
+            checks.append(
+                Check(
+                    "--num-gpus",
+                    "fail",
+                    f"--num-gpus {num_gpus} but {len(gpus)} GPU(s) detected",
+                    f"give a number from 1 to {len(gpus)}",
+                )
+            )
     if facts.vendor == "amd":
         if facts.amdsmi_importable is None:
             checks.append(Check("amdsmi", "skip", "not known for this recorded node"))
@@ -313,13 +361,24 @@ def join_checks(facts: NodeFacts, probe: HeadProbe | None, token: Token | None, 
             checks.append(Check("amdsmi", "fail", "the amdsmi Python package is not importable", AMDSMI_FIX))
         rocr, hip = facts.env.get("ROCR_VISIBLE_DEVICES"), facts.env.get("HIP_VISIBLE_DEVICES")
         if rocr is not None and hip is None:
-            checks.append(Check("visible devices", "fail", f"ROCR_VISIBLE_DEVICES={rocr} is set without "
-                                "HIP_VISIBLE_DEVICES: Ray raises 'Please use HIP_VISIBLE_DEVICES instead of "
-                                "ROCR_VISIBLE_DEVICES' when it assigns a GPU",
-                                f"unset ROCR_VISIBLE_DEVICES and set HIP_VISIBLE_DEVICES={rocr} instead"))
+            checks.append(
+                Check(
+                    "visible devices",
+                    "fail",
+                    f"ROCR_VISIBLE_DEVICES={rocr} is set without "
+                    "HIP_VISIBLE_DEVICES: Ray raises 'Please use HIP_VISIBLE_DEVICES instead of "
+                    "ROCR_VISIBLE_DEVICES' when it assigns a GPU",
+                    f"unset ROCR_VISIBLE_DEVICES and set HIP_VISIBLE_DEVICES={rocr} instead",
+                )
+            )
         else:
-            checks.append(Check("visible devices", "ok", f"HIP_VISIBLE_DEVICES={hip}" if hip is not None
-                                else "no device mask (all GPUs)"))
+            checks.append(
+                Check(
+                    "visible devices",
+                    "ok",
+                    f"HIP_VISIBLE_DEVICES={hip}" if hip is not None else "no device mask (all GPUs)",
+                )
+            )
     if labels:
         try:
             from ray._private.label_utils import validate_node_label_syntax
@@ -331,45 +390,85 @@ def join_checks(facts: NodeFacts, probe: HeadProbe | None, token: Token | None, 
     mine_ray, mine_py = local_versions()
     if probe is None or not probe.reachable:
         why = probe.error if probe else "no head address"
-        checks.append(Check("head", "skip", f"head not reachable ({why}): Ray/Python versions and token not "
-                                            f"checked; this node runs Ray {mine_ray}, Python {mine_py}"))
+        checks.append(
+            Check(
+                "head",
+                "skip",
+                f"head not reachable ({why}): Ray/Python versions and token not "
+                f"checked; this node runs Ray {mine_ray}, Python {mine_py}",
+            )
+        )
         return checks
     if probe.error and probe.auth is None:
-        checks.append(Check("head", "fail", f"the head at {probe.address} did not answer: {probe.error}",
-                            "check the address (HOST:PORT of `cluster up`) and that the head is running"))
+        checks.append(
+            Check(
+                "head",
+                "fail",
+                f"the head at {probe.address} did not answer: {probe.error}",
+                "check the address (HOST:PORT of `cluster up`) and that the head is running",
+            )
+        )
         return checks
     if probe.auth == "disabled" and insecure:
-        checks.append(Check("token auth", "ok", "the head does not use token authentication; joining anyway "
-                                                "(--insecure): anyone who reaches it can join and run code, so keep "
-                                                "it on a private network"))
+        checks.append(
+            Check(
+                "token auth",
+                "ok",
+                "the head does not use token authentication; joining anyway "
+                "(--insecure): anyone who reaches it can join and run code, so keep "
+                "it on a private network",
+            )
+        )
     elif probe.auth == "disabled":
-        checks.append(Check("token auth", "fail", "the head does not use token authentication: anyone who reaches "
-                                                  "it can join and run code on every node",
-                            "restart the head with `python -m orchestrator cluster up` (token authentication), or "
-                            "join anyway with --insecure on a network only trusted machines reach"))
+        checks.append(
+            Check(
+                "token auth",
+                "fail",
+                "the head does not use token authentication: anyone who reaches it can join and run code on every node",
+                "restart the head with `python -m orchestrator cluster up` (token authentication), or "
+                "join anyway with --insecure on a network only trusted machines reach",
+            )
+        )
     elif probe.token_accepted is None:
-        checks.append(Check("token auth", "fail", "the head uses token authentication and this node has no token",
-                            TOKEN_FIX))
+        checks.append(
+            Check("token auth", "fail", "the head uses token authentication and this node has no token", TOKEN_FIX)
+        )
     elif probe.token_accepted is False:
-        checks.append(Check("token auth", "fail", f"the head rejected the token from {token.describe()}",
-                            "the token differs from the head's; " + TOKEN_FIX))
+        checks.append(
+            Check(
+                "token auth",
+                "fail",
+                f"the head rejected the token from {token.describe()}",
+                "the token differs from the head's; " + TOKEN_FIX,
+            )
+        )
     else:
         checks.append(Check("token auth", "ok", f"the head accepted the token from {token.describe()}"))
     if probe.ray_version is not None:
         if probe.ray_version == mine_ray:
             checks.append(Check("Ray version", "ok", f"{mine_ray}, as on the head"))
         else:
-            checks.append(Check("Ray version", "fail", f"head runs Ray {probe.ray_version}, this node {mine_ray}",
-                                f"install the head's version: `python -m pip install 'ray[default]=="
-                                f"{probe.ray_version}'`"))
+            checks.append(
+                Check(
+                    "Ray version",
+                    "fail",
+                    f"head runs Ray {probe.ray_version}, this node {mine_ray}",
+                    f"install the head's version: `python -m pip install 'ray[default]=={probe.ray_version}'`",
+                )
+            )
         if probe.python_version is None or _python_matches(probe.python_version, mine_py):
             checks.append(Check("Python version", "ok", f"{mine_py}, as on the head"))
         else:
-            checks.append(Check("Python version", "fail", f"head runs Python {probe.python_version}, this node "
-                                                          f"{mine_py}; Ray refuses a different Python",
-                                f"use Python {probe.python_version} on this node (a venv or conda env), or set "
-                                f"RAY_DEFAULT_PYTHON_VERSION_MATCH_LEVEL=minor on every node if only the patch "
-                                f"level differs"))
+            checks.append(
+                Check(
+                    "Python version",
+                    "fail",
+                    f"head runs Python {probe.python_version}, this node {mine_py}; Ray refuses a different Python",
+                    f"use Python {probe.python_version} on this node (a venv or conda env), or set "
+                    f"RAY_DEFAULT_PYTHON_VERSION_MATCH_LEVEL=minor on every node if only the patch "
+                    f"level differs",
+                )
+            )
     elif probe.auth == "token" and not probe.token_accepted:
         checks.append(Check("versions", "skip", "the head's versions cannot be read without its token"))
     return checks
@@ -380,6 +479,7 @@ def failed(checks: list[Check]) -> list[Check]:
 
 
 # ------------------------------------------------------------------------------------------------ the command
+
 
 def ray_executable() -> str:
     """The `ray` next to this Python (so the node runs the same Ray as these checks), else the one on PATH."""
@@ -415,8 +515,16 @@ def auth_env(probe_auth: str | None, token: Token | None) -> tuple[dict[str, str
     return env, shown
 
 
-def ray_start_command(address: str, labels: Mapping[str, str], num_gpus: int, *, block: bool,
-                      probe_auth: str | None, token: Token | None, extra: list[str] | None = None) -> StartCommand:
+def ray_start_command(
+    address: str,
+    labels: Mapping[str, str],
+    num_gpus: int,
+    *,
+    block: bool,
+    probe_auth: str | None,
+    token: Token | None,
+    extra: list[str] | None = None,
+) -> StartCommand:
     """`ray start` for a GPU node: its labels, its GPU count and one unit of the whole-node resource."""
     argv = [ray_executable(), "start", f"--address={address}"]
     if labels:  # none on a machine without a GPU: no empty --labels=
@@ -429,15 +537,30 @@ def ray_start_command(address: str, labels: Mapping[str, str], num_gpus: int, *,
     return StartCommand(argv, env, shown)
 
 
-def head_command(port: int, token_path: Path, *, block: bool, labels: Mapping[str, str] | None = None,
-                 num_gpus: int = 0, dashboard_host: str = "127.0.0.1", extra: list[str] | None = None
-                 ) -> StartCommand:
+def head_command(
+    port: int,
+    token_path: Path,
+    *,
+    block: bool,
+    labels: Mapping[str, str] | None = None,
+    num_gpus: int = 0,
+    dashboard_host: str = "127.0.0.1",
+    extra: list[str] | None = None,
+) -> StartCommand:
     """`ray start --head` with token authentication.  The head runs no benchmarks unless it brings GPUs."""
-    argv = [ray_executable(), "start", "--head", f"--port={port}", f"--num-gpus={num_gpus}",
-            f"--dashboard-host={dashboard_host}"]
+    argv = [
+        ray_executable(),
+        "start",
+        "--head",
+        f"--port={port}",
+        f"--num-gpus={num_gpus}",
+        f"--dashboard-host={dashboard_host}",
+    ]
     if labels:
-        argv += ["--labels=" + ",".join(f"{k}={v}" for k, v in labels.items()),
-                 "--resources=" + json.dumps({NODE_RESOURCE: 1})]
+        argv += [
+            "--labels=" + ",".join(f"{k}={v}" for k, v in labels.items()),
+            "--resources=" + json.dumps({NODE_RESOURCE: 1}),
+        ]
     if block:
         argv.append("--block")
     argv += extra or []
@@ -468,6 +591,7 @@ def head_address(port: int) -> str:
 
 # ------------------------------------------------------------------------------------------------ a connected driver
 
+
 def connect(address: str, token: Token | None) -> bool:
     """ray.init(address) for node list/leave, with this process's auth set up the way the head wants it (probed
     first: Ray's own refusal takes ~20 s and names no fix).  False if this process was already connected."""
@@ -483,8 +607,9 @@ def connect(address: str, token: Token | None) -> bool:
         raise FleetError(f"cannot reach the head at {address}: {probe.error}")
     if probe.auth == "token":
         if probe.token_accepted is None:
-            raise FleetError(f"the head at {address} uses token authentication and this process has no token; "
-                             f"{TOKEN_FIX}")
+            raise FleetError(
+                f"the head at {address} uses token authentication and this process has no token; {TOKEN_FIX}"
+            )
         if probe.token_accepted is False:
             raise FleetError(f"the head at {address} rejected the token from {token.describe()}; {TOKEN_FIX}")
         os.environ.update(token.env())
@@ -499,8 +624,10 @@ def connect(address: str, token: Token | None) -> bool:
     except Exception as exc:  # noqa: BLE001 - every way of not getting in is reported the same way
         text = f"{type(exc).__name__}: {exc}"
         if "Authentication" in text or "InvalidAuthToken" in text or "Unauthenticated" in text:
-            raise FleetError(f"the head at {address} uses token authentication and refused this process "
-                             f"({_first_line(text)}); {TOKEN_FIX}") from None
+            raise FleetError(
+                f"the head at {address} uses token authentication and refused this process "
+                f"({_first_line(text)}); {TOKEN_FIX}"
+            ) from None
         raise FleetError(f"cannot connect to the cluster at {address}: {_first_line(text)}") from None
     return True
 
@@ -533,8 +660,12 @@ def _running_batches_by_node(address: str | None) -> dict[str, int] | None:
     try:
         from ray.util.state import list_tasks
 
-        tasks = list_tasks(filters=[("state", "=", "RUNNING"), ("name", "=", "kernelfleet-batch")], limit=10000,
-                           timeout=5, raise_on_missing_output=False)
+        tasks = list_tasks(
+            filters=[("state", "=", "RUNNING"), ("name", "=", "kernelfleet-batch")],
+            limit=10000,
+            timeout=5,
+            raise_on_missing_output=False,
+        )
     except Exception:  # noqa: BLE001 - no dashboard (include_dashboard=false) or an older Ray: fall back
         return None
     out: dict[str, int] = {}
@@ -568,10 +699,21 @@ def list_nodes(use_state_api: bool = True) -> list[NodeRow]:
             jobs, source = by_state.get(n["NodeID"], 0), "state API"
         else:
             jobs, source = in_use, "resources"
-        rows.append(NodeRow(node_id=n["NodeID"], alive=alive, head="node:__internal_head__" in res,
-                            address=str(n.get("NodeManagerAddress", "")), labels=dict(n.get("Labels") or {}),
-                            gpus=gpus, gpus_in_use=in_use, jobs_running=jobs, jobs_source=source,
-                            whole_node_free=whole_free, death_reason=str(n.get("DeathReasonMessage") or "")))
+        rows.append(
+            NodeRow(
+                node_id=n["NodeID"],
+                alive=alive,
+                head="node:__internal_head__" in res,
+                address=str(n.get("NodeManagerAddress", "")),
+                labels=dict(n.get("Labels") or {}),
+                gpus=gpus,
+                gpus_in_use=in_use,
+                jobs_running=jobs,
+                jobs_source=source,
+                whole_node_free=whole_free,
+                death_reason=str(n.get("DeathReasonMessage") or ""),
+            )
+        )
     rows.sort(key=lambda r: (not r.alive, not r.head, r.labels.get(f"{LABEL_NS}/gpu", ""), r.node_id))
     return rows
 
@@ -582,16 +724,20 @@ def resolve_node(rows: list[NodeRow], node_id: str | None) -> NodeRow:
     if node_id:
         hits = [r for r in rows if r.node_id.startswith(node_id)]
         if len(hits) != 1:
-            raise FleetError(f"--node-id {node_id}: {'no' if not hits else len(hits)} node(s) match; "
-                             f"`python -m orchestrator node list` shows the ids")
+            raise FleetError(
+                f"--node-id {node_id}: {'no' if not hits else len(hits)} node(s) match; "
+                f"`python -m orchestrator node list` shows the ids"
+            )
         return hits[0]
     from ray._private.services import get_node_ip_address
 
     ip = get_node_ip_address()
     mine = [r for r in live if r.address == ip and not r.head]
     if len(mine) != 1:
-        raise FleetError(f"{len(mine) or 'no'} live worker node(s) with this machine's address {ip}; "
-                         f"name the node with --node-id (see `python -m orchestrator node list`)")
+        raise FleetError(
+            f"{len(mine) or 'no'} live worker node(s) with this machine's address {ip}; "
+            f"name the node with --node-id (see `python -m orchestrator node list`)"
+        )
     return mine[0]
 
 
@@ -603,8 +749,9 @@ def drain_node(address: str, node_id: str, reason: str, deadline_s: float | None
 
     gcs = ray._raylet.GcsClient(address=address)
     deadline_ms = 0 if deadline_s is None else int(time.time() * 1000 + deadline_s * 1000)
-    accepted, why = gcs.drain_node(node_id, autoscaler_pb2.DrainNodeReason.Value("DRAIN_NODE_REASON_PREEMPTION"),
-                                   reason, deadline_ms)
+    accepted, why = gcs.drain_node(
+        node_id, autoscaler_pb2.DrainNodeReason.Value("DRAIN_NODE_REASON_PREEMPTION"), reason, deadline_ms
+    )
     if not accepted:
         raise FleetError(f"the GCS did not accept draining node {node_id[:12]}: {why}")
 

@@ -3,6 +3,7 @@
 Exit codes: 0 done; 1 Ray itself failed (its own message is shown); 2 refused before anything started (a failed
 check, a bad argument, no connection), with what to do about it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,6 +25,9 @@ from orchestrator.schedule import LABEL_NS, NODE_RESOURCE
 EXIT_OK, EXIT_RAY_FAILED, EXIT_REFUSED = 0, 1, 2
 ADDRESS_ENV = ("KERNELFLEET_HEAD", "RAY_ADDRESS")
 
+STATE_API = "the state API"
+NO_STATE_API = "GPUs in use (no dashboard on the head for the state API)"
+
 
 def add_parsers(sub) -> None:
     node = sub.add_parser("node", help="join this GPU machine to the fleet, list the fleet, or leave it")
@@ -31,17 +35,32 @@ def add_parsers(sub) -> None:
 
     join = nsub.add_parser("join", help="detect this node's GPUs, check it can work, and start Ray on it")
     join.add_argument("--address", help="the head, HOST:PORT (default: $KERNELFLEET_HEAD, else $RAY_ADDRESS)")
-    join.add_argument("--dry-run", action="store_true",
-                      help="run the checks, print the labels and the exact `ray start` command; start nothing")
-    join.add_argument("--block", action="store_true",
-                      help="keep Ray in the foreground (`ray start --block`), for a systemd unit")
-    join.add_argument("--token-file", help="the head's auth token (from `ray get-auth-token` on the head); "
-                                           "default: $RAY_AUTH_TOKEN_PATH, $RAY_AUTH_TOKEN, ~/.ray/auth_token")
+    join.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="run the checks, print the labels and the exact `ray start` command; start nothing",
+    )
+    join.add_argument(
+        "--block", action="store_true", help="keep Ray in the foreground (`ray start --block`), for a systemd unit"
+    )
+    join.add_argument(
+        "--token-file",
+        help="the head's auth token (from `ray get-auth-token` on the head); "
+        "default: $RAY_AUTH_TOKEN_PATH, $RAY_AUTH_TOKEN, ~/.ray/auth_token",
+    )
     join.add_argument("--num-gpus", type=int, help="GPUs to give the fleet (default: all detected)")
-    join.add_argument("--insecure", action="store_true",
-                      help="join a head that does not use token authentication (refused without this)")
-    join.add_argument("--ray-start-arg", action="append", default=[], metavar="ARG",
-                      help="one more argument for `ray start` (repeatable), e.g. --ray-start-arg=--temp-dir=/data/ray")
+    join.add_argument(
+        "--insecure",
+        action="store_true",
+        help="join a head that does not use token authentication (refused without this)",
+    )
+    join.add_argument(
+        "--ray-start-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="one more argument for `ray start` (repeatable), e.g. --ray-start-arg=--temp-dir=/data/ray",
+    )
     # Testing on a machine without GPUs: a recorded node (DIR/node.json; see tests/fixtures/nodes/).
     join.add_argument("--from-fixtures", metavar="DIR", help=argparse.SUPPRESS)
 
@@ -54,25 +73,41 @@ def add_parsers(sub) -> None:
     leave.add_argument("--address", help="the head, HOST:PORT (default: $KERNELFLEET_HEAD, else $RAY_ADDRESS)")
     leave.add_argument("--token-file", help="the head's auth token file, if it uses token authentication")
     leave.add_argument("--node-id", help="the node to drain (a unique prefix of its id; default: this machine's)")
-    leave.add_argument("--wait", type=float, default=600.0,
-                       help="seconds to wait for the node's running jobs to finish (default 600)")
-    leave.add_argument("--stop", action="store_true",
-                       help="then run `ray stop` here to end this machine's remaining Ray processes")
+    leave.add_argument(
+        "--wait", type=float, default=600.0, help="seconds to wait for the node's running jobs to finish (default 600)"
+    )
+    leave.add_argument(
+        "--stop", action="store_true", help="then run `ray stop` here to end this machine's remaining Ray processes"
+    )
 
     cluster = sub.add_parser("cluster", help="start a Ray head for a lab")
     csub = cluster.add_subparsers(dest="cluster_cmd", required=True)
     up = csub.add_parser("up", help="start a Ray head with token authentication and print the join command")
     up.add_argument("--port", type=int, default=fleet.DEFAULT_PORT, help="the GCS port (default 6379)")
     up.add_argument("--block", action="store_true", help="keep the head in the foreground (for a systemd unit)")
-    up.add_argument("--token-file", help="the cluster's token file (default: $RAY_AUTH_TOKEN_PATH, else "
-                                         "~/.ray/auth_token); a new random token is written there if missing")
+    up.add_argument(
+        "--token-file",
+        help="the cluster's token file (default: $RAY_AUTH_TOKEN_PATH, else "
+        "~/.ray/auth_token); a new random token is written there if missing",
+    )
     up.add_argument("--dry-run", action="store_true", help="print the command; start nothing, write no token")
-    up.add_argument("--with-gpus", action="store_true",
-                    help="the head machine also benchmarks: detect its GPUs and label it like `node join`")
-    up.add_argument("--dashboard-host", default="127.0.0.1",
-                    help="where the dashboard listens (default 127.0.0.1: reach it through an SSH tunnel)")
-    up.add_argument("--ray-start-arg", action="append", default=[], metavar="ARG",
-                    help="one more argument for `ray start` (repeatable)")
+    up.add_argument(
+        "--with-gpus",
+        action="store_true",
+        help="the head machine also benchmarks: detect its GPUs and label it like `node join`",
+    )
+    up.add_argument(
+        "--dashboard-host",
+        default="127.0.0.1",
+        help="where the dashboard listens (default 127.0.0.1: reach it through an SSH tunnel)",
+    )
+    up.add_argument(
+        "--ray-start-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="one more argument for `ray start` (repeatable)",
+    )
     up.add_argument("--from-fixtures", metavar="DIR", help=argparse.SUPPRESS)
 
 
@@ -92,13 +127,16 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 # ------------------------------------------------------------------------------------------------ helpers
 
+
 def _address(args, required: bool = True) -> str | None:
     address = args.address or next((os.environ[e] for e in ADDRESS_ENV if os.environ.get(e)), None)
     if address and address.startswith("ray://"):
         raise fleet.FleetError("--address: give the head's GCS address HOST:PORT, not a ray:// client address")
     if not address and required:
-        raise fleet.FleetError("no head address: pass --address HOST:PORT (printed by `python -m orchestrator "
-                               "cluster up` on the head) or set KERNELFLEET_HEAD")
+        raise fleet.FleetError(
+            "no head address: pass --address HOST:PORT (printed by `python -m orchestrator "
+            "cluster up` on the head) or set KERNELFLEET_HEAD"
+        )
     return address
 
 
@@ -129,6 +167,7 @@ def _exec_or_run(cmd: fleet.StartCommand, block: bool) -> int:
 
 # ------------------------------------------------------------------------------------------------ node join
 
+
 def node_join(args, console: Console) -> int:
     address = _address(args)
     facts = fleet.detect_node(args.from_fixtures)
@@ -137,14 +176,17 @@ def node_join(args, console: Console) -> int:
     console.print(f"node join: {facts.hostname} -> head {address}", highlight=False)
     probe = fleet.probe_head(address, token)
     if not probe.reachable and not args.dry_run:
-        raise fleet.FleetError(f"cannot reach the head at {address}: {probe.error}; is `python -m orchestrator "
-                               f"cluster up` running there, and can this machine reach that port?")
+        raise fleet.FleetError(
+            f"cannot reach the head at {address}: {probe.error}; is `python -m orchestrator "
+            f"cluster up` running there, and can this machine reach that port?"
+        )
     checks = fleet.join_checks(facts, probe, token, args.num_gpus, labels, insecure=args.insecure)
     console.print("checks:")
     _print_checks(console, checks)
     num_gpus = args.num_gpus or len(facts.gpus)
-    cmd = fleet.ray_start_command(address, labels, num_gpus, block=args.block,
-                                  probe_auth=probe.auth, token=token, extra=args.ray_start_arg)
+    cmd = fleet.ray_start_command(
+        address, labels, num_gpus, block=args.block, probe_auth=probe.auth, token=token, extra=args.ray_start_arg
+    )
     if labels:
         console.print("labels:")
         _print_labels(console, labels)
@@ -158,8 +200,10 @@ def node_join(args, console: Console) -> int:
             return EXIT_REFUSED
         return EXIT_OK
     if bad:
-        console.print(f"[red]refused:[/] {len(bad)} check(s) failed ({', '.join(c.name for c in bad)}); "
-                      f"nothing was started", highlight=False)
+        console.print(
+            f"[red]refused:[/] {len(bad)} check(s) failed ({', '.join(c.name for c in bad)}); nothing was started",
+            highlight=False,
+        )
         return EXIT_REFUSED
     console.print("running:")
     console.print(cmd.render(), highlight=False, soft_wrap=True, markup=False)
@@ -167,12 +211,16 @@ def node_join(args, console: Console) -> int:
     if rc != 0:
         console.print(f"[red]ray start failed[/] (exit code {rc}); its messages are above")
         return EXIT_RAY_FAILED
-    console.print(f"joined. See the fleet with `python -m orchestrator node list --address {address}`; leave with "
-                  f"`python -m orchestrator node leave --address {address}`", highlight=False)
+    console.print(
+        f"joined. See the fleet with `python -m orchestrator node list --address {address}`; leave with "
+        f"`python -m orchestrator node leave --address {address}`",
+        highlight=False,
+    )
     return EXIT_OK
 
 
 # ------------------------------------------------------------------------------------------------ node list
+
 
 def node_list(args, console: Console) -> int:
     address = _address(args)
@@ -192,26 +240,40 @@ def node_list(args, console: Console) -> int:
         table.add_column(col, overflow="fold")
     main = {f"{LABEL_NS}/gpu", f"{LABEL_NS}/arch"}
     for r in rows:
-        others = ", ".join(f"{k.removeprefix(LABEL_NS + '/')}={v}" for k, v in sorted(r.labels.items())
-                           if k not in main and k != "ray.io/node-id")
+        others = ", ".join(
+            f"{k.removeprefix(LABEL_NS + '/')}={v}"
+            for k, v in sorted(r.labels.items())
+            if k not in main and k != "ray.io/node-id"
+        )
         state = ("alive" + (" (head)" if r.head else "")) if r.alive else f"dead {r.death_reason}".strip()
         jobs = "-" if r.jobs_running is None else str(r.jobs_running)
         if r.alive and r.jobs_source == "resources":
             jobs += " (GPUs in use)"
-        cells = [r.node_id[:12], state, r.address, r.labels.get(f"{LABEL_NS}/gpu", "-"),
-                 r.labels.get(f"{LABEL_NS}/arch", "-"), str(r.gpus),
-                 "-" if r.gpus_in_use is None else str(r.gpus_in_use), jobs, others]
+        cells = [
+            r.node_id[:12],
+            state,
+            r.address,
+            r.labels.get(f"{LABEL_NS}/gpu", "-"),
+            r.labels.get(f"{LABEL_NS}/arch", "-"),
+            str(r.gpus),
+            "-" if r.gpus_in_use is None else str(r.gpus_in_use),
+            jobs,
+            others,
+        ]
         table.add_row(*[escape(c) for c in cells])
     console.print(table)
     alive = [r for r in rows if r.alive]
-    console.print(f"{len(alive)} alive, {len(rows) - len(alive)} dead; "
-                  f"{sum(r.gpus for r in alive)} GPUs; jobs running counted from "
-                  f"{'the state API' if any(r.jobs_source == 'state API' for r in alive) else 'GPUs in use (no dashboard on the head for the state API)'}",
-                  highlight=False)
+    console.print(
+        f"{len(alive)} alive, {len(rows) - len(alive)} dead; "
+        f"{sum(r.gpus for r in alive)} GPUs; jobs running counted from "
+        f"{STATE_API if any(r.jobs_source == 'state API' for r in alive) else NO_STATE_API}",
+        highlight=False,
+    )
     return EXIT_OK
 
 
 # ------------------------------------------------------------------------------------------------ node leave
+
 
 def node_leave(args, console: Console) -> int:
     address = _address(args)
@@ -231,13 +293,19 @@ def node_leave(args, console: Console) -> int:
 
         local = node.address == get_node_ip_address()
         if args.stop and not local:
-            raise fleet.FleetError(f"--stop: node {node.node_id[:12]} is at {node.address}, not on this machine; "
-                                   f"run `node leave --stop` there, or drain it from here without --stop")
-        fleet.drain_node(gcs, node.node_id, f"kernelfleet node leave (requested from {socket.gethostname()})",
-                         args.wait)
-        console.print(f"draining node {node.node_id[:12]} ({node.labels.get(f'{LABEL_NS}/gpu', '?')} at "
-                      f"{node.address}): it takes no new jobs; waiting up to {args.wait:g} s for its "
-                      f"{node.jobs_running if node.jobs_running is not None else '?'} running job(s)", highlight=False)
+            raise fleet.FleetError(
+                f"--stop: node {node.node_id[:12]} is at {node.address}, not on this machine; "
+                f"run `node leave --stop` there, or drain it from here without --stop"
+            )
+        fleet.drain_node(
+            gcs, node.node_id, f"kernelfleet node leave (requested from {socket.gethostname()})", args.wait
+        )
+        console.print(
+            f"draining node {node.node_id[:12]} ({node.labels.get(f'{LABEL_NS}/gpu', '?')} at "
+            f"{node.address}): it takes no new jobs; waiting up to {args.wait:g} s for its "
+            f"{node.jobs_running if node.jobs_running is not None else '?'} running job(s)",
+            highlight=False,
+        )
         deadline = time.monotonic() + args.wait
         gone = False
         while time.monotonic() < deadline:
@@ -252,23 +320,31 @@ def node_leave(args, console: Console) -> int:
 
             ray.shutdown()
     if not gone:
-        console.print(f"[yellow]node {node.node_id[:12]} still has work after {args.wait:g} s[/]; it stays drained "
-                      f"(no new jobs). Run `node leave` again to keep waiting, or stop Ray on it now: its running "
-                      f"batch is then retried on another node of its type")
+        console.print(
+            f"[yellow]node {node.node_id[:12]} still has work after {args.wait:g} s[/]; it stays drained "
+            f"(no new jobs). Run `node leave` again to keep waiting, or stop Ray on it now: its running "
+            f"batch is then retried on another node of its type"
+        )
         return EXIT_RAY_FAILED
     console.print(f"node {node.node_id[:12]} drained and left the cluster (its raylet exited)")
     if args.stop:
         rc = subprocess.run([fleet.ray_executable(), "stop"]).returncode
-        console.print("stopped this machine's remaining Ray processes (`ray stop`)" if rc == 0
-                      else f"`ray stop` failed (exit code {rc})")
+        console.print(
+            "stopped this machine's remaining Ray processes (`ray stop`)"
+            if rc == 0
+            else f"`ray stop` failed (exit code {rc})"
+        )
         return EXIT_OK if rc == 0 else EXIT_RAY_FAILED
     if local:
-        console.print("the `ray start` process on this machine may still be running: stop it with "
-                      "`sudo systemctl stop kernelfleet-node` (systemd) or `ray stop`")
+        console.print(
+            "the `ray start` process on this machine may still be running: stop it with "
+            "`sudo systemctl stop kernelfleet-node` (systemd) or `ray stop`"
+        )
     return EXIT_OK
 
 
 # ------------------------------------------------------------------------------------------------ cluster up
+
 
 def cluster_up(args, console: Console) -> int:
     token_path = Path(args.token_file or os.environ.get("RAY_AUTH_TOKEN_PATH") or fleet.DEFAULT_TOKEN_PATH)
@@ -295,8 +371,15 @@ def cluster_up(args, console: Console) -> int:
             console.print(f"token: wrote a new random token to {token_path} (mode 600)", highlight=False)
     else:
         console.print(f"token: {token_path}", highlight=False)
-    cmd = fleet.head_command(args.port, token_path, block=args.block, labels=labels, num_gpus=num_gpus,
-                             dashboard_host=args.dashboard_host, extra=args.ray_start_arg)
+    cmd = fleet.head_command(
+        args.port,
+        token_path,
+        block=args.block,
+        labels=labels,
+        num_gpus=num_gpus,
+        dashboard_host=args.dashboard_host,
+        extra=args.ray_start_arg,
+    )
     ip = next((a.split("=", 1)[1] for a in args.ray_start_arg if a.startswith("--node-ip-address=")), None)
     address = f"{ip}:{args.port}" if ip else fleet.head_address(args.port)
     if labels:
@@ -314,7 +397,8 @@ def cluster_up(args, console: Console) -> int:
         f"run sweeps on the fleet from any machine with the token:\n"
         f"  RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH=<token file> python -m orchestrator +sweep=NAME "
         f"cluster.address={address}\n"
-        f"see the fleet:  python -m orchestrator node list --address {address} --token-file <token file>")
+        f"see the fleet:  python -m orchestrator node list --address {address} --token-file <token file>"
+    )
     if args.dry_run:
         console.print(join_help, highlight=False, soft_wrap=True, markup=False)
         return EXIT_OK

@@ -21,6 +21,7 @@ order they were measured: the shards of one plan (same plan key and commit, no j
 that measures jobs of an earlier file again as a run of its own.  An imported run is dated by its results (the
 first job's start, the last job's end), not by the import.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -70,20 +71,23 @@ def _check_header(path: str, n: int, obj: dict) -> dict:
     if obj.get("kernelfleet") != "results" or not isinstance(obj.get("plan"), dict):
         raise BadResults(f"{path}:{n}: no results header; results files come from `python -m workers run`")
     if obj.get("format", 1) != runner.RESULTS_FORMAT:
-        raise BadResults(f"{path}:{n}: results format {obj.get('format')!r}; this code reads format "
-                         f"{runner.RESULTS_FORMAT}")
+        raise BadResults(
+            f"{path}:{n}: results format {obj.get('format')!r}; this code reads format {runner.RESULTS_FORMAT}"
+        )
     plan = obj["plan"]
     try:
         plain_text("plan", plan)
         for name, column in HEADER_FIELDS.items():
             value = plan.get(name)
             if not isinstance(value, str) or len(value) > column.type.length:
-                raise Invalid(f"plan.{name}: expected a string of at most {column.type.length} characters, "
-                              f"got {value!r:.60}")
+                raise Invalid(
+                    f"plan.{name}: expected a string of at most {column.type.length} characters, got {value!r:.60}"
+                )
         code = _code_hash(plan)
         if not isinstance(code, str) or len(code) > Run.code_hash.type.length:
-            raise Invalid(f"plan.code_hash: expected a string of at most {Run.code_hash.type.length} characters, "
-                          f"got {code!r:.60}")
+            raise Invalid(
+                f"plan.code_hash: expected a string of at most {Run.code_hash.type.length} characters, got {code!r:.60}"
+            )
         if not isinstance(plan.get("config", {}), dict):
             raise Invalid("plan.config: expected an object")
         CodeVersion.from_dict(plan)
@@ -98,9 +102,14 @@ def _check_row(path: str, n: int, obj: dict, code: CodeVersion) -> tuple[JobSpec
     extra = sorted(set(obj) - {"spec", "result"})
     missing = sorted({"spec", "result"} - set(obj))
     if extra or missing:
-        raise BadResults(f"{path}:{n}: expected a {{spec, result}} line; "
-                         + ("; ".join(filter(None, (missing and f"missing {', '.join(missing)}",
-                                                    extra and f"unknown {', '.join(extra)}")))))
+        raise BadResults(
+            f"{path}:{n}: expected a {{spec, result}} line; "
+            + (
+                "; ".join(
+                    filter(None, (missing and f"missing {', '.join(missing)}", extra and f"unknown {', '.join(extra)}"))
+                )
+            )
+        )
     try:
         spec = check_spec(obj["spec"])
         result = check_result(obj["result"])
@@ -108,11 +117,14 @@ def _check_row(path: str, n: int, obj: dict, code: CodeVersion) -> tuple[JobSpec
         raise BadResults(f"{path}:{n}: {exc}") from None
     expected = job_key(spec, code)
     if spec.key != expected:
-        raise BadResults(f"{path}:{n}: spec.key {spec.key!r} is not the key of the spec's content and code version "
-                         f"({expected!r}): the spec was changed after planning")
+        raise BadResults(
+            f"{path}:{n}: spec.key {spec.key!r} is not the key of the spec's content and code version "
+            f"({expected!r}): the spec was changed after planning"
+        )
     if result.key != spec.key:
-        raise BadResults(f"{path}:{n}: result.key {result.key!r} is not its spec's key {spec.key!r} (a result of no "
-                         "planned job)")
+        raise BadResults(
+            f"{path}:{n}: result.key {result.key!r} is not its spec's key {spec.key!r} (a result of no planned job)"
+        )
     return spec, result
 
 
@@ -144,8 +156,10 @@ def read_shards(paths: list[str]) -> tuple[dict, list[tuple[JobSpec, JobResult]]
         other, more = read_file(path)
         for key in ("plan_key", "commit"):
             if other.get(key) != plan.get(key):
-                raise ShardMismatch(f"{path} is from another plan than {paths[0]} ({key} {other.get(key)!r} != "
-                                    f"{plan.get(key)!r}); import it on its own")
+                raise ShardMismatch(
+                    f"{path} is from another plan than {paths[0]} ({key} {other.get(key)!r} != "
+                    f"{plan.get(key)!r}); import it on its own"
+                )
         rows += more
     return plan, rows
 
@@ -199,8 +213,10 @@ def _measured_span(rows: list) -> tuple[dt.datetime | None, dt.datetime | None]:
     spans = [(r.started_at, r.started_at + (r.duration_s or 0.0)) for _, r in rows if r.started_at is not None]
     if not spans:
         return None, None
-    return (dt.datetime.fromtimestamp(min(a for a, _ in spans), dt.timezone.utc),
-            dt.datetime.fromtimestamp(max(b for _, b in spans), dt.timezone.utc))
+    return (
+        dt.datetime.fromtimestamp(min(a for a, _ in spans), dt.timezone.utc),
+        dt.datetime.fromtimestamp(max(b for _, b in spans), dt.timezone.utc),
+    )
 
 
 def _first_good(rows: list[tuple[JobSpec, JobResult]]) -> list[tuple[JobSpec, JobResult]]:
@@ -216,8 +232,9 @@ def _first_good(rows: list[tuple[JobSpec, JobResult]]) -> list[tuple[JobSpec, Jo
     return kept
 
 
-def _write(writer, plan: dict, specs: list[JobSpec], rows: list[tuple[JobSpec, JobResult]],
-           digest: str) -> tuple[int, int]:
+def _write(
+    writer, plan: dict, specs: list[JobSpec], rows: list[tuple[JobSpec, JobResult]], digest: str
+) -> tuple[int, int]:
     """The run, its jobs and results in one transaction (imports one at a time); _ImportedBefore or _NothingNew
     (rolled back) when nothing was added."""
     started, finished = _measured_span(rows)
@@ -225,9 +242,16 @@ def _write(writer, plan: dict, specs: list[JobSpec], rows: list[tuple[JobSpec, J
         earlier = writer.find_import_run(digest)  # recorded only by an import that succeeded
         if earlier is not None:
             raise _ImportedBefore(earlier)
-        run_id = writer.start_run(plan["sweep"] or "imported", plan.get("config") or {}, plan["plan_key"],
-                                  plan["commit"], _code_hash(plan), source="import", source_digest=digest,
-                                  started_at=started)
+        run_id = writer.start_run(
+            plan["sweep"] or "imported",
+            plan.get("config") or {},
+            plan["plan_key"],
+            plan["commit"],
+            _code_hash(plan),
+            source="import",
+            source_digest=digest,
+            started_at=started,
+        )
         writer.add_jobs(run_id, [s.to_dict() for s in specs])
         added = 0
         ceilings: set[str] = set()
@@ -244,9 +268,12 @@ def _write(writer, plan: dict, specs: list[JobSpec], rows: list[tuple[JobSpec, J
             raise _NothingNew
         statuses = Counter(writer.job_statuses([s.key for s in specs]).values())
         bad = sum(v for k, v in statuses.items() if k not in (STATUS_OK, STATUS_SKIPPED))
-        writer.finish_run(run_id, "failed" if bad else "complete",
-                          {"planned": len(specs), "imported": added,
-                           **{f"status_{k}": v for k, v in statuses.items()}}, finished_at=finished)
+        writer.finish_run(
+            run_id,
+            "failed" if bad else "complete",
+            {"planned": len(specs), "imported": added, **{f"status_{k}": v for k, v in statuses.items()}},
+            finished_at=finished,
+        )
     return run_id, added
 
 
@@ -259,6 +286,7 @@ def group_runs(files: list[tuple[str, dict, list]]) -> list[list[tuple[str, dict
     """(path, plan, rows) of many results files -> the runs they make, in the order they were measured: files of
     one plan (plan key and commit) with no job in common are its shards (one run); a file that holds a job of an
     earlier file of its plan measured it again and is a run of its own."""
+
     def when(item):
         start, _ = _measured_span(item[2])
         return (start or dt.datetime.max.replace(tzinfo=dt.timezone.utc), item[0])

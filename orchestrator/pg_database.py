@@ -4,6 +4,7 @@
 created, :func:`ensure_database` connects to the server's maintenance database (``postgres``) and runs
 ``CREATE DATABASE``; a user without the CREATEDB privilege gets one line with the ``createdb`` command to run.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -55,8 +56,11 @@ def ensure_database(url: str) -> bool:
             raise describe(url, exc) from None  # unreachable or refusing: say so now rather than connect again
     finally:
         engine.dispose()
-    admin = create_engine(u.set(database=MAINTENANCE_DB, query={}), isolation_level="AUTOCOMMIT",
-                          connect_args={"connect_timeout": int(u.query.get("connect_timeout", PG_CONNECT_TIMEOUT_S))})
+    admin = create_engine(
+        u.set(database=MAINTENANCE_DB, query={}),
+        isolation_level="AUTOCOMMIT",
+        connect_args={"connect_timeout": int(u.query.get("connect_timeout", PG_CONNECT_TIMEOUT_S))},
+    )
     name = u.database.replace('"', '""')
     try:
         with admin.connect() as conn:
@@ -66,7 +70,9 @@ def ensure_database(url: str) -> bool:
         if "already exists" in str(exc.orig):  # another process created it meanwhile
             return False
         why = str(exc.orig).strip().splitlines()[0]
-        raise UserError(f"store: the database {u.database!r} does not exist on {u.host or 'localhost'} and cannot be "
-                        f"created by this user ({why}); create it with: {createdb_command(url)}") from None
+        raise UserError(
+            f"store: the database {u.database!r} does not exist on {u.host or 'localhost'} and cannot be "
+            f"created by this user ({why}); create it with: {createdb_command(url)}"
+        ) from None
     finally:
         admin.dispose()

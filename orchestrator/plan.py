@@ -4,6 +4,7 @@ A job's key is a content hash of the job (kind, kernel, shape, dtype, implementa
 code that runs it and of the software versions (workers/keys.py: :func:`job_key`, :class:`CodeVersion`), so the
 same config on the same code plans the same keys, and the store can tell which jobs already have a result.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,8 +19,9 @@ KERNEL_KINDS = ("correctness", "micro", "profile", "isa")
 
 
 def timing_params(sweep: dict) -> dict:
-    params = {k: sweep[k] for k in ("warmup_ms", "rep_ms", "rounds", "graph", "kernel_time", "flush", "seed",
-                                    "timeout_s")}
+    params = {
+        k: sweep[k] for k in ("warmup_ms", "rep_ms", "rounds", "graph", "kernel_time", "flush", "seed", "timeout_s")
+    }
     if sweep.get("fresh_autotune"):  # only when set: the keys of every other plan stay as they were
         params["fresh_autotune"] = True
     return params
@@ -50,9 +52,18 @@ def plan(cfg: dict, code: CodeVersion | None = None, gpu_types: list[str] | None
             for shape in grid["shapes"]:
                 for dtype in grid["dtypes"]:
                     for tgt in targets:
-                        specs.append(JobSpec(kind=kind, kernel=grid["name"], shape=list(shape), dtype=dtype,
-                                             impls=list(grid["impls"]), target=tgt, params=dict(params),
-                                             sweep=sw["name"]))
+                        specs.append(
+                            JobSpec(
+                                kind=kind,
+                                kernel=grid["name"],
+                                shape=list(shape),
+                                dtype=dtype,
+                                impls=list(grid["impls"]),
+                                target=tgt,
+                                params=dict(params),
+                                sweep=sw["name"],
+                            )
+                        )
     if "e2e" in sw["kinds"]:
         from orchestrator.plan_e2e import plan_e2e
 
@@ -67,9 +78,21 @@ def plan_isa(sw: dict, grid: dict, target: str) -> list[JobSpec]:
     """Compile-only jobs (workers/isa.py): the kernel's Triton implementation at each shape and dtype, once per
     compile target of ``sweep.archs``.  Where they run does not change what they find, so they are planned once (for
     the sweep's first target) and carry no timing parameters."""
-    return [JobSpec(kind="isa", kernel=grid["name"], shape=list(shape), dtype=dtype, impls=["triton"], target=target,
-                    params={"arch": arch, "seed": 0, "timeout_s": sw["timeout_s"]}, sweep=sw["name"])
-            for shape in grid["shapes"] for dtype in grid["dtypes"] for arch in sw["archs"]]
+    return [
+        JobSpec(
+            kind="isa",
+            kernel=grid["name"],
+            shape=list(shape),
+            dtype=dtype,
+            impls=["triton"],
+            target=target,
+            params={"arch": arch, "seed": 0, "timeout_s": sw["timeout_s"]},
+            sweep=sw["name"],
+        )
+        for shape in grid["shapes"]
+        for dtype in grid["dtypes"]
+        for arch in sw["archs"]
+    ]
 
 
 def plan_key(specs: list[JobSpec]) -> str:

@@ -14,6 +14,7 @@
 One job per (frames, resolution, steps, dtype); every mode runs inside that job.  Grid values may be given as one
 value or a list.  Keys are left empty here: orchestrator.plan sets them (content hash + code version).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -159,7 +160,16 @@ def plan_e2e(sweep_cfg: dict, target: str) -> list[JobSpec]:
     for shape in _shapes(e):
         for steps in e["steps"]:
             for dtype in e["dtypes"]:
-                specs.append(JobSpec(kind="e2e", model=MODEL, shape=list(shape), dtype=dtype,
-                                     impls=list(e["modes"]), target=target, params={**base, "steps": steps},
-                                     sweep=sweep_cfg.get("name", "")))
+                specs.append(
+                    JobSpec(
+                        kind="e2e",
+                        model=MODEL,
+                        shape=list(shape),
+                        dtype=dtype,
+                        impls=list(e["modes"]),
+                        target=target,
+                        params={**base, "steps": steps},
+                        sweep=sweep_cfg.get("name", ""),
+                    )
+                )
     return specs

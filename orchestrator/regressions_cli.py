@@ -4,6 +4,7 @@
 Exit codes: 0 no confirmed regression (unconfirmed candidates and kernel changes are listed, not counted), 1 at
 least one confirmed regression, 2 a usage error (an unknown run id, a bad combination of runs).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,30 +18,50 @@ from orchestrator.report import _fmt
 from orchestrator.store.regression_rule import CONFIRMED, KERNEL_CHANGED, UNCONFIRMED
 
 EXIT_NONE, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
-RECIPE = ("to confirm one run against another, give the rule a between-run spread: run each side twice "
-          "(`regressions C1 C2 --baseline B1 B2`), or judge against history (five or more earlier runs)")
+RECIPE = (
+    "to confirm one run against another, give the rule a between-run spread: run each side twice "
+    "(`regressions C1 C2 --baseline B1 B2`), or judge against history (five or more earlier runs)"
+)
 
 
 def add_parser(sub) -> None:
-    reg = sub.add_parser("regressions", help="flag changes that are large against the series' between-run spread "
-                                             "(and significant on the repeats): against history, or runs against "
-                                             "baseline runs; exit 1 on a confirmed regression")
-    reg.add_argument("run", nargs="*", type=int,
-                     help="the run(s) to judge (default: the newest point of each series; several with --baseline)")
-    reg.add_argument("--baseline", type=int, nargs="+", metavar="RUN",
-                     help="compare RUN(s) with these runs (two runs per side measure the between-run spread)")
+    reg = sub.add_parser(
+        "regressions",
+        help="flag changes that are large against the series' between-run spread "
+        "(and significant on the repeats): against history, or runs against "
+        "baseline runs; exit 1 on a confirmed regression",
+    )
+    reg.add_argument(
+        "run",
+        nargs="*",
+        type=int,
+        help="the run(s) to judge (default: the newest point of each series; several with --baseline)",
+    )
+    reg.add_argument(
+        "--baseline",
+        type=int,
+        nargs="+",
+        metavar="RUN",
+        help="compare RUN(s) with these runs (two runs per side measure the between-run spread)",
+    )
     reg.add_argument("--threshold", type=float, default=0.05, help="smallest relative change that counts (0.05)")
     reg.add_argument("--metric", default="time_us", help="the measurement judged (time_us)")
     reg.add_argument("--improvements", action="store_true", help="list improvements too")
-    reg.add_argument("--include-cpu", action="store_true",
-                     help="judge timings measured on a CPU too (Triton's interpreter: not a kernel's speed)")
+    reg.add_argument(
+        "--include-cpu",
+        action="store_true",
+        help="judge timings measured on a CPU too (Triton's interpreter: not a kernel's speed)",
+    )
     reg.add_argument("--json", action="store_true", help="print the report as JSON (for machines)")
     reg.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
 
 
 def exit_code(report: dict) -> int:
-    return EXIT_REGRESSION if any(f["status"] == CONFIRMED and f["direction"] == "regression"
-                                  for f in report["flags"]) else EXIT_NONE
+    return (
+        EXIT_REGRESSION
+        if any(f["status"] == CONFIRMED and f["direction"] == "regression" for f in report["flags"])
+        else EXIT_NONE
+    )
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
@@ -52,12 +73,20 @@ def run(args: argparse.Namespace, console: Console) -> int:
         print(f"error: --threshold {args.threshold}: a fraction such as 0.05", file=sys.stderr)
         return EXIT_USAGE
     try:
-        report = queries.regression_report(url, args.run or None, baseline_run_ids=args.baseline,
-                                           metric=args.metric, threshold=args.threshold,
-                                           include_improvements=args.improvements, include_cpu=args.include_cpu)
+        report = queries.regression_report(
+            url,
+            args.run or None,
+            baseline_run_ids=args.baseline,
+            metric=args.metric,
+            threshold=args.threshold,
+            include_improvements=args.improvements,
+            include_cpu=args.include_cpu,
+        )
     except KeyError as exc:
-        print(f"error: {exc.args[0] if exc.args else exc} in {url}; list the runs with `python -m orchestrator runs`",
-              file=sys.stderr)
+        print(
+            f"error: {exc.args[0] if exc.args else exc} in {url}; list the runs with `python -m orchestrator runs`",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     code = exit_code(report)
     if args.json:
@@ -69,28 +98,57 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 def _print(report: dict, threshold: float, url: str, console: Console) -> None:
     flags = report["flags"]
-    against = (f"run(s) {', '.join(map(str, report['baseline_runs']))}" if report["baseline_runs"]
-               else "history")
+    against = f"run(s) {', '.join(map(str, report['baseline_runs']))}" if report["baseline_runs"] else "history"
     if report["cpu_series"]:
-        console.print(f"{report['cpu_series']} series measured on a CPU not judged: interpreter timings "
-                      "(--include-cpu judges them)")
+        console.print(
+            f"{report['cpu_series']} series measured on a CPU not judged: interpreter timings "
+            "(--include-cpu judges them)"
+        )
     if not flags:
-        console.print(f"no change of {threshold:.0%} or more beyond the between-run spread, against {against} "
-                      f"({report['series']} series judged; store {url})")
+        console.print(
+            f"no change of {threshold:.0%} or more beyond the between-run spread, against {against} "
+            f"({report['series']} series judged; store {url})"
+        )
         return
-    t = Table(title=f"changes against {against} (>= {threshold:.0%}, Mann-Whitney p < 0.01, beyond the "
-                    "between-run spread)")
-    for c in ("kernel", "shape", "dtype", "impl", "device", "change", "was", "now", "spread", "verdict", "run",
-              "commit"):
+    t = Table(
+        title=f"changes against {against} (>= {threshold:.0%}, Mann-Whitney p < 0.01, beyond the between-run spread)"
+    )
+    for c in (
+        "kernel",
+        "shape",
+        "dtype",
+        "impl",
+        "device",
+        "change",
+        "was",
+        "now",
+        "spread",
+        "verdict",
+        "run",
+        "commit",
+    ):
         t.add_column(c)
     for f in flags:
-        verdict = {CONFIRMED: f"{f['direction']} ({_fmt(f['z'], '.1f')} x spread)",
-                   UNCONFIRMED: "unconfirmed", KERNEL_CHANGED: "baseline changed its kernel"}[f["status"]]
+        verdict = {
+            CONFIRMED: f"{f['direction']} ({_fmt(f['z'], '.1f')} x spread)",
+            UNCONFIRMED: "unconfirmed",
+            KERNEL_CHANGED: "baseline changed its kernel",
+        }[f["status"]]
         device = (f.get("hardware_key") or "–") + (" (cpu timings)" if f["device"] == "cpu" else "")
-        t.add_row(f["kernel"], "x".join(str(s) for s in f["shape"]), f["dtype"], f["impl"], device,
-                  f"{f['change']:+.1%} ({f['direction']})", _fmt(f.get("reference_median"), ".2f"),
-                  _fmt(f.get("current_median"), ".2f"), _fmt(f.get("noise"), ".2%"), verdict,
-                  str(f.get("run_id")), (f.get("commit") or "")[:10])
+        t.add_row(
+            f["kernel"],
+            "x".join(str(s) for s in f["shape"]),
+            f["dtype"],
+            f["impl"],
+            device,
+            f"{f['change']:+.1%} ({f['direction']})",
+            _fmt(f.get("reference_median"), ".2f"),
+            _fmt(f.get("current_median"), ".2f"),
+            _fmt(f.get("noise"), ".2%"),
+            verdict,
+            str(f.get("run_id")),
+            (f.get("commit") or "")[:10],
+        )
     console.print(t)
     confirmed = sum(f["status"] == CONFIRMED and f["direction"] == "regression" for f in flags)
     unconfirmed = [f for f in flags if f["status"] == UNCONFIRMED]

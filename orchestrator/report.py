@@ -1,4 +1,5 @@
 """What the user sees at the end of a run: the summary table (rich), and the same as Markdown for docs/perf/."""
+
 from __future__ import annotations
 
 from typing import Iterable
@@ -9,18 +10,44 @@ from rich.table import Table
 
 from workers.errors import UserError
 
-COLUMNS = ("kernel", "shape", "dtype", "impl", "median µs", "IQR µs", "graph µs", "kernel µs", "GB/s", "% ceiling",
-           "% ceiling (kernel)", "vs eager", "vs compile", "correct", "status")
+COLUMNS = (
+    "kernel",
+    "shape",
+    "dtype",
+    "impl",
+    "median µs",
+    "IQR µs",
+    "graph µs",
+    "kernel µs",
+    "GB/s",
+    "% ceiling",
+    "% ceiling (kernel)",
+    "vs eager",
+    "vs compile",
+    "correct",
+    "status",
+)
 # The default table: what a reader needs to compare implementations, within a 120-column terminal (--wide: all)
-COMPACT_COLUMNS = ("kernel", "shape", "dtype", "impl", "median µs", "GB/s", "vs eager", "vs compile", "correct",
-                   "status")
+COMPACT_COLUMNS = (
+    "kernel",
+    "shape",
+    "dtype",
+    "impl",
+    "median µs",
+    "GB/s",
+    "vs eager",
+    "vs compile",
+    "correct",
+    "status",
+)
 LEFT = ("kernel", "impl", "dtype", "shape", "status")
 # Implementations that are Triton kernels: on a CPU they run through Triton's interpreter
 TRITON_IMPLS = ("triton", "liger")
 # Columns derived from a time: meaningless for an interpreter's time, so shown as "–" (the store keeps them)
 _DERIVED = ("GB/s", "% ceiling", "% ceiling (kernel)", "vs eager", "vs compile")
-INTERPRETER_NOTE = ("interpreted: Triton's interpreter ran these on the CPU; the times say nothing of a GPU, so no "
-                    "GB/s or speed-ups")
+INTERPRETER_NOTE = (
+    "interpreted: Triton's interpreter ran these on the CPU; the times say nothing of a GPU, so no GB/s or speed-ups"
+)
 
 
 def _fmt(v, spec: str = ".1f", suffix: str = "") -> str:
@@ -51,11 +78,28 @@ def _cells(r: dict, unavailable: dict | None = None, wide: bool = True) -> list[
         status = "not run"
     elif interpreted(r) and r.get("median_us") is not None and status == "ok":
         status = "interpreted"
-    cells = dict(zip(COLUMNS, [
-        r["kernel"], shape, r["dtype"], r["impl"], _fmt(r.get("median_us"), ".2f"), _fmt(r.get("iqr_us"), ".2f"),
-        _fmt(r.get("graph_time_us"), ".2f"), _fmt(r.get("kernel_time_us"), ".2f"), _fmt(r.get("gbs"), ".0f"),
-        _fmt(r.get("pct_of_ceiling"), ".0f", "%"), _fmt(r.get("kernel_pct_of_ceiling"), ".0f", "%"),
-        _fmt(r.get("speedup_vs_eager"), ".2f", "x"), vs_compile, correct, status]))
+    cells = dict(
+        zip(
+            COLUMNS,
+            [
+                r["kernel"],
+                shape,
+                r["dtype"],
+                r["impl"],
+                _fmt(r.get("median_us"), ".2f"),
+                _fmt(r.get("iqr_us"), ".2f"),
+                _fmt(r.get("graph_time_us"), ".2f"),
+                _fmt(r.get("kernel_time_us"), ".2f"),
+                _fmt(r.get("gbs"), ".0f"),
+                _fmt(r.get("pct_of_ceiling"), ".0f", "%"),
+                _fmt(r.get("kernel_pct_of_ceiling"), ".0f", "%"),
+                _fmt(r.get("speedup_vs_eager"), ".2f", "x"),
+                vs_compile,
+                correct,
+                status,
+            ],
+        )
+    )
     if interpreted(r):
         cells.update({c: "–" for c in _DERIVED})
     return [cells[c] for c in (COLUMNS if wide else COMPACT_COLUMNS)]
@@ -64,10 +108,17 @@ def _cells(r: dict, unavailable: dict | None = None, wide: bool = True) -> list[
 def shown_rows(rows: Iterable[dict]) -> list[dict]:
     """Micro rows (timings, with their correctness verdict); a correctness row only where nothing was timed."""
     rows = list(rows)
-    timed = {(r["kernel"], str(r["shape"]), r["dtype"], r["impl"], r.get("hardware_key")) for r in rows
-             if r.get("kind") == "micro"}
-    return [r for r in rows if r.get("kind") == "micro"
-            or (r["kernel"], str(r["shape"]), r["dtype"], r["impl"], r.get("hardware_key")) not in timed]
+    timed = {
+        (r["kernel"], str(r["shape"]), r["dtype"], r["impl"], r.get("hardware_key"))
+        for r in rows
+        if r.get("kind") == "micro"
+    }
+    return [
+        r
+        for r in rows
+        if r.get("kind") == "micro"
+        or (r["kernel"], str(r["shape"]), r["dtype"], r["impl"], r.get("hardware_key")) not in timed
+    ]
 
 
 def notes(rows: Iterable[dict], unavailable: dict | None = None) -> list[str]:
@@ -103,8 +154,21 @@ def markdown(rows: Iterable[dict], unavailable: dict | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-E2E_COLUMNS = ("model", "frames x H x W", "dtype", "mode", "ms/step", "vs eager", "device busy ms", "SM MHz",
-               "warm-up s", "peak GB", "max abs vs eager", "cos sim", "status")
+E2E_COLUMNS = (
+    "model",
+    "frames x H x W",
+    "dtype",
+    "mode",
+    "ms/step",
+    "vs eager",
+    "device busy ms",
+    "SM MHz",
+    "warm-up s",
+    "peak GB",
+    "max abs vs eager",
+    "cos sim",
+    "status",
+)
 
 
 def e2e_table(rows: Iterable[dict], title: str) -> Table:
@@ -112,17 +176,34 @@ def e2e_table(rows: Iterable[dict], title: str) -> Table:
     for c in E2E_COLUMNS:
         t.add_column(c, justify="left" if c in ("model", "mode", "dtype", "status", "frames x H x W") else "right")
     for r in rows:
-        t.add_row(r["model"] or "?", "x".join(str(s) for s in r["shape"]), r["dtype"], r["mode"],
-                  _fmt(r.get("ms_per_step"), ".1f"), _fmt(r.get("speedup_vs_eager"), ".2f", "x"),
-                  _fmt(r.get("gpu_busy_ms_per_step"), ".1f"), _fmt(r.get("sm_clock_mhz"), ".0f"),
-                  _fmt(r.get("warmup_s"), ".1f"), _fmt(r.get("peak_mem_gb"), ".2f"),
-                  _fmt(r.get("max_abs_vs_eager"), ".3g"), _fmt(r.get("cos_sim_vs_eager"), ".6f"),
-                  ("not run" if r.get("ms_per_step") is None and r.get("status") == "ok" else r.get("status")) or "–")
+        t.add_row(
+            r["model"] or "?",
+            "x".join(str(s) for s in r["shape"]),
+            r["dtype"],
+            r["mode"],
+            _fmt(r.get("ms_per_step"), ".1f"),
+            _fmt(r.get("speedup_vs_eager"), ".2f", "x"),
+            _fmt(r.get("gpu_busy_ms_per_step"), ".1f"),
+            _fmt(r.get("sm_clock_mhz"), ".0f"),
+            _fmt(r.get("warmup_s"), ".1f"),
+            _fmt(r.get("peak_mem_gb"), ".2f"),
+            _fmt(r.get("max_abs_vs_eager"), ".3g"),
+            _fmt(r.get("cos_sim_vs_eager"), ".6f"),
+            ("not run" if r.get("ms_per_step") is None and r.get("status") == "ok" else r.get("status")) or "–",
+        )
     return t
 
 
-def print_summary(console: Console, rows: list[dict], title: str, e2e_rows: list[dict] | None = None,
-                  isa_rows: list[dict] | None = None, *, unavailable: dict | None = None, wide: bool = False) -> None:
+def print_summary(
+    console: Console,
+    rows: list[dict],
+    title: str,
+    e2e_rows: list[dict] | None = None,
+    isa_rows: list[dict] | None = None,
+    *,
+    unavailable: dict | None = None,
+    wide: bool = False,
+) -> None:
     if rows:
         console.print(summary_table(rows, title, unavailable, wide))
         for line in notes(rows, unavailable):
@@ -135,34 +216,76 @@ def print_summary(console: Console, rows: list[dict], title: str, e2e_rows: list
         console.print(f"{title}: no measurements in this run")
 
 
-ISA_COLUMNS = ("kernel", "shape", "dtype", "arch", "registers", "spills", "scratch B", "LDS B", "occupancy",
-               "load bits", "store bits", "transc.", "cvt", "code B", "est. µs", "est. µs (copy ceiling)", "status")
+ISA_COLUMNS = (
+    "kernel",
+    "shape",
+    "dtype",
+    "arch",
+    "registers",
+    "spills",
+    "scratch B",
+    "LDS B",
+    "occupancy",
+    "load bits",
+    "store bits",
+    "transc.",
+    "cvt",
+    "code B",
+    "est. µs",
+    "est. µs (copy ceiling)",
+    "status",
+)
 
 
 def _isa_cells(r: dict) -> list[str]:
     amd = r.get("vgprs") is not None
-    regs = (f"{r['vgprs']:.0f} v / {r.get('sgprs') or 0:.0f} s" + (f" / {r['agprs']:.0f} a" if r.get("agprs") else "")
-            if amd else _fmt(r.get("registers"), ".0f"))
-    spills = (_fmt((r.get("vgpr_spills") or 0) + (r.get("sgpr_spills") or 0), ".0f") if amd else
-              _fmt(r.get("spill_store_bytes"), ".0f", " B") if r.get("spill_store_bytes") is not None else "–")
+    regs = (
+        f"{r['vgprs']:.0f} v / {r.get('sgprs') or 0:.0f} s" + (f" / {r['agprs']:.0f} a" if r.get("agprs") else "")
+        if amd
+        else _fmt(r.get("registers"), ".0f")
+    )
+    spills = (
+        _fmt((r.get("vgpr_spills") or 0) + (r.get("sgpr_spills") or 0), ".0f")
+        if amd
+        else _fmt(r.get("spill_store_bytes"), ".0f", " B")
+        if r.get("spill_store_bytes") is not None
+        else "–"
+    )
 
     def bits(direction: str) -> str:
-        counts = [f"{r[f'{direction}s_b{b}']:.0f}×{b}" for b in (128, 64, 32, 16)
-                  if r.get(f"{direction}s_b{b}")]
+        counts = [f"{r[f'{direction}s_b{b}']:.0f}×{b}" for b in (128, 64, 32, 16) if r.get(f"{direction}s_b{b}")]
         return " ".join(counts) or "–"
 
-    return [r["kernel"], "x".join(str(s) for s in r["shape"]), r["dtype"], r["arch"], regs, spills,
-            _fmt(r.get("scratch_bytes"), ".0f"), _fmt(r.get("lds_bytes"), ".0f"),
-            _fmt(r.get("occupancy_waves"), ".0f"), bits("load"), bits("store"), _fmt(r.get("transcendentals"), ".0f"),
-            _fmt(r.get("conversions"), ".0f"), _fmt(r.get("code_bytes"), ".0f"),
-            _fmt(r.get("est_min_time_us"), ".2f"), _fmt(r.get("est_min_time_copy_us"), ".2f"), r.get("status") or "–"]
+    return [
+        r["kernel"],
+        "x".join(str(s) for s in r["shape"]),
+        r["dtype"],
+        r["arch"],
+        regs,
+        spills,
+        _fmt(r.get("scratch_bytes"), ".0f"),
+        _fmt(r.get("lds_bytes"), ".0f"),
+        _fmt(r.get("occupancy_waves"), ".0f"),
+        bits("load"),
+        bits("store"),
+        _fmt(r.get("transcendentals"), ".0f"),
+        _fmt(r.get("conversions"), ".0f"),
+        _fmt(r.get("code_bytes"), ".0f"),
+        _fmt(r.get("est_min_time_us"), ".2f"),
+        _fmt(r.get("est_min_time_copy_us"), ".2f"),
+        r.get("status") or "–",
+    ]
 
 
 def isa_table(rows: Iterable[dict], title: str) -> Table:
     t = Table(title=title)
     for c in ISA_COLUMNS:
-        t.add_column(c, justify="left" if c in ("kernel", "shape", "dtype", "arch", "status", "load bits",
-                                                "store bits", "registers") else "right")
+        t.add_column(
+            c,
+            justify="left"
+            if c in ("kernel", "shape", "dtype", "arch", "status", "load bits", "store bits", "registers")
+            else "right",
+        )
     for r in rows:
         t.add_row(*_isa_cells(r))
     return t
@@ -178,12 +301,27 @@ def isa_markdown(rows: Iterable[dict]) -> str:
 def e2e_markdown(rows: Iterable[dict]) -> str:
     lines = ["| " + " | ".join(E2E_COLUMNS) + " |", "|" + "---|" * len(E2E_COLUMNS)]
     for r in rows:
-        lines.append("| " + " | ".join([
-            r["model"] or "?", "x".join(str(s) for s in r["shape"]), r["dtype"], r["mode"],
-            _fmt(r.get("ms_per_step"), ".1f"), _fmt(r.get("speedup_vs_eager"), ".2f", "x"),
-            _fmt(r.get("gpu_busy_ms_per_step"), ".1f"), _fmt(r.get("sm_clock_mhz"), ".0f"),
-            _fmt(r.get("warmup_s"), ".1f"), _fmt(r.get("peak_mem_gb"), ".2f"), _fmt(r.get("max_abs_vs_eager"), ".3g"),
-            _fmt(r.get("cos_sim_vs_eager"), ".6f"), r.get("status") or "–"]) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    r["model"] or "?",
+                    "x".join(str(s) for s in r["shape"]),
+                    r["dtype"],
+                    r["mode"],
+                    _fmt(r.get("ms_per_step"), ".1f"),
+                    _fmt(r.get("speedup_vs_eager"), ".2f", "x"),
+                    _fmt(r.get("gpu_busy_ms_per_step"), ".1f"),
+                    _fmt(r.get("sm_clock_mhz"), ".0f"),
+                    _fmt(r.get("warmup_s"), ".1f"),
+                    _fmt(r.get("peak_mem_gb"), ".2f"),
+                    _fmt(r.get("max_abs_vs_eager"), ".3g"),
+                    _fmt(r.get("cos_sim_vs_eager"), ".6f"),
+                    r.get("status") or "–",
+                ]
+            )
+            + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -191,9 +329,15 @@ def print_run_summary(console: Console, url: str, run_id: int, title: str, wide:
     """A stored run's summary table(s), with why implementations were not run and what interpreted times are."""
     from orchestrator.store import queries
 
-    print_summary(console, queries.run_summary(url, run_id), title, queries.e2e_results(url, run_id),
-                  queries.isa_results(url, run_id), unavailable=queries.run_measured(url, run_id)["unavailable"],
-                  wide=wide)
+    print_summary(
+        console,
+        queries.run_summary(url, run_id),
+        title,
+        queries.e2e_results(url, run_id),
+        queries.isa_results(url, run_id),
+        unavailable=queries.run_measured(url, run_id)["unavailable"],
+        wide=wide,
+    )
 
 
 def counts_in_words(counts: dict | None) -> str:
@@ -212,26 +356,39 @@ def _when(t) -> str:
     return t.strftime("%Y-%m-%d %H:%M UTC") if hasattr(t, "strftime") else str(t)
 
 
-def run_markdown(info: dict, rows: list[dict], e2e_rows: list[dict], devices: list[dict],
-                 measured: dict | None = None, isa_rows: list[dict] | None = None) -> str:
+def run_markdown(
+    info: dict,
+    rows: list[dict],
+    e2e_rows: list[dict],
+    devices: list[dict],
+    measured: dict | None = None,
+    isa_rows: list[dict] | None = None,
+) -> str:
     """A run as a docs/perf page: when it was measured, where, which code and config, then the tables."""
     isa_rows = isa_rows or []
     used = {r.get("hardware_key") for r in [*rows, *e2e_rows, *isa_rows]}
     devs = [d for d in devices if d["hardware_key"] in used]
     measured = measured or {}
     first, last = measured.get("measured_from"), measured.get("measured_to")
-    when = "not measured" if first is None else (
-        _when(first) if _when(first) == _when(last) else f"{_when(first)} to {_when(last)}")
-    out = [f"# Run {info['id']} · {info['sweep']}", "",
-           f"- **Measured:** {when} (run {info['id']} started {_when(info.get('started_at'))}, status "
-           f"{info.get('status')})",
-           f"- **Commit:** `{info.get('commit')}` (kernels hash `{info.get('code_hash')}`); source: "
-           f"{info.get('source')}"]
+    when = (
+        "not measured"
+        if first is None
+        else (_when(first) if _when(first) == _when(last) else f"{_when(first)} to {_when(last)}")
+    )
+    out = [
+        f"# Run {info['id']} · {info['sweep']}",
+        "",
+        f"- **Measured:** {when} (run {info['id']} started {_when(info.get('started_at'))}, status "
+        f"{info.get('status')})",
+        f"- **Commit:** `{info.get('commit')}` (kernels hash `{info.get('code_hash')}`); source: {info.get('source')}",
+    ]
     for d in devs:
         bw = d.get("copy_bandwidth_gbs")
-        out.append(f"- **Device:** {d['name']} ({d['arch']}, {d.get('compute_units')} compute units), driver "
-                   f"{d.get('driver') or '–'}, {d.get('runtime') or '–'}, torch {d.get('torch')}, triton "
-                   f"{d.get('triton')}; measured copy ceiling {f'{bw:.0f} GB/s' if bw else 'not measured'}")
+        out.append(
+            f"- **Device:** {d['name']} ({d['arch']}, {d.get('compute_units')} compute units), driver "
+            f"{d.get('driver') or '–'}, {d.get('runtime') or '–'}, torch {d.get('torch')}, triton "
+            f"{d.get('triton')}; measured copy ceiling {f'{bw:.0f} GB/s' if bw else 'not measured'}"
+        )
     out.append(f"- **Jobs:** {counts_in_words(info.get('job_counts'))}")
     out.append("")
     if rows:
@@ -243,8 +400,9 @@ def run_markdown(info: dict, rows: list[dict], e2e_rows: list[dict], devices: li
     return "\n".join(out)
 
 
-def show_run(url: str | None, run_id: int | None, markdown_path: str | None, console: Console,
-             wide: bool = False) -> int:
+def show_run(
+    url: str | None, run_id: int | None, markdown_path: str | None, console: Console, wide: bool = False
+) -> int:
     from orchestrator.store import queries
     from orchestrator.store.session import resolve_url
 
@@ -260,8 +418,15 @@ def show_run(url: str | None, run_id: int | None, markdown_path: str | None, con
     rows, e2e_rows = queries.run_summary(url, run_id), queries.e2e_results(url, run_id)
     isa_rows = queries.isa_results(url, run_id)
     measured = queries.run_measured(url, run_id)
-    print_summary(console, rows, f"run {run_id} · {info['sweep']}", e2e_rows, isa_rows,
-                  unavailable=measured["unavailable"], wide=wide)
+    print_summary(
+        console,
+        rows,
+        f"run {run_id} · {info['sweep']}",
+        e2e_rows,
+        isa_rows,
+        unavailable=measured["unavailable"],
+        wide=wide,
+    )
     if markdown_path:
         with open(markdown_path, "w") as f:
             f.write(run_markdown(info, rows, e2e_rows, queries.devices(url), measured, isa_rows))

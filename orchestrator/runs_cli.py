@@ -1,4 +1,5 @@
 """`python -m orchestrator runs`: the runs of the store, newest first — the ids `report` and `regressions` take."""
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     url = resolve_url(args.url)
     runs = queries.list_runs(url, limit=max(args.limit, 1))
     if not runs:
-        console.print(f"the store {display_url(url)} holds no run yet; start one with "
-                      f"`python -m orchestrator +sweep=smoke`", highlight=False)
+        console.print(
+            f"the store {display_url(url)} holds no run yet; start one with `python -m orchestrator +sweep=smoke`",
+            highlight=False,
+        )
         return 0
     t = Table(title=f"runs in {display_url(url)} (newest first)")
     for c in ("id", "sweep", "started", "device", "status", "jobs", "source"):
@@ -31,8 +34,15 @@ def run(args: argparse.Namespace, console: Console) -> int:
     for r in runs:
         devices = queries.run_measured(url, r["id"])["devices"]
         started = r["started_at"].strftime("%Y-%m-%d %H:%M") if r.get("started_at") else "–"
-        t.add_row(str(r["id"]), r["sweep"], started, ", ".join(devices) or "–", r["status"],
-                  counts_in_words(r.get("counts") or {"planned": r.get("n_jobs") or 0}), r["source"])
+        t.add_row(
+            str(r["id"]),
+            r["sweep"],
+            started,
+            ", ".join(devices) or "–",
+            r["status"],
+            counts_in_words(r.get("counts") or {"planned": r.get("n_jobs") or 0}),
+            r["source"],
+        )
     console.print(t)
     console.print("show one with `python -m orchestrator report RUN`", highlight=False)
     return 0

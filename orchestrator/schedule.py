@@ -6,6 +6,7 @@ its batch through the worker's sandbox and streams one result per job back (a Ra
 loss is Ray's to retry (``max_retries``; application errors are never retried: kernel failures are data).  The
 driver de-duplicates results by job key, so a batch re-run on another node after a node died stores each job once.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -31,8 +32,19 @@ WHOLE_NODE_KINDS = ("e2e", "profile")
 # within seconds); past it they end as lost.  target.wait_for_nodes=true waits without limit.
 NO_NODE_GRACE_S = 60.0
 # What a remote node needs of the driver's checkout (Ray's working_dir); everything else stays home.
-RUNTIME_EXCLUDES = [".git", "**/__pycache__", "tests", "docs", "outputs", "*.db", "*.jsonl", ".whl", ".gl",
-                    ".pytest_cache", ".hypothesis"]
+RUNTIME_EXCLUDES = [
+    ".git",
+    "**/__pycache__",
+    "tests",
+    "docs",
+    "outputs",
+    "*.db",
+    "*.jsonl",
+    ".whl",
+    ".gl",
+    ".pytest_cache",
+    ".hypothesis",
+]
 FORWARDED_ENV_PREFIXES = ("KERNELFLEET_", "TRITON_")
 
 
@@ -135,17 +147,29 @@ class RayCluster:
             runtime_env: dict = {"working_dir": str(REPO_ROOT), "excludes": RUNTIME_EXCLUDES}
             if env_vars:
                 runtime_env["env_vars"] = env_vars
-            ray.init(address=address, runtime_env=runtime_env, log_to_driver=False,
-                     logging_level=logging.WARNING, configure_logging=True)
+            ray.init(
+                address=address,
+                runtime_env=runtime_env,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+                configure_logging=True,
+            )
             self.address = address
             return self
         import torch
 
         ngpu = torch.cuda.device_count() if torch.cuda.is_available() else 0
         # address="local": always a fresh embedded instance, never a cluster that happens to run on this machine
-        kwargs: dict = {"address": "local", "num_gpus": ngpu, "include_dashboard": False, "log_to_driver": False,
-                        "logging_level": logging.WARNING, "labels": self.local_labels or None,
-                        "resources": {NODE_RESOURCE: 1}, "_node_ip_address": LOOPBACK}
+        kwargs: dict = {
+            "address": "local",
+            "num_gpus": ngpu,
+            "include_dashboard": False,
+            "log_to_driver": False,
+            "logging_level": logging.WARNING,
+            "labels": self.local_labels or None,
+            "resources": {NODE_RESOURCE: 1},
+            "_node_ip_address": LOOPBACK,
+        }
         if ngpu == 0:
             kwargs["num_cpus"] = 1  # the single local CPU slot: jobs run one at a time through the interpreter
         with _local_only():
@@ -164,8 +188,9 @@ class RayCluster:
 
         out = []
         for n in ray.nodes():
-            out.append(NodeView(n["NodeID"], bool(n.get("Alive")), dict(n.get("Labels") or {}),
-                                dict(n.get("Resources") or {})))
+            out.append(
+                NodeView(n["NodeID"], bool(n.get("Alive")), dict(n.get("Labels") or {}), dict(n.get("Resources") or {}))
+            )
         return out
 
     def has_gpus(self) -> bool:
@@ -173,8 +198,13 @@ class RayCluster:
 
     def matching(self, selector: dict[str, str], gpu: bool = True) -> list[NodeView]:
         gpu = gpu and self.has_gpus()
-        return [n for n in self.nodes() if n.alive and selector_matches(selector, n.labels)
-                and (n.gpus > 0 if gpu else n.resources.get("CPU", 0) > 0)]
+        return [
+            n
+            for n in self.nodes()
+            if n.alive
+            and selector_matches(selector, n.labels)
+            and (n.gpus > 0 if gpu else n.resources.get("CPU", 0) > 0)
+        ]
 
     def slots(self, selector: dict[str, str], gpu: bool = True) -> int:
         """Jobs that can run at once: GPUs of the matching nodes, or one per matching node (CPU jobs, no GPUs)."""
@@ -184,22 +214,27 @@ class RayCluster:
         return len(nodes)
 
     def gpu_types(self) -> list[str]:
-        return sorted({n.labels[f"{LABEL_NS}/gpu"] for n in self.nodes()
-                       if n.alive and f"{LABEL_NS}/gpu" in n.labels})
+        return sorted({n.labels[f"{LABEL_NS}/gpu"] for n in self.nodes() if n.alive and f"{LABEL_NS}/gpu" in n.labels})
 
 
 def can_run(node: NodeView, selector: dict[str, str], whole_node: bool, gpu: bool) -> bool:
     """Whether a live node can run a job with this selector (and, for a whole-node job, has the node resource)."""
-    return (node.alive and selector_matches(selector, node.labels)
-            and (node.gpus > 0 if gpu else node.resources.get("CPU", 0) > 0)
-            and (not whole_node or node.resources.get(NODE_RESOURCE, 0) >= 1))
+    return (
+        node.alive
+        and selector_matches(selector, node.labels)
+        and (node.gpus > 0 if gpu else node.resources.get("CPU", 0) > 0)
+        and (not whole_node or node.resources.get(NODE_RESOURCE, 0) >= 1)
+    )
 
 
-def task_options(selector: dict[str, str], whole_node: bool, gpu: bool, node_share: bool,
-                 max_retries: int) -> dict:
+def task_options(selector: dict[str, str], whole_node: bool, gpu: bool, node_share: bool, max_retries: int) -> dict:
     """The Ray options of one batch task: one GPU (one CPU slot without GPUs), the selector, the node resource."""
-    opts: dict = {"num_returns": "streaming", "max_retries": max_retries, "retry_exceptions": False,
-                  "name": "kernelfleet-batch"}
+    opts: dict = {
+        "num_returns": "streaming",
+        "max_retries": max_retries,
+        "retry_exceptions": False,
+        "name": "kernelfleet-batch",
+    }
     if gpu:
         opts["num_gpus"] = 1
         opts["num_cpus"] = 0
@@ -219,17 +254,26 @@ def make_batches(specs: list[JobSpec], batch_size: int, slots: int) -> list[list
     if not specs:
         return []
     size = max(1, min(batch_size, math.ceil(len(specs) / max(slots, 1))))
-    return [specs[i:i + size] for i in range(0, len(specs), size)]
+    return [specs[i : i + size] for i in range(0, len(specs), size)]
 
 
 def _ray_failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]
 
 
-def execute(cluster: RayCluster, specs: list[JobSpec], selector_of: Callable[[JobSpec], dict[str, str]],
-            on_result: Callable[[JobResult], None], on_lost: Callable[[JobSpec, str], None], *,
-            batch_size: int = 32, max_retries: int = 3, poll_s: float = 0.5,
-            on_tick: Callable[[], None] | None = None, no_node_grace_s: float = NO_NODE_GRACE_S) -> None:
+def execute(
+    cluster: RayCluster,
+    specs: list[JobSpec],
+    selector_of: Callable[[JobSpec], dict[str, str]],
+    on_result: Callable[[JobResult], None],
+    on_lost: Callable[[JobSpec, str], None],
+    *,
+    batch_size: int = 32,
+    max_retries: int = 3,
+    poll_s: float = 0.5,
+    on_tick: Callable[[], None] | None = None,
+    no_node_grace_s: float = NO_NODE_GRACE_S,
+) -> None:
     """Run every spec on the cluster; each ends in exactly one on_result or on_lost call.
 
     Jobs that no live node can run any more (the last node of their type left or died) wait ``no_node_grace_s``
@@ -243,8 +287,9 @@ def execute(cluster: RayCluster, specs: list[JobSpec], selector_of: Callable[[Jo
     # group key: (selector, whole node, on a GPU); compile-only jobs take a CPU slot even on a GPU cluster
     groups: dict[tuple, list[JobSpec]] = {}
     for s in specs:
-        groups.setdefault((tuple(sorted(selector_of(s).items())), takes_whole_node(s), has_gpus and needs_gpu(s)),
-                          []).append(s)
+        groups.setdefault(
+            (tuple(sorted(selector_of(s).items())), takes_whole_node(s), has_gpus and needs_gpu(s)), []
+        ).append(s)
     queue: list[tuple[tuple, list[JobSpec]]] = []
     total_slots = 0
     for gkey, group in groups.items():
@@ -298,11 +343,17 @@ def execute(cluster: RayCluster, specs: list[JobSpec], selector_of: Callable[[Jo
             since = no_node_since.setdefault(gkey, now)
             if now - since >= no_node_grace_s:
                 need = f" with the {NODE_RESOURCE} resource (a whole-node job)" if whole else ""
-                lose_group(gkey, f"no live node matches {describe_selector(sel)}{need}: the last one left the "
-                                 f"cluster or none joined (waited {no_node_grace_s:g} s)")
+                lose_group(
+                    gkey,
+                    f"no live node matches {describe_selector(sel)}{need}: the last one left the "
+                    f"cluster or none joined (waited {no_node_grace_s:g} s)",
+                )
                 no_node_since.pop(gkey, None)
-        slots_now = sum(n.gpus if has_gpus else 1 for n in now_nodes
-                        if n.alive and (n.gpus > 0 if has_gpus else n.resources.get("CPU", 0) > 0))
+        slots_now = sum(
+            n.gpus if has_gpus else 1
+            for n in now_nodes
+            if n.alive and (n.gpus > 0 if has_gpus else n.resources.get("CPU", 0) > 0)
+        )
         limit = max(limit, 2 * slots_now)
 
     try:

@@ -4,6 +4,7 @@ Hydra validates the composed YAML against these dataclasses, so a misspelt key o
 caught while composing; orchestrator.validate then checks the values against the kernel registry (kernel names,
 implementations, dtypes, shapes) before anything is scheduled.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

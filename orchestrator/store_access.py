@@ -1,4 +1,5 @@
 """Open the store for a sweep or an import: an empty database gets the schema; an old one is an error."""
+
 from __future__ import annotations
 
 from rich.console import Console

@@ -1,4 +1,5 @@
 """One sweep, end to end: plan, open the run in the store, skip what is done, schedule the rest, summarise."""
+
 from __future__ import annotations
 
 import os
@@ -33,17 +34,20 @@ def write_dry_run(cfg: dict, specs: list[JobSpec], console: Console) -> int:
     if not out.parent.is_dir():
         raise ConfigError(f"plan_out={out}: the folder {out.parent} does not exist; create it or name another file")
     runner.write_plan(out, plan_header(cfg, specs), specs)
-    console.print(f"planned {len(specs)} jobs, nothing scheduled: {out}\n"
-                  f"run them on any machine with `python -m workers run {out} --out results.jsonl`, "
-                  f"then `python -m orchestrator import results.jsonl`")
+    console.print(
+        f"planned {len(specs)} jobs, nothing scheduled: {out}\n"
+        f"run them on any machine with `python -m workers run {out} --out results.jsonl`, "
+        f"then `python -m orchestrator import results.jsonl`"
+    )
     return EXIT_OK
 
 
 class _Recorder:
     """The driver's side of the results stream: the only writer to the store."""
 
-    def __init__(self, writer, run_id: int, force: bool, progress: Progress, task, labels: dict[str, str],
-                 console: Console):
+    def __init__(
+        self, writer, run_id: int, force: bool, progress: Progress, task, labels: dict[str, str], console: Console
+    ):
         self.writer, self.run_id, self.force = writer, run_id, force
         self.progress, self.task, self.labels, self.console = progress, task, labels, console
         self.counts: Counter[str] = Counter()
@@ -65,8 +69,9 @@ class _Recorder:
                 self.known_ceiling.add(hw)
         self.writer.record_result(self.run_id, res.to_dict(), force=self.force)
         if res.status not in (STATUS_OK, STATUS_SKIPPED):
-            self.console.print(f"[yellow]{self.labels.get(res.key, res.key)}[/]: {res.status}: "
-                               f"{(res.error or '').strip()[:300]}")
+            self.console.print(
+                f"[yellow]{self.labels.get(res.key, res.key)}[/]: {res.status}: {(res.error or '').strip()[:300]}"
+            )
         self._advance(res.status)
 
     def lost(self, spec: JobSpec, reason: str) -> None:
@@ -85,8 +90,10 @@ def _plan(cfg: dict, cluster: schedule.RayCluster | None) -> list[JobSpec]:
     # target=all: one copy of each job per GPU type the fleet has, so the fleet is asked first
     types = cluster.gpu_types() if cluster is not None else []
     if not types:
-        raise ConfigError(f"target={cfg['target']['name']}: no live node carries a {schedule.LABEL_NS}/gpu label; "
-                          "join GPU nodes with `python -m orchestrator node join`")
+        raise ConfigError(
+            f"target={cfg['target']['name']}: no live node carries a {schedule.LABEL_NS}/gpu label; "
+            "join GPU nodes with `python -m orchestrator node join`"
+        )
     return planner.plan(cfg, gpu_types=types)
 
 
@@ -109,8 +116,9 @@ class _Signals:
         if self.first is None:
             self.first = signum
             raise Interrupted(signum)
-        self.console.print(f"{signal.Signals(signum).name} again: still shutting down; the run is being marked "
-                           "interrupted")
+        self.console.print(
+            f"{signal.Signals(signum).name} again: still shutting down; the run is being marked interrupted"
+        )
 
     def __enter__(self) -> "_Signals":
         if threading.current_thread() is not threading.main_thread():
@@ -137,8 +145,9 @@ class _EtaColumn(ProgressColumn):
         if not task.completed or task.elapsed is None:
             return Text("eta –", style="progress.remaining")
         left = task.elapsed / task.completed * (task.total - task.completed)
-        return Text(f"eta {int(left) // 3600}:{int(left) % 3600 // 60:02d}:{int(left) % 60:02d}",
-                    style="progress.remaining")
+        return Text(
+            f"eta {int(left) // 3600}:{int(left) % 3600 // 60:02d}:{int(left) % 60:02d}", style="progress.remaining"
+        )
 
 
 def _local_gpu() -> bool:
@@ -163,24 +172,31 @@ def _check_cpu_price(cfg: dict, todo: list[JobSpec], where: str, console: Consol
         return
     p = cpu_price.price(todo, fit)
     interp = f"{p.triton_calls} Triton calls in the interpreter at {p.per_element_s * 1e6:.1f} µs per element"
-    what = (f"{where} has no GPU: {p.jobs} jobs to run, the largest {p.largest} ({cpu_price.gb(p.largest_bytes)} "
-            f"of tensors); {interp}, PyTorch at {p.eager_per_element_s * 1e9:.1f} ns per element: estimated "
-            f"{cpu_price.duration(p.estimate_s)} on this CPU (an estimate from a calibration just now; compile time "
-            f"not included)")
+    what = (
+        f"{where} has no GPU: {p.jobs} jobs to run, the largest {p.largest} ({cpu_price.gb(p.largest_bytes)} "
+        f"of tensors); {interp}, PyTorch at {p.eager_per_element_s * 1e9:.1f} ns per element: estimated "
+        f"{cpu_price.duration(p.estimate_s)} on this CPU (an estimate from a calibration just now; compile time "
+        f"not included)"
+    )
     if p.small or cfg.get("allow_cpu"):
         console.print(what, highlight=False)
         return
     name = cfg["sweep"]["name"]
     console.print(what, highlight=False)
-    console.print(f"nothing was scheduled or stored. Instead:\n"
-                  f"  python -m orchestrator +sweep=smoke                      small shapes, minutes on a CPU\n"
-                  f"  python -m orchestrator +sweep={name} target=h200         on a GPU node of the fleet "
-                  f"(cluster.address=HEAD:6379)\n"
-                  f"  python -m orchestrator +sweep={name} dry_run=true plan_out=plan.jsonl   then on a GPU machine: "
-                  f"python -m workers run plan.jsonl --out results.jsonl\n"
-                  f"  python -m orchestrator +sweep={name} allow_cpu=true      run it here anyway", highlight=False)
-    raise ConfigError(f"sweep {name} is GPU-sized: estimated {cpu_price.duration(p.estimate_s)} on this CPU "
-                      f"(over {cpu_price.duration(cpu_price.SMALL_S)}); add allow_cpu=true to run it anyway")
+    console.print(
+        f"nothing was scheduled or stored. Instead:\n"
+        f"  python -m orchestrator +sweep=smoke                      small shapes, minutes on a CPU\n"
+        f"  python -m orchestrator +sweep={name} target=h200         on a GPU node of the fleet "
+        f"(cluster.address=HEAD:6379)\n"
+        f"  python -m orchestrator +sweep={name} dry_run=true plan_out=plan.jsonl   then on a GPU machine: "
+        f"python -m workers run plan.jsonl --out results.jsonl\n"
+        f"  python -m orchestrator +sweep={name} allow_cpu=true      run it here anyway",
+        highlight=False,
+    )
+    raise ConfigError(
+        f"sweep {name} is GPU-sized: estimated {cpu_price.duration(p.estimate_s)} on this CPU "
+        f"(over {cpu_price.duration(cpu_price.SMALL_S)}); add allow_cpu=true to run it anyway"
+    )
 
 
 def _check_writable(explicit_url: str | None) -> None:
@@ -202,11 +218,15 @@ def _nothing_to_run(writer, url: str, cfg: dict, header: dict, specs: list[JobSp
 
     same = [r for r in queries.list_runs(url, limit=500) if r["plan_key"] == header["plan_key"]]
     if same:
-        report.print_run_summary(console, url, same[0]["id"], f"run {same[0]['id']} · {cfg['sweep']['name']}",
-                                 wide=bool(cfg.get("wide")))
+        report.print_run_summary(
+            console, url, same[0]["id"], f"run {same[0]['id']} · {cfg['sweep']['name']}", wide=bool(cfg.get("wide"))
+        )
     where = f"; newest run of this plan: {same[0]['id']}" if same else ""
-    console.print(f"sweep {cfg['sweep']['name']}: all {len(specs)} jobs have good results in the store{where}; "
-                  f"nothing to run, no run recorded (rerun=true runs them again; store {url})", highlight=False)
+    console.print(
+        f"sweep {cfg['sweep']['name']}: all {len(specs)} jobs have good results in the store{where}; "
+        f"nothing to run, no run recorded (rerun=true runs them again; store {url})",
+        highlight=False,
+    )
     return EXIT_OK
 
 
@@ -217,8 +237,10 @@ def run_sweep(cfg: dict, console: Console) -> int:
     per_gpu_type = bool(cfg["target"].get("per_gpu_type"))
     if cfg.get("dry_run"):
         if per_gpu_type:
-            raise ConfigError(f"target={cfg['target']['name']}: a dry run cannot know which GPU types the fleet "
-                              "has; plan for a named target instead (e.g. target=h200)")
+            raise ConfigError(
+                f"target={cfg['target']['name']}: a dry run cannot know which GPU types the fleet "
+                "has; plan for a named target instead (e.g. target=h200)"
+            )
         return write_dry_run(cfg, planner.plan(cfg), console)
 
     embedded = not (cfg["cluster"].get("address") or os.environ.get("RAY_ADDRESS"))
@@ -277,19 +299,40 @@ def run_sweep(cfg: dict, console: Console) -> int:
                 return EXIT_INTERRUPTED
             raise
     with _Signals(console) as signals:
-        return _run(cfg, writer, url, cluster, specs, header, todo, done, run_id, selector, signals, console,
-                    what_is_done, wait)
+        return _run(
+            cfg, writer, url, cluster, specs, header, todo, done, run_id, selector, signals, console, what_is_done, wait
+        )
 
 
-def _run(cfg: dict, writer, url: str, cluster, specs: list[JobSpec], header: dict, todo: list[JobSpec],
-         done: set[str], run_id: int | None, selector: dict[str, str], signals: _Signals, console: Console,
-         what_is_done, wait: bool) -> int:
+def _run(
+    cfg: dict,
+    writer,
+    url: str,
+    cluster,
+    specs: list[JobSpec],
+    header: dict,
+    todo: list[JobSpec],
+    done: set[str],
+    run_id: int | None,
+    selector: dict[str, str],
+    signals: _Signals,
+    console: Console,
+    what_is_done,
+    wait: bool,
+) -> int:
     per_gpu_type = bool(cfg["target"].get("per_gpu_type"))
     interrupted: Interrupted | None = None
     try:
         try:  # this process takes the run (owner, heartbeat); RunHeld if another sweep took the plan meanwhile
-            claimed, resumed = writer.claim_run(cfg["sweep"]["name"], cfg, header["plan_key"], header["commit"],
-                                                header["code_hash"], wait, console.print)
+            claimed, resumed = writer.claim_run(
+                cfg["sweep"]["name"],
+                cfg,
+                header["plan_key"],
+                header["commit"],
+                header["code_hash"],
+                wait,
+                console.print,
+            )
         except RunHeld as exc:
             raise ConfigError(str(exc)) from None
         if claimed != run_id and not cfg.get("rerun"):  # another sweep of the plan ran meanwhile: not run again
@@ -304,32 +347,56 @@ def _run(cfg: dict, writer, url: str, cluster, specs: list[JobSpec], header: dic
         if cluster is not None:
             cluster.stop()
         raise
-    console.print(f"sweep {cfg['sweep']['name']}: {len(specs)} jobs, {len(done)} done earlier, "
-                  f"{len(todo)} to run (run {run_id}, store {url})")
+    console.print(
+        f"sweep {cfg['sweep']['name']}: {len(specs)} jobs, {len(done)} done earlier, "
+        f"{len(todo)} to run (run {run_id}, store {url})"
+    )
     status = "complete"
     counts: Counter[str] = Counter()
     t0 = time.perf_counter()
     try:
         if todo:
+
             def selector_of(spec: JobSpec) -> dict[str, str]:
                 if per_gpu_type:
                     return {**selector, f"{schedule.LABEL_NS}/gpu": spec.target}
                 return selector
 
             nodes = cluster.nodes()
-            writer.record_nodes({"node_id": n.node_id, "alive": n.alive, "labels": n.labels,  # the fleet page's
-                                 "resources": n.resources} for n in nodes)
+            writer.record_nodes(
+                {
+                    "node_id": n.node_id,
+                    "alive": n.alive,
+                    "labels": n.labels,  # the fleet page's
+                    "resources": n.resources,
+                }
+                for n in nodes
+            )
             console.print(f"fleet: {schedule.fleet_summary(nodes)}")
-            with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TextColumn("{task.fields[state]}"), TimeElapsedColumn(), _EtaColumn(),
-                          console=console, transient=False) as progress:
+            with Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[state]}"),
+                TimeElapsedColumn(),
+                _EtaColumn(),
+                console=console,
+                transient=False,
+            ) as progress:
                 task = progress.add_task(cfg["sweep"]["name"], total=len(todo), state="")
-                rec = _Recorder(writer, run_id, bool(cfg.get("rerun")), progress, task,
-                                {s.key: s.label() for s in todo}, console)
-                schedule.execute(cluster, todo, selector_of, rec.result, rec.lost,
-                                 batch_size=cfg["sweep"]["batch_size"], max_retries=cfg["sweep"]["max_retries"],
-                                 no_node_grace_s=(float("inf") if cfg["target"].get("wait_for_nodes")
-                                                  else schedule.NO_NODE_GRACE_S))
+                rec = _Recorder(
+                    writer, run_id, bool(cfg.get("rerun")), progress, task, {s.key: s.label() for s in todo}, console
+                )
+                schedule.execute(
+                    cluster,
+                    todo,
+                    selector_of,
+                    rec.result,
+                    rec.lost,
+                    batch_size=cfg["sweep"]["batch_size"],
+                    max_retries=cfg["sweep"]["max_retries"],
+                    no_node_grace_s=(float("inf") if cfg["target"].get("wait_for_nodes") else schedule.NO_NODE_GRACE_S),
+                )
                 counts = rec.counts
     except KeyboardInterrupt as exc:
         # Ray's own wait loop can turn the handler's Interrupted into a plain KeyboardInterrupt: the first
@@ -345,13 +412,22 @@ def _run(cfg: dict, writer, url: str, cluster, specs: list[JobSpec], header: dic
     if not interrupted and n_bad:
         status = "failed"
     by_status = {f"status_{k}": v for k, v in Counter(final.values()).items()}
-    writer.finish_run(run_id, status, {"planned": len(specs), "ran": sum(counts.values()),
-                                        "done_earlier": len(done), "wall_s": round(time.perf_counter() - t0, 3),
-                                        **by_status})
-    report.print_run_summary(console, url, run_id, f"run {run_id} · {cfg['sweep']['name']}",
-                             wide=bool(cfg.get("wide")))
-    console.print(f"run {run_id}: {status}; {report.counts_in_words({'planned': len(specs), **by_status})}; "
-                  f"store: {url}", highlight=False)
+    writer.finish_run(
+        run_id,
+        status,
+        {
+            "planned": len(specs),
+            "ran": sum(counts.values()),
+            "done_earlier": len(done),
+            "wall_s": round(time.perf_counter() - t0, 3),
+            **by_status,
+        },
+    )
+    report.print_run_summary(console, url, run_id, f"run {run_id} · {cfg['sweep']['name']}", wide=bool(cfg.get("wide")))
+    console.print(
+        f"run {run_id}: {status}; {report.counts_in_words({'planned': len(specs), **by_status})}; store: {url}",
+        highlight=False,
+    )
     if interrupted:
         console.print(f"interrupted: run the same command again to complete run {run_id}")
         return interrupted.exit_code
@@ -376,6 +452,8 @@ def _check_target(cluster: schedule.RayCluster, target: dict, selector: dict[str
         console.print(f"waiting for a node matching {schedule.describe_selector(selector)} ...")
         schedule.wait_for_match(cluster, selector, float("inf"))
         return
-    raise ConfigError(f"target={target['name']}: no live node matches {schedule.describe_selector(selector)}; "
-                      f"fleet: {schedule.fleet_summary(cluster.nodes())} (join one with `python -m orchestrator node "
-                      f"join`, or wait with target.wait_for_nodes=true)")
+    raise ConfigError(
+        f"target={target['name']}: no live node matches {schedule.describe_selector(selector)}; "
+        f"fleet: {schedule.fleet_summary(cluster.nodes())} (join one with `python -m orchestrator node "
+        f"join`, or wait with target.wait_for_nodes=true)"
+    )

@@ -1,4 +1,5 @@
 """Check a composed configuration's values against the kernel registry, before anything is scheduled."""
+
 from __future__ import annotations
 
 import math
@@ -33,8 +34,10 @@ def selected_kernels(cfg: dict) -> list[str]:
         return names
     for n in only:
         if n not in names:
-            raise ConfigError(f"sweep.kernels: {n!r} is not in this sweep; kernels here: {', '.join(names)} "
-                              f"(add one with +kernel@kernels.NAME=NAME)")
+            raise ConfigError(
+                f"sweep.kernels: {n!r} is not in this sweep; kernels here: {', '.join(names)} "
+                f"(add one with +kernel@kernels.NAME=NAME)"
+            )
     return list(only)
 
 
@@ -53,11 +56,15 @@ def check_kernel_grids() -> None:
     kernels, grids = set(registry.builtin()), set(group_options("kernel"))
     folder = conf_dir() / "kernel"
     for name in sorted(grids - kernels):
-        raise ConfigError(f"{folder / name}.yaml: no kernel {name!r} is registered (kernels/entries/); registered "
-                          f"kernels: {', '.join(sorted(kernels))}")
+        raise ConfigError(
+            f"{folder / name}.yaml: no kernel {name!r} is registered (kernels/entries/); registered "
+            f"kernels: {', '.join(sorted(kernels))}"
+        )
     for name in sorted(kernels - grids):
-        raise ConfigError(f"kernel {name!r} (kernels/entries/) has no grid: add {folder / name}.yaml with its name, "
-                          f"shapes, dtypes and impls")
+        raise ConfigError(
+            f"kernel {name!r} (kernels/entries/) has no grid: add {folder / name}.yaml with its name, "
+            f"shapes, dtypes and impls"
+        )
 
 
 def validate(cfg: dict) -> None:
@@ -87,8 +94,10 @@ def validate(cfg: dict) -> None:
     wants_kernels = any(k in KERNEL_KINDS for k in sw["kinds"])
     names = selected_kernels(cfg)
     if wants_kernels and not names:
-        raise ConfigError("kernels: this sweep names no kernel; add one with +kernel@kernels.NAME=NAME; "
-                          f"known kernels: {', '.join(registry.kernel_names())}")
+        raise ConfigError(
+            "kernels: this sweep names no kernel; add one with +kernel@kernels.NAME=NAME; "
+            f"known kernels: {', '.join(registry.kernel_names())}"
+        )
     for kname in names:
         grid = effective_grid(cfg, kname)
         where = f"kernels.{kname}"
@@ -103,8 +112,11 @@ def validate(cfg: dict) -> None:
         if not grid["shapes"]:
             raise ConfigError(f"{where}.shapes: empty")
         for i, shape in enumerate(grid["shapes"]):
-            if not isinstance(shape, (list, tuple)) or not shape or not all(
-                    isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+            if (
+                not isinstance(shape, (list, tuple))
+                or not shape
+                or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape)
+            ):
                 raise ConfigError(f"{where}.shapes[{i}]: {shape!r} is not a shape (a list of sizes >= 0)")
             try:
                 entry.check_shape(tuple(shape))
@@ -113,6 +125,8 @@ def validate(cfg: dict) -> None:
             for dt in grid["dtypes"]:
                 nbytes = entry.bytes_moved(tuple(shape), registry.dtype_of(dt))
                 if nbytes > LARGEST_GPU_MEMORY_BYTES:
-                    raise ConfigError(f"{where}.shapes[{i}]: {list(shape)} in {dt} needs {nbytes / 1e9:,.0f} GB for "
-                                      f"its inputs and outputs alone, more than any GPU holds (the largest, "
-                                      f"{LARGEST_GPU}, has {LARGEST_GPU_MEMORY_BYTES / 1e9:.0f} GB)")
+                    raise ConfigError(
+                        f"{where}.shapes[{i}]: {list(shape)} in {dt} needs {nbytes / 1e9:,.0f} GB for "
+                        f"its inputs and outputs alone, more than any GPU holds (the largest, "
+                        f"{LARGEST_GPU}, has {LARGEST_GPU_MEMORY_BYTES / 1e9:.0f} GB)"
+                    )

@@ -3,6 +3,7 @@
 On a GPU machine the kernels are compiled as usual and the GPU-only tests (marked `gpu`) run; set
 TRITON_INTERPRET=1 yourself to run the CPU path there.
 """
+
 import os
 
 import pytest

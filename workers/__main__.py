@@ -1,4 +1,5 @@
 """python -m workers run PLAN.jsonl --out RESULTS.jsonl: run planned jobs on this machine, without Ray."""
+
 from __future__ import annotations
 
 import argparse
@@ -40,11 +41,13 @@ def _run(args: argparse.Namespace) -> int:
         except ValueError:
             console.print(f"[red]error:[/] --shard {args.shard}: expected I/N with 1 <= I <= N, e.g. 2/3")
             return 2
-        specs = specs[i - 1::n]
+        specs = specs[i - 1 :: n]
     out_path = Path(args.out)
     if out_path.exists() and not args.resume:
-        raise UserError(f"--out {args.out} exists: add --resume to go on with it (the jobs it holds are skipped), or "
-                        f"name another file; it is not overwritten")
+        raise UserError(
+            f"--out {args.out} exists: add --resume to go on with it (the jobs it holds are skipped), or "
+            f"name another file; it is not overwritten"
+        )
     if not out_path.parent.is_dir():
         raise UserError(f"--out {args.out}: the folder {out_path.parent} does not exist")
     done: set[str] = set()
@@ -63,24 +66,35 @@ def _run(args: argparse.Namespace) -> int:
     console.print(f"{len(specs)} jobs in {args.plan}: {len(specs) - len(todo)} done earlier, {len(todo)} to run")
     counts: Counter[str] = Counter()
     node = f"local:{socket.gethostname()}"
-    with open(args.out, mode) as out, Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                               TextColumn("{task.fields[state]}"), TimeRemainingColumn(),
-                                               console=console) as bar:
+    with (
+        open(args.out, mode) as out,
+        Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[state]}"),
+            TimeRemainingColumn(),
+            console=console,
+        ) as bar,
+    ):
         if mode == "w":
             out.write(runner.results_header(header))
             out.flush()
         task = bar.add_task("jobs", total=len(todo), state="")
         by_key = {s.key: s for s in todo}
         for result in runner.run(todo, node_id=node):
-            out.write(json.dumps({"spec": by_key[result.key].to_dict(), "result": result.to_dict()},
-                                 sort_keys=True) + "\n")
+            out.write(
+                json.dumps({"spec": by_key[result.key].to_dict(), "result": result.to_dict()}, sort_keys=True) + "\n"
+            )
             out.flush()
             counts[result.status] += 1
             if result.status != STATUS_OK:
                 console.print(f"[yellow]{by_key[result.key].label()}[/]: {result.status}: {(result.error or '')[:300]}")
             bar.update(task, advance=1, state=" ".join(f"{k}={v}" for k, v in sorted(counts.items())))
-    console.print(f"results: {args.out} ({', '.join(f'{k}={v}' for k, v in sorted(counts.items())) or 'nothing run'});"
-                  f" store them with `python -m orchestrator import {args.out}`")
+    console.print(
+        f"results: {args.out} ({', '.join(f'{k}={v}' for k, v in sorted(counts.items())) or 'nothing run'});"
+        f" store them with `python -m orchestrator import {args.out}`"
+    )
     return 0 if all(k == STATUS_OK for k in counts) else 1
 
 
@@ -91,10 +105,17 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("plan", help="plan file from `python -m orchestrator +sweep=NAME dry_run=true`")
     r.add_argument("--out", required=True, help="results file (JSON lines), written as each job ends")
     r.add_argument("--keys", help="comma-separated job keys: run only these (to reproduce one failing job)")
-    r.add_argument("--resume", action="store_true", help="append to --out, skipping jobs it already holds (without "
-                                                          "it an existing --out is refused, never overwritten)")
-    r.add_argument("--shard", metavar="I/N", help="run only every N-th job starting at the I-th (split a long plan "
-                                                   "over several calls)")
+    r.add_argument(
+        "--resume",
+        action="store_true",
+        help="append to --out, skipping jobs it already holds (without "
+        "it an existing --out is refused, never overwritten)",
+    )
+    r.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run only every N-th job starting at the I-th (split a long plan over several calls)",
+    )
     args = ap.parse_args(argv)
     return exit_on_user_error(lambda: _run(args))
 

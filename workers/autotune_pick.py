@@ -22,6 +22,7 @@ kernel, graph or autotune result is found, every choice is made again, and the n
 (Inductor's ``force_disable_caches`` would do the same but also keeps the generated modules out of
 ``PyCodeCache.modules``, where this module finds them.)
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -31,7 +32,6 @@ import re
 import sys
 import tempfile
 from typing import Any, Iterator
-
 
 CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
 # What each implementation compiled earlier in this process, by the caller's key (kernel, impl, shape, dtype): the
@@ -117,8 +117,13 @@ def _kernels(module: Any, configs: dict[str, str]) -> list[str]:
         if not _KERNEL_NAME.match(name):
             continue
         names.append(name)
-        cfgs = sorted({_config_text(launcher.config) for launcher in getattr(obj, "launchers", None) or ()
-                       if hasattr(launcher, "config")})
+        cfgs = sorted(
+            {
+                _config_text(launcher.config)
+                for launcher in getattr(obj, "launchers", None) or ()
+                if hasattr(launcher, "config")
+            }
+        )
         if len(cfgs) == 1 or (cfgs and name not in configs):
             configs[name] = "|".join(cfgs)
     return names
@@ -129,7 +134,7 @@ def record(state: dict[str, Any]) -> dict[str, Any] | None:
     cache = _code_cache()
     if cache is None or state.get("end", 0) <= state.get("start", 0):
         return None
-    modules = cache.modules[state["start"]:state["end"]]
+    modules = cache.modules[state["start"] : state["end"]]
     names: list[str] = []
     configs: dict[str, str] = {}
     digest = hashlib.sha256()
@@ -145,5 +150,11 @@ def record(state: dict[str, Any]) -> dict[str, Any] | None:
     code_hash = digest.hexdigest()[:16]
     fx = next((k for k in ("hit", "miss", "bypass", "in process") if state.get("fx", {}).get(k)), None)
     pick = "; ".join(f"{k}:{v}" for k, v in sorted(configs.items())) if configs else f"code:{code_hash}"
-    return {"kernels": sorted(set(names)), "configs": configs, "code_hash": code_hash, "fx_cache": fx,
-            "fresh": bool(state.get("fresh")), "pick": pick}
+    return {
+        "kernels": sorted(set(names)),
+        "configs": configs,
+        "code_hash": code_hash,
+        "fx_cache": fx,
+        "fresh": bool(state.get("fresh")),
+        "pick": pick,
+    }

@@ -8,6 +8,7 @@ result.  ``profiled``: this process has run torch.profiler, which leaves every l
 (``workers.timing.profiler_used``); the parent starts a fresh child for a next job whose figures include host time
 (workers.sandbox.runs_in_profiled_child).
 """
+
 from __future__ import annotations
 
 import json
@@ -72,8 +73,7 @@ def main() -> int:
     # after its default 8 recompilations.
     import torch._dynamo
 
-    for name in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
-                 "accumulated_recompile_limit"):
+    for name in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit", "accumulated_recompile_limit"):
         if hasattr(torch._dynamo.config, name):
             setattr(torch._dynamo.config, name, 1024)
 

@@ -4,6 +4,7 @@ Outputs are poisoned with NaN before the call wherever the implementation writes
 element it never wrote fails the check; NaN never passes.  Metrics per implementation: ``rel_err``
 (||out-ref||/||ref||), ``max_abs`` and ``correct`` (1.0/0.0) against the entry's tolerances for the dtype.
 """
+
 from __future__ import annotations
 
 import random
@@ -16,8 +17,7 @@ import torch
 from kernels import registry
 from kernels.registry import Impl, KernelEntry
 from workers import autotune_pick
-from workers.spec import (STATUS_ERROR, STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec,
-                          Measurement)
+from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec, Measurement
 
 
 @dataclass
@@ -39,13 +39,15 @@ def compare(out: Any, ref: Any, tol: tuple[float, float]) -> Check:
     worst_rel, worst_abs, note = 0.0, 0.0, ""
     for i, (o, r) in enumerate(zip(outs, refs)):
         if tuple(o.shape) != tuple(r.shape):
-            return Check(float("inf"), float("inf"), False, f"output {i} has shape {tuple(o.shape)}, "
-                                                              f"expected {tuple(r.shape)}")
+            return Check(
+                float("inf"), float("inf"), False, f"output {i} has shape {tuple(o.shape)}, expected {tuple(r.shape)}"
+            )
         o64 = o.detach().to(device=r.device, dtype=torch.float64)
         if not torch.isfinite(o64).all() and torch.isfinite(r).all():
             bad = int((~torch.isfinite(o64)).sum())
-            return Check(float("nan"), float("nan"), False, f"output {i}: {bad} non-finite elements "
-                                                            f"(unwritten or overflow)")
+            return Check(
+                float("nan"), float("nan"), False, f"output {i}: {bad} non-finite elements (unwritten or overflow)"
+            )
         if o64.numel() == 0:
             continue
         diff = o64 - r
@@ -74,8 +76,9 @@ def call(impl: Impl, fn, inputs: dict, entry: KernelEntry, poison: bool) -> Any:
     return fn(**inputs)
 
 
-def check_impl(entry: KernelEntry, impl: Impl, fn, inputs: dict, ref: Any, dtype_name: str,
-               device: torch.device) -> Check:
+def check_impl(
+    entry: KernelEntry, impl: Impl, fn, inputs: dict, ref: Any, dtype_name: str, device: torch.device
+) -> Check:
     out = call(impl, fn, inputs, entry, poison=True)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -119,9 +122,12 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
     usable, unavailable = resolve_impls(entry, spec.impls, device)
     details: dict[str, Any] = {"seed": seed, "unavailable": unavailable, "errors": {}}
     if not usable:
-        return JobResult(spec.key, STATUS_SKIPPED, details=details,
-                         error="no implementation can run here: " + "; ".join(f"{k}: {v}"
-                                                                             for k, v in unavailable.items()))
+        return JobResult(
+            spec.key,
+            STATUS_SKIPPED,
+            details=details,
+            error="no implementation can run here: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()),
+        )
     ref = entry.reference(inputs)
     measurements, failed = [], []
     for name, impl in usable.items():
@@ -131,8 +137,11 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
         except Exception as exc:  # an implementation that raises is a failed implementation, not a failed job
             details["errors"][name] = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             chk = Check(float("nan"), float("nan"), False, details["errors"][name])
-        measurements += [Measurement(name, "rel_err", chk.rel_err), Measurement(name, "max_abs", chk.max_abs),
-                         Measurement(name, "correct", 1.0 if chk.ok else 0.0)]
+        measurements += [
+            Measurement(name, "rel_err", chk.rel_err),
+            Measurement(name, "max_abs", chk.max_abs),
+            Measurement(name, "correct", 1.0 if chk.ok else 0.0),
+        ]
         if not chk.ok:
             failed.append(f"{name}: {chk.note}")
     status = STATUS_INCORRECT if failed else STATUS_OK

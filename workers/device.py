@@ -9,6 +9,7 @@ The work is split so that every path is testable on a CPU machine: :func:`torch_
 :func:`collect_tool_outputs` gather raw facts, and :func:`detect_from` turns raw facts into a DeviceInfo without
 touching the machine.  Tests feed :func:`detect_from` recorded tool outputs.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,7 +27,9 @@ from workers.spec import DeviceInfo
 TOOL_TIMEOUT_S = 20.0
 
 # Keys of the tool_outputs mapping that detect_from reads.
-NVIDIA_SMI = "nvidia-smi"  # --query-gpu=index,name,memory.total,driver_version,compute_cap --format=csv,noheader,nounits
+NVIDIA_SMI = (
+    "nvidia-smi"  # --query-gpu=index,name,memory.total,driver_version,compute_cap --format=csv,noheader,nounits
+)
 ROCMINFO = "rocminfo"
 AMD_SMI_STATIC = "amd-smi static"  # amd-smi static --json
 AMD_SMI_VERSION = "amd-smi version"
@@ -36,6 +39,7 @@ LABEL_PREFIX = "kernelfleet.io/"
 
 
 # ------------------------------------------------------------------------------------------------ running tools
+
 
 def find_tool(name: str) -> str | None:
     """A tool on PATH, or in ``$ROCM_PATH/bin`` / ``/opt/rocm/bin`` (ROCm tools are often not on PATH)."""
@@ -60,8 +64,14 @@ def run_tool(args: Sequence[str], timeout: float = TOOL_TIMEOUT_S) -> str | None
     if exe is None:
         return None
     try:
-        proc = subprocess.run([exe, *args[1:]], capture_output=True, text=True, errors="replace", timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [exe, *args[1:]],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
     if proc.returncode != 0 or not proc.stdout.strip():
@@ -81,8 +91,9 @@ def collect_tool_outputs(backend: str) -> dict[str, str]:
     are simply absent from the result."""
     outputs: dict[str, str | None] = {}
     if backend == "cuda":
-        outputs[NVIDIA_SMI] = run_tool(["nvidia-smi", "--query-gpu=" + ",".join(nvidia_smi.DEVICE_QUERY_FIELDS),
-                                        "--format=csv,noheader,nounits"])
+        outputs[NVIDIA_SMI] = run_tool(
+            ["nvidia-smi", "--query-gpu=" + ",".join(nvidia_smi.DEVICE_QUERY_FIELDS), "--format=csv,noheader,nounits"]
+        )
     elif backend == "hip":
         outputs[ROCMINFO] = run_tool(["rocminfo"])
         outputs[AMD_SMI_STATIC] = run_tool(["amd-smi", "static", "--json"])
@@ -93,6 +104,7 @@ def collect_tool_outputs(backend: str) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------------------------------------ torch facts
+
 
 def triton_version() -> str:
     try:
@@ -130,16 +142,38 @@ def torch_props(index: int = 0) -> dict[str, Any]:
     when there is no GPU."""
     import torch
 
-    props: dict[str, Any] = {"torch": torch.__version__, "triton": triton_version(), "index": index,
-                             "cuda": torch.version.cuda, "hip": torch.version.hip}
+    props: dict[str, Any] = {
+        "torch": torch.__version__,
+        "triton": triton_version(),
+        "index": index,
+        "cuda": torch.version.cuda,
+        "hip": torch.version.hip,
+    }
     if not torch.cuda.is_available():
-        props.update(backend="cpu", cpu_model=_cpu_model(), machine=platform.machine(), cpu_count=os.cpu_count() or 0,
-                     memory_bytes=_mem_total_bytes())
+        props.update(
+            backend="cpu",
+            cpu_model=_cpu_model(),
+            machine=platform.machine(),
+            cpu_count=os.cpu_count() or 0,
+            memory_bytes=_mem_total_bytes(),
+        )
         return props
     p = torch.cuda.get_device_properties(index)
     props.update(backend="hip" if torch.version.hip else "cuda", device_count=torch.cuda.device_count())
-    for attr in ("name", "major", "minor", "multi_processor_count", "total_memory", "gcnArchName", "warp_size",
-                 "uuid", "pci_bus_id", "pci_device_id", "pci_domain_id", "L2_cache_size"):
+    for attr in (
+        "name",
+        "major",
+        "minor",
+        "multi_processor_count",
+        "total_memory",
+        "gcnArchName",
+        "warp_size",
+        "uuid",
+        "pci_bus_id",
+        "pci_device_id",
+        "pci_domain_id",
+        "L2_cache_size",
+    ):
         value = getattr(p, attr, None)
         if value is not None and value != "":
             props[attr] = value if isinstance(value, (int, float, str)) else str(value)
@@ -147,6 +181,7 @@ def torch_props(index: int = 0) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------ detection
+
 
 def _visible_index(index: int, env: Mapping[str, str], names: Sequence[str]) -> int:
     """The physical index behind torch's ``index`` under ``*_VISIBLE_DEVICES`` (when it is a list of integers)."""
@@ -172,8 +207,9 @@ def _hip_uuid_text(uuid: str) -> str | None:
     return text.lower() if re.fullmatch(r"[0-9a-fA-F]{16}", text) else None
 
 
-def _match_agent(gpus: list[rocminfo.RocmAgent], props: Mapping[str, Any], index: int,
-                 env: Mapping[str, str]) -> rocminfo.RocmAgent | None:
+def _match_agent(
+    gpus: list[rocminfo.RocmAgent], props: Mapping[str, Any], index: int, env: Mapping[str, str]
+) -> rocminfo.RocmAgent | None:
     """The rocminfo GPU agent behind a torch device: by PCI bus, then uuid, then position (through
     ``HIP_VISIBLE_DEVICES``/``CUDA_VISIBLE_DEVICES``), then the first agent with the same gfx target."""
     if not gpus:
@@ -197,8 +233,9 @@ def _match_agent(gpus: list[rocminfo.RocmAgent], props: Mapping[str, Any], index
     return same[0] if same else None
 
 
-def _match_static(statics: list[amdsmi.AmdGpuStatic], agent: rocminfo.RocmAgent | None,
-                  physical: int) -> amdsmi.AmdGpuStatic | None:
+def _match_static(
+    statics: list[amdsmi.AmdGpuStatic], agent: rocminfo.RocmAgent | None, physical: int
+) -> amdsmi.AmdGpuStatic | None:
     if not statics:
         return None
     if agent is not None and agent.pci_bus is not None:
@@ -231,11 +268,21 @@ def _major_minor(version: str | None) -> str:
 
 def _detect_cpu(props: Mapping[str, Any]) -> DeviceInfo:
     name = str(props.get("cpu_model") or platform.machine() or "cpu")
-    return DeviceInfo(vendor="cpu", name=name, arch=str(props.get("machine") or platform.machine()),
-                      warp_size=0, compute_units=int(props.get("cpu_count") or 0),
-                      memory_bytes=int(props.get("memory_bytes") or 0), driver="", runtime="",
-                      torch=str(props.get("torch") or ""), triton=str(props.get("triton") or ""), gpu_type="cpu",
-                      index=0, extra={"sources": ["torch", "/proc/cpuinfo"]})
+    return DeviceInfo(
+        vendor="cpu",
+        name=name,
+        arch=str(props.get("machine") or platform.machine()),
+        warp_size=0,
+        compute_units=int(props.get("cpu_count") or 0),
+        memory_bytes=int(props.get("memory_bytes") or 0),
+        driver="",
+        runtime="",
+        torch=str(props.get("torch") or ""),
+        triton=str(props.get("triton") or ""),
+        gpu_type="cpu",
+        index=0,
+        extra={"sources": ["torch", "/proc/cpuinfo"]},
+    )
 
 
 def _detect_nvidia(props: Mapping[str, Any], tools: Mapping[str, str], env: Mapping[str, str]) -> DeviceInfo:
@@ -261,11 +308,20 @@ def _detect_nvidia(props: Mapping[str, Any], tools: Mapping[str, str], env: Mapp
         if key in props:
             extra[key] = props[key]
     return DeviceInfo(
-        vendor="nvidia", name=name, arch=arch, warp_size=int(props.get("warp_size") or 32),
-        compute_units=int(props.get("multi_processor_count") or 0), memory_bytes=memory, driver=driver or "",
-        runtime=f"cuda {cuda}" if cuda else "", torch=str(props.get("torch") or ""),
+        vendor="nvidia",
+        name=name,
+        arch=arch,
+        warp_size=int(props.get("warp_size") or 32),
+        compute_units=int(props.get("multi_processor_count") or 0),
+        memory_bytes=memory,
+        driver=driver or "",
+        runtime=f"cuda {cuda}" if cuda else "",
+        torch=str(props.get("torch") or ""),
         triton=str(props.get("triton") or ""),
-        gpu_type=gpu_types.identify("nvidia", arch, name), index=index, extra=extra)
+        gpu_type=gpu_types.identify("nvidia", arch, name),
+        index=index,
+        extra=extra,
+    )
 
 
 def _detect_amd(props: Mapping[str, Any], tools: Mapping[str, str], env: Mapping[str, str]) -> DeviceInfo:
@@ -276,8 +332,11 @@ def _detect_amd(props: Mapping[str, Any], tools: Mapping[str, str], env: Mapping
     if gpus:
         sources.append("rocminfo")
     agent = _match_agent(gpus, props, index, env)
-    physical = gpus.index(agent) if agent in gpus else _visible_index(
-        index, env, ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"))
+    physical = (
+        gpus.index(agent)
+        if agent in gpus
+        else _visible_index(index, env, ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"))
+    )
     statics = _safe(amdsmi.parse_static, tools.get(AMD_SMI_STATIC), [])
     static = _match_static(statics, agent, physical)
     if static is not None:
@@ -287,13 +346,17 @@ def _detect_amd(props: Mapping[str, Any], tools: Mapping[str, str], env: Mapping
         sources.append("amd-smi version")
 
     gcn = str(props.get("gcnArchName") or "")
-    arch = gcn.split(":")[0] or (agent.gfx if agent else "") or (static.target_graphics_version if static else "") \
-        or ""
+    arch = gcn.split(":")[0] or (agent.gfx if agent else "") or (static.target_graphics_version if static else "") or ""
     chip_id = (agent.chip_id if agent and agent.chip_id else None) or (static.device_id if static else None)
-    cus = int(props.get("multi_processor_count") or (agent.compute_units if agent else 0)
-              or (static.compute_units if static else 0) or 0)
-    warp = int((agent.wavefront_size if agent else 0) or props.get("warp_size") or (64 if arch.startswith("gfx9")
-                                                                                      else 32))
+    cus = int(
+        props.get("multi_processor_count")
+        or (agent.compute_units if agent else 0)
+        or (static.compute_units if static else 0)
+        or 0
+    )
+    warp = int(
+        (agent.wavefront_size if agent else 0) or props.get("warp_size") or (64 if arch.startswith("gfx9") else 32)
+    )
     marketing = (agent.marketing_name if agent else "") or ""
     market = (static.market_name if static else "") or ""
     torch_name = str(props.get("name") or "")
@@ -301,21 +364,38 @@ def _detect_amd(props: Mapping[str, Any], tools: Mapping[str, str], env: Mapping
     if known is not None:
         name = known.full_name
     else:
-        name = next((n for n in (market, marketing, torch_name)
-                     if n and n.strip().lower() not in gpu_types.GENERIC_AMD_NAMES), "") \
-            or marketing or torch_name or f"AMD {arch or 'GPU'}"
+        name = (
+            next(
+                (
+                    n
+                    for n in (market, marketing, torch_name)
+                    if n and n.strip().lower() not in gpu_types.GENERIC_AMD_NAMES
+                ),
+                "",
+            )
+            or marketing
+            or torch_name
+            or f"AMD {arch or 'GPU'}"
+        )
     gpu_type = known.short if known else gpu_types.identify("amd", arch, name, chip_id, cus or None)
 
-    memory = int(props.get("total_memory") or (agent.memory_bytes if agent and agent.memory_bytes else 0)
-                 or (static.vram_bytes if static and static.vram_bytes else 0))
+    memory = int(
+        props.get("total_memory")
+        or (agent.memory_bytes if agent and agent.memory_bytes else 0)
+        or (static.vram_bytes if static and static.vram_bytes else 0)
+    )
     rocm = amdsmi.rocm_version(version) or ""
     if not rocm and tools.get(ROCM_VERSION_FILE):
         rocm = tools[ROCM_VERSION_FILE].strip().split("-")[0]
         sources.append("rocm version file")
     hip = props.get("hip")
     runtime = f"rocm {rocm}" if rocm else (f"hip {_major_minor(str(hip))}" if hip else "")
-    driver = amdsmi.amdgpu_version(version) or (static.driver_version if static else None) \
-        or (report.kernel_module_version if report else "") or ""
+    driver = (
+        amdsmi.amdgpu_version(version)
+        or (static.driver_version if static else None)
+        or (report.kernel_module_version if report else "")
+        or ""
+    )
 
     extra: dict[str, Any] = {"sources": sources}
     if chip_id is not None:
@@ -334,13 +414,26 @@ def _detect_amd(props: Mapping[str, Any], tools: Mapping[str, str], env: Mapping
             extra["l2_cache_kb"] = agent.cache_kb["L2"]
     if static is not None and static.compute_partition:
         extra["compute_partition"] = static.compute_partition
-    return DeviceInfo(vendor="amd", name=name, arch=arch, warp_size=warp, compute_units=cus, memory_bytes=memory,
-                      driver=driver, runtime=runtime, torch=str(props.get("torch") or ""),
-                      triton=str(props.get("triton") or ""), gpu_type=gpu_type, index=index, extra=extra)
+    return DeviceInfo(
+        vendor="amd",
+        name=name,
+        arch=arch,
+        warp_size=warp,
+        compute_units=cus,
+        memory_bytes=memory,
+        driver=driver,
+        runtime=runtime,
+        torch=str(props.get("torch") or ""),
+        triton=str(props.get("triton") or ""),
+        gpu_type=gpu_type,
+        index=index,
+        extra=extra,
+    )
 
 
-def detect_from(props: Mapping[str, Any], tool_outputs: Mapping[str, str] | None = None,
-                env: Mapping[str, str] | None = None) -> DeviceInfo:
+def detect_from(
+    props: Mapping[str, Any], tool_outputs: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None
+) -> DeviceInfo:
     """A DeviceInfo from raw facts: ``props`` as :func:`torch_props` returns them (``backend`` ``cuda``/``hip``/
     ``cpu``), ``tool_outputs`` keyed by ``NVIDIA_SMI``/``ROCMINFO``/``AMD_SMI_STATIC``/``AMD_SMI_VERSION``/
     ``ROCM_VERSION_FILE``, and the environment (for ``*_VISIBLE_DEVICES``; default ``os.environ``).  Pure."""
@@ -377,6 +470,7 @@ def detect_all() -> list[DeviceInfo]:
 
 
 # ------------------------------------------------------------------------------------------------ Ray labels
+
 
 def label_value(text: str) -> str:
     """``text`` as a valid Ray/Kubernetes label value: at most 63 characters of alphanumerics, ``-``, ``_``, ``.``,

@@ -36,6 +36,7 @@ second pass (each mode entered again): once torch.profiler has captured CUDA act
 process and every later launch costs more host time (pytorch/pytorch#144455; on an H200 host, one injected
 forward's host time went from 21.3 to 32.9 ms after one capture: docs/perf/ltx-e2e-h200.md).
 """
+
 from __future__ import annotations
 
 import math
@@ -50,21 +51,47 @@ import torch
 
 from workers import e2e_graph, gpu_clocks
 from workers.e2e_profile import profile_call
-from workers.e2e_spec import (DEFAULT_TOLERANCE, MODEL, MODES, PARAM_DEFAULTS, SPATIAL, TEMPORAL, check_shape,
-                              latent_shape, mode_parts)
+from workers.e2e_spec import (
+    DEFAULT_TOLERANCE,
+    MODEL,
+    MODES,
+    PARAM_DEFAULTS,
+    SPATIAL,
+    TEMPORAL,
+    check_shape,
+    latent_shape,
+    mode_parts,
+)
 from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec, Measurement
 from workers.timing import mark_profiler_used
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 # A tiny transformer (2 blocks, width 32) and a VAE with the real model's 32x spatial / 8x temporal compression,
 # so latent shapes and token counts are the real model's.
-TINY_TRANSFORMER = dict(in_channels=8, out_channels=8, patch_size=1, patch_size_t=1, num_attention_heads=4,
-                        attention_head_dim=8, cross_attention_dim=32, num_layers=2, caption_channels=32)
-TINY_VAE = dict(latent_channels=8, block_out_channels=(8, 8, 8, 8), decoder_block_out_channels=(8, 8, 8, 8),
-                layers_per_block=(1, 1, 1, 1, 1), decoder_layers_per_block=(1, 1, 1, 1, 1),
-                spatio_temporal_scaling=(True, True, True, False),
-                decoder_spatio_temporal_scaling=(True, True, True, False),
-                patch_size=4, patch_size_t=1, encoder_causal=True, decoder_causal=False)
+TINY_TRANSFORMER = dict(
+    in_channels=8,
+    out_channels=8,
+    patch_size=1,
+    patch_size_t=1,
+    num_attention_heads=4,
+    attention_head_dim=8,
+    cross_attention_dim=32,
+    num_layers=2,
+    caption_channels=32,
+)
+TINY_VAE = dict(
+    latent_channels=8,
+    block_out_channels=(8, 8, 8, 8),
+    decoder_block_out_channels=(8, 8, 8, 8),
+    layers_per_block=(1, 1, 1, 1, 1),
+    decoder_layers_per_block=(1, 1, 1, 1, 1),
+    spatio_temporal_scaling=(True, True, True, False),
+    decoder_spatio_temporal_scaling=(True, True, True, False),
+    patch_size=4,
+    patch_size_t=1,
+    encoder_causal=True,
+    decoder_causal=False,
+)
 
 
 def skip_reason(mode: str, device: torch.device, params: dict) -> str | None:
@@ -75,11 +102,15 @@ def skip_reason(mode: str, device: torch.device, params: dict) -> str | None:
     if graph:
         return "replays CUDA graphs; runs on a CUDA GPU"
     if triton and comp:
-        return ("needs Triton kernels under torch.compile: on the CPU they run in Triton's interpreter "
-                "(TRITON_INTERPRET=1), which torch.compile cannot trace; runs on a GPU")
+        return (
+            "needs Triton kernels under torch.compile: on the CPU they run in Triton's interpreter "
+            "(TRITON_INTERPRET=1), which torch.compile cannot trace; runs on a GPU"
+        )
     if comp and not params.get("cpu_compile"):
-        return ("torch.compile on the CPU generates Inductor's C++ code, not the GPU Triton code this mode "
-                "measures; runs on a GPU (set params.cpu_compile to run it here anyway)")
+        return (
+            "torch.compile on the CPU generates Inductor's C++ code, not the GPU Triton code this mode "
+            "measures; runs on a GPU (set params.cpu_compile to run it here anyway)"
+        )
     return None
 
 
@@ -109,15 +140,18 @@ def _load(path: Path, dtype: torch.dtype, pipeline: bool, device: torch.device):
         raise ValueError(f"model_path {str(path)!r} is not a directory (a local diffusers folder)")
     if (path / "model_index.json").exists():
         extra = {} if pipeline else {"vae": None}
-        pipe = LTXPipeline.from_pretrained(path, text_encoder=None, tokenizer=None, torch_dtype=dtype,
-                                           local_files_only=True, **extra)
+        pipe = LTXPipeline.from_pretrained(
+            path, text_encoder=None, tokenizer=None, torch_dtype=dtype, local_files_only=True, **extra
+        )
         if pipeline and pipe.vae is None:
             raise ValueError(f"model_path {str(path)!r} has no VAE; pipeline=true needs one")
         return pipe.to(device), f"pipeline {path}"
     folder = path if (path / "config.json").exists() else path / "transformer"
     if not (folder / "config.json").exists():
-        raise ValueError(f"model_path {str(path)!r}: neither a diffusers pipeline (model_index.json) nor a "
-                         f"transformer folder (config.json)")
+        raise ValueError(
+            f"model_path {str(path)!r}: neither a diffusers pipeline (model_index.json) nor a "
+            f"transformer folder (config.json)"
+        )
     transformer = LTXVideoTransformer3DModel.from_pretrained(folder, torch_dtype=dtype, local_files_only=True)
     vae = None
     if pipeline:
@@ -153,9 +187,13 @@ def setup(spec: JobSpec, device: torch.device, p: dict) -> Setup:
         pipe, source = _build(bool(p["tiny"]), dtype, bool(p["pipeline"]), device, int(p["seed"]))
     pipe.set_progress_bar_config(disable=True)
     if pipe.vae is not None and (pipe.vae_spatial_compression_ratio, pipe.vae_temporal_compression_ratio) != (
-            SPATIAL, TEMPORAL):
-        raise ValueError(f"the VAE compresses {pipe.vae_spatial_compression_ratio}x/"
-                         f"{pipe.vae_temporal_compression_ratio}x; LTX-Video's is {SPATIAL}x/{TEMPORAL}x")
+        SPATIAL,
+        TEMPORAL,
+    ):
+        raise ValueError(
+            f"the VAE compresses {pipe.vae_spatial_compression_ratio}x/"
+            f"{pipe.vae_temporal_compression_ratio}x; LTX-Video's is {SPATIAL}x/{TEMPORAL}x"
+        )
     cfg = pipe.transformer.config
     text_len = int(p["text_len"] or (16 if p["tiny"] else pipe.tokenizer_max_length))
     g = torch.Generator("cpu").manual_seed(int(p["seed"]))
@@ -227,7 +265,9 @@ def run_call(s: Setup, spec: JobSpec, p: dict, device: torch.device) -> Call:
     start = clock.mark()
     s.pipe(
         **s.embeds,
-        height=height, width=width, num_frames=frames,
+        height=height,
+        width=width,
+        num_frames=frames,
         num_inference_steps=steps,
         guidance_scale=float(p["guidance_scale"]),
         frame_rate=int(p["frame_rate"]),
@@ -268,8 +308,12 @@ def _enter(mode: str, transformer: torch.nn.Module) -> dict[str, Any]:
         rep = inject(transformer)
         if not rep.replaced:
             raise RuntimeError(f"injection replaced nothing: {rep.summary()}")
-        info["injection"] = {"summary": rep.summary(), "counts": rep.counts(), "kernels": rep.kernels_used(),
-                             "left": rep.left_counts()}
+        info["injection"] = {
+            "summary": rep.summary(),
+            "counts": rep.counts(),
+            "kernels": rep.kernels_used(),
+            "left": rep.left_counts(),
+        }
     if comp:
         from kernels.inject.compile_options import compile_options
 
@@ -308,8 +352,13 @@ def compare(out: torch.Tensor, ref: torch.Tensor, start: torch.Tensor) -> dict[s
     dn = torch.linalg.vector_norm(r - x0).item()
     dnorm = torch.linalg.vector_norm(diff).item()
     if not finite:
-        return {"max_abs_vs_eager": math.inf, "rel_l2_vs_eager": math.inf, "rel_err_vs_eager": math.inf,
-                "cos_sim_vs_eager": math.nan, "finite": False}
+        return {
+            "max_abs_vs_eager": math.inf,
+            "rel_l2_vs_eager": math.inf,
+            "rel_err_vs_eager": math.inf,
+            "cos_sim_vs_eager": math.nan,
+            "finite": False,
+        }
     cos = torch.dot(o, r).item() / (on * rn) if on > 0 and rn > 0 else (1.0 if on == rn == 0 else 0.0)
     return {
         "max_abs_vs_eager": diff.abs().max().item() if diff.numel() else 0.0,
@@ -320,8 +369,9 @@ def compare(out: torch.Tensor, ref: torch.Tensor, start: torch.Tensor) -> dict[s
     }
 
 
-def _run_mode(mode: str, s: Setup, spec: JobSpec, p: dict,
-              device: torch.device) -> tuple[list[Measurement], dict[str, Any], torch.Tensor]:
+def _run_mode(
+    mode: str, s: Setup, spec: JobSpec, p: dict, device: torch.device
+) -> tuple[list[Measurement], dict[str, Any], torch.Tensor]:
     """Warm up, time ``repeats`` calls; returns measurements, facts, and the final latents of the last call."""
     transformer = s.pipe.transformer
     if device.type == "cuda":
@@ -382,8 +432,10 @@ def _profile_mode(mode: str, s: Setup, spec: JobSpec, p: dict, device: torch.dev
 def _profile_measurements(mode: str, prof: dict[str, Any]) -> list[Measurement]:
     if "gpu_busy_ms" not in prof:
         return []
-    return [Measurement(mode, "gpu_busy_ms_per_step", prof["gpu_busy_ms"], "ms"),
-            Measurement(mode, "kernels_per_step", prof["kernels"], "")]
+    return [
+        Measurement(mode, "gpu_busy_ms_per_step", prof["gpu_busy_ms"], "ms"),
+        Measurement(mode, "kernels_per_step", prof["kernels"], ""),
+    ]
 
 
 def _params(spec: JobSpec) -> dict[str, Any]:
@@ -427,8 +479,12 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
         else:
             runnable.append(m)
     if not runnable:
-        return JobResult(spec.key, STATUS_SKIPPED, details=details,
-                         error="no mode can run here: " + "; ".join(f"{k}: {v}" for k, v in details["skipped"].items()))
+        return JobResult(
+            spec.key,
+            STATUS_SKIPPED,
+            details=details,
+            error="no mode can run here: " + "; ".join(f"{k}: {v}" for k, v in details["skipped"].items()),
+        )
 
     t_setup = time.perf_counter()
     s = setup(spec, device, p)
@@ -478,10 +534,13 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
             ms_.append(Measurement(mode, key, cmp[key]))
         ms_.append(Measurement(mode, "correct", 1.0 if ok else 0.0))
         if not ok:
-            why = ("non-finite values in the final latents" if not cmp["finite"] else
-                   f"final latents drift from eager: rel_err {cmp['rel_err_vs_eager']:.3g} > tolerance "
-                   f"{float(p['tolerance']):.3g} (max_abs {cmp['max_abs_vs_eager']:.3g}, "
-                   f"cos_sim {cmp['cos_sim_vs_eager']:.6f})")
+            why = (
+                "non-finite values in the final latents"
+                if not cmp["finite"]
+                else f"final latents drift from eager: rel_err {cmp['rel_err_vs_eager']:.3g} > tolerance "
+                f"{float(p['tolerance']):.3g} (max_abs {cmp['max_abs_vs_eager']:.3g}, "
+                f"cos_sim {cmp['cos_sim_vs_eager']:.6f})"
+            )
             failed.append(f"{mode}: {why}")
         medians[mode] = ms_[0].value
         measurements += ms_

@@ -16,6 +16,7 @@ keeps outputs across calls.  Whatever the forward decides in Python (an injected
 guards) is decided once, at the capture: a model changed afterwards (weights replaced, kernels injected or
 restored) needs :func:`uninstall` and a new :func:`install`, which the e2e job does between modes.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable

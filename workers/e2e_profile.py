@@ -17,6 +17,7 @@ step:
 
 On the CPU there are no device kernels: the capture then lists host ops by self time and ``gpu_busy_ms`` is absent.
 """
+
 from __future__ import annotations
 
 import os
@@ -92,8 +93,11 @@ def summarize(trace: torch_profiler.ChromeTrace, steps: int, ours: frozenset[str
     kernels = trace.kernels()
     if not kernels:
         rows = torch_profiler.cpu_op_rows(trace)
-        return {"steps": steps, "source": "host ops (no device kernels)",
-                "top": [_row(r, steps, None) for r in rows[:TOP_ROWS]]}
+        return {
+            "steps": steps,
+            "source": "host ops (no device kernels)",
+            "top": [_row(r, steps, None) for r in rows[:TOP_ROWS]],
+        }
     classes: dict[str, dict[str, float]] = {}
     for k in kernels:
         c = classes.setdefault(kernel_class(k.name, ours), {"ms": 0.0, "kernels": 0.0})
@@ -106,16 +110,22 @@ def summarize(trace: torch_profiler.ChromeTrace, steps: int, ours: frozenset[str
         "gpu_busy_ms": busy_ms((k.ts_us, k.dur_us) for k in kernels) / steps,
         "kernel_ms": sum(k.dur_us for k in kernels) / 1e3 / steps,
         "kernels": len(kernels) / steps,
-        "classes": {name: {"ms": round(v["ms"], 4), "kernels": round(v["kernels"], 2)}
-                    for name, v in sorted(classes.items(), key=lambda kv: -kv[1]["ms"])},
+        "classes": {
+            name: {"ms": round(v["ms"], 4), "kernels": round(v["kernels"], 2)}
+            for name, v in sorted(classes.items(), key=lambda kv: -kv[1]["ms"])
+        },
         "top": [_row(r, steps, kernel_class(r.name, ours)) for r in rows[:TOP_ROWS]],
     }
 
 
 def _row(r, steps: int, cls: str | None) -> dict[str, Any]:
-    out = {"name": r.name[:160], "calls_per_step": round(r.calls / steps, 2),
-           "ms_per_step": round(r.total_ns / 1e6 / steps, 4), "avg_us": round(r.avg_ns / 1e3, 2),
-           "pct": round(r.pct, 2)}
+    out = {
+        "name": r.name[:160],
+        "calls_per_step": round(r.calls / steps, 2),
+        "ms_per_step": round(r.total_ns / 1e6 / steps, 4),
+        "avg_us": round(r.avg_ns / 1e3, 2),
+        "pct": round(r.pct, 2),
+    }
     if cls is not None:
         out["class"] = cls
     return out

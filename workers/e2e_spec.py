@@ -1,5 +1,6 @@
 """What an end-to-end (``e2e``) JobSpec may say: the model, the modes, the parameters and their defaults, and
 the shape rule.  Plain data (no torch), shared by the planner (orchestrator.plan_e2e) and the job (workers.e2e)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -9,9 +10,20 @@ MODEL = "ltx-video"
 # blocks, fullgraph, in that torch.compile mode) and "graph" (each transformer call replayed from a CUDA graph:
 # launch-free, so the step time is the device's); no part at all is "eager" (and "eager+graph" with graph alone).
 COMPILE_MODES = {"compile": "default", "compile-max": "max-autotune-no-cudagraphs"}
-MODES = ("eager", "triton", "compile", "triton+compile", "compile-max", "triton+compile-max",
-         "eager+graph", "triton+graph", "compile+graph", "triton+compile+graph", "compile-max+graph",
-         "triton+compile-max+graph")
+MODES = (
+    "eager",
+    "triton",
+    "compile",
+    "triton+compile",
+    "compile-max",
+    "triton+compile-max",
+    "eager+graph",
+    "triton+graph",
+    "compile+graph",
+    "triton+compile+graph",
+    "compile-max+graph",
+    "triton+compile-max+graph",
+)
 # What a sweep runs unless told: eager, the kernels, and torch.compile in its default mode and in
 # max-autotune-no-cudagraphs, each with and without the kernels (all with host launches, as a user runs them).
 DEFAULT_MODES = ("eager", "triton", "compile", "triton+compile", "compile-max", "triton+compile-max")
@@ -25,6 +37,8 @@ def mode_parts(mode: str) -> tuple[bool, str | None, bool]:
     parts = mode.split("+")
     comp = [COMPILE_MODES[p] for p in parts if p in COMPILE_MODES]
     return "triton" in parts, (comp[0] if comp else None), "graph" in parts
+
+
 DTYPE_NAMES = ("fp32", "bf16", "fp16")
 # Tolerance on rel_err = ||latents - eager|| / ||eager - initial noise|| of the final latents (the error relative
 # to what the denoising loop changed), per dtype; params.tolerance overrides.
@@ -51,8 +65,11 @@ PARAM_DEFAULTS: dict[str, Any] = {
 
 def check_shape(shape: Any) -> None:
     """``[frames, height, width]`` as LTX-Video takes them: frames = 8k+1, height and width multiples of 32."""
-    if (not isinstance(shape, (list, tuple)) or len(shape) != 3
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in shape)):
+    if (
+        not isinstance(shape, (list, tuple))
+        or len(shape) != 3
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in shape)
+    ):
         raise ValueError(f"shape must be [frames, height, width] of positive ints, got {shape!r}")
     frames, height, width = shape
     if (frames - 1) % TEMPORAL:

@@ -7,6 +7,7 @@ exceptions that are always the user's to fix (a file that is missing, unreadable
 ``.gz``, a store that is not a database or is read-only) into such a line.  Anything else is a bug and keeps its
 traceback.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -25,12 +26,18 @@ class UserError(Exception):
 
 # sqlite3 / psycopg messages that mean the store itself is unusable as given, and what to do about it
 _STORE_HINTS = (
-    ("readonly database", "the store is read-only: make the file and its folder writable, or use another store "
-                          "(store.url=... / --url)"),
-    ("unable to open database file", "cannot open the store file: is the path a directory, or is its folder "
-                                     "missing or not writable?"),
-    ("file is not a database", "the file is not a SQLite database: point store.url (or --url) at a kernelfleet "
-                               "store or a new file"),
+    (
+        "readonly database",
+        "the store is read-only: make the file and its folder writable, or use another store (store.url=... / --url)",
+    ),
+    (
+        "unable to open database file",
+        "cannot open the store file: is the path a directory, or is its folder missing or not writable?",
+    ),
+    (
+        "file is not a database",
+        "the file is not a SQLite database: point store.url (or --url) at a kernelfleet store or a new file",
+    ),
     ("database disk image is malformed", "the SQLite file is damaged: restore it from a copy or use a new file"),
     ("disk i/o error", "the store's disk failed to read or write"),
     ("database or disk is full", "the store's disk is full"),

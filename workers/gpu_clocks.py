@@ -12,6 +12,7 @@ indices); its output is parsed with :mod:`workers.parsers.nvidia_smi`.  ROCm: no
 a streaming ``amd-smi`` query to build a parser from; nothing here has run on AMD hardware); the summary says so.
 On the CPU nothing is logged.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -106,8 +107,19 @@ class ClockLog:
         self._file = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
         try:
             self._proc = subprocess.Popen(
-                [self.exe or "nvidia-smi", f"--query-gpu={','.join(QUERY)}", "--format=csv", "-lms", str(INTERVAL_MS),
-                 "-i", self.target], stdout=self._file, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+                [
+                    self.exe or "nvidia-smi",
+                    f"--query-gpu={','.join(QUERY)}",
+                    "--format=csv",
+                    "-lms",
+                    str(INTERVAL_MS),
+                    "-i",
+                    self.target,
+                ],
+                stdout=self._file,
+                stderr=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
+            )
         except OSError as exc:
             self.error = f"nvidia-smi did not start: {exc}"
             self._file.close()
@@ -141,12 +153,14 @@ class ClockLog:
             return {"error": self.error}
         text = self.text or ""
         if not text.endswith("\n"):  # stopped in the middle of a line: keep the whole lines
-            text = text[:text.rfind("\n") + 1]
+            text = text[: text.rfind("\n") + 1]
         try:
             samples = parse_samples(text)
         except ValueError as exc:
             return {"error": f"unreadable nvidia-smi log: {exc}"}
         if not samples:
-            return {"error": "nvidia-smi logged no samples (a stretch shorter than its first sample, or the GPU "
-                             f"{self.target} unknown to it)"}
+            return {
+                "error": "nvidia-smi logged no samples (a stretch shorter than its first sample, or the GPU "
+                f"{self.target} unknown to it)"
+            }
         return summarize(samples)

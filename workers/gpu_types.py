@@ -10,6 +10,7 @@ no table gets a slug of its name (plus the arch when the name is AMD's generic `
 Device ids come from the amdgpu/pci.ids device tables (e.g. 0x74a1 MI300X, 0x74a9 MI300X HF, 0x75a3 MI355X,
 0x7551 Radeon AI PRO R9700).
 """
+
 from __future__ import annotations
 
 import re
@@ -48,34 +49,43 @@ GPU_TYPES: tuple[GpuType, ...] = (
     GpuType("mi355x", "amd", "AMD Instinct MI355X", ("gfx950",), (0x75A3, 0x75B3), name_pattern=r"\bmi355x\b"),
     GpuType("mi350x", "amd", "AMD Instinct MI350X", ("gfx950",), (0x75A0, 0x75B0), name_pattern=r"\bmi350x\b"),
     GpuType("mi325x", "amd", "AMD Instinct MI325X", ("gfx942",), (0x74A5, 0x74B9), name_pattern=r"\bmi325x\b"),
-    GpuType("mi300x", "amd", "AMD Instinct MI300X", ("gfx942",), (0x74A1, 0x74A9, 0x74B5, 0x74BD),
-            name_pattern=r"\bmi300x\b"),
-    GpuType("mi308x", "amd", "AMD Instinct MI308X", ("gfx942",), (0x74A2, 0x74A8, 0x74B6, 0x74BC),
-            name_pattern=r"\bmi308x\b"),
+    GpuType(
+        "mi300x",
+        "amd",
+        "AMD Instinct MI300X",
+        ("gfx942",),
+        (0x74A1, 0x74A9, 0x74B5, 0x74BD),
+        name_pattern=r"\bmi300x\b",
+    ),
+    GpuType(
+        "mi308x",
+        "amd",
+        "AMD Instinct MI308X",
+        ("gfx942",),
+        (0x74A2, 0x74A8, 0x74B6, 0x74BC),
+        name_pattern=r"\bmi308x\b",
+    ),
     GpuType("mi300a", "amd", "AMD Instinct MI300A", ("gfx942",), (0x74A0,), name_pattern=r"\bmi300a\b"),
-    GpuType("mi250x", "amd", "AMD Instinct MI250X", ("gfx90a",), (0x7408, 0x740C), (110,),
-            name_pattern=r"\bmi250x\b"),
+    GpuType("mi250x", "amd", "AMD Instinct MI250X", ("gfx90a",), (0x7408, 0x740C), (110,), name_pattern=r"\bmi250x\b"),
     GpuType("mi250", "amd", "AMD Instinct MI250", ("gfx90a",), (0x740C,), (104,), name_pattern=r"\bmi250\b"),
     GpuType("mi210", "amd", "AMD Instinct MI210", ("gfx90a",), (0x740F, 0x7410), name_pattern=r"\bmi210\b"),
     GpuType("mi100", "amd", "AMD Instinct MI100", ("gfx908",), (0x738C, 0x738E), name_pattern=r"\bmi100\b"),
     # ---- AMD Radeon (by device id, CUs where boards share one)
     GpuType("r9700", "amd", "AMD Radeon AI PRO R9700", ("gfx1201",), (0x7551,), name_pattern=r"\br9700\b"),
-    GpuType("rx9070xt", "amd", "AMD Radeon RX 9070 XT", ("gfx1201",), (0x7550,), (64,),
-            name_pattern=r"rx 9070 xt\b"),
+    GpuType("rx9070xt", "amd", "AMD Radeon RX 9070 XT", ("gfx1201",), (0x7550,), (64,), name_pattern=r"rx 9070 xt\b"),
     GpuType("rx9070", "amd", "AMD Radeon RX 9070", ("gfx1201",), (0x7550,), (56,), name_pattern=r"rx 9070\b"),
-    GpuType("rx7900xtx", "amd", "AMD Radeon RX 7900 XTX", ("gfx1100",), (0x744C,), (96,),
-            name_pattern=r"rx 7900 xtx\b"),
+    GpuType(
+        "rx7900xtx", "amd", "AMD Radeon RX 7900 XTX", ("gfx1100",), (0x744C,), (96,), name_pattern=r"rx 7900 xtx\b"
+    ),
     GpuType("rx7900xt", "amd", "AMD Radeon RX 7900 XT", ("gfx1100",), (0x744C,), (84,), name_pattern=r"rx 7900 xt\b"),
-    GpuType("rx7900gre", "amd", "AMD Radeon RX 7900 GRE", ("gfx1100",), (0x744C,), (80,),
-            name_pattern=r"rx 7900 gre\b"),
+    GpuType(
+        "rx7900gre", "amd", "AMD Radeon RX 7900 GRE", ("gfx1100",), (0x744C,), (80,), name_pattern=r"rx 7900 gre\b"
+    ),
     GpuType("w7900", "amd", "AMD Radeon PRO W7900", ("gfx1100",), (0x7448,), name_pattern=r"\bw7900\b"),
-    GpuType("rx6900xt", "amd", "AMD Radeon RX 6900 XT", ("gfx1030",), (0x73BF,), (80,),
-            name_pattern=r"rx 6900 xt\b"),
-    GpuType("rx6800xt", "amd", "AMD Radeon RX 6800 XT", ("gfx1030",), (0x73BF,), (72,),
-            name_pattern=r"rx 6800 xt\b"),
+    GpuType("rx6900xt", "amd", "AMD Radeon RX 6900 XT", ("gfx1030",), (0x73BF,), (80,), name_pattern=r"rx 6900 xt\b"),
+    GpuType("rx6800xt", "amd", "AMD Radeon RX 6800 XT", ("gfx1030",), (0x73BF,), (72,), name_pattern=r"rx 6800 xt\b"),
     GpuType("rx6800", "amd", "AMD Radeon RX 6800", ("gfx1030",), (0x73BF,), (60,), name_pattern=r"rx 6800\b"),
-    GpuType("rx6700xt", "amd", "AMD Radeon RX 6700 XT", ("gfx1031",), (0x73DF,), (40,),
-            name_pattern=r"rx 6700 xt\b"),
+    GpuType("rx6700xt", "amd", "AMD Radeon RX 6700 XT", ("gfx1031",), (0x73DF,), (40,), name_pattern=r"rx 6700 xt\b"),
     GpuType("rx6700", "amd", "AMD Radeon RX 6700", ("gfx1031",), (0x73DF,), (36,), name_pattern=r"rx 6700\b"),
 )
 
@@ -115,8 +125,9 @@ def _by_name(vendor: str, arch: str, name: str) -> GpuType | None:
     return None
 
 
-def lookup(vendor: str, arch: str, name: str, device_id: int | None = None,
-           compute_units: int | None = None) -> GpuType | None:
+def lookup(
+    vendor: str, arch: str, name: str, device_id: int | None = None, compute_units: int | None = None
+) -> GpuType | None:
     """The table entry for a detected part, or None.  For AMD the device id wins over the name and the arch."""
     vendor = vendor.lower()
     if vendor == "amd" and device_id:
@@ -126,8 +137,7 @@ def lookup(vendor: str, arch: str, name: str, device_id: int | None = None,
     return _by_name(vendor, arch, name)
 
 
-def identify(vendor: str, arch: str, name: str, device_id: int | None = None,
-             compute_units: int | None = None) -> str:
+def identify(vendor: str, arch: str, name: str, device_id: int | None = None, compute_units: int | None = None) -> str:
     """The fleet's short GPU type for a detected part: a table name, ``cpu``, or a slug of the part's name."""
     if vendor.lower() == "cpu":
         return "cpu"

@@ -15,6 +15,7 @@ byte model over the target's published memory bandwidth, an estimate (a lower bo
 device is the compile target (``DeviceInfo.runtime == "compile target"``, ``extra.compile_target``), not a measured
 GPU; the assembly is kept as an artifact.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -73,8 +74,10 @@ def wrapper_launches(kernel: str, shape: list[int], dtype: str, arch: str, seed:
     from kernels import registry
 
     if kernel_arch.INTERPRETED:
-        raise RuntimeError("the kernels were imported under Triton's interpreter (TRITON_INTERPRET=1); an isa job "
-                           "compiles them: run it in a compile-only sandbox (workers.runner does so)")
+        raise RuntimeError(
+            "the kernels were imported under Triton's interpreter (TRITON_INTERPRET=1); an isa job "
+            "compiles them: run it in a compile-only sandbox (workers.runner does so)"
+        )
     entry = registry.get(kernel)
     if "triton" not in entry.impls:
         raise ValueError(f"{kernel} has no triton implementation; it has {', '.join(entry.impl_names())}")
@@ -121,8 +124,10 @@ def _specialise(launch: Launch, target: CompileTarget):
     if not hasattr(fn, "_pack_args"):
         import triton
 
-        raise RuntimeError(f"the isa job specialises launches as Triton's JITFunction.run does (its _pack_args, "
-                           f"Triton 3.4 and later); this is triton {triton.__version__}")
+        raise RuntimeError(
+            f"the isa job specialises launches as Triton's JITFunction.run does (its _pack_args, "
+            f"Triton 3.4 and later); this is triton {triton.__version__}"
+        )
     kwargs = dict(launch.kwargs)
     kwargs["debug"] = kwargs.get("debug", fn.debug) or knobs.runtime.debug
     kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
@@ -140,8 +145,14 @@ def compile_launch(launch: Launch, target: CompileTarget) -> Compiled:
     from triton.compiler import ASTSource
 
     options, signature, constexprs, attrs = _specialise(launch, target)
-    key = (target.arch, launch.fn.cache_key, repr(sorted(signature.items())), repr(sorted(constexprs.items())),
-           repr(sorted(attrs.items())), options.hash())
+    key = (
+        target.arch,
+        launch.fn.cache_key,
+        repr(sorted(signature.items())),
+        repr(sorted(constexprs.items())),
+        repr(sorted(attrs.items())),
+        options.hash(),
+    )
     hit = _CACHE.get(key)
     if hit is not None:
         return Compiled(**{**hit.__dict__, "grid": launch.grid, "cached": True})
@@ -152,8 +163,9 @@ def compile_launch(launch: Launch, target: CompileTarget) -> Compiled:
     t0 = time.perf_counter()
     try:
         with contextlib.redirect_stdout(log):
-            kernel = triton.compile(ASTSource(launch.fn, signature, constexprs, attrs), target=target.gpu_target(),
-                                    options=options.__dict__)
+            kernel = triton.compile(
+                ASTSource(launch.fn, signature, constexprs, attrs), target=target.gpu_target(), options=options.__dict__
+            )
     finally:
         knobs.compilation.always_compile, knobs.nvidia.dump_ptxas_log = old_always, old_dump
     compile_s = time.perf_counter() - t0
@@ -165,9 +177,19 @@ def compile_launch(launch: Launch, target: CompileTarget) -> Compiled:
             asm["sass"] = text
         if note:
             notes.append(note)
-    compiled = Compiled(kernel.name, launch.grid, int(options.num_warps), dict(signature),
-                        {str(k): v for k, v in constexprs.items()}, {str(k): v for k, v in attrs.items()}, asm,
-                        int(getattr(kernel.metadata, "shared", 0) or 0), compile_s, log.getvalue(), notes=notes)
+    compiled = Compiled(
+        kernel.name,
+        launch.grid,
+        int(options.num_warps),
+        dict(signature),
+        {str(k): v for k, v in constexprs.items()},
+        {str(k): v for k, v in attrs.items()},
+        asm,
+        int(getattr(kernel.metadata, "shared", 0) or 0),
+        compile_s,
+        log.getvalue(),
+        notes=notes,
+    )
     _CACHE[key] = compiled
     return compiled
 
@@ -193,20 +215,33 @@ def _sass(cubin: bytes | None) -> tuple[str, str]:
 
 # ---------------------------------------------------------------------------------------------------- analysis
 
+
 def analyse(compiled: Compiled, target: CompileTarget) -> dict[str, Any]:
     """The figures of one compiled launch: resources, memory accesses by width, instruction classes."""
-    out: dict[str, Any] = {"kernel": compiled.name, "grid": list(compiled.grid), "num_warps": compiled.num_warps,
-                           "compile_s": compiled.compile_s}
+    out: dict[str, Any] = {
+        "kernel": compiled.name,
+        "grid": list(compiled.grid),
+        "num_warps": compiled.num_warps,
+        "compile_s": compiled.compile_s,
+    }
     if target.backend == "hip":
         kernels = [k for k in amdgcn.parse(compiled.asm["amdgcn"]) if k.name == compiled.name]
         if len(kernels) != 1:
             raise RuntimeError(f"{compiled.name}: the AMDGCN assembly holds {len(kernels)} kernels of that name")
         k = mix = kernels[0]
-        out.update(vgprs=k.vgprs, agprs=k.agprs, sgprs=k.sgprs, vgpr_spills=k.vgpr_spills,
-                   sgpr_spills=k.sgpr_spills, scratch_bytes=k.scratch_bytes,
-                   lds_bytes=max(k.lds_bytes or 0, compiled.shared), occupancy_waves=k.occupancy,
-                   code_bytes=k.code_bytes, wavefront_size=k.wavefront_size,
-                   workgroup_size=k.max_workgroup_size)
+        out.update(
+            vgprs=k.vgprs,
+            agprs=k.agprs,
+            sgprs=k.sgprs,
+            vgpr_spills=k.vgpr_spills,
+            sgpr_spills=k.sgpr_spills,
+            scratch_bytes=k.scratch_bytes,
+            lds_bytes=max(k.lds_bytes or 0, compiled.shared),
+            occupancy_waves=k.occupancy,
+            code_bytes=k.code_bytes,
+            wavefront_size=k.wavefront_size,
+            workgroup_size=k.max_workgroup_size,
+        )
         out["memory_instructions"] = {m: n for m, n in sorted(k.instructions.items()) if amdgcn.memory_width(m)}
         unknown = k.unknown_memory_ops()
         if unknown:
@@ -215,9 +250,15 @@ def analyse(compiled: Compiled, target: CompileTarget) -> dict[str, Any]:
         reports = [r for r in sass.parse_ptxas_log(compiled.ptxas_log) if r.name == compiled.name]
         r = reports[-1] if reports else sass.PtxasReport(compiled.name)
         mix = sass.parse_sass(compiled.asm.get("sass", ""))
-        out.update(registers=r.registers, spill_store_bytes=r.spill_store_bytes,
-                   spill_load_bytes=r.spill_load_bytes, scratch_bytes=r.stack_bytes, lds_bytes=compiled.shared,
-                   wavefront_size=target.warp_size, workgroup_size=compiled.num_warps * target.warp_size)
+        out.update(
+            registers=r.registers,
+            spill_store_bytes=r.spill_store_bytes,
+            spill_load_bytes=r.spill_load_bytes,
+            scratch_bytes=r.stack_bytes,
+            lds_bytes=compiled.shared,
+            wavefront_size=target.warp_size,
+            workgroup_size=compiled.num_warps * target.warp_size,
+        )
         out["memory_instructions"] = {m: n for m, n in sorted(mix.instructions.items()) if sass.memory_width(m)}
         if "sass" in compiled.asm:
             code = compiled.asm["sass"].count("/*") // 2  # two comments per instruction: address and encoding
@@ -263,11 +304,17 @@ def target_device(target: CompileTarget) -> DeviceInfo:
     """The device a compile-only result is recorded against: the target architecture, marked as such."""
     import triton
 
-    return DeviceInfo(vendor=target.vendor, name=f"{target.full_name} (compile target)", arch=target.arch,
-                      warp_size=target.warp_size, runtime=RUNTIME, torch=torch.__version__,
-                      triton=triton.__version__, gpu_type=target.gpu_type,
-                      extra={"compile_target": True, "measured": False, "peak_gbs": target.peak_gbs,
-                             "memory": target.memory})
+    return DeviceInfo(
+        vendor=target.vendor,
+        name=f"{target.full_name} (compile target)",
+        arch=target.arch,
+        warp_size=target.warp_size,
+        runtime=RUNTIME,
+        torch=torch.__version__,
+        triton=triton.__version__,
+        gpu_type=target.gpu_type,
+        extra={"compile_target": True, "measured": False, "peak_gbs": target.peak_gbs, "memory": target.memory},
+    )
 
 
 def _artifact_name(kernel: str, compiled: Compiled, target: CompileTarget, stage: str, i: int) -> str:
@@ -282,21 +329,29 @@ def run(spec: JobSpec, device: torch.device | None = None) -> JobResult:
 
     arch = str(spec.params.get("arch", ""))
     target = isa_targets.get(arch)
-    launches = wrapper_launches(spec.kernel or "", list(spec.shape), spec.dtype, arch,
-                                int(spec.params.get("seed") or 0))
+    launches = wrapper_launches(
+        spec.kernel or "", list(spec.shape), spec.dtype, arch, int(spec.params.get("seed") or 0)
+    )
     per_launch, artifacts = [], []
     for i, launch in enumerate(launches):
         compiled = compile_launch(launch, target)
         figures = analyse(compiled, target)
         names = list(compiled.signature)
-        figures.update(signature=compiled.signature,
-                       constexprs={names[_index(path)]: v for path, v in compiled.constexprs.items()},
-                       divisibility=_divisibility(compiled), cached=compiled.cached, notes=compiled.notes)
+        figures.update(
+            signature=compiled.signature,
+            constexprs={names[_index(path)]: v for path, v in compiled.constexprs.items()},
+            divisibility=_divisibility(compiled),
+            cached=compiled.cached,
+            notes=compiled.notes,
+        )
         per_launch.append(figures)
         for stage in ("amdgcn", "ptx", "sass"):
             if stage in compiled.asm:
-                artifacts.append(artifact(stage, _artifact_name(spec.kernel, compiled, target, stage, i),
-                                          compiled.asm[stage].encode()))
+                artifacts.append(
+                    artifact(
+                        stage, _artifact_name(spec.kernel, compiled, target, stage, i), compiled.asm[stage].encode()
+                    )
+                )
     del launches
     figures = combine(per_launch)
     entry = registry.get(spec.kernel or "")
@@ -306,13 +361,24 @@ def run(spec: JobSpec, device: torch.device | None = None) -> JobResult:
         figures["est_min_time_copy_us"] = estimate_us(nbytes, target.copy_gbs)
     measurements = [Measurement("triton", name, float(value), UNITS[name]) for name, value in figures.items()]
     details = {
-        "arch": arch, "backend": target.backend, "warp_size": target.warp_size, "launches": per_launch,
-        "bytes": nbytes, "artifacts": artifacts,
-        "estimate": {"est_min_time_us": f"an estimate, not a measurement: {nbytes} bytes (the registry's byte "
-                                        f"model) at {target.peak_gbs:g} GB/s ({target.full_name}, {target.memory})",
-                     **({"est_min_time_copy_us": f"an estimate: {nbytes} bytes at the measured copy ceiling "
-                                                 f"{target.copy_gbs:g} GB/s ({target.copy_source})"}
-                        if target.copy_gbs else {})},
+        "arch": arch,
+        "backend": target.backend,
+        "warp_size": target.warp_size,
+        "launches": per_launch,
+        "bytes": nbytes,
+        "artifacts": artifacts,
+        "estimate": {
+            "est_min_time_us": f"an estimate, not a measurement: {nbytes} bytes (the registry's byte "
+            f"model) at {target.peak_gbs:g} GB/s ({target.full_name}, {target.memory})",
+            **(
+                {
+                    "est_min_time_copy_us": f"an estimate: {nbytes} bytes at the measured copy ceiling "
+                    f"{target.copy_gbs:g} GB/s ({target.copy_source})"
+                }
+                if target.copy_gbs
+                else {}
+            ),
+        },
     }
     return JobResult(spec.key, STATUS_OK, measurements, device=target_device(target), details=details)
 

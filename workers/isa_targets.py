@@ -5,6 +5,7 @@ it stands for, and that GPU's datasheet memory bandwidth, from which the job der
 (the byte model over the bandwidth: an estimate, never a measurement).  Where the project has measured a device's
 copy ceiling (the H200: 4229 GB/s, docs/perf/kernels-h200.md) that bound is given too.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,13 +40,24 @@ class CompileTarget:
         return GPUTarget("hip", self.arch, self.warp_size)
 
 
-TARGETS: dict[str, CompileTarget] = {t.arch: t for t in (
-    CompileTarget("gfx950", "hip", 64, "mi355x", 8000.0, "HBM3E, 8 TB/s"),
-    CompileTarget("gfx942", "hip", 64, "mi300x", 5300.0, "HBM3, 5.3 TB/s"),
-    CompileTarget("gfx1201", "hip", 32, "r9700", 640.0, "GDDR6, 640 GB/s"),
-    CompileTarget("sm_90", "cuda", 32, "h200", 4800.0, "HBM3E, 4.8 TB/s", copy_gbs=4229.0,
-                  copy_source="docs/perf/kernels-h200.md (measured copy ceiling)"),
-)}
+TARGETS: dict[str, CompileTarget] = {
+    t.arch: t
+    for t in (
+        CompileTarget("gfx950", "hip", 64, "mi355x", 8000.0, "HBM3E, 8 TB/s"),
+        CompileTarget("gfx942", "hip", 64, "mi300x", 5300.0, "HBM3, 5.3 TB/s"),
+        CompileTarget("gfx1201", "hip", 32, "r9700", 640.0, "GDDR6, 640 GB/s"),
+        CompileTarget(
+            "sm_90",
+            "cuda",
+            32,
+            "h200",
+            4800.0,
+            "HBM3E, 4.8 TB/s",
+            copy_gbs=4229.0,
+            copy_source="docs/perf/kernels-h200.md (measured copy ceiling)",
+        ),
+    )
+}
 DEFAULT_ARCHS = ("gfx950", "gfx1201", "gfx942")
 
 

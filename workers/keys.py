@@ -10,6 +10,7 @@ The planner (``orchestrator.plan``) keys the jobs it plans with :func:`job_key`;
 code version (:meth:`CodeVersion.to_dict`), so whoever reads the plan or its results again (``python -m workers
 run``, the store's import) recomputes a spec's key from the spec and the header with the same function.
 """
+
 from __future__ import annotations
 
 import functools
@@ -48,8 +49,12 @@ class CodeVersion:
 
     def to_dict(self) -> dict:
         """The plan header's fields."""
-        return {"commit": self.commit, "code_hash": self.code_hash, "software": dict(sorted(self.software.items())),
-                "key_scheme": self.scheme}
+        return {
+            "commit": self.commit,
+            "code_hash": self.code_hash,
+            "software": dict(sorted(self.software.items())),
+            "key_scheme": self.scheme,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> "CodeVersion":
@@ -58,15 +63,15 @@ class CodeVersion:
         if "key_scheme" not in d and "kernels_hash" in d:
             return cls(commit, str(d["kernels_hash"]), scheme=1)
         if d.get("key_scheme") != KEY_SCHEME or "code_hash" not in d:
-            raise ValueError(f"a plan header with key scheme {d.get('key_scheme')!r}; this code knows schemes 1 and "
-                             f"{KEY_SCHEME}")
+            raise ValueError(
+                f"a plan header with key scheme {d.get('key_scheme')!r}; this code knows schemes 1 and {KEY_SCHEME}"
+            )
         return cls(commit, str(d["code_hash"]), dict(d.get("software") or {}))
 
 
 def git_commit(root: Path = REPO_ROOT) -> str:
     try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10)
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
@@ -113,16 +118,24 @@ def check_plan(header: dict, specs: list[JobSpec]) -> list[str]:
     from the plan's (each result still records the device's own in its hardware key)."""
     planned = CodeVersion.from_dict(header)
     if planned.scheme != KEY_SCHEME:
-        raise ValueError(f"the plan's keys follow key scheme {planned.scheme} (they hash the commit); plan again "
-                         "with this checkout")
+        raise ValueError(
+            f"the plan's keys follow key scheme {planned.scheme} (they hash the commit); plan again with this checkout"
+        )
     for s in specs:
         if s.key != job_key(s, planned):
-            raise ValueError(f"job {s.label()}: its key {s.key!r} is not the hash of its content and the plan's "
-                             f"code version; plan again instead of editing a plan file")
+            raise ValueError(
+                f"job {s.label()}: its key {s.key!r} is not the hash of its content and the plan's "
+                f"code version; plan again instead of editing a plan file"
+            )
     here = code_version()
     if here.code_hash != planned.code_hash:
-        raise ValueError(f"the plan was made with other kernels/ or workers/ sources (code hash "
-                         f"{planned.code_hash}, commit {planned.commit}) than this checkout's ({here.code_hash}, "
-                         f"commit {here.commit}); check out the plan's commit or plan again here")
-    return [f"{name} {here.software.get(name)} here, {version} in the plan"
-            for name, version in sorted(planned.software.items()) if here.software.get(name) != version]
+        raise ValueError(
+            f"the plan was made with other kernels/ or workers/ sources (code hash "
+            f"{planned.code_hash}, commit {planned.commit}) than this checkout's ({here.code_hash}, "
+            f"commit {here.commit}); check out the plan's commit or plan again here"
+        )
+    return [
+        f"{name} {here.software.get(name)} here, {version} in the plan"
+        for name, version in sorted(planned.software.items())
+        if here.software.get(name) != version
+    ]

@@ -10,6 +10,7 @@ is emitted by micro and e2e jobs too, but a kernel's correctness verdict is its 
 ``higher_is_better``: the direction a change is judged in (a drop of a bandwidth or of a speed-up is a regression;
 a rise of a time or of an error is).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,13 +44,24 @@ _METRICS = (
     Metric("time_us", "us", ("micro",), False, "median time per call (L2 flushed); samples hold every repeat"),
     Metric("iqr_us", "us", ("micro",), False, "inter-quartile range of the repeats of time_us"),
     Metric("gbs", "GB/s", ("micro",), True, "bandwidth by the kernel's byte model over time_us"),
-    Metric("graph_time_us", "us", ("micro",), False, "median time per call in CUDA/HIP-graph replay (launch-free, "
-                                                     "warm L2)"),
-    Metric("kernel_time_us", "us", ("micro", "profile"), False,
-           "the call's own kernel time from the profiler (L2 flushed); per call in profile jobs"),
+    Metric(
+        "graph_time_us", "us", ("micro",), False, "median time per call in CUDA/HIP-graph replay (launch-free, warm L2)"
+    ),
+    Metric(
+        "kernel_time_us",
+        "us",
+        ("micro", "profile"),
+        False,
+        "the call's own kernel time from the profiler (L2 flushed); per call in profile jobs",
+    ),
     Metric("kernel_gbs", "GB/s", ("micro",), True, "bandwidth by the kernel's byte model over kernel_time_us"),
-    Metric("speedup", "x", ("micro",), True, "the baseline's time_us over this implementation's, for implementations "
-                                             "that passed correctness"),
+    Metric(
+        "speedup",
+        "x",
+        ("micro",),
+        True,
+        "the baseline's time_us over this implementation's, for implementations that passed correctness",
+    ),
     Metric("compile_s", "s", ("micro",), False, "time of the first call (compilation, Triton JIT)"),
     # correctness, per implementation (micro and e2e jobs emit `correct` too)
     Metric("rel_err", "", ("correctness",), False, "||out - ref|| / ||ref|| against the float64 reference"),
@@ -88,16 +100,29 @@ _METRICS = (
     Metric("isa_compile_s", "s", ("isa",), False, "time to compile the call's kernels for the target"),
     Metric("load_min_bits", "bit", ("isa",), True, "the narrowest global load of the call, bits per lane"),
     Metric("store_min_bits", "bit", ("isa",), True, "the narrowest global store of the call, bits per lane"),
-    *(Metric(f"{d}s_b{b}", "count", ("isa",), b == 128, f"global {d} instructions {b} bits wide")
-      for d in ("load", "store") for b in (128, 96, 64, 32, 16, 8)),
+    *(
+        Metric(f"{d}s_b{b}", "count", ("isa",), b == 128, f"global {d} instructions {b} bits wide")
+        for d in ("load", "store")
+        for b in (128, 96, 64, 32, 16, 8)
+    ),
     Metric("transcendentals", "count", ("isa",), False, "transcendental instructions (exp, log, rsq, rcp, sqrt)"),
     Metric("conversions", "count", ("isa",), False, "conversion instructions (cvt)"),
     Metric("instructions", "count", ("isa",), False, "instructions in the machine code"),
     Metric("launches", "count", ("isa",), False, "kernel launches in one call"),
-    Metric("est_min_time_us", "us", ("isa",), False,
-           "estimate, not a measurement: the kernel's byte model over the target's published memory bandwidth"),
-    Metric("est_min_time_copy_us", "us", ("isa",), False,
-           "estimate, not a measurement: the byte model over the device's measured copy bandwidth"),
+    Metric(
+        "est_min_time_us",
+        "us",
+        ("isa",),
+        False,
+        "estimate, not a measurement: the kernel's byte model over the target's published memory bandwidth",
+    ),
+    Metric(
+        "est_min_time_copy_us",
+        "us",
+        ("isa",),
+        False,
+        "estimate, not a measurement: the byte model over the device's measured copy bandwidth",
+    ),
 )
 
 CATALOGUE: dict[str, Metric] = {m.name: m for m in _METRICS}

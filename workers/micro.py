@@ -12,6 +12,7 @@ For an implementation torch.compile builds, ``details["autotune"][impl]`` says w
 and which configs its autotuner picked (workers.autotune_pick); ``fresh_autotune: true`` compiles without the
 node's Inductor cache.
 """
+
 from __future__ import annotations
 
 import time
@@ -30,16 +31,20 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
     p = spec.params
     details: dict[str, Any] = {"seed": seed, "unavailable": unavailable, "errors": {}, "baseline": entry.baseline}
     if not usable:
-        return JobResult(spec.key, STATUS_SKIPPED, details=details,
-                         error="no implementation can run here: " + "; ".join(f"{k}: {v}"
-                                                                             for k, v in unavailable.items()))
+        return JobResult(
+            spec.key,
+            STATUS_SKIPPED,
+            details=details,
+            error="no implementation can run here: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()),
+        )
     ref = entry.reference(inputs)
     fns, correct, measurements, failed, compiled = {}, {}, [], [], {}
     for name, impl in usable.items():
         try:
             t0 = time.perf_counter()
-            with autotune_pick.compiling(fresh=bool(p.get("fresh_autotune")),
-                                         key=autotune_pick.job_key(spec, name)) as compiled[name]:
+            with autotune_pick.compiling(
+                fresh=bool(p.get("fresh_autotune")), key=autotune_pick.job_key(spec, name)
+            ) as compiled[name]:
                 fn = impl.make()
                 fn(**inputs)  # first call: compilation, autotuning, lazy module loading
                 timing.sync(device)
@@ -62,17 +67,23 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
     samples: dict[str, list[float]] = {n: [] for n in fns}
     for r in range(rounds):
         for name, fn in fns.items():
-            samples[name] += timing.bench(lambda: fn(**inputs), device,
-                                          warmup_ms=float(p.get("warmup_ms", 25.0)) if r == 0 else 1.0,
-                                          rep_ms=per_round_ms, min_reps=5 if device.type == "cuda" else 3,
-                                          flush_mode=flush_mode)
+            samples[name] += timing.bench(
+                lambda: fn(**inputs),
+                device,
+                warmup_ms=float(p.get("warmup_ms", 25.0)) if r == 0 else 1.0,
+                rep_ms=per_round_ms,
+                min_reps=5 if device.type == "cuda" else 3,
+                flush_mode=flush_mode,
+            )
     nbytes = entry.bytes_moved(tuple(spec.shape), dtype)
     medians = {n: timing.median(s) for n, s in samples.items()}
     for name, s in samples.items():
         med = medians[name]
-        measurements += [Measurement(name, "time_us", med, "us", s),
-                         Measurement(name, "iqr_us", timing.iqr(s), "us"),
-                         Measurement(name, "gbs", nbytes / (med * 1e-6) / 1e9, "GB/s")]
+        measurements += [
+            Measurement(name, "time_us", med, "us", s),
+            Measurement(name, "iqr_us", timing.iqr(s), "us"),
+            Measurement(name, "gbs", nbytes / (med * 1e-6) / 1e9, "GB/s"),
+        ]
     if device.type == "cuda" and p.get("graph", True):
         for name, fn in fns.items():
             try:
@@ -85,8 +96,10 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
             try:
                 k = timing.kernel_time(lambda: fn(**inputs), device, flush_mode=flush_mode)
                 med = timing.median(k)
-                measurements += [Measurement(name, "kernel_time_us", med, "us", k),
-                                 Measurement(name, "kernel_gbs", nbytes / (med * 1e-6) / 1e9, "GB/s")]
+                measurements += [
+                    Measurement(name, "kernel_time_us", med, "us", k),
+                    Measurement(name, "kernel_gbs", nbytes / (med * 1e-6) / 1e9, "GB/s"),
+                ]
             except Exception as exc:
                 details.setdefault("kernel_time_errors", {})[name] = str(exc).splitlines()[0][:300]
     base = entry.baseline

@@ -17,6 +17,7 @@ Result: measurements per implementation ``kernel_time_us`` (device kernel time p
 ``details["unavailable"]`` / ``details["impl_errors"]``.  ``spec.params``: ``warmup`` (5), ``iters`` (10), ``seed``
 (0), ``profiler`` (``auto`` | ``torch`` | ``rocprofv3``), ``profile_timeout_s`` (600, per rocprofv3 child).
 """
+
 from __future__ import annotations
 
 import base64
@@ -80,6 +81,7 @@ def artifact_bytes(art: dict[str, Any]) -> bytes:
 
 # ------------------------------------------------------------------------------------------------ torch.profiler
 
+
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -138,18 +140,26 @@ def summarize_torch_trace(impl: str, trace_text: str, iters: int, device_kernels
             ops, per_call = torch_profiler.cpu_op_self_times(trace), None
         rows = rows_from_durations((op.name, op.self_us * 1000.0) for op in ops)
         total, count = sum(op.self_us * 1000.0 for op in ops), len(ops)
-    return ImplProfile(impl=impl, rows=rows, iters=iters, kernel_ns_total=total, kernels_total=count,
-                       per_call_ns=per_call, source=source,
-                       artifacts=[artifact("chrome_trace", f"{impl}.json.gz", trace_text.encode())], notes=notes)
+    return ImplProfile(
+        impl=impl,
+        rows=rows,
+        iters=iters,
+        kernel_ns_total=total,
+        kernels_total=count,
+        per_call_ns=per_call,
+        source=source,
+        artifacts=[artifact("chrome_trace", f"{impl}.json.gz", trace_text.encode())],
+        notes=notes,
+    )
 
 
-def profile_with_torch(impl: str, fn: Callable[[], Any], device: torch.device, warmup: int,
-                       iters: int) -> ImplProfile:
+def profile_with_torch(impl: str, fn: Callable[[], Any], device: torch.device, warmup: int, iters: int) -> ImplProfile:
     text = capture_torch_trace(fn, device, warmup, iters)
     return summarize_torch_trace(impl, text, iters, device_kernels=device.type == "cuda")
 
 
 # ------------------------------------------------------------------------------------------------ rocprofv3
+
 
 def _periodic_calls(names: list[str], durations: list[float], iters: int) -> list[float] | None:
     """Per-call totals when the window's dispatches are ``iters`` repeats of one identical name sequence."""
@@ -157,13 +167,14 @@ def _periodic_calls(names: list[str], durations: list[float], iters: int) -> lis
         return None
     k = len(names) // iters
     first = names[:k]
-    if any(names[i * k:(i + 1) * k] != first for i in range(1, iters)):
+    if any(names[i * k : (i + 1) * k] != first for i in range(1, iters)):
         return None
-    return [sum(durations[i * k:(i + 1) * k]) for i in range(iters)]
+    return [sum(durations[i * k : (i + 1) * k]) for i in range(iters)]
 
 
-def summarize_rocprofv3(impl: str, trace_text: str | None, stats_text: str | None,
-                        manifest: dict[str, Any]) -> ImplProfile:
+def summarize_rocprofv3(
+    impl: str, trace_text: str | None, stats_text: str | None, manifest: dict[str, Any]
+) -> ImplProfile:
     """Reduce rocprofv3 output of one :mod:`workers.profile_target` run to an ImplProfile.
 
     With a fence in the manifest, the timed calls are the dispatches strictly between the last two fence dispatches
@@ -182,33 +193,61 @@ def summarize_rocprofv3(impl: str, trace_text: str | None, stats_text: str | Non
         artifacts.append(artifact("rocprofv3_kernel_trace", f"{impl}.kernel_trace.csv.gz", trace_text.encode()))
     if stats_text:
         artifacts.append(artifact("rocprofv3_kernel_stats", f"{impl}.kernel_stats.csv.gz", stats_text.encode()))
-    dispatches = sorted(rocprofv3.parse_kernel_trace(trace_text), key=lambda d: (d.start_ns, d.end_ns)) \
-        if trace_text else []
+    dispatches = (
+        sorted(rocprofv3.parse_kernel_trace(trace_text), key=lambda d: (d.start_ns, d.end_ns)) if trace_text else []
+    )
     fences = [d for d in dispatches if is_fence(d.name)]
     if len(fences) >= 2:
         opening, closing = fences[-2], fences[-1]
-        window = [d for d in dispatches if d.agent == opening.agent and not is_fence(d.name)
-                  and d.start_ns >= opening.end_ns and d.end_ns <= closing.start_ns]
+        window = [
+            d
+            for d in dispatches
+            if d.agent == opening.agent
+            and not is_fence(d.name)
+            and d.start_ns >= opening.end_ns
+            and d.end_ns <= closing.start_ns
+        ]
         durations = [float(d.duration_ns) for d in window]
         return ImplProfile(
-            impl=impl, rows=rocprofv3.kernel_rows_from_trace(window), iters=iters, kernel_ns_total=sum(durations),
-            kernels_total=len(window), per_call_ns=_periodic_calls([d.name for d in window], durations, iters),
-            source="rocprofv3 kernel trace: dispatches between the fence kernels", artifacts=artifacts)
-    whole_run = (f"rows cover the whole run ({whole_run_calls} calls with warm-up, input setup included); "
-                 f"kernel_time_us and kernels_per_call are divided by {whole_run_calls}")
+            impl=impl,
+            rows=rocprofv3.kernel_rows_from_trace(window),
+            iters=iters,
+            kernel_ns_total=sum(durations),
+            kernels_total=len(window),
+            per_call_ns=_periodic_calls([d.name for d in window], durations, iters),
+            source="rocprofv3 kernel trace: dispatches between the fence kernels",
+            artifacts=artifacts,
+        )
+    whole_run = (
+        f"rows cover the whole run ({whole_run_calls} calls with warm-up, input setup included); "
+        f"kernel_time_us and kernels_per_call are divided by {whole_run_calls}"
+    )
     if dispatches:
         window = [d for d in dispatches if not is_fence(d.name)]
         return ImplProfile(
-            impl=impl, rows=rocprofv3.kernel_rows_from_trace(window), iters=whole_run_calls,
-            kernel_ns_total=float(sum(d.duration_ns for d in window)), kernels_total=len(window), per_call_ns=None,
-            source="rocprofv3 kernel trace: whole run", artifacts=artifacts,
-            notes=[f"no pair of fence kernels in the trace: {whole_run}"])
+            impl=impl,
+            rows=rocprofv3.kernel_rows_from_trace(window),
+            iters=whole_run_calls,
+            kernel_ns_total=float(sum(d.duration_ns for d in window)),
+            kernels_total=len(window),
+            per_call_ns=None,
+            source="rocprofv3 kernel trace: whole run",
+            artifacts=artifacts,
+            notes=[f"no pair of fence kernels in the trace: {whole_run}"],
+        )
     if stats_text:
         rows = [r for r in rocprofv3.parse_stats(stats_text) if not is_fence(r.name)]
         return ImplProfile(
-            impl=impl, rows=rows, iters=whole_run_calls, kernel_ns_total=sum(r.total_ns for r in rows),
-            kernels_total=sum(r.calls for r in rows), per_call_ns=None, source="rocprofv3 kernel stats: whole run",
-            artifacts=artifacts, notes=[f"no kernel trace, only rocprofv3's stats: {whole_run}"])
+            impl=impl,
+            rows=rows,
+            iters=whole_run_calls,
+            kernel_ns_total=sum(r.total_ns for r in rows),
+            kernels_total=sum(r.calls for r in rows),
+            per_call_ns=None,
+            source="rocprofv3 kernel stats: whole run",
+            artifacts=artifacts,
+            notes=[f"no kernel trace, only rocprofv3's stats: {whole_run}"],
+        )
     raise RuntimeError("rocprofv3 wrote neither a kernel trace nor kernel stats")
 
 
@@ -237,21 +276,47 @@ def find_rocprofv3_csvs(out_dir: Path, fence: str | None) -> tuple[str | None, s
     return (chosen[1] if chosen else None), stats_text
 
 
-def profile_with_rocprofv3(spec: JobSpec, impl: str, device: torch.device, rocprofv3_exe: str,
-                           timeout_s: float) -> ImplProfile:
+def profile_with_rocprofv3(
+    spec: JobSpec, impl: str, device: torch.device, rocprofv3_exe: str, timeout_s: float
+) -> ImplProfile:
     """Run :mod:`workers.profile_target` for one implementation under rocprofv3 and reduce its CSV output."""
     with tempfile.TemporaryDirectory(prefix="kf-rocprof-") as tmp:
         tmp_path = Path(tmp)
         spec_path, manifest_path, out_dir = tmp_path / "spec.json", tmp_path / "manifest.json", tmp_path / "out"
         spec_path.write_text(spec.to_json())
-        cmd = [rocprofv3_exe, "--kernel-trace", "--stats", "--output-format", "csv", "-d", str(out_dir), "--",
-               sys.executable, "-m", "workers.profile_target", str(spec_path), "--impl", impl, "--device",
-               str(device), "--manifest", str(manifest_path)]
+        cmd = [
+            rocprofv3_exe,
+            "--kernel-trace",
+            "--stats",
+            "--output-format",
+            "csv",
+            "-d",
+            str(out_dir),
+            "--",
+            sys.executable,
+            "-m",
+            "workers.profile_target",
+            str(spec_path),
+            "--impl",
+            impl,
+            "--device",
+            str(device),
+            "--manifest",
+            str(manifest_path),
+        ]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
         try:
-            proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, errors="replace",
-                                  timeout=timeout_s, stdin=subprocess.DEVNULL)
+            proc = subprocess.run(
+                cmd,
+                cwd=REPO_ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout_s,
+                stdin=subprocess.DEVNULL,
+            )
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"rocprofv3 run of {impl} passed its {timeout_s:.0f} s timeout") from None
         manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
@@ -266,6 +331,7 @@ def profile_with_rocprofv3(spec: JobSpec, impl: str, device: torch.device, rocpr
 
 
 # ------------------------------------------------------------------------------------------------ the job
+
 
 def choose_profiler(device: torch.device, requested: str) -> tuple[str, str | None, str | None]:
     """(``torch`` | ``rocprofv3``, the rocprofv3 executable, a note for the result)."""
@@ -287,8 +353,13 @@ def profile_entry(spec: JobSpec, entry: Any, device: torch.device) -> JobResult:
     from kernels import registry
 
     params = spec.params or {}
-    details: dict[str, Any] = {"profile_rows": {}, "profile_source": {}, "artifacts": [], "unavailable": {},
-                               "impl_errors": {}}
+    details: dict[str, Any] = {
+        "profile_rows": {},
+        "profile_source": {},
+        "artifacts": [],
+        "unavailable": {},
+        "impl_errors": {},
+    }
     try:
         warmup = int(params.get("warmup", DEFAULT_WARMUP))
         iters = int(params.get("iters", DEFAULT_ITERS))
@@ -316,8 +387,9 @@ def profile_entry(spec: JobSpec, entry: Any, device: torch.device) -> JobResult:
         else:
             details["unavailable"][name] = reason
     if not runnable:
-        return JobResult(key=spec.key, status=STATUS_SKIPPED, details=details,
-                         error="no implementation can run on this device")
+        return JobResult(
+            key=spec.key, status=STATUS_SKIPPED, details=details, error="no implementation can run on this device"
+        )
 
     inputs = None
     if which == "torch":
@@ -325,8 +397,12 @@ def profile_entry(spec: JobSpec, entry: Any, device: torch.device) -> JobResult:
             gen = torch.Generator().manual_seed(int(params.get("seed", 0)))
             inputs = entry.make_inputs(spec.shape, dtype, device, gen)
         except Exception as exc:  # noqa: BLE001
-            return JobResult(key=spec.key, status=STATUS_ERROR, details=details,
-                             error=f"making inputs failed: {type(exc).__name__}: {exc}")
+            return JobResult(
+                key=spec.key,
+                status=STATUS_ERROR,
+                details=details,
+                error=f"making inputs failed: {type(exc).__name__}: {exc}",
+            )
 
     measurements: list[Measurement] = []
     for name in runnable:
@@ -348,8 +424,13 @@ def profile_entry(spec: JobSpec, entry: Any, device: torch.device) -> JobResult:
 
     failed = sorted(details["impl_errors"])
     if not details["profile_rows"]:
-        return JobResult(key=spec.key, status=STATUS_ERROR, measurements=measurements, details=details,
-                         error=f"every implementation failed to profile: {', '.join(failed)}")
+        return JobResult(
+            key=spec.key,
+            status=STATUS_ERROR,
+            measurements=measurements,
+            details=details,
+            error=f"every implementation failed to profile: {', '.join(failed)}",
+        )
     error = f"implementation(s) failed to profile: {', '.join(failed)}" if failed else None
     return JobResult(key=spec.key, status=STATUS_OK, measurements=measurements, details=details, error=error)
 

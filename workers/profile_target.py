@@ -12,6 +12,7 @@ impl, warm-up and iteration counts, which fence, and the error if the implementa
 Not run on AMD hardware yet: the fence kernel's name as rocprofv3 prints it is an expectation (a Triton kernel's
 symbol is its function name), checked by substring.  On a machine without a GPU it runs the iterations unfenced.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -93,8 +94,15 @@ def run_target(spec_dict: dict[str, Any], impl_name: str | None, device: torch.d
     impl_name = impl_name or (spec.impls[0] if spec.impls else None)
     warmup = int(spec.params.get("warmup", DEFAULT_WARMUP))
     iters = int(spec.params.get("iters", DEFAULT_ITERS))
-    manifest: dict[str, Any] = {"impl": impl_name, "warmup": warmup, "iters": iters, "device": str(device),
-                                "fence": None, "status": "error", "error": None}
+    manifest: dict[str, Any] = {
+        "impl": impl_name,
+        "warmup": warmup,
+        "iters": iters,
+        "device": str(device),
+        "fence": None,
+        "status": "error",
+        "error": None,
+    }
     try:
         if spec.kernel is None or impl_name is None:
             raise ValueError("profile target needs spec.kernel and an implementation")

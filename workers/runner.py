@@ -6,6 +6,7 @@ code version) followed by one JobSpec per line; a results file is a header (``{"
 "format": 1, "plan": <plan header>}``; a header without ``format`` is format 1) followed by one
 ``{"spec": ..., "result": ...}`` line per job, written as each job ends.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,8 +27,12 @@ PLAN_FORMAT = 1
 RESULTS_FORMAT = 1  # the results files this code writes and reads; a file without a format is format 1
 
 
-def run(specs: Iterable[JobSpec], node_id: str | None = None, env: dict[str, str] | None = None,
-        info: ChildInfo | None = None) -> Iterator[JobResult]:
+def run(
+    specs: Iterable[JobSpec],
+    node_id: str | None = None,
+    env: dict[str, str] | None = None,
+    info: ChildInfo | None = None,
+) -> Iterator[JobResult]:
     """Results of ``specs``: the jobs that run kernels first, in one sandbox, then the compile-only jobs (``isa``)
     in a sandbox of their own, which compiles the kernels instead of interpreting them and measures nothing."""
     specs = list(specs)
@@ -90,8 +95,10 @@ def json_lines(path: str | Path) -> Iterator[tuple[int, dict]]:
                     raise ValueError(f"{path}:{n}: not UTF-8 text") from None
                 except (ValueError, RecursionError) as exc:
                     if not raw.endswith(b"\n") and f.read(1) == b"":
-                        raise ValueError(f"{path}:{n}: the last line is cut off (its writer stopped mid-line); "
-                                         "finish it with `python -m workers run PLAN --out FILE --resume`") from None
+                        raise ValueError(
+                            f"{path}:{n}: the last line is cut off (its writer stopped mid-line); "
+                            "finish it with `python -m workers run PLAN --out FILE --resume`"
+                        ) from None
                     reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc).split(":")[0]
                     raise ValueError(f"{path}:{n}: not JSON ({reason})") from None
                 if not isinstance(obj, dict):
@@ -145,8 +152,13 @@ def read_plan(path: str | Path) -> tuple[dict, list[JobSpec]]:
 
 
 # Job parameters the runner and the job kinds read as numbers: (name, smallest allowed, integer)
-NUMERIC_PARAMS = (("timeout_s", 0.0, False), ("warmup_ms", 0.0, False), ("rep_ms", 0.0, False),
-                  ("rounds", 1, True), ("seed", 0, True))
+NUMERIC_PARAMS = (
+    ("timeout_s", 0.0, False),
+    ("warmup_ms", 0.0, False),
+    ("rep_ms", 0.0, False),
+    ("rounds", 1, True),
+    ("seed", 0, True),
+)
 
 
 def check_params(params: dict) -> None:
@@ -180,8 +192,9 @@ def read_results(path: str | Path) -> tuple[dict, list[tuple[JobSpec, JobResult]
     for n, obj in json_lines(path):
         if obj.get("kernelfleet") == "results":
             if obj.get("format", 1) != RESULTS_FORMAT:
-                raise ValueError(f"{path}: results format {obj.get('format')!r}; this code reads format "
-                                 f"{RESULTS_FORMAT}")
+                raise ValueError(
+                    f"{path}: results format {obj.get('format')!r}; this code reads format {RESULTS_FORMAT}"
+                )
             header = obj
             continue
         if "spec" not in obj or "result" not in obj:

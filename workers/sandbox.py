@@ -6,6 +6,7 @@ code and the tail of its stderr, and a fresh child continues with the rest.  A j
 child's whole process group killed and is recorded as ``timed_out``.  Nothing here retries a job: kernel
 failures are data.
 """
+
 from __future__ import annotations
 
 import json
@@ -114,9 +115,16 @@ class _Child:
         self.mem_limit = mem_limit
         self.stderr = tempfile.TemporaryFile(mode="w+b")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "workers.child"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.stderr, env=env, start_new_session=True, text=True, bufsize=1,
-            preexec_fn=_die_with_parent)
+            [sys.executable, "-m", "workers.child"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            env=env,
+            start_new_session=True,
+            text=True,
+            bufsize=1,
+            preexec_fn=_die_with_parent,
+        )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -139,9 +147,11 @@ class _Child:
             except queue.Empty:
                 rss = rss_bytes(self.proc.pid) if self.mem_limit else None
                 if rss is not None and rss > self.mem_limit:
-                    raise MemoryLimitExceeded(f"{rss / 2**30:.2f} GiB resident, over the sandbox's limit of "
-                                              f"{self.mem_limit / 2**30:.2f} GiB ({MEM_FRACTION_ENV} / "
-                                              f"{MEM_BYTES_ENV})") from None
+                    raise MemoryLimitExceeded(
+                        f"{rss / 2**30:.2f} GiB resident, over the sandbox's limit of "
+                        f"{self.mem_limit / 2**30:.2f} GiB ({MEM_FRACTION_ENV} / "
+                        f"{MEM_BYTES_ENV})"
+                    ) from None
                 continue
             if line is None:
                 return None
@@ -214,9 +224,12 @@ def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def run_jobs(specs: Iterable[JobSpec], env: dict[str, str] | None = None,
-             info: ChildInfo | None = None, on_ready: Callable[[ChildInfo], None] | None = None
-             ) -> Iterator[JobResult]:
+def run_jobs(
+    specs: Iterable[JobSpec],
+    env: dict[str, str] | None = None,
+    info: ChildInfo | None = None,
+    on_ready: Callable[[ChildInfo], None] | None = None,
+) -> Iterator[JobResult]:
     """Yield one JobResult per spec, in order, whatever happens to the child processes."""
     env = child_env(env)
     mem_limit = memory_limit_bytes(env)
@@ -240,8 +253,11 @@ def run_jobs(specs: Iterable[JobSpec], env: dict[str, str] | None = None,
                     child = None
                     # The sandbox cannot start: every remaining job gets the reason, none is silently lost.
                     for spec in pending:
-                        yield JobResult(spec.key, STATUS_CRASHED,
-                                        error=f"sandbox failed to start ({_signal_name(rc)}): {tail[-1500:]}")
+                        yield JobResult(
+                            spec.key,
+                            STATUS_CRASHED,
+                            error=f"sandbox failed to start ({_signal_name(rc)}): {tail[-1500:]}",
+                        )
                     return
                 info.device = DeviceInfo.from_dict(ev["device"]) if ev.get("device") else None
                 info.copy_gbs = ev.get("copy_gbs")
@@ -272,19 +288,33 @@ def run_jobs(specs: Iterable[JobSpec], env: dict[str, str] | None = None,
                     tail = child.stderr_tail(pos)
                     child.close()
                     child = None
-                    status, why = ((STATUS_TIMED_OUT, f"timed out after {timeout:g} s") if isinstance(exc, TimeoutError)
-                                   else (STATUS_CRASHED, f"memory limit: {exc}"))
-                    result = JobResult(spec.key, status, started_at=started, duration_s=time.time() - started,
-                                       error=f"{why}; process group killed", details={"stderr_tail": tail})
+                    status, why = (
+                        (STATUS_TIMED_OUT, f"timed out after {timeout:g} s")
+                        if isinstance(exc, TimeoutError)
+                        else (STATUS_CRASHED, f"memory limit: {exc}")
+                    )
+                    result = JobResult(
+                        spec.key,
+                        status,
+                        started_at=started,
+                        duration_s=time.time() - started,
+                        error=f"{why}; process group killed",
+                        details={"stderr_tail": tail},
+                    )
             if result is None:  # EOF before a result: the child died under this job
                 rc = child.kill() if child else -1
                 tail = child.stderr_tail(pos) if child else ""
                 if child:
                     child.close()
                 child = None
-                result = JobResult(spec.key, STATUS_CRASHED, started_at=started, duration_s=time.time() - started,
-                                   error=f"sandbox process died ({_signal_name(rc)})",
-                                   details={"stderr_tail": tail})
+                result = JobResult(
+                    spec.key,
+                    STATUS_CRASHED,
+                    started_at=started,
+                    duration_s=time.time() - started,
+                    error=f"sandbox process died ({_signal_name(rc)})",
+                    details={"stderr_tail": tail},
+                )
             if result.device is None:
                 result.device = info.device
             if info.copy_gbs is not None:

@@ -4,6 +4,7 @@ JobSpec goes from the planner to a worker, JobResult comes back, DeviceInfo desc
 result was measured on. All three serialise to plain JSON (``to_dict``/``from_dict``), so they travel through
 Ray, through JSON-lines files (``python -m workers run``) and through the sandbox pipe alike.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,8 +30,15 @@ STATUS_TIMED_OUT = "timed_out"  # past its timeout; its process group was killed
 STATUS_LOST = "lost"  # no node could run it (node died and retries ran out, or no node of its type is left)
 STATUS_SKIPPED = "skipped"  # nothing to run on this device (e.g. every implementation unavailable)
 GOOD_STATUSES = (STATUS_OK, STATUS_INCORRECT, STATUS_SKIPPED)
-ALL_STATUSES = (STATUS_OK, STATUS_INCORRECT, STATUS_ERROR, STATUS_CRASHED, STATUS_TIMED_OUT, STATUS_LOST,
-                STATUS_SKIPPED)
+ALL_STATUSES = (
+    STATUS_OK,
+    STATUS_INCORRECT,
+    STATUS_ERROR,
+    STATUS_CRASHED,
+    STATUS_TIMED_OUT,
+    STATUS_LOST,
+    STATUS_SKIPPED,
+)
 
 
 def _jsonable(value: Any) -> Any:
@@ -107,8 +115,10 @@ class Measurement:
         if not self.unit:
             self.unit = known.unit
         elif self.unit != known.unit:
-            raise ValueError(f"metric {self.metric!r} is measured in {known.unit or 'plain numbers'!r}, "
-                             f"not {self.unit!r} (workers/metrics.py)")
+            raise ValueError(
+                f"metric {self.metric!r} is measured in {known.unit or 'plain numbers'!r}, "
+                f"not {self.unit!r} (workers/metrics.py)"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -138,8 +148,14 @@ class DeviceInfo:
 
     @property
     def hardware_key(self) -> str:
-        parts = [self.vendor, self.gpu_type or self.name, self.arch, self.runtime, f"torch{self.torch}",
-                 f"triton{self.triton}"]
+        parts = [
+            self.vendor,
+            self.gpu_type or self.name,
+            self.arch,
+            self.runtime,
+            f"torch{self.torch}",
+            f"triton{self.triton}",
+        ]
         return "/".join(p.replace("/", "_").replace(" ", "_") for p in parts if p)
 
     def to_dict(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ torch.profiler's device activity records, with no event or launch cost in it.  W
 writes may still sit there when the kernel ends, so at tens of MB this reading can exceed the copy ceiling
 (docs/perf/kernels-h200.md).
 """
+
 from __future__ import annotations
 
 import statistics
@@ -99,8 +100,17 @@ def _estimate_ms(fn: Callable[[], object], device: torch.device, budget_ms: floa
     return est
 
 
-def bench(fn: Callable[[], object], device: torch.device, *, warmup_ms: float = 25.0, rep_ms: float = 100.0,
-          min_reps: int = 5, max_reps: int = 2000, flush: bool = True, flush_mode: str = "read") -> list[float]:
+def bench(
+    fn: Callable[[], object],
+    device: torch.device,
+    *,
+    warmup_ms: float = 25.0,
+    rep_ms: float = 100.0,
+    min_reps: int = 5,
+    max_reps: int = 2000,
+    flush: bool = True,
+    flush_mode: str = "read",
+) -> list[float]:
     """Per-repeat times of ``fn()`` in microseconds (warm-up excluded); ``flush_mode``: see the module doc."""
     _check_flush_mode(flush_mode)
     fn()  # first call: compilation and lazy init stay out of the estimate
@@ -156,8 +166,9 @@ def graph_time(fn: Callable[[], object], device: torch.device, *, calls: int = 5
     return out
 
 
-def kernel_time(fn: Callable[[], object], device: torch.device, *, calls: int = 20,
-                flush_mode: str = "read") -> list[float]:
+def kernel_time(
+    fn: Callable[[], object], device: torch.device, *, calls: int = 20, flush_mode: str = "read"
+) -> list[float]:
     """Per call: microseconds of device activity (kernels, memsets, copies) the call launched, L2 flushed before it.
 
     torch.profiler records the device activities (CUPTI on CUDA, roctracer on ROCm).  A call's activities are those

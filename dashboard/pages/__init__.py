@@ -1,4 +1,5 @@
 """The dashboard's pages: each module's ``build(src, params) -> PageView``; PAGES maps URL paths to them."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping

@@ -1,4 +1,5 @@
 """Small helpers the page modules share: reading a URL parameter against its allowed values."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -18,8 +19,15 @@ def choose(params: Mapping[str, str], name: str, allowed: Sequence[str], default
     return allowed[0] if allowed else ALL
 
 
-def make_filter(name: str, label: str, values: Sequence[str], value: str, *, with_all: bool = False,
-                labels: Mapping[str, str] | None = None) -> Filter:
+def make_filter(
+    name: str,
+    label: str,
+    values: Sequence[str],
+    value: str,
+    *,
+    with_all: bool = False,
+    labels: Mapping[str, str] | None = None,
+) -> Filter:
     options = [(ALL, "all")] if with_all else []
     options += [(v, (labels or {}).get(v, v)) for v in values]
     return Filter(name=name, label=label, options=options, value=value)

@@ -1,5 +1,6 @@
 """Bandwidth: bytes moved against time per call for one kernel, each implementation a trace, against the line of
 each device's measured copy bandwidth (roofline-style: a point on the line runs at the copy ceiling)."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -13,8 +14,24 @@ from orchestrator.store import queries
 
 from ._common import ALL, choose, make_filter
 
-COLUMNS = ["kernel", "shape", "dtype", "impl", "gpu_type", "hardware_key", "reading", "time_us", "gbs", "mbytes",
-           "copy_bandwidth_gbs", "pct_of_ceiling", "correct", "run_id", "commit", "measured_at"]
+COLUMNS = [
+    "kernel",
+    "shape",
+    "dtype",
+    "impl",
+    "gpu_type",
+    "hardware_key",
+    "reading",
+    "time_us",
+    "gbs",
+    "mbytes",
+    "copy_bandwidth_gbs",
+    "pct_of_ceiling",
+    "correct",
+    "run_id",
+    "commit",
+    "measured_at",
+]
 FIGURE_ID = "bandwidth-figure"
 
 
@@ -26,13 +43,17 @@ def build(src, params: Mapping[str, str]) -> PageView:
     gpu = choose(params, "gpu_type", choices["gpu_types"], ALL)
     dtype = choose(params, "dtype", choices["dtypes_of"].get(kernel, []), ALL)
     reading = choose(params, "reading", list(metrics.BANDWIDTH_OF), metrics.DEFAULT_READING)
-    view = PageView(page="bandwidth", title="Bandwidth",
-                    params={"kernel": kernel, "gpu_type": gpu, "dtype": dtype, "reading": reading})
-    view.filters = [make_filter("kernel", "kernel", choices["kernels"], kernel),
-                    make_filter("gpu_type", "GPU type", choices["gpu_types"], gpu, with_all=True),
-                    make_filter("dtype", "dtype", choices["dtypes_of"].get(kernel, []), dtype, with_all=True),
-                    make_filter("reading", "reading", list(metrics.BANDWIDTH_OF), reading,
-                                labels=metrics.READINGS)]
+    view = PageView(
+        page="bandwidth",
+        title="Bandwidth",
+        params={"kernel": kernel, "gpu_type": gpu, "dtype": dtype, "reading": reading},
+    )
+    view.filters = [
+        make_filter("kernel", "kernel", choices["kernels"], kernel),
+        make_filter("gpu_type", "GPU type", choices["gpu_types"], gpu, with_all=True),
+        make_filter("dtype", "dtype", choices["dtypes_of"].get(kernel, []), dtype, with_all=True),
+        make_filter("reading", "reading", list(metrics.BANDWIDTH_OF), reading, labels=metrics.READINGS),
+    ]
     gbs_metric = metrics.BANDWIDTH_OF[reading]
     records = []
     for r in queries.newest_micro_results(src, kernel) if kernel else []:
@@ -41,16 +62,26 @@ def build(src, params: Mapping[str, str]) -> PageView:
         t, gbs, bw = r[reading], r[gbs_metric], r["copy_bandwidth_gbs"]
         if t is None or gbs is None:
             continue
-        records.append({**r, "shape": r["shape_key"], "reading": reading, "time_us": t, "gbs": gbs,
-                        "mbytes": gbs * t / 1e3, "pct_of_ceiling": gbs / bw * 100 if bw else None})
+        records.append(
+            {
+                **r,
+                "shape": r["shape_key"],
+                "reading": reading,
+                "time_us": t,
+                "gbs": gbs,
+                "mbytes": gbs * t / 1e3,
+                "pct_of_ceiling": gbs / bw * 100 if bw else None,
+            }
+        )
     ceilings = [c for c in queries.device_ceilings(src) if not gpu or c["gpu_type"] == gpu]
-    table = view.add_table("points", "newest result per shape, dtype, implementation and device", COLUMNS,
-                           records)
+    table = view.add_table("points", "newest result per shape, dtype, implementation and device", COLUMNS, records)
     if not records:
         view.notes.append(f"No {reading} measurement of {kernel} matches these filters.")
         return view
-    view.notes.append("Bytes = the kernel's byte model (the fewest bytes the op must move); the lines are each "
-                      "device's measured copy bandwidth (device-to-device copy), not the datasheet.")
+    view.notes.append(
+        "Bytes = the kernel's byte model (the fewest bytes the op must move); the lines are each "
+        "device's measured copy bandwidth (device-to-device copy), not the datasheet."
+    )
     view.figures.append(Figure(FIGURE_ID, _figure(table.rows, ceilings, kernel)))
     return view
 
@@ -61,20 +92,40 @@ def _figure(rows: list[dict], ceilings: list[dict], kernel: str) -> go.Figure:
     for r in rows:
         by_impl[r["impl"]].append(r)
     for impl, pts in sorted(by_impl.items()):
-        fig.add_trace(go.Scatter(
-            x=[r["time_us"] for r in pts], y=[r["mbytes"] for r in pts], mode="markers", name=impl,
-            marker={"size": 10, "symbol": ["x" if r["correct"] is False else "circle" for r in pts]},
-            hovertext=[f"{impl} · {r['shape']} · {r['dtype']} · {r['gpu_type']}<br>{r['time_us']} µs · "
-                       f"{r['gbs']} GB/s ({r['pct_of_ceiling']} % of copy)<br>run {r['run_id']} · "
-                       f"{short(r['commit'])}" for r in pts], hoverinfo="text"))
+        fig.add_trace(
+            go.Scatter(
+                x=[r["time_us"] for r in pts],
+                y=[r["mbytes"] for r in pts],
+                mode="markers",
+                name=impl,
+                marker={"size": 10, "symbol": ["x" if r["correct"] is False else "circle" for r in pts]},
+                hovertext=[
+                    f"{impl} · {r['shape']} · {r['dtype']} · {r['gpu_type']}<br>{r['time_us']} µs · "
+                    f"{r['gbs']} GB/s ({r['pct_of_ceiling']} % of copy)<br>run {r['run_id']} · "
+                    f"{short(r['commit'])}"
+                    for r in pts
+                ],
+                hoverinfo="text",
+            )
+        )
     t_lo = min(r["time_us"] for r in rows) / 2
     t_hi = max(r["time_us"] for r in rows) * 2
     for c in ceilings:
         bw = c["copy_bandwidth_gbs"]
-        fig.add_trace(go.Scatter(x=[t_lo, t_hi], y=[bw * t_lo / 1e3, bw * t_hi / 1e3], mode="lines",
-                                 line={"dash": "dash", "color": "black"},
-                                 name=f"copy ceiling {c['gpu_type']} {bw:.0f} GB/s"))
-    fig.update_layout(height=480, xaxis={"type": "log", "title": "time per call (µs)"},
-                      yaxis={"type": "log", "title": "bytes moved (MB, byte model)"},
-                      title=f"{kernel}: bytes moved vs time", margin={"l": 10, "r": 10, "t": 40, "b": 40})
+        fig.add_trace(
+            go.Scatter(
+                x=[t_lo, t_hi],
+                y=[bw * t_lo / 1e3, bw * t_hi / 1e3],
+                mode="lines",
+                line={"dash": "dash", "color": "black"},
+                name=f"copy ceiling {c['gpu_type']} {bw:.0f} GB/s",
+            )
+        )
+    fig.update_layout(
+        height=480,
+        xaxis={"type": "log", "title": "time per call (µs)"},
+        yaxis={"type": "log", "title": "bytes moved (MB, byte model)"},
+        title=f"{kernel}: bytes moved vs time",
+        margin={"l": 10, "r": 10, "t": 40, "b": 40},
+    )
     return fig

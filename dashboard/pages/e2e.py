@@ -1,5 +1,6 @@
 """End to end: LTX-Video ms per step per mode per device, the latents' error against eager and the tolerance, peak
 memory, SM clock and power where recorded, and the device time per step by kernel class (stacked, idle on top)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -9,14 +10,17 @@ from plotly.subplots import make_subplots
 
 from dashboard import metrics
 from dashboard.view import Figure, PageView, short
-
 from orchestrator.store import queries
 
 from ._common import ALL, choose, make_filter
 
-COLUMNS = (["job", "run_id", "commit", "gpu_type", "shape", "dtype", "mode", "status"] + list(metrics.E2E_SHOWN)
-           + ["tolerance", "speedup_vs_eager", "gpu_busy_ms"] + [f"class_{c}_ms" for c in metrics.KERNEL_CLASSES]
-           + [f"{metrics.IDLE}_ms", "measured_at", "job_key"])
+COLUMNS = (
+    ["job", "run_id", "commit", "gpu_type", "shape", "dtype", "mode", "status"]
+    + list(metrics.E2E_SHOWN)
+    + ["tolerance", "speedup_vs_eager", "gpu_busy_ms"]
+    + [f"class_{c}_ms" for c in metrics.KERNEL_CLASSES]
+    + [f"{metrics.IDLE}_ms", "measured_at", "job_key"]
+)
 FIGURE_ID = "e2e-figure"
 MAX_JOBS = 30
 
@@ -34,17 +38,25 @@ def build(src, params: Mapping[str, str]) -> PageView:
     labels = {str(r["job_id"]): _job_label(r) for r in rows}
     job = choose(params, "job", jobs, jobs[0] if jobs else ALL)
     view = PageView(page="e2e", title="End to end", params={"gpu_type": gpu, "job": job})
-    view.filters = [make_filter("gpu_type", "GPU type", gpus, gpu, with_all=True),
-                    make_filter("job", "job", jobs, job, with_all=True, labels=labels)]
+    view.filters = [
+        make_filter("gpu_type", "GPU type", gpus, gpu, with_all=True),
+        make_filter("job", "job", jobs, job, with_all=True, labels=labels),
+    ]
     shown = [r for r in rows if not job or str(r["job_id"]) == job]
     records = []
     for r in shown:
         m = r["metrics"]
-        eager = next((x["metrics"].get("ms_per_step") for x in shown
-                      if x["job_id"] == r["job_id"] and x["mode"] == "eager"), None)
-        rec = {**r, "job": labels[str(r["job_id"])], "shape": r["shape_key"],
-               **{k: m.get(k) for k in metrics.E2E_SHOWN},
-               "speedup_vs_eager": eager / m["ms_per_step"] if eager and m.get("ms_per_step") else None}
+        eager = next(
+            (x["metrics"].get("ms_per_step") for x in shown if x["job_id"] == r["job_id"] and x["mode"] == "eager"),
+            None,
+        )
+        rec = {
+            **r,
+            "job": labels[str(r["job_id"])],
+            "shape": r["shape_key"],
+            **{k: m.get(k) for k in metrics.E2E_SHOWN},
+            "speedup_vs_eager": eager / m["ms_per_step"] if eager and m.get("ms_per_step") else None,
+        }
         for c in metrics.KERNEL_CLASSES:
             rec[f"class_{c}_ms"] = r["profile_classes"].get(c)
         busy, ms = r["gpu_busy_ms"], m.get("ms_per_step")
@@ -54,34 +66,63 @@ def build(src, params: Mapping[str, str]) -> PageView:
     if not records:
         view.notes.append("No end-to-end (ltx_e2e) job in the store: python -m orchestrator +sweep=ltx_e2e")
         return view
-    view.notes.append("Error = rel_err_vs_eager: ||latents − eager's|| / ||eager's − the initial noise|| (a mode "
-                      "past the tolerance fails the job). Idle = ms per step − the profiled device-busy time.")
+    view.notes.append(
+        "Error = rel_err_vs_eager: ||latents − eager's|| / ||eager's − the initial noise|| (a mode "
+        "past the tolerance fails the job). Idle = ms per step − the profiled device-busy time."
+    )
     view.figures.append(Figure(FIGURE_ID, _figure(table.rows)))
     return view
 
 
 def _figure(rows: list[dict]) -> go.Figure:
-    fig = make_subplots(rows=3, cols=2, vertical_spacing=0.12, horizontal_spacing=0.1,
-                        subplot_titles=("ms per step", "latents: rel. error vs eager (dashed: tolerance)",
-                                        "device time per step by kernel class (ms)", "peak memory (GB)",
-                                        "SM clock (MHz)", "power (W)"))
+    fig = make_subplots(
+        rows=3,
+        cols=2,
+        vertical_spacing=0.12,
+        horizontal_spacing=0.1,
+        subplot_titles=(
+            "ms per step",
+            "latents: rel. error vs eager (dashed: tolerance)",
+            "device time per step by kernel class (ms)",
+            "peak memory (GB)",
+            "SM clock (MHz)",
+            "power (W)",
+        ),
+    )
     jobs = list(dict.fromkeys(r["job"] for r in rows))
     for j in jobs:
         pts = [r for r in rows if r["job"] == j]
         modes = [r["mode"] for r in pts]
         name = j if len(jobs) > 1 else "job"
-        fig.add_trace(go.Bar(x=modes, y=[r["ms_per_step"] for r in pts], name=name, legendgroup=j,
-                             text=[f"{r['speedup_vs_eager']:.2f}×" if r["speedup_vs_eager"] else "" for r in pts],
-                             hovertext=[f"{j}<br>{r['mode']}: {r['ms_per_step']} ms/step" for r in pts],
-                             hoverinfo="text"), row=1, col=1)
-        fig.add_trace(go.Bar(x=modes, y=[r["rel_err_vs_eager"] for r in pts], name=name, legendgroup=j,
-                             showlegend=False), row=1, col=2)
-        fig.add_trace(go.Bar(x=modes, y=[r["peak_mem_gb"] for r in pts], name=name, legendgroup=j,
-                             showlegend=False), row=2, col=2)
-        fig.add_trace(go.Bar(x=modes, y=[r["sm_clock_mhz"] for r in pts], name=name, legendgroup=j,
-                             showlegend=False), row=3, col=1)
-        fig.add_trace(go.Bar(x=modes, y=[r["power_w"] for r in pts], name=name, legendgroup=j,
-                             showlegend=False), row=3, col=2)
+        fig.add_trace(
+            go.Bar(
+                x=modes,
+                y=[r["ms_per_step"] for r in pts],
+                name=name,
+                legendgroup=j,
+                text=[f"{r['speedup_vs_eager']:.2f}×" if r["speedup_vs_eager"] else "" for r in pts],
+                hovertext=[f"{j}<br>{r['mode']}: {r['ms_per_step']} ms/step" for r in pts],
+                hoverinfo="text",
+            ),
+            row=1,
+            col=1,
+        )
+        fig.add_trace(
+            go.Bar(x=modes, y=[r["rel_err_vs_eager"] for r in pts], name=name, legendgroup=j, showlegend=False),
+            row=1,
+            col=2,
+        )
+        fig.add_trace(
+            go.Bar(x=modes, y=[r["peak_mem_gb"] for r in pts], name=name, legendgroup=j, showlegend=False), row=2, col=2
+        )
+        fig.add_trace(
+            go.Bar(x=modes, y=[r["sm_clock_mhz"] for r in pts], name=name, legendgroup=j, showlegend=False),
+            row=3,
+            col=1,
+        )
+        fig.add_trace(
+            go.Bar(x=modes, y=[r["power_w"] for r in pts], name=name, legendgroup=j, showlegend=False), row=3, col=2
+        )
     tol = next((r["tolerance"] for r in rows if r["tolerance"] is not None), None)
     if tol is not None:
         fig.add_hline(y=tol, line_dash="dash", line_color="#d62728", row=1, col=2)
@@ -94,7 +135,11 @@ def _figure(rows: list[dict]) -> go.Figure:
         if any(ys):  # stacked by hand (base), so the other panels can group by job
             fig.add_trace(go.Bar(x=xs, y=ys, base=list(base), name=label, offsetgroup="classes"), row=2, col=1)
             base = [b + y for b, y in zip(base, ys)]
-    fig.update_layout(barmode="group", height=900, margin={"l": 10, "r": 10, "t": 60, "b": 40},
-                      title=f"LTX-Video end to end · {short(rows[0]['commit'])}")
+    fig.update_layout(
+        barmode="group",
+        height=900,
+        margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        title=f"LTX-Video end to end · {short(rows[0]['commit'])}",
+    )
     fig.update_yaxes(type="log", row=1, col=2)
     return fig

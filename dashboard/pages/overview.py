@@ -1,5 +1,6 @@
 """Overview: speed-up of one implementation against eager and against the faster torch.compile, kernel x GPU
 type, from the newest run of each; a reading selector; cells that failed correctness are marked, not coloured."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -13,8 +14,22 @@ from orchestrator.store import queries
 
 from ._common import choose, make_filter
 
-COLUMNS = ["kernel", "gpu_type", "impl", "reading", "speedup_vs_eager", "speedup_vs_compile", "compile_baseline",
-           "correct", "n_jobs", "min_speedup_vs_eager", "max_speedup_vs_eager", "run_id", "commit", "measured_at"]
+COLUMNS = [
+    "kernel",
+    "gpu_type",
+    "impl",
+    "reading",
+    "speedup_vs_eager",
+    "speedup_vs_compile",
+    "compile_baseline",
+    "correct",
+    "n_jobs",
+    "min_speedup_vs_eager",
+    "max_speedup_vs_eager",
+    "run_id",
+    "commit",
+    "measured_at",
+]
 HEATMAP_ID = "overview-heatmap"
 
 
@@ -29,16 +44,19 @@ def build(src, params: Mapping[str, str]) -> PageView:
     impl = choose(params, "impl", impls, metrics.DEFAULT_IMPL if metrics.DEFAULT_IMPL in impls else None)
     cells = queries.speedup_matrix(src, reading, impl) if impl else []
     view = PageView(page="overview", title="Overview", params={"reading": reading, "impl": impl})
-    view.filters = [make_filter("reading", "reading", list(metrics.READINGS), reading, labels=metrics.READINGS),
-                    make_filter("impl", "implementation", impls, impl)]
-    table = view.add_table("cells", f"{impl} speed-up per kernel and GPU type (newest run of each)", COLUMNS,
-                           cells)
+    view.filters = [
+        make_filter("reading", "reading", list(metrics.READINGS), reading, labels=metrics.READINGS),
+        make_filter("impl", "implementation", impls, impl),
+    ]
+    table = view.add_table("cells", f"{impl} speed-up per kernel and GPU type (newest run of each)", COLUMNS, cells)
     if not cells:
         view.notes.append(f"No {impl or 'implementation'} measurement with the reading {reading} yet.")
         return view
-    view.notes.append("Each cell: geometric mean over the shapes and dtypes of the newest run that measured the "
-                      "kernel on that GPU type; ✗ = failed correctness (no speed-up shown). Click a cell for its "
-                      "trend.")
+    view.notes.append(
+        "Each cell: geometric mean over the shapes and dtypes of the newest run that measured the "
+        "kernel on that GPU type; ✗ = failed correctness (no speed-up shown). Click a cell for its "
+        "trend."
+    )
     view.figures.append(Figure(HEATMAP_ID, _heatmaps(table.rows, impl, reading)))
     return view
 
@@ -49,8 +67,12 @@ def _heatmaps(rows: list[dict], impl: str, reading: str) -> go.Figure:
     kernels = sorted({r["kernel"] for r in rows})
     gpus = sorted({r["gpu_type"] for r in rows})
     by = {(r["kernel"], r["gpu_type"]): r for r in rows}
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
-                        subplot_titles=(f"{impl} vs eager", f"{impl} vs the faster torch.compile"))
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        horizontal_spacing=0.12,
+        subplot_titles=(f"{impl} vs eager", f"{impl} vs the faster torch.compile"),
+    )
     for col, key in ((1, "speedup_vs_eager"), (2, "speedup_vs_compile")):
         z, text, hover = [], [], []
         for k in kernels:
@@ -65,17 +87,39 @@ def _heatmaps(rows: list[dict], impl: str, reading: str) -> go.Figure:
                     tr.append("✗ incorrect")
                 else:
                     tr.append("—" if value is None else f"{value:.2f}×")
-                hr.append("" if r is None else f"{k} on {g}<br>{tr[-1]}<br>run {r['run_id']} · {short(r['commit'])}"
-                                                f"<br>{r['measured_at']} · {r['n_jobs']} shape/dtype jobs")
+                hr.append(
+                    ""
+                    if r is None
+                    else f"{k} on {g}<br>{tr[-1]}<br>run {r['run_id']} · {short(r['commit'])}"
+                    f"<br>{r['measured_at']} · {r['n_jobs']} shape/dtype jobs"
+                )
             z.append(zr)
             text.append(tr)
             hover.append(hr)
-        fig.add_trace(go.Heatmap(z=z, x=gpus, y=kernels, text=text, texttemplate="%{text}", hovertext=hover,
-                                 hoverinfo="text", colorscale="RdBu", zmid=1.0, zmin=0.0, zmax=2.0,
-                                 coloraxis=None, showscale=(col == 2), name=key,
-                                 colorbar={"title": {"text": "speed-up ×"}}),
-                      row=1, col=col)
-    fig.update_layout(height=max(300, 40 * len(kernels) + 140), margin={"l": 10, "r": 10, "t": 60, "b": 40},
-                      title=f"speed-up, reading: {metrics.READINGS[reading]}")
+        fig.add_trace(
+            go.Heatmap(
+                z=z,
+                x=gpus,
+                y=kernels,
+                text=text,
+                texttemplate="%{text}",
+                hovertext=hover,
+                hoverinfo="text",
+                colorscale="RdBu",
+                zmid=1.0,
+                zmin=0.0,
+                zmax=2.0,
+                coloraxis=None,
+                showscale=(col == 2),
+                name=key,
+                colorbar={"title": {"text": "speed-up ×"}},
+            ),
+            row=1,
+            col=col,
+        )
+    fig.update_layout(
+        height=max(300, 40 * len(kernels) + 140),
+        margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        title=f"speed-up, reading: {metrics.READINGS[reading]}",
+    )
     return fig
-

@@ -1,5 +1,6 @@
 """Profiles: the top kernels of a profile job (per implementation) or of an e2e job's profiled call (per mode):
 name, calls, total and average time, % of device time; the raw captures stored with the job, downloadable."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -11,8 +12,19 @@ from orchestrator.store import queries
 
 from ._common import ALL, choose, make_filter
 
-JOB_COLUMNS = ["job_id", "kind", "name", "shape_key", "dtype", "gpu_type", "run_id", "measured_at", "status",
-               "n_artifacts", "job_key"]
+JOB_COLUMNS = [
+    "job_id",
+    "kind",
+    "name",
+    "shape_key",
+    "dtype",
+    "gpu_type",
+    "run_id",
+    "measured_at",
+    "status",
+    "n_artifacts",
+    "job_key",
+]
 ROW_COLUMNS = ["part", "name", "class", "calls", "total_ms", "avg_us", "pct"]
 ARTIFACT_COLUMNS = ["id", "kind", "name", "size", "stored", "download"]
 FIGURE_ID = "profile-figure"
@@ -22,21 +34,27 @@ TOP = 20
 def build(src, params: Mapping[str, str]) -> PageView:
     jobs = queries.profile_jobs(src)
     ids = [str(j["job_id"]) for j in jobs]
-    labels = {str(j["job_id"]): f"{j['kind']} {j['name']} {j['shape_key']} {j['dtype']} · {j['gpu_type']} · "
-                                f"run {j['run_id']}" for j in jobs}
+    labels = {
+        str(j["job_id"]): f"{j['kind']} {j['name']} {j['shape_key']} {j['dtype']} · {j['gpu_type']} · run {j['run_id']}"
+        for j in jobs
+    }
     job_id = choose(params, "job", ids, ids[0] if ids else ALL)
     job = next((j for j in jobs if str(j["job_id"]) == job_id), None)
     parts = _parts(src, job) if job else {}
     part = choose(params, "part", list(parts), next(iter(parts), ALL))
     view = PageView(page="profiles", title="Profiles", params={"job": job_id, "part": part})
-    view.filters = [make_filter("job", "job", ids, job_id, labels=labels),
-                    make_filter("part", "implementation / mode", list(parts), part)]
+    view.filters = [
+        make_filter("job", "job", ids, job_id, labels=labels),
+        make_filter("part", "implementation / mode", list(parts), part),
+    ]
     view.add_table("jobs", "profiled jobs (newest first)", JOB_COLUMNS, jobs)
     if job is None:
-        view.notes.append("No profile job and no profiled e2e job yet: a sweep with sweep.kinds=[profile], or "
-                          "+sweep=ltx_e2e with profile_steps, records them.")
+        view.notes.append(
+            "No profile job and no profiled e2e job yet: a sweep with sweep.kinds=[profile], or "
+            "+sweep=ltx_e2e with profile_steps, records them."
+        )
         return view
-    rows = [{**r, "part": p} for p, rs in parts.items() if not part or p == part for r in rs][:TOP * 4]
+    rows = [{**r, "part": p} for p, rs in parts.items() if not part or p == part for r in rs][: TOP * 4]
     table = view.add_table("top", f"top kernels of job {job_id} ({part or 'all'})", ROW_COLUMNS, rows)
     arts = queries.artifacts(src, job["job_id"], job["attempt"])
     for a in arts:
@@ -44,12 +62,23 @@ def build(src, params: Mapping[str, str]) -> PageView:
     view.add_table("artifacts", "raw captures", ARTIFACT_COLUMNS, arts, links={"download": "{value}"})
     if table.rows:
         top = [r for r in table.rows if r["part"] == (part or table.rows[0]["part"])][:TOP]
-        fig = go.Figure(go.Bar(y=[r["name"][:70] for r in top][::-1], x=[r["total_ms"] for r in top][::-1],
-                               orientation="h", hovertext=[f"{r['name']}<br>{r['calls']} calls · {r['avg_us']} µs"
-                                                           f" avg · {r['pct']} %" for r in top][::-1],
-                               hoverinfo="text"))
-        fig.update_layout(height=max(300, 24 * len(top) + 100), margin={"l": 10, "r": 10, "t": 40, "b": 40},
-                          title=f"top kernels · {top[0]['part']}", xaxis_title=_x_title(job))
+        fig = go.Figure(
+            go.Bar(
+                y=[r["name"][:70] for r in top][::-1],
+                x=[r["total_ms"] for r in top][::-1],
+                orientation="h",
+                hovertext=[f"{r['name']}<br>{r['calls']} calls · {r['avg_us']} µs avg · {r['pct']} %" for r in top][
+                    ::-1
+                ],
+                hoverinfo="text",
+            )
+        )
+        fig.update_layout(
+            height=max(300, 24 * len(top) + 100),
+            margin={"l": 10, "r": 10, "t": 40, "b": 40},
+            title=f"top kernels · {top[0]['part']}",
+            xaxis_title=_x_title(job),
+        )
         view.figures.append(Figure(FIGURE_ID, fig))
     return view
 
@@ -63,11 +92,29 @@ def _parts(src, job: dict) -> dict[str, list[dict]]:
     if job["kind"] == "e2e":
         out = {}
         for mode, prof in queries.e2e_profile(src, job["job_id"], job["attempt"]).items():
-            out[mode] = [{"name": r.get("name"), "class": r.get("class"), "calls": r.get("calls_per_step"),
-                          "total_ms": r.get("ms_per_step"), "avg_us": r.get("avg_us"), "pct": r.get("pct")}
-                         for r in prof.get("top") or []]
+            out[mode] = [
+                {
+                    "name": r.get("name"),
+                    "class": r.get("class"),
+                    "calls": r.get("calls_per_step"),
+                    "total_ms": r.get("ms_per_step"),
+                    "avg_us": r.get("avg_us"),
+                    "pct": r.get("pct"),
+                }
+                for r in prof.get("top") or []
+            ]
         return out
-    return {impl: [{"name": r.get("name"), "class": None, "calls": r.get("calls"),
-                    "total_ms": (r.get("total_ns") or 0) / 1e6, "avg_us": (r.get("avg_ns") or 0) / 1e3,
-                    "pct": r.get("pct")} for r in rs]
-            for impl, rs in queries.profile_kernel_rows(src, job["job_id"], job["attempt"]).items()}
+    return {
+        impl: [
+            {
+                "name": r.get("name"),
+                "class": None,
+                "calls": r.get("calls"),
+                "total_ms": (r.get("total_ns") or 0) / 1e6,
+                "avg_us": (r.get("avg_ns") or 0) / 1e3,
+                "pct": r.get("pct"),
+            }
+            for r in rs
+        ]
+        for impl, rs in queries.profile_kernel_rows(src, job["job_id"], job["attempt"]).items()
+    }

@@ -1,5 +1,6 @@
 """Runs and fleet: runs with their status and counts by outcome, each failed attempt's error, and the nodes of the
 fleet with their labels, GPUs and when they were last seen."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -12,12 +13,43 @@ from orchestrator.store import queries
 from ._common import ALL, choose, make_filter
 
 OUTCOMES = ("ok", "incorrect", "error", "crashed", "timed_out", "lost", "skipped")
-OUTCOME_COLORS = {"ok": "#2ca02c", "incorrect": "#ff7f0e", "error": "#d62728", "crashed": "#8c564b",
-                  "timed_out": "#9467bd", "lost": "#7f7f7f", "skipped": "#bcbd22"}
-RUN_COLUMNS = ["id", "sweep", "source", "status", "commit", "user", "host", "started_at", "finished_at", "n_jobs",
-               *OUTCOMES]
-FAILED_COLUMNS = ["run_id", "job_id", "attempt", "kind", "name", "shape_key", "dtype", "status", "gpu_type",
-                  "node_id", "measured_at", "error", "job_key"]
+OUTCOME_COLORS = {
+    "ok": "#2ca02c",
+    "incorrect": "#ff7f0e",
+    "error": "#d62728",
+    "crashed": "#8c564b",
+    "timed_out": "#9467bd",
+    "lost": "#7f7f7f",
+    "skipped": "#bcbd22",
+}
+RUN_COLUMNS = [
+    "id",
+    "sweep",
+    "source",
+    "status",
+    "commit",
+    "user",
+    "host",
+    "started_at",
+    "finished_at",
+    "n_jobs",
+    *OUTCOMES,
+]
+FAILED_COLUMNS = [
+    "run_id",
+    "job_id",
+    "attempt",
+    "kind",
+    "name",
+    "shape_key",
+    "dtype",
+    "status",
+    "gpu_type",
+    "node_id",
+    "measured_at",
+    "error",
+    "job_key",
+]
 NODE_COLUMNS = ["node_id", "address", "alive", "gpu_type", "gpus", "labels", "first_seen", "last_seen"]
 FIGURE_ID = "runs-figure"
 GPU_LABEL = "kernelfleet.io/gpu"
@@ -31,11 +63,13 @@ def build(src, params: Mapping[str, str]) -> PageView:
     view.filters = [make_filter("run", "failed jobs of run", ids, run, with_all=True)]
     for r in runs:
         r.update({o: r["outcomes"].get(o, 0) for o in OUTCOMES})
-    view.add_table("runs", "runs (newest first), attempts by outcome", RUN_COLUMNS, runs,
-                   links={"id": "/runs?run={value}"})
+    view.add_table(
+        "runs", "runs (newest first), attempts by outcome", RUN_COLUMNS, runs, links={"id": "/runs?run={value}"}
+    )
     failed = queries.failed_attempts(src, int(run) if run else None)
-    view.add_table("failed", "failed attempts and their errors" + (f" (run {run})" if run else ""),
-                   FAILED_COLUMNS, failed)
+    view.add_table(
+        "failed", "failed attempts and their errors" + (f" (run {run})" if run else ""), FAILED_COLUMNS, failed
+    )
     fleet = queries.nodes(src)
     for n in fleet:
         n["gpu_type"] = (n["labels"] or {}).get(GPU_LABEL)
@@ -48,11 +82,23 @@ def build(src, params: Mapping[str, str]) -> PageView:
     for o in OUTCOMES:
         ys = [r[o] for r in rows]
         if any(ys):
-            fig.add_trace(go.Bar(x=[f"{r['id']}" for r in rows], y=ys, name=o, marker_color=OUTCOME_COLORS[o],
-                                 hovertext=[f"run {r['id']} · {r['sweep']} · {short(r['commit'])}<br>{o}: {r[o]}"
-                                            for r in rows], hoverinfo="text"))
-    fig.update_layout(barmode="stack", height=320, xaxis={"title": "run", "type": "category"},
-                      yaxis_title="attempts", margin={"l": 10, "r": 10, "t": 40, "b": 40},
-                      title="attempts by outcome per run")
+            fig.add_trace(
+                go.Bar(
+                    x=[f"{r['id']}" for r in rows],
+                    y=ys,
+                    name=o,
+                    marker_color=OUTCOME_COLORS[o],
+                    hovertext=[f"run {r['id']} · {r['sweep']} · {short(r['commit'])}<br>{o}: {r[o]}" for r in rows],
+                    hoverinfo="text",
+                )
+            )
+    fig.update_layout(
+        barmode="stack",
+        height=320,
+        xaxis={"title": "run", "type": "category"},
+        yaxis_title="attempts",
+        margin={"l": 10, "r": 10, "t": 40, "b": 40},
+        title="attempts by outcome per run",
+    )
     view.figures.append(Figure(FIGURE_ID, fig))
     return view

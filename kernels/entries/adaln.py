@@ -4,6 +4,7 @@ modulate, SD3/FLUX AdaLayerNormZero).
 Shape ``[B, S, C]``; ``scale``/``shift`` are ``[B, 1, C]`` (one modulation row per batch element, as LTXPipeline's
 text-to-video gives).  The per-token ``[B, S, C]`` case is covered by the kernel tests.
 """
+
 from typing import Sequence
 
 import torch
@@ -24,8 +25,7 @@ def check_shape_bsc(name: str):
     return check
 
 
-def make_modulated_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device,
-                          gen: torch.Generator) -> dict:
+def make_modulated_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> dict:
     n_b, _, width = shape
     return {
         "x": randn(shape, dtype, device, gen),
@@ -100,14 +100,15 @@ ENTRIES = [
     KernelEntry(
         name="adaln",
         description="LTX-Video norm1/norm2: diffusers RMSNorm (no weight, eps 1e-6) * (1 + scale) + shift, "
-                    "scale/shift [B,1,C]",
+        "scale/shift [B,1,C]",
         check_shape=check_shape_bsc("adaln"),
         make_inputs=make_modulated_inputs,
         reference=reference_rms,
         alloc_out=alloc_like_x,
         impls={
-            **standard_impls(triton_adaln_rms, "kernels.adaln_rms",
-                             eager_rms, "LTX block lines: norm1(x) * (1 + scale) + shift"),
+            **standard_impls(
+                triton_adaln_rms, "kernels.adaln_rms", eager_rms, "LTX block lines: norm1(x) * (1 + scale) + shift"
+            ),
         },
         bytes_moved=bytes_moved,
         flops=flops_rms,
@@ -118,14 +119,18 @@ ENTRIES = [
     KernelEntry(
         name="adaln_layer_norm",
         description="SD3/FLUX AdaLayerNormZero: LayerNorm (no affine, eps 1e-6) * (1 + scale) + shift, "
-                    "scale/shift [B,1,C]",
+        "scale/shift [B,1,C]",
         check_shape=check_shape_bsc("adaln_layer_norm"),
         make_inputs=make_modulated_inputs,
         reference=reference_layer_norm,
         alloc_out=alloc_like_x,
         impls={
-            **standard_impls(triton_adaln_layer_norm, "kernels.adaln_layer_norm",
-                             eager_layer_norm, "F.layer_norm(x) * (1 + scale) + shift (AdaLayerNormZero)"),
+            **standard_impls(
+                triton_adaln_layer_norm,
+                "kernels.adaln_layer_norm",
+                eager_layer_norm,
+                "F.layer_norm(x) * (1 + scale) + shift (AdaLayerNormZero)",
+            ),
         },
         bytes_moved=bytes_moved,
         flops=flops_layer_norm,

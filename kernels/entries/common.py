@@ -1,4 +1,5 @@
 """Pieces every registry entry builds its implementations from."""
+
 from __future__ import annotations
 
 import functools
@@ -49,21 +50,27 @@ def compiled(fn: Callable, mode: str | None = None) -> Callable[[], Callable]:
 def compile_impls(eager: Callable) -> dict[str, Impl]:
     """torch.compile of the eager chain in its default mode and in max-autotune-no-cudagraphs (timed side by side)."""
     return {
-        "compile": Impl("compile", compiled(eager), compile_unavailable(None),
-                        description="torch.compile(eager), default mode"),
-        "compile_max": Impl("compile_max", compiled(eager, "max-autotune-no-cudagraphs"),
-                            compile_unavailable("max-autotune-no-cudagraphs"),
-                            description="torch.compile(eager, mode='max-autotune-no-cudagraphs')"),
+        "compile": Impl(
+            "compile", compiled(eager), compile_unavailable(None), description="torch.compile(eager), default mode"
+        ),
+        "compile_max": Impl(
+            "compile_max",
+            compiled(eager, "max-autotune-no-cudagraphs"),
+            compile_unavailable("max-autotune-no-cudagraphs"),
+            description="torch.compile(eager, mode='max-autotune-no-cudagraphs')",
+        ),
     }
 
 
-def standard_impls(triton_fn: Callable, triton_description: str, eager_fn: Callable,
-                   eager_description: str) -> dict[str, Impl]:
+def standard_impls(
+    triton_fn: Callable, triton_description: str, eager_fn: Callable, eager_description: str
+) -> dict[str, Impl]:
     """The implementations every entry has: ``triton`` (takes ``out=`` so correctness can poison it), ``eager``
     (the model's own PyTorch code path) and torch.compile of that eager chain in both modes."""
     return {
-        "triton": Impl("triton", lambda: triton_fn, triton_unavailable, accepts_out=True,
-                       description=triton_description),
+        "triton": Impl(
+            "triton", lambda: triton_fn, triton_unavailable, accepts_out=True, description=triton_description
+        ),
         "eager": Impl("eager", lambda: eager_fn, description=eager_description),
         **compile_impls(eager_fn),
     }
@@ -76,8 +83,14 @@ def numel(shape: Sequence[int]) -> int:
     return n
 
 
-def randn(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator,
-          scale: float = 1.0, offset: float = 0.0) -> torch.Tensor:
+def randn(
+    shape: Sequence[int],
+    dtype: torch.dtype,
+    device: torch.device,
+    gen: torch.Generator,
+    scale: float = 1.0,
+    offset: float = 0.0,
+) -> torch.Tensor:
     """Fresh standard-normal data drawn on the CPU generator (reproducible from the seed on any device)."""
     t = torch.randn(tuple(shape), generator=gen, dtype=torch.float32)
     if scale != 1.0 or offset != 0.0:

@@ -7,6 +7,7 @@ hands over), and the additive padding mask as the LTX processor prepares it: 0 f
 native attention backend: ``F.scaled_dot_product_attention`` on the ``[B, H, S, D]`` views (cuDNN's kernel on an
 H200); torch.compile of it calls the same library kernel.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -23,22 +24,25 @@ PADDING = -10000.0  # LTXVideoTransformer3DModel: (1 - encoder_attention_mask) *
 
 def check_shape(shape: Sequence[int]) -> None:
     if len(shape) != 5 or any(not isinstance(s, int) or s < 1 for s in shape):
-        raise ValueError(f"cross_attention expects [B, Sq, H, D, Sk] (queries [B, Sq, H, D], keys [B, Sk, H, D]); "
-                         f"got {list(shape)}")
+        raise ValueError(
+            f"cross_attention expects [B, Sq, H, D, Sk] (queries [B, Sq, H, D], keys [B, Sk, H, D]); got {list(shape)}"
+        )
     if shape[3] > MAX_HEAD_DIM or shape[4] > MAX_KEYS:
-        raise ValueError(f"cross_attention takes a head dim up to {MAX_HEAD_DIM} and up to {MAX_KEYS} keys; "
-                         f"got D={shape[3]}, Sk={shape[4]}")
+        raise ValueError(
+            f"cross_attention takes a head dim up to {MAX_HEAD_DIM} and up to {MAX_KEYS} keys; "
+            f"got D={shape[3]}, Sk={shape[4]}"
+        )
 
 
 def make_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> dict:
     batch, seq, heads, dim, keys = shape
     kv = randn((batch, keys, 2 * heads * dim), dtype, device, gen, scale=2.0)
     mask = torch.zeros(batch, 1, keys)
-    mask[:, :, keys - keys // 4:] = PADDING
+    mask[:, :, keys - keys // 4 :] = PADDING
     return {
         "query": randn((batch, seq, heads, dim), dtype, device, gen, scale=2.0),
-        "key": kv[..., :heads * dim].unflatten(2, (heads, dim)),
-        "value": kv[..., heads * dim:].unflatten(2, (heads, dim)),
+        "key": kv[..., : heads * dim].unflatten(2, (heads, dim)),
+        "value": kv[..., heads * dim :].unflatten(2, (heads, dim)),
         "attn_mask": mask.to(device=device, dtype=dtype).repeat_interleave(heads, 0).view(batch, heads, 1, keys),
     }
 
@@ -50,8 +54,9 @@ def reference(inputs: dict) -> torch.Tensor:
 
 def eager(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor) -> torch.Tensor:
     """diffusers' native attention backend: SDPA on the ``[B, H, S, D]`` views, the result back in ``[B, S, H, D]``."""
-    out = F.scaled_dot_product_attention(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2),
-                                         attn_mask=attn_mask)
+    out = F.scaled_dot_product_attention(
+        query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2), attn_mask=attn_mask
+    )
     return out.transpose(1, 2)
 
 
@@ -84,8 +89,12 @@ ENTRIES = [
         reference=reference,
         alloc_out=alloc_out,
         impls={
-            **standard_impls(triton_cross_attention, "kernels.cross_attention",
-                             eager, "diffusers native attention backend (F.scaled_dot_product_attention)"),
+            **standard_impls(
+                triton_cross_attention,
+                "kernels.cross_attention",
+                eager,
+                "diffusers native attention backend (F.scaled_dot_product_attention)",
+            ),
         },
         bytes_moved=bytes_moved,
         flops=flops,

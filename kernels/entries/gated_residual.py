@@ -3,6 +3,7 @@ twice per block (after attn1 with ``gate_msa``, after the feed-forward with ``ga
 
 Inputs ``residual`` and ``x`` (the branch output) ``[B, S, C]``, ``gate`` ``[B, 1, C]`` (text-to-video).
 """
+
 from typing import Sequence
 
 import torch
@@ -60,8 +61,12 @@ ENTRIES = [
         reference=reference,
         alloc_out=alloc_out,
         impls={
-            **standard_impls(triton_gated_residual, "kernels.gated_residual",
-                             eager, "LTX block line: hidden_states + branch_output * gate"),
+            **standard_impls(
+                triton_gated_residual,
+                "kernels.gated_residual",
+                eager,
+                "LTX block line: hidden_states + branch_output * gate",
+            ),
         },
         bytes_moved=bytes_moved,
         flops=flops,

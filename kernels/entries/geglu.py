@@ -8,6 +8,7 @@ operator; it makes the halves contiguous first (that copy is part of what it cos
 
 ``gelu_tanh``: ``F.gelu(x, approximate="tanh")`` on x of the given shape (LTX's FF hidden is [2, 1320, 8192]).
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -128,19 +129,26 @@ ENTRIES = [
         reference=geglu_reference,
         alloc_out=alloc_geglu_out,
         impls={
-            **standard_impls(triton_geglu, "kernels.geglu",
-                             eager_geglu, "F.gelu(x[..., :H], approximate='tanh') * x[..., H:]"),
-            "liger": Impl("liger", _make_liger_geglu, liger_unavailable,
-                          description="liger_kernel LigerGELUMulFunction on the two halves"),
+            **standard_impls(
+                triton_geglu, "kernels.geglu", eager_geglu, "F.gelu(x[..., :H], approximate='tanh') * x[..., H:]"
+            ),
+            "liger": Impl(
+                "liger",
+                _make_liger_geglu,
+                liger_unavailable,
+                description="liger_kernel LigerGELUMulFunction on the two halves",
+            ),
         },
         bytes_moved=geglu_bytes_moved,
         flops=geglu_flops,
         tolerances={"fp32": (1e-5, 1e-4), "bf16": (1e-2, 2.5e-1), "fp16": (2e-3, 6.25e-2)},
         default_impls=("triton", "eager", "compile", "compile_max", "liger"),
         function=geglu,
-        not_injected=("LTX-Video, SD3 and FLUX have no GEGLU feed-forward, and transformers' gated MLPs compute "
-                      "gate and up in two projections rounding after each op, which geglu (one [..., 2H] input, "
-                      "one rounding) does not reproduce"),
+        not_injected=(
+            "LTX-Video, SD3 and FLUX have no GEGLU feed-forward, and transformers' gated MLPs compute "
+            "gate and up in two projections rounding after each op, which geglu (one [..., 2H] input, "
+            "one rounding) does not reproduce"
+        ),
     ),
     KernelEntry(
         name="gelu_tanh",
@@ -150,16 +158,17 @@ ENTRIES = [
         reference=gelu_reference,
         alloc_out=alloc_gelu_out,
         impls={
-            **standard_impls(triton_gelu, "kernels.gelu_tanh",
-                             eager_gelu, "F.gelu(x, approximate='tanh')"),
+            **standard_impls(triton_gelu, "kernels.gelu_tanh", eager_gelu, "F.gelu(x, approximate='tanh')"),
         },
         bytes_moved=gelu_bytes_moved,
         flops=gelu_flops,
         tolerances={"fp32": (1e-5, 1e-4), "bf16": (8e-3, 6.25e-2), "fp16": (1e-3, 8e-3)},
         default_impls=("triton", "eager", "compile", "compile_max"),
         function=gelu_tanh,
-        not_injected=("GELU-tanh is one PyTorch kernel already; a standalone Triton GELU saves no memory traffic in "
-                      "these models (the gain needs a GEMM epilogue: the linear_gelu rewrite), so no module is "
-                      "replaced by it"),
+        not_injected=(
+            "GELU-tanh is one PyTorch kernel already; a standalone Triton GELU saves no memory traffic in "
+            "these models (the gain needs a GEMM epilogue: the linear_gelu rewrite), so no module is "
+            "replaced by it"
+        ),
     ),
 ]

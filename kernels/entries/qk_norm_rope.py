@@ -5,6 +5,7 @@ Inputs mirror the model: q, k ``[B, S, C]`` (the to_q/to_k outputs before the he
 ``[B, S, C]`` (built as in :mod:`kernels.entries.rope`).  The eager implementation is the processor's lines:
 ``norm_q(q)``, ``norm_k(k)`` (``torch.nn.RMSNorm.forward`` is ``F.rms_norm``) then ``apply_rotary_emb`` on each.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -22,8 +23,9 @@ LTX_QK_EPS = 1e-5
 
 def check_shape(shape: Sequence[int]) -> None:
     if len(shape) != 3 or any(not isinstance(s, int) or s < 1 for s in shape) or shape[-1] % 2:
-        raise ValueError(f"qk_norm_rope expects q/k [B, S, C] (LTX, across heads) with an even C >= 2; "
-                         f"got {list(shape)}")
+        raise ValueError(
+            f"qk_norm_rope expects q/k [B, S, C] (LTX, across heads) with an even C >= 2; got {list(shape)}"
+        )
 
 
 def make_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> dict:
@@ -51,8 +53,15 @@ def reference(inputs: dict) -> tuple[torch.Tensor, torch.Tensor]:
     return interleaved_reference(q, up["cos"], up["sin"]), interleaved_reference(k, up["cos"], up["sin"])
 
 
-def eager(q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tensor, cos: torch.Tensor,
-          sin: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+def eager(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    q_weight: torch.Tensor,
+    k_weight: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    eps: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """LTXVideoAttnProcessor: ``attn.norm_q(q)``, ``attn.norm_k(k)``, then ``apply_rotary_emb`` on both."""
     q = F.rms_norm(q, (q.shape[-1],), q_weight, eps)
     k = F.rms_norm(k, (k.shape[-1],), k_weight, eps)
@@ -88,8 +97,12 @@ ENTRIES = [
         reference=reference,
         alloc_out=alloc_out,
         impls={
-            **standard_impls(triton_qk_norm_rope, "kernels.qk_norm_rope",
-                             eager, "LTX processor: torch.nn.RMSNorm (F.rms_norm) + apply_rotary_emb, q and k"),
+            **standard_impls(
+                triton_qk_norm_rope,
+                "kernels.qk_norm_rope",
+                eager,
+                "LTX processor: torch.nn.RMSNorm (F.rms_norm) + apply_rotary_emb, q and k",
+            ),
         },
         bytes_moved=bytes_moved,
         flops=flops,

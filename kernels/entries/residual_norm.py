@@ -3,6 +3,7 @@
 Inputs ``x`` (the attention output) and ``residual`` ``[B, S, C]``, ``scale``/``shift`` ``[B, 1, C]``; outputs
 ``(new_residual, normed)``.
 """
+
 from typing import Sequence
 
 import torch
@@ -33,12 +34,12 @@ def reference(inputs: dict) -> tuple[torch.Tensor, torch.Tensor]:
 
 def alloc_out(inputs: dict) -> tuple[torch.Tensor, torch.Tensor]:
     x = inputs["x"]
-    return (torch.empty(x.shape, dtype=x.dtype, device=x.device),
-            torch.empty(x.shape, dtype=x.dtype, device=x.device))
+    return (torch.empty(x.shape, dtype=x.dtype, device=x.device), torch.empty(x.shape, dtype=x.dtype, device=x.device))
 
 
-def eager(x: torch.Tensor, residual: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
-          eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+def eager(
+    x: torch.Tensor, residual: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The LTX block lines (``hidden_states + attn2(...)``, ``norm2(hidden_states) * (1 + scale_mlp) + shift_mlp``),
     with ``norm2`` (diffusers RMSNorm, no weight) written out as its forward computes it."""
     hidden_states = residual + x
@@ -68,14 +69,18 @@ ENTRIES = [
     KernelEntry(
         name="add_rms_norm_modulate",
         description="LTX-Video attn2 residual add + norm2 (diffusers RMSNorm, no weight, eps 1e-6) "
-                    "* (1 + scale) + shift; outputs (new_residual, normed)",
+        "* (1 + scale) + shift; outputs (new_residual, normed)",
         check_shape=check_shape_bsc("add_rms_norm_modulate"),
         make_inputs=make_inputs,
         reference=reference,
         alloc_out=alloc_out,
         impls={
-            **standard_impls(triton_add_rms_norm_modulate, "kernels.add_rms_norm_modulate",
-                             eager, "LTX block lines: residual add, norm2, modulate"),
+            **standard_impls(
+                triton_add_rms_norm_modulate,
+                "kernels.add_rms_norm_modulate",
+                eager,
+                "LTX block lines: residual add, norm2, modulate",
+            ),
         },
         bytes_moved=bytes_moved,
         flops=flops,

@@ -3,6 +3,7 @@
 The eager baseline is diffusers' ``RMSNorm`` forward (fp32 statistics, ``x * rsqrt`` in fp32, cast to the weight's
 dtype, then ``* weight``), so the Triton implementation runs with ``numerics="diffusers"``.
 """
+
 from typing import Sequence
 
 import torch
@@ -17,8 +18,9 @@ NUMERICS = "diffusers"
 
 def check_shape(shape: Sequence[int]) -> None:
     if len(shape) < 1 or any(not isinstance(s, int) or s < 1 for s in shape):
-        raise ValueError(f"rmsnorm expects a shape [..., D] of positive ints (the last dimension is normalised); "
-                         f"got {list(shape)}")
+        raise ValueError(
+            f"rmsnorm expects a shape [..., D] of positive ints (the last dimension is normalised); got {list(shape)}"
+        )
 
 
 def make_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> dict:
@@ -85,12 +87,20 @@ ENTRIES = [
         reference=reference,
         alloc_out=alloc_out,
         impls={
-            **standard_impls(triton_rms_norm, "kernels.rms_norm(numerics='diffusers')",
-                             eager, "diffusers RMSNorm forward (fp32 upcast composite)"),
-            "F.rms_norm": Impl("F.rms_norm", lambda: functional_rms_norm,
-                               description="torch.nn.functional.rms_norm (torch.nn.RMSNorm numerics)"),
-            "liger": Impl("liger", _make_liger, liger_unavailable,
-                          description="liger_kernel LigerRMSNormFunction (llama casting)"),
+            **standard_impls(
+                triton_rms_norm,
+                "kernels.rms_norm(numerics='diffusers')",
+                eager,
+                "diffusers RMSNorm forward (fp32 upcast composite)",
+            ),
+            "F.rms_norm": Impl(
+                "F.rms_norm",
+                lambda: functional_rms_norm,
+                description="torch.nn.functional.rms_norm (torch.nn.RMSNorm numerics)",
+            ),
+            "liger": Impl(
+                "liger", _make_liger, liger_unavailable, description="liger_kernel LigerRMSNormFunction (llama casting)"
+            ),
         },
         bytes_moved=bytes_moved,
         flops=flops,

@@ -12,6 +12,7 @@ The eager implementation is diffusers' ``apply_rotary_emb`` from ``transformer_l
 transformers hands them to ``apply_rotary_pos_emb``; positions start at a random offset.  The eager
 implementation is transformers' ``q * cos + rotate_half(q) * sin`` (``unsqueeze_dim=2`` for this layout).
 """
+
 from __future__ import annotations
 
 import math
@@ -36,8 +37,9 @@ LLAMA_THETA = 10000.0
 # Tables
 
 
-def ltx_rope_tables(frame_starts: torch.Tensor, seq_len: int, dim: int,
-                    latent_hw: tuple[int, int] = LTX_LATENT_HW) -> tuple[torch.Tensor, torch.Tensor]:
+def ltx_rope_tables(
+    frame_starts: torch.Tensor, seq_len: int, dim: int, latent_hw: tuple[int, int] = LTX_LATENT_HW
+) -> tuple[torch.Tensor, torch.Tensor]:
     """fp32 cos/sin [B, S, dim] as ``LTXVideoRotaryPosEmbed`` computes them for tokens in (frame, h, w) order.
 
     ``frame_starts`` [B]: the frame index each batch element's first token sits at.
@@ -49,8 +51,9 @@ def ltx_rope_tables(frame_starts: torch.Tensor, seq_len: int, dim: int,
     grid[..., 0] = grid[..., 0] + frame_starts.to(torch.float32)[:, None]
     for axis in range(3):
         grid[..., axis] = grid[..., axis] * LTX_SCALE[axis] / LTX_BASE[axis]
-    freqs = LTX_THETA ** torch.linspace(math.log(1.0, LTX_THETA), math.log(LTX_THETA, LTX_THETA), dim // 6,
-                                        dtype=torch.float32)
+    freqs = LTX_THETA ** torch.linspace(
+        math.log(1.0, LTX_THETA), math.log(LTX_THETA, LTX_THETA), dim // 6, dtype=torch.float32
+    )
     freqs = freqs * math.pi / 2.0
     freqs = freqs * (grid.unsqueeze(-1) * 2 - 1)  # [B, S, 3, dim // 6]
     freqs = freqs.transpose(-1, -2).flatten(2)  # interleave the three axes
@@ -92,7 +95,7 @@ def interleaved_reference(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor)
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     """transformers' ``rotate_half``."""
     x1 = x[..., : x.shape[-1] // 2]
-    x2 = x[..., x.shape[-1] // 2:]
+    x2 = x[..., x.shape[-1] // 2 :]
     return torch.cat((-x2, x1), dim=-1)
 
 
@@ -109,8 +112,9 @@ def llama_apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
 
 def check_ltx_shape(shape: Sequence[int]) -> None:
     if len(shape) != 3 or any(not isinstance(s, int) or s < 1 for s in shape) or shape[-1] % 2:
-        raise ValueError(f"rope expects x [B, S, C] (LTX, before the head split) with an even C >= 2; "
-                         f"got {list(shape)}")
+        raise ValueError(
+            f"rope expects x [B, S, C] (LTX, before the head split) with an even C >= 2; got {list(shape)}"
+        )
 
 
 def make_ltx_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> dict:
@@ -147,8 +151,9 @@ def check_rotate_half_shape(shape: Sequence[int]) -> None:
         raise ValueError(f"rope_rotate_half expects x [B, S, H, D] with an even head dim D; got {list(shape)}")
 
 
-def make_rotate_half_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device,
-                            gen: torch.Generator) -> dict:
+def make_rotate_half_inputs(
+    shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator
+) -> dict:
     _, seq, _, dim = shape
     start = int(torch.randint(0, 4096, (1,), generator=gen))
     cos, sin = llama_rope_tables(torch.arange(start, start + seq), dim, dtype)
@@ -184,8 +189,12 @@ ENTRIES = [
         reference=ltx_reference,
         alloc_out=alloc_like_x,
         impls={
-            **standard_impls(triton_rope, "kernels.rope_interleaved",
-                             ltx_apply_rotary_emb, "diffusers transformer_ltx.apply_rotary_emb"),
+            **standard_impls(
+                triton_rope,
+                "kernels.rope_interleaved",
+                ltx_apply_rotary_emb,
+                "diffusers transformer_ltx.apply_rotary_emb",
+            ),
         },
         bytes_moved=ltx_bytes_moved,
         flops=rope_flops,
@@ -201,8 +210,12 @@ ENTRIES = [
         reference=rotate_half_reference,
         alloc_out=alloc_like_x,
         impls={
-            **standard_impls(triton_rope_rotate_half, "kernels.rope_rotate_half",
-                             llama_apply_rotary, "transformers apply_rotary_pos_emb (q*cos + rotate_half(q)*sin)"),
+            **standard_impls(
+                triton_rope_rotate_half,
+                "kernels.rope_rotate_half",
+                llama_apply_rotary,
+                "transformers apply_rotary_pos_emb (q*cos + rotate_half(q)*sin)",
+            ),
         },
         bytes_moved=rotate_half_bytes_moved,
         flops=rope_flops,

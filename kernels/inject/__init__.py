@@ -21,6 +21,7 @@ instance (a module's ``forward`` or a diffusers attention processor), so other m
 * Compile with ``options=compile_options(mode)`` (:mod:`kernels.inject.compile_options`): Inductor then launches the
   injected kernels the way it launches its own (static launch), which takes host time off every call.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable
@@ -30,21 +31,30 @@ import torch.nn as nn
 from kernels import registry
 from kernels.inject.compile_options import compile_options
 from kernels.inject.report import InjectionReport, Left, Replaced
-from kernels.inject.state import Session, get_state, InjectionState, STATE_ATTR, undo
+from kernels.inject.state import STATE_ATTR, InjectionState, Session, get_state, undo
 
 # Kernels an injection can use: kernels.__all__ minus those whose registry entry says why no injection uses them.
 KERNEL_NAMES = registry.injectable_functions()
 # Rewrites an injection can make that are not Triton kernels; selected like kernels ("all" includes them).
 REWRITES = {
     "fused_qkv": "the projections that read one input (LTX-Video's attn1 q/k/v, attn2 k/v) as one GEMM each, the "
-                 "modules' weights made views of one concatenation (kernels.inject.fused_linear)",
+    "modules' weights made views of one concatenation (kernels.inject.fused_linear)",
     "linear_gelu": "a feed-forward's GELU-tanh projection as one GEMM with the GELU in the BLAS epilogue "
-                   "(LTX-Video, FLUX, SD3; kernels.inject.linear_gelu)",
+    "(LTX-Video, FLUX, SD3; kernels.inject.linear_gelu)",
 }
 NOT_INJECTABLE = registry.not_injected()
 
-__all__ = ["inject", "restore", "is_injected", "compile_options", "InjectionReport", "Replaced", "Left", "KERNEL_NAMES",
-           "REWRITES"]
+__all__ = [
+    "inject",
+    "restore",
+    "is_injected",
+    "compile_options",
+    "InjectionReport",
+    "Replaced",
+    "Left",
+    "KERNEL_NAMES",
+    "REWRITES",
+]
 
 
 def _families():
@@ -63,11 +73,14 @@ def resolve_kernels(kernels: str | Iterable[str]) -> tuple[str, ...]:
     names = list(kernels)
     for k in names:
         if k in NOT_INJECTABLE:
-            raise ValueError(f"kernel {k!r} cannot be injected: {NOT_INJECTABLE[k]}; injectable: "
-                             f"{', '.join(selectable)}")
+            raise ValueError(
+                f"kernel {k!r} cannot be injected: {NOT_INJECTABLE[k]}; injectable: {', '.join(selectable)}"
+            )
         if k not in selectable:
-            raise ValueError(f"unknown kernel {k!r}; injectable kernels: {', '.join(KERNEL_NAMES)}; rewrites: "
-                             f"{', '.join(REWRITES)} (or 'all')")
+            raise ValueError(
+                f"unknown kernel {k!r}; injectable kernels: {', '.join(KERNEL_NAMES)}; rewrites: "
+                f"{', '.join(REWRITES)} (or 'all')"
+            )
     if not names:
         raise ValueError(f"kernels: empty selection; choose 'all' or some of {', '.join(selectable)}")
     return tuple(sorted(set(names)))
@@ -83,8 +96,10 @@ def _roots(obj: Any) -> list[tuple[str, nn.Module]]:
     model = getattr(obj, "model", None)  # a transformers pipeline
     if isinstance(model, nn.Module):
         return [("model", model)]
-    raise TypeError(f"inject() takes a torch.nn.Module (diffusers/transformers model) or a diffusers pipeline; "
-                    f"got {type(obj).__name__}")
+    raise TypeError(
+        f"inject() takes a torch.nn.Module (diffusers/transformers model) or a diffusers pipeline; "
+        f"got {type(obj).__name__}"
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -123,8 +138,9 @@ def _inject_root(prefix: str, root: nn.Module, names: tuple[str, ...]) -> Inject
     if state is not None:
         if state.kernels == names:
             rep = state.report
-            return InjectionReport(rep.target, rep.kernels, rep.families, list(rep.replaced), list(rep.left),
-                                   already_injected=True)
+            return InjectionReport(
+                rep.target, rep.kernels, rep.families, list(rep.replaced), list(rep.left), already_injected=True
+            )
         undo(root)
     report = InjectionReport(type(root).__name__, names)
     s = Session(root, prefix, names, report)

@@ -11,37 +11,56 @@ Also here: :func:`prepared_mask`, the cross-attention mask as the processors han
 forward instead of once per block, and :func:`cross_attention_ok`, where :func:`kernels.cross_attention` computes
 what the native backend would.
 """
+
 from __future__ import annotations
 
 import torch
 from diffusers.models.attention_dispatch import AttentionBackendName, _AttentionBackendRegistry, dispatch_attention_fn
 
-from kernels.cross_attention import MAX_HEAD_DIM, MAX_KEYS
-from kernels.inject.memo import LastResult
 from kernels.arch import INTERPRETED
 from kernels.checks import FLOAT_DTYPES
+from kernels.cross_attention import MAX_HEAD_DIM, MAX_KEYS
+from kernels.inject.memo import LastResult
 
 
-def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None,
-           backend, parallel_config) -> torch.Tensor:
+def attend(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_mask: torch.Tensor | None,
+    backend,
+    parallel_config,
+) -> torch.Tensor:
     """``dispatch_attention_fn(query, key, value, attn_mask=attn_mask, backend=backend,
     parallel_config=parallel_config)``; ``[B, S, H, D]`` in and out."""
     if not torch.compiler.is_compiling() and native_default(backend, parallel_config):
-        return _AttentionBackendRegistry._backends[AttentionBackendName.NATIVE](query, key, value,
-                                                                                attn_mask=attn_mask)
-    return dispatch_attention_fn(query, key, value, attn_mask=attn_mask, dropout_p=0.0, is_causal=False,
-                                 backend=backend, parallel_config=parallel_config)
+        return _AttentionBackendRegistry._backends[AttentionBackendName.NATIVE](query, key, value, attn_mask=attn_mask)
+    return dispatch_attention_fn(
+        query,
+        key,
+        value,
+        attn_mask=attn_mask,
+        dropout_p=0.0,
+        is_causal=False,
+        backend=backend,
+        parallel_config=parallel_config,
+    )
 
 
 def native_default(backend, parallel_config) -> bool:
     """Whether dispatch would run diffusers' native backend with its defaults: no backend chosen for the processor,
     no context parallelism, argument checks off and the native backend active (also while a trace runs)."""
-    return (backend is None and parallel_config is None and not _AttentionBackendRegistry._checks_enabled
-            and _AttentionBackendRegistry._active_backend == AttentionBackendName.NATIVE)
+    return (
+        backend is None
+        and parallel_config is None
+        and not _AttentionBackendRegistry._checks_enabled
+        and _AttentionBackendRegistry._active_backend == AttentionBackendName.NATIVE
+    )
 
 
-def cross_attention_ok(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                       attn_mask: torch.Tensor | None) -> bool:
+def cross_attention_ok(
+    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None
+) -> bool:
     """:func:`kernels.cross_attention` computes the native backend's ``F.scaled_dot_product_attention`` on these
     ``[B, S, H, D]`` tensors (dropout 0, not causal, default scale): one float dtype and device, a unit-stride
     last dim, at most ``MAX_KEYS`` keys and ``MAX_HEAD_DIM`` per head, an additive float mask that broadcasts to
@@ -57,8 +76,11 @@ def cross_attention_ok(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
     dtype, device = query.dtype, query.device
     if dtype not in FLOAT_DTYPES or key.dtype != dtype or value.dtype != dtype:
         return False
-    if not (device.type == "cuda" or (device.type == "cpu" and INTERPRETED)) or key.device != device \
-            or value.device != device:
+    if (
+        not (device.type == "cuda" or (device.type == "cpu" and INTERPRETED))
+        or key.device != device
+        or value.device != device
+    ):
         return False
     if query.stride(3) != 1 or key.stride(3) != 1 or value.stride(3) != 1:
         return False
@@ -66,11 +88,15 @@ def cross_attention_ok(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
         shape = attn_mask.shape
         if attn_mask.dtype not in FLOAT_DTYPES or attn_mask.device != device or len(shape) > 4:
             return False
-        for have, full in zip(shape, (b, h, sq, sk)[4 - len(shape):]):
+        for have, full in zip(shape, (b, h, sq, sk)[4 - len(shape) :]):
             if have != 1 and have != full:
                 return False
-    if torch.is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad
-                                    or (attn_mask is not None and attn_mask.requires_grad)):
+    if torch.is_grad_enabled() and (
+        query.requires_grad
+        or key.requires_grad
+        or value.requires_grad
+        or (attn_mask is not None and attn_mask.requires_grad)
+    ):
         return False
     return True
 
@@ -91,8 +117,11 @@ def prepared_mask(attn, attention_mask: torch.Tensor | None, sequence_length: in
     """
     if attention_mask is None:
         return None
-    cacheable = (not torch.compiler.is_compiling() and "prepare_attention_mask" not in vars(attn)
-                 and LastResult.usable(attention_mask))
+    cacheable = (
+        not torch.compiler.is_compiling()
+        and "prepare_attention_mask" not in vars(attn)
+        and LastResult.usable(attention_mask)
+    )
     key = (type(attn).prepare_attention_mask, attn.heads, sequence_length, batch_size)
     if cacheable:
         mask = _LAST_MASK.get(attention_mask, key)

@@ -7,6 +7,7 @@ submodule that is *plain* (exactly its class, not a subclass; its class's own fo
 instance; no hooks of any kind, on it or global) is computed here as its forward would compute it; anything else is
 called as a module.  The result is the same computation, op for op, so outputs are bit-identical.
 """
+
 from __future__ import annotations
 
 import torch
@@ -19,9 +20,16 @@ from diffusers.models.attention import FeedForward
 
 def hooked(m: nn.Module) -> bool:
     """Whether calling ``m`` runs anything besides its forward (the condition of nn.Module's own fast path)."""
-    return bool(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks
-                or _module._global_forward_hooks or _module._global_forward_pre_hooks
-                or _module._global_backward_hooks or _module._global_backward_pre_hooks)
+    return bool(
+        m._forward_hooks
+        or m._forward_pre_hooks
+        or m._backward_hooks
+        or m._backward_pre_hooks
+        or _module._global_forward_hooks
+        or _module._global_forward_pre_hooks
+        or _module._global_backward_hooks
+        or _module._global_backward_pre_hooks
+    )
 
 
 def plain(m: nn.Module, cls: type) -> bool:

@@ -25,6 +25,7 @@ H200: kernels compiled by workers started after the call (docs/perf/ltx-e2e-h200
 compiled in-process with the config set (the GPU test ``test_ltx_compiled_with_static_launch_of_our_kernels``) are
 launched statically.
 """
+
 from __future__ import annotations
 
 import os

@@ -15,6 +15,7 @@
 
 FLUX's LayerNorms are LayerNorms (not RMS), so adaln_rms and add_rms_norm_modulate have no place here.
 """
+
 from __future__ import annotations
 
 import torch
@@ -22,13 +23,17 @@ import torch.nn as nn
 from diffusers.models.embeddings import apply_rotary_emb
 from diffusers.models.normalization import AdaLayerNormContinuous, AdaLayerNormZero, AdaLayerNormZeroSingle
 from diffusers.models.normalization import RMSNorm as DiffusersRMSNorm
-from diffusers.models.transformers.transformer_flux import (FluxAttention, FluxAttnProcessor,
-                                                           FluxSingleTransformerBlock, FluxTransformer2DModel,
-                                                           FluxTransformerBlock)
+from diffusers.models.transformers.transformer_flux import (
+    FluxAttention,
+    FluxAttnProcessor,
+    FluxSingleTransformerBlock,
+    FluxTransformer2DModel,
+    FluxTransformerBlock,
+)
 
 from kernels import rope_interleaved
-from kernels.inject.attention import attend
 from kernels.inject import norms
+from kernels.inject.attention import attend
 from kernels.inject.linear_gelu import inject_gelu_projections
 from kernels.inject.report import KIND_BLOCK_FORWARD, KIND_NORM_FORWARD
 from kernels.inject.state import Session, mark
@@ -44,11 +49,19 @@ def _rope_ok(x: torch.Tensor, rope) -> bool:
     cos, sin = rope
     if not (isinstance(cos, torch.Tensor) and isinstance(sin, torch.Tensor)):
         return False
-    return (x.dim() == 4 and x.dtype in (torch.float32, torch.bfloat16, torch.float16) and x.shape[-1] % 2 == 0
-            and x.device.type in ("cuda", "cpu") and cos.dim() == 2 and cos.shape == sin.shape
-            and tuple(cos.shape) == (x.shape[1], x.shape[-1]) and cos.dtype == sin.dtype
-            and cos.dtype in (torch.float32, torch.bfloat16, torch.float16)
-            and cos.device == x.device and sin.device == x.device)
+    return (
+        x.dim() == 4
+        and x.dtype in (torch.float32, torch.bfloat16, torch.float16)
+        and x.shape[-1] % 2 == 0
+        and x.device.type in ("cuda", "cpu")
+        and cos.dim() == 2
+        and cos.shape == sin.shape
+        and tuple(cos.shape) == (x.shape[1], x.shape[-1])
+        and cos.dtype == sin.dtype
+        and cos.dtype in (torch.float32, torch.bfloat16, torch.float16)
+        and cos.device == x.device
+        and sin.device == x.device
+    )
 
 
 def _rope(x: torch.Tensor, rope, use_kernel: bool) -> torch.Tensor:
@@ -101,7 +114,8 @@ class FluxKernelAttnProcessor:
         image_rotary_emb: tuple[torch.Tensor, torch.Tensor] | None = None,
     ):
         query, key, value, encoder_query, encoder_key, encoder_value = _projections(
-            attn, hidden_states, encoder_hidden_states)
+            attn, hidden_states, encoder_hidden_states
+        )
 
         query = query.unflatten(-1, (-1, attn.head_dim))
         key = key.unflatten(-1, (-1, attn.head_dim))
@@ -130,7 +144,8 @@ class FluxKernelAttnProcessor:
 
         if encoder_hidden_states is not None:
             encoder_hidden_states, hidden_states = hidden_states.split_with_sizes(
-                [encoder_hidden_states.shape[1], hidden_states.shape[1] - encoder_hidden_states.shape[1]], dim=1)
+                [encoder_hidden_states.shape[1], hidden_states.shape[1] - encoder_hidden_states.shape[1]], dim=1
+            )
             hidden_states = attn.to_out[0](hidden_states.contiguous())
             hidden_states = attn.to_out[1](hidden_states)
             encoder_hidden_states = attn.to_add_out(encoder_hidden_states.contiguous())
@@ -139,12 +154,14 @@ class FluxKernelAttnProcessor:
 
 
 @mark
-def flux_block_forward(self, hidden_states, encoder_hidden_states, temb, image_rotary_emb=None,
-                       joint_attention_kwargs=None):
+def flux_block_forward(
+    self, hidden_states, encoder_hidden_states, temb, image_rotary_emb=None, joint_attention_kwargs=None
+):
     """``FluxTransformerBlock.forward`` with norm2 / norm2_context + modulate through adaln_layer_norm."""
     norm_hidden_states, gate_msa, shift_mlp, scale_mlp, gate_mlp = self.norm1(hidden_states, emb=temb)
     norm_encoder_hidden_states, c_gate_msa, c_shift_mlp, c_scale_mlp, c_gate_mlp = self.norm1_context(
-        encoder_hidden_states, emb=temb)
+        encoder_hidden_states, emb=temb
+    )
     joint_attention_kwargs = joint_attention_kwargs or {}
 
     attention_outputs = self.attn(
@@ -172,7 +189,8 @@ def flux_block_forward(self, hidden_states, encoder_hidden_states, temb, image_r
     context_attn_output = c_gate_msa.unsqueeze(1) * context_attn_output
     encoder_hidden_states = encoder_hidden_states + context_attn_output
     norm_encoder_hidden_states = norms.layer_norm_modulate(
-        self.norm2_context, encoder_hidden_states, c_scale_mlp[:, None], c_shift_mlp[:, None])
+        self.norm2_context, encoder_hidden_states, c_scale_mlp[:, None], c_shift_mlp[:, None]
+    )
     context_ff_output = self.ff_context(norm_encoder_hidden_states)
     encoder_hidden_states = encoder_hidden_states + c_gate_mlp.unsqueeze(1) * context_ff_output
     if encoder_hidden_states.dtype == torch.float16:
@@ -214,8 +232,9 @@ def _inject_attention(s: Session, name: str, attn: FluxAttention) -> None:
     if type(proc) is not FluxAttnProcessor:
         s.leave(name, attn, f"processor {type(proc).__name__} is not the stock FluxAttnProcessor; left as is")
         return
-    norm_mods = [attn.norm_q, attn.norm_k] + ([attn.norm_added_q, attn.norm_added_k]
-                                              if attn.added_kv_proj_dim is not None else [])
+    norm_mods = [attn.norm_q, attn.norm_k] + (
+        [attn.norm_added_q, attn.norm_added_k] if attn.added_kv_proj_dim is not None else []
+    )
     rms = s.allowed("rms_norm") and all(type(n) is nn.RMSNorm for n in norm_mods)
     rope = s.allowed("rope_interleaved")
     if not (rms or rope):
@@ -238,8 +257,9 @@ def _inject_block(s: Session, name: str, blk: FluxTransformerBlock) -> None:
         return
     if not (norms.norm_modulate_supported(blk.norm2) and norms.norm_modulate_supported(blk.norm2_context)):
         return
-    if s.replace_forward(name, blk, flux_block_forward, KIND_BLOCK_FORWARD, ("adaln_layer_norm",),
-                         "norm2 / norm2_context + modulate"):
+    if s.replace_forward(
+        name, blk, flux_block_forward, KIND_BLOCK_FORWARD, ("adaln_layer_norm",), "norm2 / norm2_context + modulate"
+    ):
         s.cover(blk.norm2, blk.norm2_context)
 
 
@@ -260,6 +280,9 @@ def inject(s: Session, root: nn.Module) -> None:
         if not s.is_covered(mod):
             inject_ada_norm(s, name, mod)
         if type(mod) is FluxSingleTransformerBlock:
-            s.reason(mod.act_mlp, "single block: proj_mlp and act_mlp are two modules called by the block's own "
-                                  "forward (not replaced), so linear_gelu has no module to take")
+            s.reason(
+                mod.act_mlp,
+                "single block: proj_mlp and act_mlp are two modules called by the block's own "
+                "forward (not replaced), so linear_gelu has no module to take",
+            )
     inject_gelu_projections(s, root)

@@ -20,6 +20,7 @@ use the fused GEMM while the model's eager forward has found the groups intact, 
 otherwise; eager calls save their own check (one per group per forward either way).  Weights replaced during a
 forward, after it started, are not seen until the next one.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -94,8 +95,10 @@ class ForwardCheck:
     def attach(self, model: nn.Module):
         """Check at every forward of ``model`` and let the groups read the answer; returns a function that undoes
         both."""
-        handles = (model.register_forward_pre_hook(self._before),
-                   model.register_forward_hook(self._after, always_call=True))
+        handles = (
+            model.register_forward_pre_hook(self._before),
+            model.register_forward_hook(self._after, always_call=True),
+        )
         for g in self.groups:
             g.check = self
 
@@ -118,8 +121,9 @@ def why_not(linears) -> str | None:
         return "in_features, dtype or device differ"
     if len({m.bias is None for m in linears}) != 1:
         return "some have a bias and some do not"
-    if any(not m.weight.is_contiguous() or (m.bias is not None and m.bias.dtype != first.weight.dtype)
-           for m in linears):
+    if any(
+        not m.weight.is_contiguous() or (m.bias is not None and m.bias.dtype != first.weight.dtype) for m in linears
+    ):
         return "a weight is not contiguous or a bias has another dtype"
     if first.weight.device.type == "meta":
         return "the weights are on the meta device (not loaded)"
@@ -153,8 +157,11 @@ def unshare(fused: FusedLinear) -> None:
     full-size LTX-Video); ``fused`` is no longer :meth:`~FusedLinear.intact`."""
     for m in fused.linears:
         for p, whole in ((m.weight, fused.weight), (m.bias, fused.bias)):
-            if p is not None and whole is not None and p.untyped_storage().data_ptr() == \
-                    whole.untyped_storage().data_ptr():
+            if (
+                p is not None
+                and whole is not None
+                and p.untyped_storage().data_ptr() == whole.untyped_storage().data_ptr()
+            ):
                 p.data = p.data.clone()
     fused.weight = fused.bias = None
     fused.addresses = ()

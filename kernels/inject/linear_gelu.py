@@ -23,6 +23,7 @@ Where it goes: LTX-Video's injected block forward calls :func:`linear_gelu` for 
 :func:`inject_gelu_projections`, which replaces the forward of each diffusers ``GELU(approximate="tanh")``
 projection module (``ff.net[0]``, ``ff_context.net[0]``).
 """
+
 from __future__ import annotations
 
 import functools
@@ -34,7 +35,6 @@ from diffusers.models.activations import GELU
 from kernels.inject.calls import plain
 from kernels.inject.report import KIND_ACTIVATION_FORWARD
 from kernels.inject.state import Session, mark
-
 
 # bias + mat1 @ mat2 and its GELU-tanh in cuBLASLt's (hipBLASLt's) epilogue; on the CPU the erf GELU instead
 _ADDMM_GELU_TANH = functools.partial(torch._addmm_activation, use_gelu=True)
@@ -96,8 +96,12 @@ def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> to
 
 def gelu_projection_ok(module: nn.Module) -> bool:
     """``module`` is diffusers' GELU with the tanh approximation and a plain projection that has a bias."""
-    return (type(module) is GELU and module.approximate == "tanh" and plain(module.proj, nn.Linear)
-            and module.proj.bias is not None)
+    return (
+        type(module) is GELU
+        and module.approximate == "tanh"
+        and plain(module.proj, nn.Linear)
+        and module.proj.bias is not None
+    )
 
 
 @mark
@@ -121,5 +125,11 @@ def inject_gelu_projections(s: Session, root: nn.Module) -> None:
         elif not gelu_projection_ok(mod):
             s.reason(mod, "linear_gelu: not the tanh approximation with a plain biased projection")
         else:
-            s.replace_forward(name, mod, gelu_projection_forward, KIND_ACTIVATION_FORWARD, ("linear_gelu",),
-                              "projection + GELU-tanh as one GEMM (BLAS epilogue)")
+            s.replace_forward(
+                name,
+                mod,
+                gelu_projection_forward,
+                KIND_ACTIVATION_FORWARD,
+                ("linear_gelu",),
+                "projection + GELU-tanh as one GEMM (BLAS epilogue)",
+            )

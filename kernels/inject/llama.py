@@ -16,6 +16,7 @@ Two ways in:
 transformers' hub-kernel decorators (``use_kernel_forward_from_hub``, ``use_kernelized_func``) need the Hub
 ``kernels`` package and downloads; they are no-ops without it, so they are not used here.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,9 +30,9 @@ import torch
 import torch.nn as nn
 
 from kernels import rms_norm, rope_rotate_half
+from kernels.checks import FLOAT_DTYPES
 from kernels.inject.report import KIND_ATTENTION_FORWARD, KIND_NORM_FORWARD
 from kernels.inject.state import MARK, Session, mark
-from kernels.checks import FLOAT_DTYPES
 
 FAMILY = "llama"
 
@@ -74,8 +75,16 @@ def _from_transformers(cls: type) -> bool:
 # ----------------------------------------------------------------------------------------------------------------
 def llama_rms_norm_ok(norm: nn.Module, x: torch.Tensor) -> bool:
     w = getattr(norm, "weight", None)
-    return (isinstance(w, torch.Tensor) and w.dim() == 1 and w.shape[0] == x.shape[-1] and w.dtype in FLOAT_DTYPES
-            and w.device == x.device and x.dtype in FLOAT_DTYPES and x.device.type in ("cuda", "cpu") and x.dim() >= 1)
+    return (
+        isinstance(w, torch.Tensor)
+        and w.dim() == 1
+        and w.shape[0] == x.shape[-1]
+        and w.dtype in FLOAT_DTYPES
+        and w.device == x.device
+        and x.dtype in FLOAT_DTYPES
+        and x.device.type in ("cuda", "cpu")
+        and x.dim() >= 1
+    )
 
 
 @mark
@@ -89,8 +98,9 @@ def llama_rms_norm_forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
 def llama_norm_compatible(cls: type) -> bool:
     """A transformers ``*RMSNorm`` whose forward is exactly LlamaRMSNorm's (same numerics)."""
     src = _llama_norm_source()
-    return (_from_transformers(cls) and cls.__name__.endswith("RMSNorm") and src is not None
-            and _source(cls.forward) == src)
+    return (
+        _from_transformers(cls) and cls.__name__.endswith("RMSNorm") and src is not None and _source(cls.forward) == src
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -105,9 +115,18 @@ def rope_ok(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, unsqueeze_dim
     if unsqueeze_dim not in (1, 2) or x.dim() != 4 or cos.dim() != 3 or cos.shape != sin.shape:
         return False
     seq_dim = 2 if unsqueeze_dim == 1 else 1
-    return (x.dtype in FLOAT_DTYPES and cos.dtype == x.dtype and sin.dtype == x.dtype and x.shape[-1] % 2 == 0
-            and x.device.type in ("cuda", "cpu") and cos.device == x.device and sin.device == x.device
-            and cos.shape[0] in (1, x.shape[0]) and cos.shape[1] == x.shape[seq_dim] and cos.shape[2] == x.shape[-1])
+    return (
+        x.dtype in FLOAT_DTYPES
+        and cos.dtype == x.dtype
+        and sin.dtype == x.dtype
+        and x.shape[-1] % 2 == 0
+        and x.device.type in ("cuda", "cpu")
+        and cos.device == x.device
+        and sin.device == x.device
+        and cos.shape[0] in (1, x.shape[0])
+        and cos.shape[1] == x.shape[seq_dim]
+        and cos.shape[2] == x.shape[-1]
+    )
 
 
 def make_apply_rotary_pos_emb(stock: Callable) -> Callable:
@@ -167,8 +186,11 @@ def attention_forward_for(cls: type) -> Callable | None:
     if _from_transformers(cls) and not getattr(cls, MARK, False):
         base = inspect.unwrap(cls.forward)
         stock = base.__globals__.get("apply_rotary_pos_emb")
-        if (stock is not None and "apply_rotary_pos_emb" in base.__code__.co_names
-                and _source(stock) == _llama_rope_source()):
+        if (
+            stock is not None
+            and "apply_rotary_pos_emb" in base.__code__.co_names
+            and _source(stock) == _llama_rope_source()
+        ):
             try:
                 fwd = mark(_rebind_global(cls.forward, "apply_rotary_pos_emb", make_apply_rotary_pos_emb(stock)))
             except LookupError:
@@ -184,16 +206,28 @@ def attention_forward_for(cls: type) -> Callable | None:
 def _patch_classes() -> tuple[type, type]:
     m = _llama()
     attn_forward = attention_forward_for(m.LlamaAttention)
-    norm_cls = mark(type("KernelLlamaRMSNorm", (m.LlamaRMSNorm,), {
-        "__doc__": "LlamaRMSNorm computed by kernelfleet's rms_norm (numerics 'llama').",
-        "__module__": __name__,
-        "forward": llama_rms_norm_forward,
-    }))
-    attn_cls = mark(type("KernelLlamaAttention", (m.LlamaAttention,), {
-        "__doc__": "LlamaAttention with the rotate-half RoPE computed by kernelfleet's rope_rotate_half.",
-        "__module__": __name__,
-        "forward": attn_forward,
-    }))
+    norm_cls = mark(
+        type(
+            "KernelLlamaRMSNorm",
+            (m.LlamaRMSNorm,),
+            {
+                "__doc__": "LlamaRMSNorm computed by kernelfleet's rms_norm (numerics 'llama').",
+                "__module__": __name__,
+                "forward": llama_rms_norm_forward,
+            },
+        )
+    )
+    attn_cls = mark(
+        type(
+            "KernelLlamaAttention",
+            (m.LlamaAttention,),
+            {
+                "__doc__": "LlamaAttention with the rotate-half RoPE computed by kernelfleet's rope_rotate_half.",
+                "__module__": __name__,
+                "forward": attn_forward,
+            },
+        )
+    )
     return norm_cls, attn_cls
 
 
@@ -235,8 +269,10 @@ def patched(mapping: dict[str, type[nn.Module]] | None = None):
 # ----------------------------------------------------------------------------------------------------------------
 def _gated_mlp_reason(act: nn.Module) -> str:
     if "gelu" in type(act).__name__.lower():
-        return ("gated GELU over two projections (act(gate_proj(x)) * up_proj(x), rounding after each op): geglu "
-                "takes one [..., 2H] tensor and rounds once, so it would not reproduce this")
+        return (
+            "gated GELU over two projections (act(gate_proj(x)) * up_proj(x), rounding after each op): geglu "
+            "takes one [..., 2H] tensor and rounds once, so it would not reproduce this"
+        )
     return "SwiGLU-style gate (act(gate) * up): no kernelfleet kernel for it (geglu is GELU-gated)"
 
 
@@ -256,8 +292,9 @@ def inject(s: Session, root: nn.Module) -> None:
                 if not s.allowed("rms_norm"):
                     s.leave(name, mod, "rms_norm not selected")
                 else:
-                    s.replace_forward(name, mod, llama_rms_norm_forward, KIND_NORM_FORWARD, ("rms_norm",),
-                                      "numerics llama")
+                    s.replace_forward(
+                        name, mod, llama_rms_norm_forward, KIND_NORM_FORWARD, ("rms_norm",), "numerics llama"
+                    )
             else:
                 s.reason(mod, "its forward differs from LlamaRMSNorm's (other numerics): no kernel reproduces it")
             continue
@@ -267,8 +304,9 @@ def inject(s: Session, root: nn.Module) -> None:
             if not s.allowed("rope_rotate_half"):
                 s.leave(name, mod, "rope_rotate_half not selected")
             else:
-                s.replace_forward(name, mod, fwd, KIND_ATTENTION_FORWARD, ("rope_rotate_half",),
-                                  "rotate-half RoPE on q and k")
+                s.replace_forward(
+                    name, mod, fwd, KIND_ATTENTION_FORWARD, ("rope_rotate_half",), "rotate-half RoPE on q and k"
+                )
         elif cls.__name__.endswith("MLP") and hasattr(mod, "act_fn") and hasattr(mod, "gate_proj"):
             s.reason(mod.act_fn, _gated_mlp_reason(mod.act_fn))
     if found:

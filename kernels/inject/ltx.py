@@ -37,6 +37,7 @@ the blocks' modulation values (:class:`AdaValues`: one add of ``temb`` to every 
 each block made its own).  Everything here is traceable: decisions depend only on module types, dtypes, shapes and
 devices; the two per-forward reuses apply to eager calls only.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -46,9 +47,14 @@ import torch
 import torch.nn as nn
 from diffusers.models.activations import GELU
 from diffusers.models.attention import FeedForward
-from diffusers.models.transformers.transformer_ltx import (LTXAttention, LTXVideoAttnProcessor,
-                                                          LTXVideoRotaryPosEmbed, LTXVideoTransformerBlock,
-                                                          LTXVideoTransformer3DModel, apply_rotary_emb)
+from diffusers.models.transformers.transformer_ltx import (
+    LTXAttention,
+    LTXVideoAttnProcessor,
+    LTXVideoRotaryPosEmbed,
+    LTXVideoTransformer3DModel,
+    LTXVideoTransformerBlock,
+    apply_rotary_emb,
+)
 
 from kernels import add_rms_norm_modulate, cross_attention, gated_residual, qk_norm_rope
 from kernels.inject import fused_linear
@@ -56,8 +62,14 @@ from kernels.inject.attention import attend, cross_attention_ok, native_default,
 from kernels.inject.calls import call, plain
 from kernels.inject.linear_gelu import gelu_projection_ok, linear_gelu, linear_gelu_ok
 from kernels.inject.memo import LastResult
-from kernels.inject.norms import (modulation_ok, rms_modulate, rms_modulate_ok, torch_eps, torch_rms_norm,
-                                  torch_rms_norm_ok)
+from kernels.inject.norms import (
+    modulation_ok,
+    rms_modulate,
+    rms_modulate_ok,
+    torch_eps,
+    torch_rms_norm,
+    torch_rms_norm_ok,
+)
 from kernels.inject.report import KIND_BLOCK_FORWARD, KIND_ROPE_FORWARD
 from kernels.inject.state import Session, mark
 
@@ -99,9 +111,14 @@ class LTXKernelAttnProcessor:
     _attention_backend = None
     _parallel_config = None
 
-    def __init__(self, fuse_qk_rope: bool = True, rms_norm: bool = True,
-                 qkv: fused_linear.FusedLinear | None = None, kv: fused_linear.FusedLinear | None = None,
-                 cross_attention: bool = False):
+    def __init__(
+        self,
+        fuse_qk_rope: bool = True,
+        rms_norm: bool = True,
+        qkv: fused_linear.FusedLinear | None = None,
+        kv: fused_linear.FusedLinear | None = None,
+        cross_attention: bool = False,
+    ):
         self.fuse_qk_rope = bool(fuse_qk_rope)
         self.rms_norm = bool(rms_norm)
         self.qkv = qkv  # to_q/to_k/to_v as one GEMM (self-attention)
@@ -109,9 +126,11 @@ class LTXKernelAttnProcessor:
         self.cross_attention = bool(cross_attention)  # attention to the text tokens through kernels.cross_attention
 
     def __repr__(self) -> str:
-        return (f"LTXKernelAttnProcessor(fuse_qk_rope={self.fuse_qk_rope}, rms_norm={self.rms_norm}, "
-                f"fused_qkv={self.qkv is not None}, fused_kv={self.kv is not None}, "
-                f"cross_attention={self.cross_attention})")
+        return (
+            f"LTXKernelAttnProcessor(fuse_qk_rope={self.fuse_qk_rope}, rms_norm={self.rms_norm}, "
+            f"fused_qkv={self.qkv is not None}, fused_kv={self.kv is not None}, "
+            f"cross_attention={self.cross_attention})"
+        )
 
     def _project(self, attn, hidden_states, encoder_hidden_states):
         """query, key, value: one GEMM for the projections that share an input where they are fused and the
@@ -122,8 +141,11 @@ class LTXKernelAttnProcessor:
             return (call(attn.to_q, hidden_states),) + self.kv(encoder_hidden_states)
         if encoder_hidden_states is None:
             encoder_hidden_states = hidden_states
-        return (call(attn.to_q, hidden_states), call(attn.to_k, encoder_hidden_states),
-                call(attn.to_v, encoder_hidden_states))
+        return (
+            call(attn.to_q, hidden_states),
+            call(attn.to_k, encoder_hidden_states),
+            call(attn.to_v, encoder_hidden_states),
+        )
 
     def __call__(
         self,
@@ -134,15 +156,16 @@ class LTXKernelAttnProcessor:
         image_rotary_emb: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> torch.Tensor:
         batch_size, sequence_length, _ = (
-            hidden_states.shape if encoder_hidden_states is None else encoder_hidden_states.shape)
+            hidden_states.shape if encoder_hidden_states is None else encoder_hidden_states.shape
+        )
         attention_mask = prepared_mask(attn, attention_mask, sequence_length, batch_size)
         query, key, value = self._project(attn, hidden_states, encoder_hidden_states)
 
-        if (image_rotary_emb is not None and self.fuse_qk_rope
-                and _fused_qk_rope_ok(attn, query, key, image_rotary_emb)):
+        if image_rotary_emb is not None and self.fuse_qk_rope and _fused_qk_rope_ok(attn, query, key, image_rotary_emb):
             cos, sin = image_rotary_emb
-            query, key = qk_norm_rope(query, key, attn.norm_q.weight, attn.norm_k.weight, cos, sin,
-                                      torch_eps(attn.norm_q, query))
+            query, key = qk_norm_rope(
+                query, key, attn.norm_q.weight, attn.norm_k.weight, cos, sin, torch_eps(attn.norm_q, query)
+            )
         else:
             query = torch_rms_norm(attn.norm_q, query, self.rms_norm)
             key = torch_rms_norm(attn.norm_k, key, self.rms_norm)
@@ -154,13 +177,15 @@ class LTXKernelAttnProcessor:
         key = key.unflatten(2, (attn.heads, -1))
         value = value.unflatten(2, (attn.heads, -1))
 
-        if (self.cross_attention and encoder_hidden_states is not None
-                and native_default(self._attention_backend, self._parallel_config)
-                and cross_attention_ok(query, key, value, attention_mask)):
+        if (
+            self.cross_attention
+            and encoder_hidden_states is not None
+            and native_default(self._attention_backend, self._parallel_config)
+            and cross_attention_ok(query, key, value, attention_mask)
+        ):
             hidden_states = cross_attention(query, key, value, attention_mask)
         else:
-            hidden_states = attend(query, key, value, attention_mask, self._attention_backend,
-                                   self._parallel_config)
+            hidden_states = attend(query, key, value, attention_mask, self._attention_backend, self._parallel_config)
         hidden_states = hidden_states.flatten(2, 3)
         hidden_states = hidden_states.to(query.dtype)
         hidden_states = call(attn.to_out[0], hidden_states)
@@ -178,8 +203,12 @@ def _attend(attn: nn.Module, hidden_states, encoder_hidden_states, attention_mas
     the module."""
     if plain(attn, LTXAttention):
         return attn.processor(attn, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb)
-    return attn(hidden_states, encoder_hidden_states=encoder_hidden_states, attention_mask=attention_mask,
-                image_rotary_emb=image_rotary_emb)
+    return attn(
+        hidden_states,
+        encoder_hidden_states=encoder_hidden_states,
+        attention_mask=attention_mask,
+        image_rotary_emb=image_rotary_emb,
+    )
 
 
 def _gated_add(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor, use_gate: bool) -> torch.Tensor:
@@ -188,9 +217,16 @@ def _gated_add(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor, use_
     While torch.compile traces, the line stays PyTorch: Inductor fuses it into one kernel with its neighbours,
     which an opaque op would split (on the H200, with the op: 56 more kernels per denoising step and 0.06 ms more
     device time, docs/perf/ltx-e2e-h200.md)."""
-    if (use_gate and not torch.compiler.is_compiling() and residual.dim() == 3 and x.shape == residual.shape
-            and x.dtype == residual.dtype and x.device == residual.device
-            and residual.device.type in ("cuda", "cpu") and modulation_ok(gate, residual)):
+    if (
+        use_gate
+        and not torch.compiler.is_compiling()
+        and residual.dim() == 3
+        and x.shape == residual.shape
+        and x.dtype == residual.dtype
+        and x.device == residual.device
+        and residual.device.type in ("cuda", "cpu")
+        and modulation_ok(gate, residual)
+    ):
         return gated_residual(residual, x, gate)
     return residual + x * gate
 
@@ -276,7 +312,8 @@ def _ada_values(blk: nn.Module, temb: torch.Tensor, batch_size: int) -> torch.Te
             return got
     num_ada_params = blk.scale_shift_table.shape[0]
     values = blk.scale_shift_table[None, None].to(temb.device) + temb.reshape(
-        batch_size, temb.size(1), num_ada_params, -1)
+        batch_size, temb.size(1), num_ada_params, -1
+    )
     if torch.compiler.is_compiling() and temb.size(1) == 1:
         # Inductor computes each scale/shift row the kernels are given into a buffer of its own, one small kernel
         # (and one launch) each, four per block; a stack of the rows is one buffer, made by one kernel, that the
@@ -291,9 +328,14 @@ def _block_forward(use_adaln: bool, use_add_norm: bool, use_gate: bool, use_ff: 
     GELU projection through the kernels and rewrites the flags allow."""
 
     @mark
-    def forward(self, hidden_states: torch.Tensor, encoder_hidden_states: torch.Tensor, temb: torch.Tensor,
-                image_rotary_emb: tuple[torch.Tensor, torch.Tensor] | None = None,
-                encoder_attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        encoder_hidden_states: torch.Tensor,
+        temb: torch.Tensor,
+        image_rotary_emb: tuple[torch.Tensor, torch.Tensor] | None = None,
+        encoder_attention_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         batch_size = hidden_states.size(0)
         ada_values = _ada_values(self, temb, batch_size)
         shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = ada_values.unbind(dim=2)
@@ -306,11 +348,16 @@ def _block_forward(use_adaln: bool, use_add_norm: bool, use_gate: bool, use_ff: 
 
         attn_hidden_states = _attend(self.attn2, hidden_states, encoder_hidden_states, encoder_attention_mask, None)
         # residual add + norm2 + modulate (one kernel writing both the new residual and the FF input)
-        if (use_add_norm and self.norm2.weight is None and attn_hidden_states.shape == hidden_states.shape
-                and attn_hidden_states.dtype == hidden_states.dtype
-                and rms_modulate_ok(self.norm2, hidden_states, scale_mlp, shift_mlp)):
+        if (
+            use_add_norm
+            and self.norm2.weight is None
+            and attn_hidden_states.shape == hidden_states.shape
+            and attn_hidden_states.dtype == hidden_states.dtype
+            and rms_modulate_ok(self.norm2, hidden_states, scale_mlp, shift_mlp)
+        ):
             hidden_states, norm_hidden_states = add_rms_norm_modulate(
-                attn_hidden_states, hidden_states, scale_mlp, shift_mlp, float(self.norm2.eps))
+                attn_hidden_states, hidden_states, scale_mlp, shift_mlp, float(self.norm2.eps)
+            )
         else:
             hidden_states = hidden_states + attn_hidden_states
             norm_hidden_states = rms_modulate(self.norm2, hidden_states, scale_mlp, shift_mlp, use_adaln)
@@ -327,17 +374,25 @@ _BLOCK_FORWARDS = {flags: _block_forward(*flags) for flags in itertools.product(
 
 
 @mark
-def _rope_forward(self, hidden_states: torch.Tensor, num_frames: int | None = None, height: int | None = None,
-                  width: int | None = None, rope_interpolation_scale=None,
-                  video_coords: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def _rope_forward(
+    self,
+    hidden_states: torch.Tensor,
+    num_frames: int | None = None,
+    height: int | None = None,
+    width: int | None = None,
+    rope_interpolation_scale=None,
+    video_coords: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """LTXVideoRotaryPosEmbed.forward with the tables of a batch computed once and expanded over the batch, where
     the stock forward would compute one identical table per element (no ``video_coords``)."""
     batch = hidden_states.size(0)
     if video_coords is not None or batch == 1:
-        return LTXVideoRotaryPosEmbed.forward(self, hidden_states, num_frames, height, width,
-                                              rope_interpolation_scale, video_coords)
-    cos, sin = LTXVideoRotaryPosEmbed.forward(self, hidden_states[:1], num_frames, height, width,
-                                              rope_interpolation_scale, None)
+        return LTXVideoRotaryPosEmbed.forward(
+            self, hidden_states, num_frames, height, width, rope_interpolation_scale, video_coords
+        )
+    cos, sin = LTXVideoRotaryPosEmbed.forward(
+        self, hidden_states[:1], num_frames, height, width, rope_interpolation_scale, None
+    )
     return cos.expand(batch, -1, -1), sin.expand(batch, -1, -1)
 
 
@@ -359,13 +414,21 @@ def _inject_attention(s: Session, name: str, attn: LTXAttention, self_attention:
     rms = s.allowed("rms_norm")
     xattn = not self_attention and s.allowed("cross_attention")
     if not (fuse or rms or s.allowed("fused_qkv") or xattn):
-        why = ("qk_norm_rope, rms_norm and fused_qkv not selected" if self_attention
-               else "rms_norm, fused_qkv and cross_attention not selected")
+        why = (
+            "qk_norm_rope, rms_norm and fused_qkv not selected"
+            if self_attention
+            else "rms_norm, fused_qkv and cross_attention not selected"
+        )
         s.leave(name, attn, why)
         return
     used = (("qk_norm_rope",) if fuse else ()) + (("rms_norm",) if rms and not fuse else ())
-    note = ("norm_q + norm_k + interleaved RoPE fused" if fuse else
-            "norm_q / norm_k through rms_norm (numerics torch)" if rms else "norm_q / norm_k as they are")
+    note = (
+        "norm_q + norm_k + interleaved RoPE fused"
+        if fuse
+        else "norm_q / norm_k through rms_norm (numerics torch)"
+        if rms
+        else "norm_q / norm_k as they are"
+    )
     note += "; RoPE eager" if self_attention and not fuse else ""
     qkv = kv = None
     if s.allowed("fused_qkv"):
@@ -382,8 +445,13 @@ def _inject_attention(s: Session, name: str, attn: LTXAttention, self_attention:
     if xattn:
         used += ("cross_attention",)
         note += "; attention to the text tokens in one tile (cross_attention)"
-    s.replace_processor(name, attn, LTXKernelAttnProcessor(fuse_qk_rope=fuse, rms_norm=rms, qkv=qkv, kv=kv,
-                                                           cross_attention=xattn), used, note)
+    s.replace_processor(
+        name,
+        attn,
+        LTXKernelAttnProcessor(fuse_qk_rope=fuse, rms_norm=rms, qkv=qkv, kv=kv, cross_attention=xattn),
+        used,
+        note,
+    )
     s.cover(attn.norm_q, attn.norm_k)
 
 
@@ -394,23 +462,39 @@ def _inject_block(s: Session, name: str, blk: LTXVideoTransformerBlock) -> bool:
     use_gate = s.allowed("gated_residual")
     use_ff = s.allowed("linear_gelu") and _ff_fusable(blk.ff)
     if s.allowed("linear_gelu") and not use_ff:
-        s.reason(blk.ff.net[0] if isinstance(blk.ff, FeedForward) else blk.ff,
-                 "linear_gelu: the feed-forward is not a plain FeedForward with a GELU-tanh projection with bias")
+        s.reason(
+            blk.ff.net[0] if isinstance(blk.ff, FeedForward) else blk.ff,
+            "linear_gelu: the feed-forward is not a plain FeedForward with a GELU-tanh projection with bias",
+        )
     if not (use_adaln or use_add or use_gate or use_ff):
-        why = ("adaln_rms, add_rms_norm_modulate and gated_residual not selected"
-               if not (s.allowed("adaln_rms") or s.allowed("add_rms_norm_modulate"))
-               else "norm1/norm2 are not diffusers RMSNorm without bias (and gated_residual not selected)")
+        why = (
+            "adaln_rms, add_rms_norm_modulate and gated_residual not selected"
+            if not (s.allowed("adaln_rms") or s.allowed("add_rms_norm_modulate"))
+            else "norm1/norm2 are not diffusers RMSNorm without bias (and gated_residual not selected)"
+        )
         s.reason(blk.norm1, why)
         s.reason(blk.norm2, why)
         return False
-    used = tuple(k for k, on in (("adaln_rms", use_adaln), ("add_rms_norm_modulate", use_add),
-                                 ("gated_residual", use_gate), ("linear_gelu", use_ff)) if on)
-    note = "; ".join(x for x in (
-        "norm1 + modulate" if use_adaln else "",
-        "attn2 residual + norm2 + modulate" if use_add else "",
-        "attn1 and feed-forward gated residual adds" if use_gate else "",
-        "feed-forward projection + GELU-tanh as one GEMM" if use_ff else "",
-    ) if x)
+    used = tuple(
+        k
+        for k, on in (
+            ("adaln_rms", use_adaln),
+            ("add_rms_norm_modulate", use_add),
+            ("gated_residual", use_gate),
+            ("linear_gelu", use_ff),
+        )
+        if on
+    )
+    note = "; ".join(
+        x
+        for x in (
+            "norm1 + modulate" if use_adaln else "",
+            "attn2 residual + norm2 + modulate" if use_add else "",
+            "attn1 and feed-forward gated residual adds" if use_gate else "",
+            "feed-forward projection + GELU-tanh as one GEMM" if use_ff else "",
+        )
+        if x
+    )
     forward = _BLOCK_FORWARDS[(use_adaln, use_add, use_gate, use_ff)]
     replaced = s.replace_forward(name, blk, forward, KIND_BLOCK_FORWARD, used, note)
     if replaced:
@@ -438,15 +522,24 @@ def _share_ada_values(s: Session, blocks: list[tuple[str, nn.Module]]) -> None:
         s.on_undo(blk, lambda blk=blk: vars(blk).pop("_kf_ada", None))
     paths = {s.path(name) for name, _ in blocks}
     note = f"modulation values of all {len(blocks)} blocks in one add per forward"
-    s.report.replaced[:] = [dataclasses.replace(r, note=f"{r.note}; {note}" if r.note else note)
-                            if r.kind == KIND_BLOCK_FORWARD and r.path in paths else r for r in s.report.replaced]
+    s.report.replaced[:] = [
+        dataclasses.replace(r, note=f"{r.note}; {note}" if r.note else note)
+        if r.kind == KIND_BLOCK_FORWARD and r.path in paths
+        else r
+        for r in s.report.replaced
+    ]
 
 
 def _check_fused_each_forward(s: Session, model: nn.Module) -> None:
     """Give the transformer's fused projection groups one :class:`~kernels.inject.fused_linear.ForwardCheck`, so
     that its compiled blocks can use them too."""
-    groups = [f for m in model.modules() if isinstance(getattr(m, "processor", None), LTXKernelAttnProcessor)
-              for f in (m.processor.qkv, m.processor.kv) if f is not None and f.check is None]
+    groups = [
+        f
+        for m in model.modules()
+        if isinstance(getattr(m, "processor", None), LTXKernelAttnProcessor)
+        for f in (m.processor.qkv, m.processor.kv)
+        if f is not None and f.check is None
+    ]
     if groups:
         s.on_undo(model, fused_linear.ForwardCheck(groups).attach(model))
 
@@ -476,14 +569,31 @@ def inject(s: Session, root: nn.Module) -> None:
             elif type(mod.rope) is not LTXVideoRotaryPosEmbed:
                 s.leave(rope_name, mod.rope, f"{type(mod.rope).__name__} is not LTXVideoRotaryPosEmbed")
             else:
-                s.replace_forward(rope_name, mod.rope, _rope_forward, KIND_ROPE_FORWARD, ("qk_norm_rope",),
-                                  "cos/sin computed once and shared by the batch (batch stride 0)")
-            _share_ada_values(s, [(replaced_blocks[id(b)], b) for b in getattr(mod, "transformer_blocks", ())
-                                  if id(b) in replaced_blocks])
+                s.replace_forward(
+                    rope_name,
+                    mod.rope,
+                    _rope_forward,
+                    KIND_ROPE_FORWARD,
+                    ("qk_norm_rope",),
+                    "cos/sin computed once and shared by the batch (batch stride 0)",
+                )
+            _share_ada_values(
+                s,
+                [
+                    (replaced_blocks[id(b)], b)
+                    for b in getattr(mod, "transformer_blocks", ())
+                    if id(b) in replaced_blocks
+                ],
+            )
             _check_fused_each_forward(s, mod)
-            s.reason(mod.norm_out, "norm_out + modulate runs once per forward, in the model's own forward (not "
-                                   "per block); left to PyTorch")
-            s.reason(mod.caption_projection.act_1 if hasattr(mod.caption_projection, "act_1") else None,
-                     "caption projection GELU, once per forward; a standalone GELU kernel saves nothing")
+            s.reason(
+                mod.norm_out,
+                "norm_out + modulate runs once per forward, in the model's own forward (not "
+                "per block); left to PyTorch",
+            )
+            s.reason(
+                mod.caption_projection.act_1 if hasattr(mod.caption_projection, "act_1") else None,
+                "caption projection GELU, once per forward; a standalone GELU kernel saves nothing",
+            )
     if found:
         s.family(FAMILY)

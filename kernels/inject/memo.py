@@ -6,6 +6,7 @@ the last such result with a weak reference to the tensor it came from and that t
 handed out again only for the same object, unchanged since, with the same key.  Inference-mode tensors have no
 version counter and are never remembered.
 """
+
 from __future__ import annotations
 
 import weakref

@@ -9,6 +9,7 @@ Replacement forwards for diffusers' adaptive norms (``AdaLayerNormZero``, ``AdaL
 ``AdaLayerNormContinuous``, ``SD35AdaLayerNormZeroX``: LayerNorm + ``* (1 + scale) + shift``), shared by SD3 and
 FLUX, and for plain RMSNorm modules (SD3.5's per-head q/k norms) live here too.
 """
+
 from __future__ import annotations
 
 import torch
@@ -16,8 +17,8 @@ import torch.nn as nn
 from diffusers.models.normalization import RMSNorm as DiffusersRMSNorm
 
 from kernels import adaln_layer_norm, adaln_rms, rms_norm
-from kernels.inject.state import mark
 from kernels.checks import FLOAT_DTYPES
+from kernels.inject.state import mark
 
 
 def _runs_here(x: torch.Tensor) -> bool:
@@ -31,8 +32,14 @@ def _param_ok(p: torch.Tensor | None, x: torch.Tensor) -> bool:
 
 def modulation_ok(t: torch.Tensor, x: torch.Tensor) -> bool:
     """scale/shift of shape [B, 1, C] or [B, S, C] for x [B, S, C], in x's dtype and on its device."""
-    return (t.dim() == 3 and t.dtype == x.dtype and t.device == x.device and t.shape[0] in (1, x.shape[0])
-            and t.shape[1] in (1, x.shape[1]) and t.shape[2] == x.shape[2])
+    return (
+        t.dim() == 3
+        and t.dtype == x.dtype
+        and t.device == x.device
+        and t.shape[0] in (1, x.shape[0])
+        and t.shape[1] in (1, x.shape[1])
+        and t.shape[2] == x.shape[2]
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -40,8 +47,13 @@ def modulation_ok(t: torch.Tensor, x: torch.Tensor) -> bool:
 # ----------------------------------------------------------------------------------------------------------------
 def torch_rms_norm_ok(norm: nn.Module, x: torch.Tensor) -> bool:
     """rms_norm(numerics='torch') computes exactly what ``torch.nn.RMSNorm`` ``norm`` computes on ``x``."""
-    return (type(norm) is nn.RMSNorm and len(norm.normalized_shape) == 1 and norm.normalized_shape[0] == x.shape[-1]
-            and _runs_here(x) and _param_ok(norm.weight, x))
+    return (
+        type(norm) is nn.RMSNorm
+        and len(norm.normalized_shape) == 1
+        and norm.normalized_shape[0] == x.shape[-1]
+        and _runs_here(x)
+        and _param_ok(norm.weight, x)
+    )
 
 
 def torch_eps(norm: nn.Module, x: torch.Tensor) -> float:
@@ -99,12 +111,20 @@ def rms_modulate_ok(norm: nn.Module, x: torch.Tensor, scale: torch.Tensor, shift
     """adaln_rms reproduces ``norm(x) * (1 + scale) + shift`` for a diffusers RMSNorm ``norm``."""
     if type(norm) is not DiffusersRMSNorm or getattr(norm, "bias", None) is not None:
         return False
-    return (x.dim() == 3 and len(norm.dim) == 1 and norm.dim[0] == x.shape[-1] and _runs_here(x)
-            and _param_ok(norm.weight, x) and modulation_ok(scale, x) and modulation_ok(shift, x))
+    return (
+        x.dim() == 3
+        and len(norm.dim) == 1
+        and norm.dim[0] == x.shape[-1]
+        and _runs_here(x)
+        and _param_ok(norm.weight, x)
+        and modulation_ok(scale, x)
+        and modulation_ok(shift, x)
+    )
 
 
-def rms_modulate(norm: nn.Module, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
-                 use_kernel: bool) -> torch.Tensor:
+def rms_modulate(
+    norm: nn.Module, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, use_kernel: bool
+) -> torch.Tensor:
     if use_kernel and rms_modulate_ok(norm, x, scale, shift):
         return adaln_rms(x, scale, shift, norm.weight, float(norm.eps))
     return norm(x) * (1 + scale) + shift
@@ -114,13 +134,22 @@ def layer_norm_modulate_ok(norm: nn.Module, x: torch.Tensor, scale: torch.Tensor
     """adaln_layer_norm reproduces ``norm(x) * (1 + scale) + shift`` for an ``nn.LayerNorm`` ``norm``.
 
     Exactly ``nn.LayerNorm`` (FP32LayerNorm, a subclass, computes in fp32 and is left alone)."""
-    return (type(norm) is nn.LayerNorm and len(norm.normalized_shape) == 1 and x.dim() == 3
-            and norm.normalized_shape[0] == x.shape[-1] and _runs_here(x) and _param_ok(norm.weight, x)
-            and _param_ok(norm.bias, x) and modulation_ok(scale, x) and modulation_ok(shift, x))
+    return (
+        type(norm) is nn.LayerNorm
+        and len(norm.normalized_shape) == 1
+        and x.dim() == 3
+        and norm.normalized_shape[0] == x.shape[-1]
+        and _runs_here(x)
+        and _param_ok(norm.weight, x)
+        and _param_ok(norm.bias, x)
+        and modulation_ok(scale, x)
+        and modulation_ok(shift, x)
+    )
 
 
-def layer_norm_modulate(norm: nn.Module, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
-                        use_kernel: bool = True) -> torch.Tensor:
+def layer_norm_modulate(
+    norm: nn.Module, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, use_kernel: bool = True
+) -> torch.Tensor:
     """``norm(x) * (1 + scale) + shift`` (scale/shift [B, 1, C] or [B, S, C]) through adaln_layer_norm if it matches."""
     if use_kernel and layer_norm_modulate_ok(norm, x, scale, shift):
         return adaln_layer_norm(x, scale, shift, norm.weight, norm.bias, float(norm.eps))
@@ -178,8 +207,9 @@ def ada_layer_norm_continuous_forward(self, x, conditioning_embedding):
 def sd35_ada_layer_norm_zero_x_forward(self, hidden_states, emb=None):
     """``SD35AdaLayerNormZeroX.forward`` (SD3.5 dual attention): two modulations of one LayerNorm, each one kernel."""
     emb = self.linear(self.silu(emb))
-    (shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp, shift_msa2, scale_msa2,
-     gate_msa2) = emb.chunk(9, dim=1)
+    (shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp, shift_msa2, scale_msa2, gate_msa2) = emb.chunk(
+        9, dim=1
+    )
     if layer_norm_modulate_ok(self.norm, hidden_states, scale_msa[:, None], shift_msa[:, None]):
         out = layer_norm_modulate(self.norm, hidden_states, scale_msa[:, None], shift_msa[:, None])
         out2 = layer_norm_modulate(self.norm, hidden_states, scale_msa2[:, None], shift_msa2[:, None])

@@ -1,5 +1,6 @@
 """What an injection did: every module whose code was replaced (path + kind + kernels) and every module of a
 kind a kernel could serve that was left as it is, with the reason.  Plain data, JSON-serialisable."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,8 +15,14 @@ KIND_NORM_FORWARD = "norm_forward"  # a norm module's forward replaced (plain or
 KIND_ATTENTION_FORWARD = "attention_forward"  # a transformers attention module's forward replaced (RoPE)
 KIND_ROPE_FORWARD = "rope_forward"  # a rotary-embedding module's forward replaced (tables shared by the batch)
 KIND_ACTIVATION_FORWARD = "activation_forward"  # a projection + activation module's forward replaced (one GEMM)
-KINDS = (KIND_ATTN_PROCESSOR, KIND_BLOCK_FORWARD, KIND_NORM_FORWARD, KIND_ATTENTION_FORWARD, KIND_ROPE_FORWARD,
-         KIND_ACTIVATION_FORWARD)
+KINDS = (
+    KIND_ATTN_PROCESSOR,
+    KIND_BLOCK_FORWARD,
+    KIND_NORM_FORWARD,
+    KIND_ATTENTION_FORWARD,
+    KIND_ROPE_FORWARD,
+    KIND_ACTIVATION_FORWARD,
+)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@
 * the feed-forward projections with GELU-tanh (``ff.net[0]``, ``ff_context.net[0]``): one GEMM with the GELU in the
   BLAS epilogue (``linear_gelu``, :mod:`kernels.inject.linear_gelu`).
 """
+
 from __future__ import annotations
 
 import torch.nn as nn
@@ -43,7 +44,8 @@ def joint_block_forward(self, hidden_states, encoder_hidden_states, temb, joint_
     joint_attention_kwargs = joint_attention_kwargs or {}
     if self.use_dual_attention:
         norm_hidden_states, gate_msa, shift_mlp, scale_mlp, gate_mlp, norm_hidden_states2, gate_msa2 = self.norm1(
-            hidden_states, emb=temb)
+            hidden_states, emb=temb
+        )
     else:
         norm_hidden_states, gate_msa, shift_mlp, scale_mlp, gate_mlp = self.norm1(hidden_states, emb=temb)
 
@@ -51,7 +53,8 @@ def joint_block_forward(self, hidden_states, encoder_hidden_states, temb, joint_
         norm_encoder_hidden_states = self.norm1_context(encoder_hidden_states, temb)
     else:
         norm_encoder_hidden_states, c_gate_msa, c_shift_mlp, c_scale_mlp, c_gate_mlp = self.norm1_context(
-            encoder_hidden_states, emb=temb)
+            encoder_hidden_states, emb=temb
+        )
 
     attn_output, context_attn_output = self.attn(
         hidden_states=norm_hidden_states,
@@ -77,7 +80,8 @@ def joint_block_forward(self, hidden_states, encoder_hidden_states, temb, joint_
         context_attn_output = c_gate_msa.unsqueeze(1) * context_attn_output
         encoder_hidden_states = encoder_hidden_states + context_attn_output
         norm_encoder_hidden_states = norms.layer_norm_modulate(
-            self.norm2_context, encoder_hidden_states, c_scale_mlp[:, None], c_shift_mlp[:, None])
+            self.norm2_context, encoder_hidden_states, c_scale_mlp[:, None], c_shift_mlp[:, None]
+        )
         context_ff_output = _ff(self, self.ff_context, norm_encoder_hidden_states)
         encoder_hidden_states = encoder_hidden_states + c_gate_mlp.unsqueeze(1) * context_ff_output
     return encoder_hidden_states, hidden_states
@@ -90,8 +94,9 @@ def single_block_forward(self, hidden_states, temb):
     attn_output = self.attn(hidden_states=norm_hidden_states, encoder_hidden_states=None)
     attn_output = gate_msa.unsqueeze(1) * attn_output
     hidden_states = hidden_states + attn_output
-    norm_hidden_states = norms.layer_norm_modulate(self.norm2, hidden_states, scale_mlp.unsqueeze(1),
-                                                   shift_mlp.unsqueeze(1))
+    norm_hidden_states = norms.layer_norm_modulate(
+        self.norm2, hidden_states, scale_mlp.unsqueeze(1), shift_mlp.unsqueeze(1)
+    )
     ff_output = self.ff(norm_hidden_states)
     ff_output = gate_mlp.unsqueeze(1) * ff_output
     return hidden_states + ff_output
@@ -111,8 +116,14 @@ def _inject_qk_norms(s: Session, name: str, attn: Attention) -> None:
         if not s.allowed("rms_norm"):
             s.leave(path, norm, "rms_norm not selected")
             continue
-        s.replace_forward(path, norm, norms.diffusers_rms_norm_forward, KIND_NORM_FORWARD, ("rms_norm",),
-                          "per-head q/k RMSNorm (numerics diffusers)")
+        s.replace_forward(
+            path,
+            norm,
+            norms.diffusers_rms_norm_forward,
+            KIND_NORM_FORWARD,
+            ("rms_norm",),
+            "per-head q/k RMSNorm (numerics diffusers)",
+        )
 
 
 def _inject_block(s: Session, name: str, blk: nn.Module, fn) -> None:
@@ -123,8 +134,14 @@ def _inject_block(s: Session, name: str, blk: nn.Module, fn) -> None:
         return
     if not all(norms.norm_modulate_supported(n) for n in norms2):
         return
-    if s.replace_forward(name, blk, fn, KIND_BLOCK_FORWARD, ("adaln_layer_norm",),
-                         " / ".join(("norm2", "norm2_context")[:len(norms2)]) + " + modulate"):
+    if s.replace_forward(
+        name,
+        blk,
+        fn,
+        KIND_BLOCK_FORWARD,
+        ("adaln_layer_norm",),
+        " / ".join(("norm2", "norm2_context")[: len(norms2)]) + " + modulate",
+    ):
         s.cover(*norms2)
 
 

@@ -13,6 +13,7 @@ a check per forward of their model: a forward pre-hook and a forward hook, remov
 (buffers, other hooks) is touched, so after :func:`undo` the model computes bit for bit what it computed before.  The
 record lives on the root module under :data:`STATE_ATTR`.
 """
+
 from __future__ import annotations
 
 import types
@@ -63,8 +64,10 @@ def _forward_taken(module: nn.Module) -> str | None:
     if "forward" in module.__dict__:
         current = module.__dict__["forward"]
         owner = getattr(getattr(current, "__func__", current), "__qualname__", type(current).__name__)
-        return (f"its forward is already replaced on the instance ({owner}: a hook, CPU offloading or another "
-                f"patch); call inject() before enabling offloading, caches or other hooks")
+        return (
+            f"its forward is already replaced on the instance ({owner}: a hook, CPU offloading or another "
+            f"patch); call inject() before enabling offloading, caches or other hooks"
+        )
     if getattr(module, "_hf_hook", None) is not None:
         return "it carries an accelerate hook (CPU offloading); call inject() before enabling offloading"
     return None
@@ -118,8 +121,9 @@ class Session:
         self.cover(module)
 
     # ------------------------------------------------------------------------------------------------------------
-    def replace_forward(self, name: str, module: nn.Module, fn: Callable, kind: str, kernels: tuple[str, ...],
-                        note: str = "") -> bool:
+    def replace_forward(
+        self, name: str, module: nn.Module, fn: Callable, kind: str, kernels: tuple[str, ...], note: str = ""
+    ) -> bool:
         """Make ``fn`` (a kernelfleet function taking ``self``) the instance's forward; False if it cannot be."""
         if not getattr(fn, MARK, False):
             raise ValueError(f"{fn!r} is not marked as a kernelfleet replacement (use state.mark)")
@@ -133,8 +137,9 @@ class Session:
         self.cover(module)
         return True
 
-    def replace_processor(self, name: str, attn: nn.Module, processor: Any, kernels: tuple[str, ...],
-                          note: str = "") -> bool:
+    def replace_processor(
+        self, name: str, attn: nn.Module, processor: Any, kernels: tuple[str, ...], note: str = ""
+    ) -> bool:
         """Swap a diffusers attention module's processor, carrying over its attention backend/parallel config."""
         original = attn.processor
         for attr in ("_attention_backend", "_parallel_config"):
@@ -142,8 +147,9 @@ class Session:
                 setattr(processor, attr, getattr(original, attr))
         attn.set_processor(processor)
         self.undo.append(_Undo(attn, "processor", original))
-        self.report.replaced.append(Replaced(self.path(name), KIND_ATTN_PROCESSOR, type(attn).__name__,
-                                             tuple(kernels), note))
+        self.report.replaced.append(
+            Replaced(self.path(name), KIND_ATTN_PROCESSOR, type(attn).__name__, tuple(kernels), note)
+        )
         self.cover(attn)
         return True
 
@@ -163,7 +169,8 @@ def undo(root: nn.Module) -> int:
             if current is None or not is_ours(current):
                 raise RuntimeError(
                     f"cannot restore {type(u.module).__name__}: its forward was replaced again after inject() "
-                    f"(by {current!r}); remove that wrapper first")
+                    f"(by {current!r}); remove that wrapper first"
+                )
             del u.module.__dict__["forward"]
         elif u.what == "call":
             u.original()

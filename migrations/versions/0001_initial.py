@@ -7,6 +7,7 @@ Create Date: 2026-12-01
 Revisions use plain SQLAlchemy types only (no imports from orchestrator.store.models), so an old revision keeps
 working after the models change.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -134,8 +135,9 @@ def upgrade() -> None:
         sa.Column("result_digest", sa.String(64), nullable=False),
         sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], name="fk_job_attempts_job_id_jobs", ondelete="CASCADE"),
         sa.ForeignKeyConstraint(["run_id"], ["runs.id"], name="fk_job_attempts_run_id_runs"),
-        sa.ForeignKeyConstraint(["hardware_key"], ["devices.hardware_key"],
-                                name="fk_job_attempts_hardware_key_devices"),
+        sa.ForeignKeyConstraint(
+            ["hardware_key"], ["devices.hardware_key"], name="fk_job_attempts_hardware_key_devices"
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_job_attempts"),
         sa.UniqueConstraint("job_id", "attempt", name="uq_job_attempts_job_id_attempt"),
     )
@@ -151,8 +153,12 @@ def upgrade() -> None:
         sa.Column("value", sa.Float(), nullable=True),
         sa.Column("unit", sa.String(32), nullable=False),
         sa.Column("samples", sa.JSON(), nullable=True),
-        sa.ForeignKeyConstraint(["job_id", "attempt"], ["job_attempts.job_id", "job_attempts.attempt"],
-                                name="fk_measurements_job_id_attempt_job_attempts", ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["job_id", "attempt"],
+            ["job_attempts.job_id", "job_attempts.attempt"],
+            name="fk_measurements_job_id_attempt_job_attempts",
+            ondelete="CASCADE",
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_measurements"),
         sa.UniqueConstraint("job_id", "attempt", "impl", "metric", name="uq_measurements_job_id_attempt_impl_metric"),
     )
@@ -166,8 +172,12 @@ def upgrade() -> None:
         sa.Column("path", sa.Text(), nullable=True),
         sa.Column("blob", sa.LargeBinary(), nullable=True),
         sa.Column("size", sa.BigInteger(), nullable=True),
-        sa.ForeignKeyConstraint(["job_id", "attempt"], ["job_attempts.job_id", "job_attempts.attempt"],
-                                name="fk_artifacts_job_id_attempt_job_attempts", ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["job_id", "attempt"],
+            ["job_attempts.job_id", "job_attempts.attempt"],
+            name="fk_artifacts_job_id_attempt_job_attempts",
+            ondelete="CASCADE",
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_artifacts"),
     )
     op.create_index("ix_artifacts_job_id_attempt", "artifacts", ["job_id", "attempt"])

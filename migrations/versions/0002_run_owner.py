@@ -8,6 +8,7 @@ A second sweep of the same plan resumes a run still marked running only when its
 for a while, or a dead process on the owner's host); see orchestrator/store/ownership.py.  Existing runs get
 NULLs: they have no owner to wait for.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

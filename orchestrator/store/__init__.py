@@ -12,6 +12,7 @@ read API.
   queries.py         read API for the CLI summary and the dashboard (the dashboard imports only that)
   regression_rule.py the regression rule (large AND significant) on plain numbers
 """
+
 from orchestrator.store.errors import StoreError
 from orchestrator.store.migrate import SchemaOutOfDate, current, head, upgrade, upgrade_command
 from orchestrator.store.ownership import RunHeld

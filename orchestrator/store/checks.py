@@ -6,6 +6,7 @@ Each check raises :class:`Invalid` (a ValueError) naming the field, e.g. ``resul
 expected a number, got 'fast'``.  ``strict`` (results files) also requires every field the writers write and
 refuses NUL bytes and lone surrogates anywhere; the driver's own results go through the lenient form.
 """
+
 from __future__ import annotations
 
 import base64
@@ -15,7 +16,8 @@ import math
 import numbers
 from typing import Any
 
-from orchestrator.store.models import Artifact, Device, Job, JobAttempt, Measurement as MeasurementRow
+from orchestrator.store.models import Artifact, Device, Job, JobAttempt
+from orchestrator.store.models import Measurement as MeasurementRow
 from workers.spec import ALL_STATUSES, JOB_KINDS, DeviceInfo, JobResult, JobSpec
 
 INT32_MAX = 2**31 - 1
@@ -151,8 +153,12 @@ def check_device(d: Any, strict: bool = True, where: str = "device") -> DeviceIn
         _text(f"{where}.{name}", d.get(name), getattr(c, name))
     for name in ("driver", "runtime", "torch", "triton", "gpu_type"):
         _text(f"{where}.{name}", d.get(name, ""), getattr(c, name))
-    for name, high in (("warp_size", INT32_MAX), ("compute_units", INT32_MAX), ("memory_bytes", INT64_MAX),
-                       ("index", INT32_MAX)):
+    for name, high in (
+        ("warp_size", INT32_MAX),
+        ("compute_units", INT32_MAX),
+        ("memory_bytes", INT64_MAX),
+        ("index", INT32_MAX),
+    ):
         _int(f"{where}.{name}", d.get(name, 0), high=high)
     _dict(f"{where}.extra", d.get("extra", {}))
     info = DeviceInfo.from_dict(d)
@@ -160,8 +166,9 @@ def check_device(d: Any, strict: bool = True, where: str = "device") -> DeviceIn
         raise Invalid(f"{where}: its hardware key is longer than the store holds ({_length(c.hardware_key)})")
     given = d.get("hardware_key")
     if given is not None and given != info.hardware_key:
-        raise Invalid(f"{where}.hardware_key: {_show(given)} is not the key of the device's fields "
-                      f"({info.hardware_key!r})")
+        raise Invalid(
+            f"{where}.hardware_key: {_show(given)} is not the key of the device's fields ({info.hardware_key!r})"
+        )
     return info
 
 
@@ -214,8 +221,18 @@ def check_result(d: Any, strict: bool = True, where: str = "result") -> JobResul
         unknown = sorted(set(raw) - {"impl", "metric", "value", "unit", "samples"})
         missing = [f for f in ("impl", "metric", "value") + (("unit", "samples") if strict else ()) if f not in raw]
         if unknown or missing:
-            raise Invalid(f"{at}: " + "; ".join(filter(None, (
-                unknown and f"unknown field(s) {', '.join(unknown)}", missing and f"missing {', '.join(missing)}"))))
+            raise Invalid(
+                f"{at}: "
+                + "; ".join(
+                    filter(
+                        None,
+                        (
+                            unknown and f"unknown field(s) {', '.join(unknown)}",
+                            missing and f"missing {', '.join(missing)}",
+                        ),
+                    )
+                )
+            )
         pair = (_text(f"{at}.impl", raw["impl"], m.impl), _text(f"{at}.metric", raw["metric"], m.metric))
         if pair in seen:
             raise Invalid(f"{at}: measurement {pair[0]}/{pair[1]} appears twice")

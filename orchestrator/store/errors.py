@@ -9,6 +9,7 @@ not the code's) and :class:`orchestrator.store.ownership.RunHeld` (another live 
 or not a SQLite file, a read-only database, a server that refuses or never answers, a locked database) into a
 StoreError.  Errors that point at a bug (integrity, programming errors) pass through unchanged.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -42,16 +43,20 @@ def _first_line(error: BaseException) -> str:
 
 # (words in the driver's message, what the user reads after "the store URL"): first match wins
 _SQLITE_FAULTS = (
-    (("not a database", "malformed"), "is not a SQLite database ({detail}): name a kernelfleet store file, or a "
-                                      "new path to create one"),
-    (("readonly", "read-only"), "is read-only ({detail}): make the file and its folder writable, or use another "
-                                "store"),
+    (
+        ("not a database", "malformed"),
+        "is not a SQLite database ({detail}): name a kernelfleet store file, or a new path to create one",
+    ),
+    (("readonly", "read-only"), "is read-only ({detail}): make the file and its folder writable, or use another store"),
     (("unable to open",), "cannot be opened ({detail}): check that its folder exists and is writable"),
     (("locked", "busy"), "stayed locked by another process ({detail}); try again when it is done"),
 )
 _SERVER_FAULTS = (
-    (("timeout", "timed out"), "did not answer in time ({detail}): check that its server is up and reachable, or "
-                               "raise connect_timeout in the URL"),
+    (
+        ("timeout", "timed out"),
+        "did not answer in time ({detail}): check that its server is up and reachable, or "
+        "raise connect_timeout in the URL",
+    ),
     (("read-only", "permission denied"), "refuses writes ({detail}): use a role that may write, or another store"),
 )
 
@@ -64,8 +69,11 @@ def describe(url: str, error: BaseException) -> StoreError:
     low = detail.lower()
     path = sqlite_path(url) if is_sqlite(url) else None
     if path is not None and path.is_dir():
-        return StoreError(f"the store {_where(url)} is a directory, not a SQLite file: name a file in it (e.g. "
-                          f"{Path(path) / 'kernelfleet.db'}) with store.url, --url or $KERNELFLEET_DB", url)
+        return StoreError(
+            f"the store {_where(url)} is a directory, not a SQLite file: name a file in it (e.g. "
+            f"{Path(path) / 'kernelfleet.db'}) with store.url, --url or $KERNELFLEET_DB",
+            url,
+        )
     for words, what in _SQLITE_FAULTS if is_sqlite(url) else _SERVER_FAULTS:
         if any(word in low for word in words):
             return StoreError(f"the store {_where(url)} {what.format(detail=detail)}", url)
@@ -99,4 +107,3 @@ def translated(url: str) -> Iterator[None]:
         raise
     except IsADirectoryError as error:
         raise describe(url, error) from None
-

@@ -8,6 +8,7 @@ Used for: creating/upgrading the schema (two processes opening a fresh store at 
 sweeps of one plan), and every write transaction of the driver on SQLite (a read-then-write transaction that
 began as a reader cannot upgrade to a writer in WAL mode once another process has written).
 """
+
 from __future__ import annotations
 
 from sqlalchemy import Connection, text
@@ -21,5 +22,7 @@ def lock(conn: Connection, name: str) -> None:
         if not raw.in_transaction:  # the driver opens transactions lazily: none is open yet
             conn.exec_driver_sql("BEGIN IMMEDIATE")
     elif dialect == "postgresql":
-        conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(coalesce(current_schema(), '') || ':' || :name))"),
-                     {"name": name})
+        conn.execute(
+            text("SELECT pg_advisory_xact_lock(hashtext(coalesce(current_schema(), '') || ':' || :name))"),
+            {"name": name},
+        )

@@ -5,6 +5,7 @@ SQLite file and its folder if needed); opening a store whose revision is not the
 :class:`SchemaOutOfDate` naming the command that fixes it.  Whether to upgrade automatically is the caller's
 decision (the orchestrator does it for the default SQLite file only), never the store's.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -119,8 +120,12 @@ def check_schema(bind: Engine | Connection, url: str | None = None) -> None:
     if isinstance(bind, Engine):
         path = sqlite_path(url)
         if path is not None and not path.exists():  # do not leave an empty file behind
-            raise SchemaOutOfDate(url, None, head(), f"The store at {display_url(url)} does not exist yet. "
-                                                     f"Create it with: {upgrade_command(url)}")
+            raise SchemaOutOfDate(
+                url,
+                None,
+                head(),
+                f"The store at {display_url(url)} does not exist yet. Create it with: {upgrade_command(url)}",
+            )
         with translated(url), bind.connect() as conn:
             check_schema(conn, url)
         return
@@ -135,11 +140,12 @@ def check_schema(bind: Engine | Connection, url: str | None = None) -> None:
         what = "is empty" if not tables else f"has tables ({', '.join(sorted(tables)[:5])}) but no kernelfleet schema"
         message = f"The store at {where} {what}. Create its schema with: {fix}"
     elif found in _known_revisions():
-        message = (f"The store at {where} has schema revision {found}; this code needs {wanted}. "
-                   f"Upgrade it with: {fix}")
+        message = f"The store at {where} has schema revision {found}; this code needs {wanted}. Upgrade it with: {fix}"
     else:
-        message = (f"The store at {where} has schema revision {found}, which this code does not know (its newest "
-                   f"is {wanted}): it was written by a newer kernelfleet. Update kernelfleet, or use another store.")
+        message = (
+            f"The store at {where} has schema revision {found}, which this code does not know (its newest "
+            f"is {wanted}): it was written by a newer kernelfleet. Update kernelfleet, or use another store."
+        )
     raise SchemaOutOfDate(url, found, wanted, message)
 
 

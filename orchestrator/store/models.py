@@ -14,6 +14,7 @@ Tables:
   artifacts     files a job produced (profiler CSVs, traces): a blob in the store or a path on the node
   nodes         the last snapshot of each Ray node of the fleet
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -213,8 +214,9 @@ class Measurement(Base):
     __tablename__ = "measurements"
     __table_args__ = (
         UniqueConstraint("job_id", "attempt", "impl", "metric"),
-        ForeignKeyConstraint(["job_id", "attempt"], ["job_attempts.job_id", "job_attempts.attempt"],
-                             ondelete="CASCADE"),
+        ForeignKeyConstraint(
+            ["job_id", "attempt"], ["job_attempts.job_id", "job_attempts.attempt"], ondelete="CASCADE"
+        ),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -230,8 +232,9 @@ class Measurement(Base):
 class Artifact(Base):
     __tablename__ = "artifacts"
     __table_args__ = (
-        ForeignKeyConstraint(["job_id", "attempt"], ["job_attempts.job_id", "job_attempts.attempt"],
-                             ondelete="CASCADE"),
+        ForeignKeyConstraint(
+            ["job_id", "attempt"], ["job_attempts.job_id", "job_attempts.attempt"], ondelete="CASCADE"
+        ),
         Index("ix_artifacts_job_id_attempt", "job_id", "attempt"),
     )
 

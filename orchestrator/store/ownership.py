@@ -10,6 +10,7 @@ holds the run.  Runs written before owners were recorded have no heartbeat and c
 The checks and the claim happen in one transaction under the plan's lock (orchestrator.store.locks), so two
 sweeps starting at once cannot both take the same plan.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -46,8 +47,11 @@ class RunHeld(StoreError):
         now = now or utcnow()
         since = f"since {run.owner_since:%Y-%m-%d %H:%M:%S} UTC, " if run.owner_since else ""
         beat = f"last heartbeat {(now - run.heartbeat_at).total_seconds():.0f} s ago" if run.heartbeat_at else ""
-        super().__init__(f"run {run.id} of this plan is being run by pid {run.owner_pid} on {run.owner_host} "
-                         f"({since}{beat}); wait for it to finish, or add wait_for_run=true to wait for it", url)
+        super().__init__(
+            f"run {run.id} of this plan is being run by pid {run.owner_pid} on {run.owner_host} "
+            f"({since}{beat}); wait for it to finish, or add wait_for_run=true to wait for it",
+            url,
+        )
         self.run_id = run.id
         self.owner_host = run.owner_host
         self.owner_pid = run.owner_pid
@@ -57,9 +61,10 @@ def _process_start(pid: int) -> dt.datetime | None:
     """When process ``pid`` started (Linux /proc); None where that cannot be read."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-        ticks = int(stat[stat.rindex(")") + 2:].split()[19])
-        boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                    if line.startswith("btime "))
+        ticks = int(stat[stat.rindex(")") + 2 :].split()[19])
+        boot = next(
+            int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime ")
+        )
         return dt.datetime.fromtimestamp(boot + ticks / os.sysconf("SC_CLK_TCK"), dt.timezone.utc)
     except (OSError, ValueError, IndexError, StopIteration):
         return None

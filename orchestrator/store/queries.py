@@ -13,6 +13,7 @@ autotuner picked and ``pick`` (compared between runs: autotune_pick()).
 Which attempt a run shows: for each job of the run, the newest attempt recorded by that run, else (a job the
 run reused because an earlier run did it) the job's newest attempt.
 """
+
 from __future__ import annotations
 
 import weakref
@@ -25,7 +26,7 @@ from typing import Any
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from orchestrator.store.migrate import SchemaOutOfDate, check_schema  # SchemaOutOfDate: for readers to catch
+from orchestrator.store.migrate import check_schema  # SchemaOutOfDate: for readers to catch
 from orchestrator.store.models import (
     Artifact,
     Device,
@@ -38,13 +39,13 @@ from orchestrator.store.models import (
     shape_key,
 )
 from orchestrator.store.regression_rule import (
+    CONFIRMED,
     DEFAULT_ALPHA,
     DEFAULT_CONSECUTIVE,
     DEFAULT_NOISE_WINDOW,
     DEFAULT_THRESHOLD,
     DEFAULT_WINDOW,
     DEFAULT_Z,
-    CONFIRMED,
     Point,
     between_run_scale,
     judge,
@@ -131,9 +132,11 @@ def _pick_for_run(s: Session, run_id: int, jobs: Sequence[Job]) -> list[_Picked]
     job_ids = [j.id for j in jobs]
     in_run: dict[int, int] = {}
     for chunk in _chunks(job_ids):
-        rows = s.execute(select(JobAttempt.job_id, func.max(JobAttempt.attempt))
-                         .where(JobAttempt.run_id == run_id, JobAttempt.job_id.in_(chunk))
-                         .group_by(JobAttempt.job_id)).all()
+        rows = s.execute(
+            select(JobAttempt.job_id, func.max(JobAttempt.attempt))
+            .where(JobAttempt.run_id == run_id, JobAttempt.job_id.in_(chunk))
+            .group_by(JobAttempt.job_id)
+        ).all()
         in_run.update(rows)
     wanted = {j.id: in_run.get(j.id, j.attempts) for j in jobs}
     return _load_picked(s, jobs, wanted)
@@ -155,23 +158,27 @@ def _load_picked(s: Session, jobs: Sequence[Job], wanted: Mapping[int, int]) -> 
 
 def _chunks(items: Sequence[Any], size: int = 500) -> Iterator[Sequence[Any]]:
     for i in range(0, len(items), size):
-        yield items[i:i + size]
+        yield items[i : i + size]
 
 
 def _bandwidths(s: Session, keys: set[str | None]) -> dict[str, float | None]:
     keys = {k for k in keys if k}
     if not keys:
         return {}
-    return dict(s.execute(select(Device.hardware_key, Device.copy_bandwidth_gbs)
-                          .where(Device.hardware_key.in_(sorted(keys)))).all())
+    return dict(
+        s.execute(
+            select(Device.hardware_key, Device.copy_bandwidth_gbs).where(Device.hardware_key.in_(sorted(keys)))
+        ).all()
+    )
 
 
 def _gpu_types(s: Session, keys: set[str | None]) -> dict[str, str]:
     keys = {k for k in keys if k}
     if not keys:
         return {}
-    return dict(s.execute(select(Device.hardware_key, Device.gpu_type)
-                          .where(Device.hardware_key.in_(sorted(keys)))).all())
+    return dict(
+        s.execute(select(Device.hardware_key, Device.gpu_type).where(Device.hardware_key.in_(sorted(keys)))).all()
+    )
 
 
 def _ratio(numerator: float | None, denominator: float | None) -> float | None:
@@ -218,19 +225,33 @@ def _correctness_lookup(picked: Sequence[_Picked]):
 # -- runs -----------------------------------------------------------------------------------------------------
 def _run_dict(run: Run, n_jobs: int | None = None) -> dict[str, Any]:
     return {
-        "id": run.id, "sweep": run.sweep, "plan_key": run.plan_key, "commit": run.commit,
-        "code_hash": run.code_hash, "user": run.user, "host": run.host, "source": run.source,
-        "source_digest": run.source_digest, "status": run.status, "started_at": run.started_at,
-        "finished_at": run.finished_at, "counts": run.counts, "n_jobs": n_jobs,
+        "id": run.id,
+        "sweep": run.sweep,
+        "plan_key": run.plan_key,
+        "commit": run.commit,
+        "code_hash": run.code_hash,
+        "user": run.user,
+        "host": run.host,
+        "source": run.source,
+        "source_digest": run.source_digest,
+        "status": run.status,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "counts": run.counts,
+        "n_jobs": n_jobs,
     }
 
 
 def list_runs(src: Source, limit: int = 50) -> list[dict[str, Any]]:
     """The newest runs first, with how many jobs each comprised."""
-    n_jobs = (select(RunJob.run_id, func.count().label("n")).group_by(RunJob.run_id).subquery())
+    n_jobs = select(RunJob.run_id, func.count().label("n")).group_by(RunJob.run_id).subquery()
     with _reading(src) as s:
-        rows = s.execute(select(Run, n_jobs.c.n).outerjoin(n_jobs, n_jobs.c.run_id == Run.id)
-                         .order_by(Run.started_at.desc(), Run.id.desc()).limit(limit)).all()
+        rows = s.execute(
+            select(Run, n_jobs.c.n)
+            .outerjoin(n_jobs, n_jobs.c.run_id == Run.id)
+            .order_by(Run.started_at.desc(), Run.id.desc())
+            .limit(limit)
+        ).all()
         return [_run_dict(run, n or 0) for run, n in rows]
 
 
@@ -273,9 +294,12 @@ def run_summary(src: Source, run_id: int) -> list[dict[str, Any]]:
     """
     with _reading(src) as s:
         _run_or_raise(s, run_id)
-        jobs = s.scalars(select(Job).join(RunJob, RunJob.job_id == Job.id)
-                         .where(RunJob.run_id == run_id, Job.kind.in_(("correctness", "micro")))
-                         .order_by(Job.kernel, Job.shape_key, Job.dtype, Job.kind, Job.id)).all()
+        jobs = s.scalars(
+            select(Job)
+            .join(RunJob, RunJob.job_id == Job.id)
+            .where(RunJob.run_id == run_id, Job.kind.in_(("correctness", "micro")))
+            .order_by(Job.kernel, Job.shape_key, Job.dtype, Job.kind, Job.id)
+        ).all()
         picked = _pick_for_run(s, run_id, jobs)
         hw = {p.hardware_key for p in picked}
         bandwidth, gpu_type = _bandwidths(s, hw), _gpu_types(s, hw)
@@ -285,18 +309,36 @@ def run_summary(src: Source, run_id: int) -> list[dict[str, Any]]:
         bw = bandwidth.get(p.hardware_key) if p.hardware_key else None
         for impl in p.impls():
             row = {
-                "run_id": run_id, "job_id": p.job.id, "job_key": p.job.key,
-                "attempt": p.attempt.attempt if p.attempt else None, "kind": p.job.kind, "kernel": p.job.kernel,
-                "shape": list(p.job.shape or []), "dtype": p.job.dtype, "target": p.job.target, "impl": impl,
-                "hardware_key": p.hardware_key, "gpu_type": gpu_type.get(p.hardware_key or ""),
+                "run_id": run_id,
+                "job_id": p.job.id,
+                "job_key": p.job.key,
+                "attempt": p.attempt.attempt if p.attempt else None,
+                "kind": p.job.kind,
+                "kernel": p.job.kernel,
+                "shape": list(p.job.shape or []),
+                "dtype": p.job.dtype,
+                "target": p.job.target,
+                "impl": impl,
+                "hardware_key": p.hardware_key,
+                "gpu_type": gpu_type.get(p.hardware_key or ""),
                 "node_id": p.attempt.node_id if p.attempt else None,
-                "median_us": None, "iqr_us": None, "graph_time_us": None, "kernel_time_us": None, "gbs": None,
-                "kernel_gbs": None, "copy_bandwidth_gbs": bw, "pct_of_ceiling": None,
-                "kernel_pct_of_ceiling": None, "speedup_vs_eager": None,
-                "speedup_vs_compile": None, "compile_baseline": None,
+                "median_us": None,
+                "iqr_us": None,
+                "graph_time_us": None,
+                "kernel_time_us": None,
+                "gbs": None,
+                "kernel_gbs": None,
+                "copy_bandwidth_gbs": bw,
+                "pct_of_ceiling": None,
+                "kernel_pct_of_ceiling": None,
+                "speedup_vs_eager": None,
+                "speedup_vs_compile": None,
+                "compile_baseline": None,
                 "correct": correct_of(p, impl) if p.job.kind == "micro" else p.correct(impl),
-                "rel_err": p.value(impl, "rel_err"), "max_abs": p.value(impl, "max_abs"),
-                "status": p.status, "error": p.error,
+                "rel_err": p.value(impl, "rel_err"),
+                "max_abs": p.value(impl, "max_abs"),
+                "status": p.status,
+                "error": p.error,
             }
             if p.job.kind == "micro":
                 _fill_micro(row, p, impl, bw, correct_of)
@@ -317,8 +359,11 @@ def _fill_micro(row: dict[str, Any], p: _Picked, impl: str, bandwidth: float | N
     if row["correct"] is False or median is None:
         return
     row["speedup_vs_eager"] = _ratio(p.value(BASELINE_IMPL, "time_us"), median)
-    candidates = [(t, name) for name in COMPILE_IMPLS
-                  if (t := p.value(name, "time_us")) is not None and correct_of(p, name) is not False]
+    candidates = [
+        (t, name)
+        for name in COMPILE_IMPLS
+        if (t := p.value(name, "time_us")) is not None and correct_of(p, name) is not False
+    ]
     if candidates:
         best_time, best_name = min(candidates)
         row["speedup_vs_compile"] = _ratio(best_time, median)
@@ -336,8 +381,16 @@ def _name_filter(kind: str | None, name: str | None):
     return [Job.model == name] if kind == "e2e" else [Job.kernel == name]
 
 
-def history(src: Source, kernel: str, shape: Sequence[int] | str, dtype: str, impl: str,
-            hardware_key: str | None = None, limit: int = 50, metric: str = "time_us") -> list[dict[str, Any]]:
+def history(
+    src: Source,
+    kernel: str,
+    shape: Sequence[int] | str,
+    dtype: str,
+    impl: str,
+    hardware_key: str | None = None,
+    limit: int = 50,
+    metric: str = "time_us",
+) -> list[dict[str, Any]]:
     """The time series of one (kernel, shape, dtype, impl[, hardware key]) metric, newest last.
 
     Each point: value (the median for time metrics), samples (every repeat), unit, measured_at, run_id, commit,
@@ -345,26 +398,44 @@ def history(src: Source, kernel: str, shape: Sequence[int] | str, dtype: str, im
     metrics ``kernel`` names the model and ``impl`` the mode.  ``hardware_key=None`` mixes every device.
     """
     kind = catalogue.get(metric).kind
-    query = (select(Measurement, JobAttempt, Job.key, Run.commit, Run.code_hash, Run.started_at)
-             .join(JobAttempt, (JobAttempt.job_id == Measurement.job_id)
-                   & (JobAttempt.attempt == Measurement.attempt))
-             .join(Job, Job.id == Measurement.job_id)
-             .join(Run, Run.id == JobAttempt.run_id)
-             .where(*_name_filter(kind, kernel), Job.shape_key == shape_key(shape), Job.dtype == dtype,
-                    Measurement.impl == impl, Measurement.metric == metric,
-                    JobAttempt.status.in_(GOOD_STATUSES)))
+    query = (
+        select(Measurement, JobAttempt, Job.key, Run.commit, Run.code_hash, Run.started_at)
+        .join(JobAttempt, (JobAttempt.job_id == Measurement.job_id) & (JobAttempt.attempt == Measurement.attempt))
+        .join(Job, Job.id == Measurement.job_id)
+        .join(Run, Run.id == JobAttempt.run_id)
+        .where(
+            *_name_filter(kind, kernel),
+            Job.shape_key == shape_key(shape),
+            Job.dtype == dtype,
+            Measurement.impl == impl,
+            Measurement.metric == metric,
+            JobAttempt.status.in_(GOOD_STATUSES),
+        )
+    )
     query = query.where(Job.kind == kind)
     if hardware_key is not None:
         query = query.where(JobAttempt.hardware_key == hardware_key)
     query = query.order_by(_when().desc(), JobAttempt.id.desc()).limit(limit)
     with _reading(src) as s:
         rows = s.execute(query).all()
-    points = [{
-        "value": m.value, "samples": m.samples, "unit": m.unit,
-        "measured_at": a.started_at or a.recorded_at, "recorded_at": a.recorded_at,
-        "run_id": a.run_id, "commit": commit, "code_hash": code_hash, "run_started_at": run_started,
-        "job_key": key, "attempt": a.attempt, "hardware_key": a.hardware_key, "node_id": a.node_id,
-    } for m, a, key, commit, code_hash, run_started in rows]
+    points = [
+        {
+            "value": m.value,
+            "samples": m.samples,
+            "unit": m.unit,
+            "measured_at": a.started_at or a.recorded_at,
+            "recorded_at": a.recorded_at,
+            "run_id": a.run_id,
+            "commit": commit,
+            "code_hash": code_hash,
+            "run_started_at": run_started,
+            "job_key": key,
+            "attempt": a.attempt,
+            "hardware_key": a.hardware_key,
+            "node_id": a.node_id,
+        }
+        for m, a, key, commit, code_hash, run_started in rows
+    ]
     points.reverse()
     return points
 
@@ -379,13 +450,16 @@ def latest_results(src: Source, kernel: str | None = None, hardware_key: str | N
     """
     with _reading(src) as s:
         latest_time = _latest_points(s, "micro", "time_us", kernel, hardware_key)
-        latest_correct = {(r["kernel"], r["shape_key"], r["dtype"], r["hardware_key"], r["impl"]): r
-                          for r in _latest_points(s, "correctness", "correct", kernel, hardware_key)}
+        latest_correct = {
+            (r["kernel"], r["shape_key"], r["dtype"], r["hardware_key"], r["impl"]): r
+            for r in _latest_points(s, "correctness", "correct", kernel, hardware_key)
+        }
         pairs = {(r["job_id"], r["attempt"]) for r in latest_time}
         metrics: dict[tuple[int, int], dict[tuple[str, str], float | None]] = defaultdict(dict)
         for chunk in _chunks(sorted({job_id for job_id, _ in pairs})):
-            for m in s.scalars(select(Measurement).where(Measurement.job_id.in_(chunk),
-                                                         Measurement.metric.in_(MICRO_METRICS))):
+            for m in s.scalars(
+                select(Measurement).where(Measurement.job_id.in_(chunk), Measurement.metric.in_(MICRO_METRICS))
+            ):
                 if (m.job_id, m.attempt) in pairs:
                     metrics[(m.job_id, m.attempt)][(m.impl, m.metric)] = m.value
         hw = {r["hardware_key"] for r in latest_time}
@@ -396,63 +470,132 @@ def latest_results(src: Source, kernel: str | None = None, hardware_key: str | N
         impl = r["impl"]
         verdict = latest_correct.get((r["kernel"], r["shape_key"], r["dtype"], r["hardware_key"], impl))
         own = values.get((impl, "correct"))
-        correct = (own >= 0.5) if own is not None else (
-            None if verdict is None or verdict["value"] is None else verdict["value"] >= 0.5)
+        correct = (
+            (own >= 0.5)
+            if own is not None
+            else (None if verdict is None or verdict["value"] is None else verdict["value"] >= 0.5)
+        )
         gbs, kernel_gbs = values.get((impl, "gbs")), values.get((impl, "kernel_gbs"))
         bw = bandwidth.get(r["hardware_key"] or "")
-        rows.append({
-            "kernel": r["kernel"], "shape": r["shape"], "dtype": r["dtype"], "impl": impl,
-            "hardware_key": r["hardware_key"], "gpu_type": gpu_type.get(r["hardware_key"] or ""),
-            "median_us": r["value"], "iqr_us": values.get((impl, "iqr_us")),
-            "graph_time_us": values.get((impl, "graph_time_us")),
-            "kernel_time_us": values.get((impl, "kernel_time_us")), "gbs": gbs, "kernel_gbs": kernel_gbs,
-            "pct_of_ceiling": _pct(gbs, bw), "kernel_pct_of_ceiling": _pct(kernel_gbs, bw),
-            "speedup_vs_eager": None if correct is False else _ratio(values.get((BASELINE_IMPL, "time_us")),
-                                                                      r["value"]),
-            "correct": correct, "measured_at": r["measured_at"], "run_id": r["run_id"], "commit": r["commit"],
-            "job_id": r["job_id"], "job_key": r["job_key"], "attempt": r["attempt"],
-        })
+        rows.append(
+            {
+                "kernel": r["kernel"],
+                "shape": r["shape"],
+                "dtype": r["dtype"],
+                "impl": impl,
+                "hardware_key": r["hardware_key"],
+                "gpu_type": gpu_type.get(r["hardware_key"] or ""),
+                "median_us": r["value"],
+                "iqr_us": values.get((impl, "iqr_us")),
+                "graph_time_us": values.get((impl, "graph_time_us")),
+                "kernel_time_us": values.get((impl, "kernel_time_us")),
+                "gbs": gbs,
+                "kernel_gbs": kernel_gbs,
+                "pct_of_ceiling": _pct(gbs, bw),
+                "kernel_pct_of_ceiling": _pct(kernel_gbs, bw),
+                "speedup_vs_eager": None
+                if correct is False
+                else _ratio(values.get((BASELINE_IMPL, "time_us")), r["value"]),
+                "correct": correct,
+                "measured_at": r["measured_at"],
+                "run_id": r["run_id"],
+                "commit": r["commit"],
+                "job_id": r["job_id"],
+                "job_key": r["job_key"],
+                "attempt": r["attempt"],
+            }
+        )
     rows.sort(key=lambda x: (x["kernel"] or "", x["shape"], x["dtype"], x["hardware_key"] or "", x["impl"]))
     return rows
 
 
-def _latest_points(s: Session, kind: str, metric: str, name: str | None,
-                   hardware_key: str | None) -> list[dict[str, Any]]:
+def _latest_points(
+    s: Session, kind: str, metric: str, name: str | None, hardware_key: str | None
+) -> list[dict[str, Any]]:
     """The newest good measurement of ``metric`` per (name, shape, dtype, hardware key, impl)."""
-    rank = func.row_number().over(
-        partition_by=(Job.kernel, Job.model, Job.shape_key, Job.dtype, JobAttempt.hardware_key, Measurement.impl),
-        order_by=(_when().desc(), JobAttempt.id.desc()),
-    ).label("rank")
-    ranked = (select(Measurement.id.label("measurement_id"), rank)
-              .join(JobAttempt, (JobAttempt.job_id == Measurement.job_id)
-                    & (JobAttempt.attempt == Measurement.attempt))
-              .join(Job, Job.id == Measurement.job_id)
-              .where(Job.kind == kind, Measurement.metric == metric, JobAttempt.status.in_(GOOD_STATUSES),
-                     *_name_filter(kind, name)))
+    rank = (
+        func.row_number()
+        .over(
+            partition_by=(Job.kernel, Job.model, Job.shape_key, Job.dtype, JobAttempt.hardware_key, Measurement.impl),
+            order_by=(_when().desc(), JobAttempt.id.desc()),
+        )
+        .label("rank")
+    )
+    ranked = (
+        select(Measurement.id.label("measurement_id"), rank)
+        .join(JobAttempt, (JobAttempt.job_id == Measurement.job_id) & (JobAttempt.attempt == Measurement.attempt))
+        .join(Job, Job.id == Measurement.job_id)
+        .where(
+            Job.kind == kind,
+            Measurement.metric == metric,
+            JobAttempt.status.in_(GOOD_STATUSES),
+            *_name_filter(kind, name),
+        )
+    )
     if hardware_key is not None:
         ranked = ranked.where(JobAttempt.hardware_key == hardware_key)
     ranked = ranked.subquery()
-    query = (select(Measurement, JobAttempt, Job, Run.commit)
-             .join(ranked, ranked.c.measurement_id == Measurement.id)
-             .join(JobAttempt, (JobAttempt.job_id == Measurement.job_id)
-                   & (JobAttempt.attempt == Measurement.attempt))
-             .join(Job, Job.id == Measurement.job_id)
-             .join(Run, Run.id == JobAttempt.run_id)
-             .where(ranked.c.rank == 1))
-    return [{
-        "kernel": job.kernel if kind != "e2e" else job.model, "shape": list(job.shape or []),
-        "shape_key": job.shape_key, "dtype": job.dtype, "hardware_key": a.hardware_key, "impl": m.impl,
-        "value": m.value, "samples": m.samples, "measured_at": a.started_at or a.recorded_at, "run_id": a.run_id,
-        "commit": commit, "job_id": job.id, "job_key": job.key, "attempt": a.attempt,
-    } for m, a, job, commit in s.execute(query).all()]
+    query = (
+        select(Measurement, JobAttempt, Job, Run.commit)
+        .join(ranked, ranked.c.measurement_id == Measurement.id)
+        .join(JobAttempt, (JobAttempt.job_id == Measurement.job_id) & (JobAttempt.attempt == Measurement.attempt))
+        .join(Job, Job.id == Measurement.job_id)
+        .join(Run, Run.id == JobAttempt.run_id)
+        .where(ranked.c.rank == 1)
+    )
+    return [
+        {
+            "kernel": job.kernel if kind != "e2e" else job.model,
+            "shape": list(job.shape or []),
+            "shape_key": job.shape_key,
+            "dtype": job.dtype,
+            "hardware_key": a.hardware_key,
+            "impl": m.impl,
+            "value": m.value,
+            "samples": m.samples,
+            "measured_at": a.started_at or a.recorded_at,
+            "run_id": a.run_id,
+            "commit": commit,
+            "job_id": job.id,
+            "job_key": job.key,
+            "attempt": a.attempt,
+        }
+        for m, a, job, commit in s.execute(query).all()
+    ]
 
 
 # -- compiled machine code (isa jobs) ------------------------------------------------------------------------
-ISA_METRICS = ("vgprs", "agprs", "sgprs", "registers", "vgpr_spills", "sgpr_spills", "spill_store_bytes",
-               "spill_load_bytes", "scratch_bytes", "lds_bytes", "occupancy_waves", "code_bytes", "load_min_bits",
-               "store_min_bits", "loads_b128", "loads_b64", "loads_b32", "loads_b16", "stores_b128", "stores_b64",
-               "stores_b32", "stores_b16", "transcendentals", "conversions", "instructions", "launches",
-               "isa_compile_s", "est_min_time_us", "est_min_time_copy_us")
+ISA_METRICS = (
+    "vgprs",
+    "agprs",
+    "sgprs",
+    "registers",
+    "vgpr_spills",
+    "sgpr_spills",
+    "spill_store_bytes",
+    "spill_load_bytes",
+    "scratch_bytes",
+    "lds_bytes",
+    "occupancy_waves",
+    "code_bytes",
+    "load_min_bits",
+    "store_min_bits",
+    "loads_b128",
+    "loads_b64",
+    "loads_b32",
+    "loads_b16",
+    "stores_b128",
+    "stores_b64",
+    "stores_b32",
+    "stores_b16",
+    "transcendentals",
+    "conversions",
+    "instructions",
+    "launches",
+    "isa_compile_s",
+    "est_min_time_us",
+    "est_min_time_copy_us",
+)
 
 
 def isa_results(src: Source, run_id: int) -> list[dict[str, Any]]:
@@ -464,40 +607,77 @@ def isa_results(src: Source, run_id: int) -> list[dict[str, Any]]:
     """
     with _reading(src) as s:
         _run_or_raise(s, run_id)
-        jobs = s.scalars(select(Job).join(RunJob, RunJob.job_id == Job.id)
-                         .where(RunJob.run_id == run_id, Job.kind == "isa")
-                         .order_by(Job.kernel, Job.shape_key, Job.dtype, Job.id)).all()
+        jobs = s.scalars(
+            select(Job)
+            .join(RunJob, RunJob.job_id == Job.id)
+            .where(RunJob.run_id == run_id, Job.kind == "isa")
+            .order_by(Job.kernel, Job.shape_key, Job.dtype, Job.id)
+        ).all()
         picked = _pick_for_run(s, run_id, jobs)
         gpu_type = _gpu_types(s, {p.hardware_key for p in picked})
-    return [{
-        "run_id": run_id, "job_id": p.job.id, "job_key": p.job.key, "kernel": p.job.kernel,
-        "shape": list(p.job.shape or []), "dtype": p.job.dtype,
-        "arch": str(((p.job.spec or {}).get("params") or {}).get("arch", "")), "hardware_key": p.hardware_key,
-        "gpu_type": gpu_type.get(p.hardware_key or ""), **{m: p.value("triton", m) for m in ISA_METRICS},
-        "status": p.status, "error": p.error,
-    } for p in picked]
+    return [
+        {
+            "run_id": run_id,
+            "job_id": p.job.id,
+            "job_key": p.job.key,
+            "kernel": p.job.kernel,
+            "shape": list(p.job.shape or []),
+            "dtype": p.job.dtype,
+            "arch": str(((p.job.spec or {}).get("params") or {}).get("arch", "")),
+            "hardware_key": p.hardware_key,
+            "gpu_type": gpu_type.get(p.hardware_key or ""),
+            **{m: p.value("triton", m) for m in ISA_METRICS},
+            "status": p.status,
+            "error": p.error,
+        }
+        for p in picked
+    ]
 
 
 # -- devices, fleet -------------------------------------------------------------------------------------------
 def devices(src: Source) -> list[dict[str, Any]]:
     with _reading(src) as s:
         rows = s.scalars(select(Device).order_by(Device.gpu_type, Device.hardware_key)).all()
-        return [{
-            "hardware_key": d.hardware_key, "vendor": d.vendor, "name": d.name, "arch": d.arch,
-            "gpu_type": d.gpu_type, "warp_size": d.warp_size, "compute_units": d.compute_units,
-            "memory_bytes": d.memory_bytes, "driver": d.driver, "runtime": d.runtime, "torch": d.torch,
-            "triton": d.triton, "copy_bandwidth_gbs": d.copy_bandwidth_gbs,
-            "copy_bandwidth_measured_at": d.copy_bandwidth_measured_at, "first_seen": d.first_seen,
-            "last_seen": d.last_seen, "info": d.info,
-        } for d in rows]
+        return [
+            {
+                "hardware_key": d.hardware_key,
+                "vendor": d.vendor,
+                "name": d.name,
+                "arch": d.arch,
+                "gpu_type": d.gpu_type,
+                "warp_size": d.warp_size,
+                "compute_units": d.compute_units,
+                "memory_bytes": d.memory_bytes,
+                "driver": d.driver,
+                "runtime": d.runtime,
+                "torch": d.torch,
+                "triton": d.triton,
+                "copy_bandwidth_gbs": d.copy_bandwidth_gbs,
+                "copy_bandwidth_measured_at": d.copy_bandwidth_measured_at,
+                "first_seen": d.first_seen,
+                "last_seen": d.last_seen,
+                "info": d.info,
+            }
+            for d in rows
+        ]
 
 
 def nodes(src: Source) -> list[dict[str, Any]]:
     """The last fleet snapshot of every node ever seen (alive first)."""
     with _reading(src) as s:
         rows = s.scalars(select(Node).order_by(Node.alive.desc(), Node.node_id)).all()
-        return [{"node_id": n.node_id, "address": n.address, "labels": n.labels, "resources": n.resources,
-                 "alive": n.alive, "first_seen": n.first_seen, "last_seen": n.last_seen} for n in rows]
+        return [
+            {
+                "node_id": n.node_id,
+                "address": n.address,
+                "labels": n.labels,
+                "resources": n.resources,
+                "alive": n.alive,
+                "first_seen": n.first_seen,
+                "last_seen": n.last_seen,
+            }
+            for n in rows
+        ]
 
 
 # -- end to end, profiles, artifacts --------------------------------------------------------------------------
@@ -511,13 +691,20 @@ def e2e_results(src: Source, run_id: int | None = None, limit: int = 100) -> lis
     with _reading(src) as s:
         if run_id is not None:
             _run_or_raise(s, run_id)
-            jobs = s.scalars(select(Job).join(RunJob, RunJob.job_id == Job.id)
-                             .where(RunJob.run_id == run_id, Job.kind == "e2e")
-                             .order_by(Job.model, Job.shape_key, Job.dtype, Job.id)).all()
+            jobs = s.scalars(
+                select(Job)
+                .join(RunJob, RunJob.job_id == Job.id)
+                .where(RunJob.run_id == run_id, Job.kind == "e2e")
+                .order_by(Job.model, Job.shape_key, Job.dtype, Job.id)
+            ).all()
             picked = _pick_for_run(s, run_id, jobs)
         else:
-            jobs = s.scalars(select(Job).where(Job.kind == "e2e", Job.attempts > 0)
-                             .order_by(Job.started_at.desc().nulls_last(), Job.id.desc()).limit(limit)).all()
+            jobs = s.scalars(
+                select(Job)
+                .where(Job.kind == "e2e", Job.attempts > 0)
+                .order_by(Job.started_at.desc().nulls_last(), Job.id.desc())
+                .limit(limit)
+            ).all()
             picked = _load_picked(s, jobs, {j.id: j.attempts for j in jobs})
         gpu_type = _gpu_types(s, {p.hardware_key for p in picked})
     rows = []
@@ -529,12 +716,19 @@ def e2e_results(src: Source, run_id: int | None = None, limit: int = 100) -> lis
         eager_ms = p.value("eager", "ms_per_step")
         for mode in modes:
             row = {
-                "run_id": p.attempt.run_id if p.attempt else run_id, "job_id": p.job.id, "job_key": p.job.key,
-                "attempt": p.attempt.attempt if p.attempt else None, "model": p.job.model,
-                "shape": list(p.job.shape or []), "dtype": p.job.dtype, "hardware_key": p.hardware_key,
-                "gpu_type": gpu_type.get(p.hardware_key or ""), "mode": mode,
+                "run_id": p.attempt.run_id if p.attempt else run_id,
+                "job_id": p.job.id,
+                "job_key": p.job.key,
+                "attempt": p.attempt.attempt if p.attempt else None,
+                "model": p.job.model,
+                "shape": list(p.job.shape or []),
+                "dtype": p.job.dtype,
+                "hardware_key": p.hardware_key,
+                "gpu_type": gpu_type.get(p.hardware_key or ""),
+                "mode": mode,
                 **{metric: p.value(mode, metric) for metric in E2E_METRICS},
-                "status": p.status, "error": p.error,
+                "status": p.status,
+                "error": p.error,
                 "measured_at": (p.attempt.started_at or p.attempt.recorded_at) if p.attempt else None,
             }
             row["speedup_vs_eager"] = _ratio(eager_ms, row["ms_per_step"])
@@ -547,8 +741,7 @@ def _job_attempt(s: Session, job: int | str, attempt: int | None) -> tuple[Job, 
     if row is None:
         raise KeyError(f"no job {job!r}")
     number = attempt if attempt is not None else row.attempts
-    found = s.scalars(select(JobAttempt).where(JobAttempt.job_id == row.id,
-                                               JobAttempt.attempt == number)).one_or_none()
+    found = s.scalars(select(JobAttempt).where(JobAttempt.job_id == row.id, JobAttempt.attempt == number)).one_or_none()
     return None if found is None else (row, found)
 
 
@@ -570,12 +763,15 @@ def artifacts(src: Source, job_id: int | str, attempt: int | None = None) -> lis
         if found is None:
             return []
         job, a = found
-        rows = s.execute(select(Artifact.id, Artifact.kind, Artifact.name, Artifact.path, Artifact.size,
-                                Artifact.blob.is_not(None))
-                         .where(Artifact.job_id == job.id, Artifact.attempt == a.attempt)
-                         .order_by(Artifact.id)).all()
-    return [{"id": i, "kind": k, "name": n, "path": p, "size": size, "stored": "blob" if has_blob else "path"}
-            for i, k, n, p, size, has_blob in rows]
+        rows = s.execute(
+            select(Artifact.id, Artifact.kind, Artifact.name, Artifact.path, Artifact.size, Artifact.blob.is_not(None))
+            .where(Artifact.job_id == job.id, Artifact.attempt == a.attempt)
+            .order_by(Artifact.id)
+        ).all()
+    return [
+        {"id": i, "kind": k, "name": n, "path": p, "size": size, "stored": "blob" if has_blob else "path"}
+        for i, k, n, p, size, has_blob in rows
+    ]
 
 
 def artifact_data(src: Source, artifact_id: int) -> bytes | None:
@@ -588,32 +784,75 @@ def artifact_data(src: Source, artifact_id: int) -> bytes | None:
 
 
 # -- regressions ----------------------------------------------------------------------------------------------
-def _series(s: Session, metric: str, name: str | None, hardware_key: str | None,
-            names: set[str | None] | None = None) -> dict[tuple, list[dict[str, Any]]]:
+def _series(
+    s: Session, metric: str, name: str | None, hardware_key: str | None, names: set[str | None] | None = None
+) -> dict[tuple, list[dict[str, Any]]]:
     kind = catalogue.get(metric).kind
     name_col = Job.model if kind == "e2e" else Job.kernel
-    query = (select(Measurement.impl, Measurement.value, Measurement.samples, JobAttempt.run_id,
-                    JobAttempt.attempt, JobAttempt.hardware_key, JobAttempt.started_at, JobAttempt.recorded_at,
-                    name_col, Job.shape, Job.shape_key, Job.dtype, Job.key, Run.commit, JobAttempt.details)
-             .join(JobAttempt, (JobAttempt.job_id == Measurement.job_id)
-                   & (JobAttempt.attempt == Measurement.attempt))
-             .join(Job, Job.id == Measurement.job_id)
-             .join(Run, Run.id == JobAttempt.run_id)
-             .where(Job.kind == kind, Measurement.metric == metric, JobAttempt.status.in_(GOOD_STATUSES),
-                    *_name_filter(kind, name))
-             .order_by(_when(), JobAttempt.id))
+    query = (
+        select(
+            Measurement.impl,
+            Measurement.value,
+            Measurement.samples,
+            JobAttempt.run_id,
+            JobAttempt.attempt,
+            JobAttempt.hardware_key,
+            JobAttempt.started_at,
+            JobAttempt.recorded_at,
+            name_col,
+            Job.shape,
+            Job.shape_key,
+            Job.dtype,
+            Job.key,
+            Run.commit,
+            JobAttempt.details,
+        )
+        .join(JobAttempt, (JobAttempt.job_id == Measurement.job_id) & (JobAttempt.attempt == Measurement.attempt))
+        .join(Job, Job.id == Measurement.job_id)
+        .join(Run, Run.id == JobAttempt.run_id)
+        .where(
+            Job.kind == kind,
+            Measurement.metric == metric,
+            JobAttempt.status.in_(GOOD_STATUSES),
+            *_name_filter(kind, name),
+        )
+        .order_by(_when(), JobAttempt.id)
+    )
     if hardware_key is not None:
         query = query.where(JobAttempt.hardware_key == hardware_key)
     if names is not None:
         query = query.where(name_col.in_(sorted(n for n in names if n is not None)))
     series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for (impl, value, samples, run_id, attempt, hw, started, recorded, nm, shape, skey, dtype, key,
-         commit, details) in s.execute(query).all():
-        series[(nm, skey, dtype, impl, hw)].append({
-            "value": value, "samples": samples if samples else ([value] if value is not None else []),
-            "run_id": run_id, "attempt": attempt, "measured_at": started or recorded, "shape": list(shape or []),
-            "job_key": key, "commit": commit, "pick": autotune_pick(details, impl),
-        })
+    for (
+        impl,
+        value,
+        samples,
+        run_id,
+        attempt,
+        hw,
+        started,
+        recorded,
+        nm,
+        shape,
+        skey,
+        dtype,
+        key,
+        commit,
+        details,
+    ) in s.execute(query).all():
+        series[(nm, skey, dtype, impl, hw)].append(
+            {
+                "value": value,
+                "samples": samples if samples else ([value] if value is not None else []),
+                "run_id": run_id,
+                "attempt": attempt,
+                "measured_at": started or recorded,
+                "shape": list(shape or []),
+                "job_key": key,
+                "commit": commit,
+                "pick": autotune_pick(details, impl),
+            }
+        )
     return series
 
 
@@ -638,13 +877,23 @@ def _last_per_run(points: Sequence[dict[str, Any]], run_ids: Sequence[int]) -> l
     return [last[r] for r in run_ids if r in last]
 
 
-def regression_report(src: Source, run_ids: int | Sequence[int] | None = None, *,
-                      baseline_run_ids: int | Sequence[int] | None = None, metric: str = "time_us",
-                      threshold: float | Mapping[str, float] = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA,
-                      window: int = DEFAULT_WINDOW, consecutive: int = DEFAULT_CONSECUTIVE,
-                      noise_window: int = DEFAULT_NOISE_WINDOW, z: float = DEFAULT_Z, kernel: str | None = None,
-                      hardware_key: str | None = None, include_improvements: bool = False,
-                      include_cpu: bool = False) -> dict[str, Any]:
+def regression_report(
+    src: Source,
+    run_ids: int | Sequence[int] | None = None,
+    *,
+    baseline_run_ids: int | Sequence[int] | None = None,
+    metric: str = "time_us",
+    threshold: float | Mapping[str, float] = DEFAULT_THRESHOLD,
+    alpha: float = DEFAULT_ALPHA,
+    window: int = DEFAULT_WINDOW,
+    consecutive: int = DEFAULT_CONSECUTIVE,
+    noise_window: int = DEFAULT_NOISE_WINDOW,
+    z: float = DEFAULT_Z,
+    kernel: str | None = None,
+    hardware_key: str | None = None,
+    include_improvements: bool = False,
+    include_cpu: bool = False,
+) -> dict[str, Any]:
     """Judge ``metric`` per (kernel, shape, dtype, impl, hardware key) by regression_rule.py.
 
     * ``baseline_run_ids`` given: the points of ``run_ids`` (one per run and series) against those of the
@@ -676,8 +925,11 @@ def regression_report(src: Source, run_ids: int | Sequence[int] | None = None, *
             _run_or_raise(s, r)
         if runs:
             name_col = Job.model if catalogue.get(metric).kind == "e2e" else Job.kernel
-            names = set(s.scalars(select(name_col).distinct().join(RunJob, RunJob.job_id == Job.id)
-                                  .where(RunJob.run_id.in_(runs))))
+            names = set(
+                s.scalars(
+                    select(name_col).distinct().join(RunJob, RunJob.job_id == Job.id).where(RunJob.run_id.in_(runs))
+                )
+            )
         series = _series(s, metric, kernel, hardware_key, names)
     cpu_series = sum(1 for key in series if is_cpu_device(key[4]))
     if not include_cpu:
@@ -697,9 +949,9 @@ def regression_report(src: Source, run_ids: int | Sequence[int] | None = None, *
                 last = max((i for i, p in enumerate(points) if p["run_id"] == runs[0]), default=None)
                 if last is None:
                     continue
-                points = points[:last + 1]
+                points = points[: last + 1]
             before = points[:-consecutive]
-            plans.append((key, before[-window:], points[-consecutive:], before[-max(noise_window, window):]))
+            plans.append((key, before[-window:], points[-consecutive:], before[-max(noise_window, window) :]))
     spreads: dict[tuple, tuple[float | None, int]] = {}
     if baselines:  # few points per series: pool the spread over the series of the same kernel, impl and device
         groups: dict[tuple, list[list[float]]] = defaultdict(list)
@@ -717,41 +969,93 @@ def regression_report(src: Source, run_ids: int | Sequence[int] | None = None, *
             continue
         judged += 1
         limit = threshold_for(name, threshold)
-        v = judge([_rule_point(p) for p in reference], [_rule_point(p) for p in current],
-                  history=[_rule_point(p) for p in history], spread=spreads.get((name, impl, hw)),
-                  threshold=limit, alpha=alpha, z=z, higher_is_worse=higher_is_worse)
+        v = judge(
+            [_rule_point(p) for p in reference],
+            [_rule_point(p) for p in current],
+            history=[_rule_point(p) for p in history],
+            spread=spreads.get((name, impl, hw)),
+            threshold=limit,
+            alpha=alpha,
+            z=z,
+            higher_is_worse=higher_is_worse,
+        )
         if v is None or (not v.worse and not include_improvements):
             continue
         newest = current[-1]
-        flags.append({
-            "kernel": name, "shape": newest["shape"], "dtype": dtype, "impl": impl, "hardware_key": hw,
-            "device": "cpu" if is_cpu_device(hw) else "gpu", "metric": metric, "status": v.status,
-            "reason": v.reason, "direction": v.direction, "change": v.change,
-            "reference_median": v.reference_median, "current_median": v.current_median, "p_value": v.p_value,
-            "noise": v.noise, "noise_dof": v.noise_dof, "z": v.z, "threshold": limit,
-            "run_id": newest["run_id"], "commit": newest["commit"], "job_key": newest["job_key"],
-            "reference_runs": [p["run_id"] for p in reference],
-            "compared": [{"run_id": p["run_id"], "commit": p["commit"], "change": c.change, "p_value": c.p_value}
-                         for p, c in zip(current, v.compared)],
-            "pick": newest.get("pick"), "reference_pick": reference[-1].get("pick"),
-        })
-    return {"flags": flags, "series": judged, "cpu_series": 0 if include_cpu else cpu_series, "runs": runs,
-            "baseline_runs": baselines, "metric": metric}
+        flags.append(
+            {
+                "kernel": name,
+                "shape": newest["shape"],
+                "dtype": dtype,
+                "impl": impl,
+                "hardware_key": hw,
+                "device": "cpu" if is_cpu_device(hw) else "gpu",
+                "metric": metric,
+                "status": v.status,
+                "reason": v.reason,
+                "direction": v.direction,
+                "change": v.change,
+                "reference_median": v.reference_median,
+                "current_median": v.current_median,
+                "p_value": v.p_value,
+                "noise": v.noise,
+                "noise_dof": v.noise_dof,
+                "z": v.z,
+                "threshold": limit,
+                "run_id": newest["run_id"],
+                "commit": newest["commit"],
+                "job_key": newest["job_key"],
+                "reference_runs": [p["run_id"] for p in reference],
+                "compared": [
+                    {"run_id": p["run_id"], "commit": p["commit"], "change": c.change, "p_value": c.p_value}
+                    for p, c in zip(current, v.compared)
+                ],
+                "pick": newest.get("pick"),
+                "reference_pick": reference[-1].get("pick"),
+            }
+        )
+    return {
+        "flags": flags,
+        "series": judged,
+        "cpu_series": 0 if include_cpu else cpu_series,
+        "runs": runs,
+        "baseline_runs": baselines,
+        "metric": metric,
+    }
 
 
-def regressions(src: Source, run_id: int | None = None, *, baseline_run_id: int | Sequence[int] | None = None,
-                metric: str = "time_us", threshold: float | Mapping[str, float] = DEFAULT_THRESHOLD,
-                alpha: float = DEFAULT_ALPHA, window: int = DEFAULT_WINDOW,
-                consecutive: int = DEFAULT_CONSECUTIVE, kernel: str | None = None,
-                hardware_key: str | None = None, include_improvements: bool = False,
-                include_cpu: bool = False) -> list[dict[str, Any]]:
+def regressions(
+    src: Source,
+    run_id: int | None = None,
+    *,
+    baseline_run_id: int | Sequence[int] | None = None,
+    metric: str = "time_us",
+    threshold: float | Mapping[str, float] = DEFAULT_THRESHOLD,
+    alpha: float = DEFAULT_ALPHA,
+    window: int = DEFAULT_WINDOW,
+    consecutive: int = DEFAULT_CONSECUTIVE,
+    kernel: str | None = None,
+    hardware_key: str | None = None,
+    include_improvements: bool = False,
+    include_cpu: bool = False,
+) -> list[dict[str, Any]]:
     """The flags of :func:`regression_report` for one run (against history or the baseline run(s))."""
     if baseline_run_id is not None and run_id is None:
         raise ValueError("baseline_run_id needs run_id: the run to compare with it")
-    return regression_report(src, run_id, baseline_run_ids=baseline_run_id, metric=metric, threshold=threshold,
-                             alpha=alpha, window=window, consecutive=consecutive, kernel=kernel,
-                             hardware_key=hardware_key, include_improvements=include_improvements,
-                             include_cpu=include_cpu)["flags"]
+    return regression_report(
+        src,
+        run_id,
+        baseline_run_ids=baseline_run_id,
+        metric=metric,
+        threshold=threshold,
+        alpha=alpha,
+        window=window,
+        consecutive=consecutive,
+        kernel=kernel,
+        hardware_key=hardware_key,
+        include_improvements=include_improvements,
+        include_cpu=include_cpu,
+    )["flags"]
 
 
 # -- dashboard and export views -------------------------------------------------------------------------------
@@ -761,28 +1065,41 @@ TIME_READINGS = ("time_us", "kernel_time_us", "graph_time_us")  # per call / ker
 
 
 def _good_attempt_join(query):
-    return (query.select_from(Measurement).join(JobAttempt, (JobAttempt.job_id == Measurement.job_id)
-                       & (JobAttempt.attempt == Measurement.attempt))
-            .join(Job, Job.id == Measurement.job_id))
+    return (
+        query.select_from(Measurement)
+        .join(JobAttempt, (JobAttempt.job_id == Measurement.job_id) & (JobAttempt.attempt == Measurement.attempt))
+        .join(Job, Job.id == Measurement.job_id)
+    )
 
 
 def store_counts(src: Source) -> dict[str, int]:
     """How much the store holds: runs, jobs, attempts, measurements, devices, nodes."""
     with _reading(src) as s:
-        return {name: int(s.scalar(select(func.count()).select_from(model)) or 0)
-                for name, model in (("runs", Run), ("jobs", Job), ("attempts", JobAttempt),
-                                    ("measurements", Measurement), ("devices", Device), ("nodes", Node))}
+        return {
+            name: int(s.scalar(select(func.count()).select_from(model)) or 0)
+            for name, model in (
+                ("runs", Run),
+                ("jobs", Job),
+                ("attempts", JobAttempt),
+                ("measurements", Measurement),
+                ("devices", Device),
+                ("nodes", Node),
+            )
+        }
 
 
 def newest_micro_runs(src: Source) -> dict[tuple[str, str], tuple[Any, int]]:
     """(kernel, gpu type) -> (when, run id) of the newest run with a good micro attempt of that kernel on that GPU
     type.  One grouped statement over attempts (never over measurements)."""
     with _reading(src) as s:
-        rows = s.execute(select(Job.kernel, Device.gpu_type, JobAttempt.run_id, func.max(_when()))
-                         .select_from(JobAttempt).join(Job, Job.id == JobAttempt.job_id)
-                         .join(Device, Device.hardware_key == JobAttempt.hardware_key)
-                         .where(Job.kind == "micro", JobAttempt.status.in_(GOOD_STATUSES))
-                         .group_by(Job.kernel, Device.gpu_type, JobAttempt.run_id)).all()
+        rows = s.execute(
+            select(Job.kernel, Device.gpu_type, JobAttempt.run_id, func.max(_when()))
+            .select_from(JobAttempt)
+            .join(Job, Job.id == JobAttempt.job_id)
+            .join(Device, Device.hardware_key == JobAttempt.hardware_key)
+            .where(Job.kind == "micro", JobAttempt.status.in_(GOOD_STATUSES))
+            .group_by(Job.kernel, Device.gpu_type, JobAttempt.run_id)
+        ).all()
     newest: dict[tuple[str, str], tuple[Any, int]] = {}
     for kernel, gpu, run_id, at in rows:
         if (kernel, gpu) not in newest or (at, run_id) > newest[(kernel, gpu)]:
@@ -795,30 +1112,40 @@ def micro_choices(src: Source, kernel: str | None = None) -> dict[str, Any]:
     ``shapes_of`` / ``dtypes_of`` (kernel -> its shapes / dtypes).  ``impls``: those ``kernel`` was measured with
     (every run), or without a kernel those of the newest run of each kernel x GPU type (a bounded read)."""
     with _reading(src) as s:
-        keys = s.execute(select(Job.kernel, Job.shape_key, Job.dtype).distinct()
-                         .where(Job.kind == "micro", Job.kernel.is_not(None))).all()
-        impls_q = (select(Measurement.impl).distinct()
-                   .join(JobAttempt, (JobAttempt.job_id == Measurement.job_id)
-                         & (JobAttempt.attempt == Measurement.attempt))
-                   .where(Measurement.metric == "time_us"))
+        keys = s.execute(
+            select(Job.kernel, Job.shape_key, Job.dtype).distinct().where(Job.kind == "micro", Job.kernel.is_not(None))
+        ).all()
+        impls_q = (
+            select(Measurement.impl)
+            .distinct()
+            .join(JobAttempt, (JobAttempt.job_id == Measurement.job_id) & (JobAttempt.attempt == Measurement.attempt))
+            .where(Measurement.metric == "time_us")
+        )
         if kernel is not None:
-            impls_q = impls_q.join(Job, Job.id == Measurement.job_id).where(Job.kind == "micro",
-                                                                           Job.kernel == kernel)
+            impls_q = impls_q.join(Job, Job.id == Measurement.job_id).where(Job.kind == "micro", Job.kernel == kernel)
         else:
             runs = sorted({run_id for _, run_id in newest_micro_runs(s).values()})
             impls_q = impls_q.where(JobAttempt.run_id.in_(runs))
         impls = s.scalars(impls_q).all()
-        gpu = s.scalars(select(Device.gpu_type).distinct().where(
-            select(JobAttempt.id).where(JobAttempt.hardware_key == Device.hardware_key).exists())).all()
+        gpu = s.scalars(
+            select(Device.gpu_type)
+            .distinct()
+            .where(select(JobAttempt.id).where(JobAttempt.hardware_key == Device.hardware_key).exists())
+        ).all()
     shapes_of: dict[str, set[str]] = defaultdict(set)
     dtypes_of: dict[str, set[str]] = defaultdict(set)
     for k, skey, dtype in keys:
         shapes_of[k].add(skey)
         dtypes_of[k].add(dtype)
-    return {"kernels": sorted(shapes_of), "shapes": sorted({k[1] for k in keys}),
-            "dtypes": sorted({k[2] for k in keys}), "impls": sorted(impls), "gpu_types": sorted(set(gpu)),
-            "shapes_of": {k: sorted(v) for k, v in shapes_of.items()},
-            "dtypes_of": {k: sorted(v) for k, v in dtypes_of.items()}}
+    return {
+        "kernels": sorted(shapes_of),
+        "shapes": sorted({k[1] for k in keys}),
+        "dtypes": sorted({k[2] for k in keys}),
+        "impls": sorted(impls),
+        "gpu_types": sorted(set(gpu)),
+        "shapes_of": {k: sorted(v) for k, v in shapes_of.items()},
+        "dtypes_of": {k: sorted(v) for k, v in dtypes_of.items()},
+    }
 
 
 def speedup_matrix(src: Source, reading: str = "time_us", impl: str = "triton") -> list[dict[str, Any]]:
@@ -838,12 +1165,26 @@ def speedup_matrix(src: Source, reading: str = "time_us", impl: str = "triton") 
             return []
         runs = sorted({r for _, r in chosen.values()})
         rows = s.execute(
-            _good_attempt_join(select(Job.kernel, Device.gpu_type, JobAttempt.run_id, Job.id, Measurement.impl,
-                                      Measurement.metric, Measurement.value))
+            _good_attempt_join(
+                select(
+                    Job.kernel,
+                    Device.gpu_type,
+                    JobAttempt.run_id,
+                    Job.id,
+                    Measurement.impl,
+                    Measurement.metric,
+                    Measurement.value,
+                )
+            )
             .join(Device, Device.hardware_key == JobAttempt.hardware_key)
-            .where(Job.kind == "micro", Measurement.metric.in_((reading, "correct")),
-                   JobAttempt.run_id.in_(runs), Job.kernel.in_(sorted({k for k, _ in chosen})),
-                   JobAttempt.status.in_(GOOD_STATUSES))).all()
+            .where(
+                Job.kind == "micro",
+                Measurement.metric.in_((reading, "correct")),
+                JobAttempt.run_id.in_(runs),
+                Job.kernel.in_(sorted({k for k, _ in chosen})),
+                JobAttempt.status.in_(GOOD_STATUSES),
+            )
+        ).all()
         commits = dict(s.execute(select(Run.id, Run.commit).where(Run.id.in_(runs))).all())
     per_job: dict[tuple, dict[tuple[str, str], float | None]] = defaultdict(dict)
     for kernel, gpu, run_id, job_id, mimpl, metric, value in rows:
@@ -853,15 +1194,20 @@ def speedup_matrix(src: Source, reading: str = "time_us", impl: str = "triton") 
     for (kernel, gpu, _job), v in per_job.items():
         if (impl, reading) not in v and (impl, "correct") not in v:
             continue  # this job did not run ``impl``
-        cell = cells.setdefault((kernel, gpu), {"eager": [], "compile": [], "correct": True, "n": 0,
-                                                "baselines": set()})
+        cell = cells.setdefault(
+            (kernel, gpu), {"eager": [], "compile": [], "correct": True, "n": 0, "baselines": set()}
+        )
         cell["n"] += 1
         if v.get((impl, "correct")) is not None and v[(impl, "correct")] < 0.5:
             cell["correct"] = False
         mine = v.get((impl, reading))
         cell["eager"].append(_ratio(v.get((BASELINE_IMPL, reading)), mine))
-        compiled = [(t, name) for name in COMPILE_IMPLS if (t := v.get((name, reading))) is not None
-                    and (v.get((name, "correct")) is None or v[(name, "correct")] >= 0.5)]
+        compiled = [
+            (t, name)
+            for name in COMPILE_IMPLS
+            if (t := v.get((name, reading))) is not None
+            and (v.get((name, "correct")) is None or v[(name, "correct")] >= 0.5)
+        ]
         if compiled:
             best, name = min(compiled)
             cell["compile"].append(_ratio(best, mine))
@@ -872,15 +1218,24 @@ def speedup_matrix(src: Source, reading: str = "time_us", impl: str = "triton") 
         eager = [x for x in cell["eager"] if x]
         comp = [x for x in cell["compile"] if x]
         ok = cell["correct"]
-        out.append({
-            "kernel": kernel, "gpu_type": gpu, "impl": impl, "reading": reading, "run_id": run_id,
-            "commit": commits.get(run_id), "measured_at": at, "n_jobs": cell["n"], "correct": ok,
-            "speedup_vs_eager": _geomean(eager) if ok else None,
-            "speedup_vs_compile": _geomean(comp) if ok else None,
-            "compile_baseline": "/".join(sorted(cell["baselines"])) or None,
-            "min_speedup_vs_eager": min(eager) if ok and eager else None,
-            "max_speedup_vs_eager": max(eager) if ok and eager else None,
-        })
+        out.append(
+            {
+                "kernel": kernel,
+                "gpu_type": gpu,
+                "impl": impl,
+                "reading": reading,
+                "run_id": run_id,
+                "commit": commits.get(run_id),
+                "measured_at": at,
+                "n_jobs": cell["n"],
+                "correct": ok,
+                "speedup_vs_eager": _geomean(eager) if ok else None,
+                "speedup_vs_compile": _geomean(comp) if ok else None,
+                "compile_baseline": "/".join(sorted(cell["baselines"])) or None,
+                "min_speedup_vs_eager": min(eager) if ok and eager else None,
+                "max_speedup_vs_eager": max(eager) if ok and eager else None,
+            }
+        )
     return out
 
 
@@ -898,34 +1253,81 @@ def newest_micro_results(src: Source, kernel: str) -> list[dict[str, Any]]:
     kernel_time_us, gbs, kernel_gbs, correct, run_id, commit, measured_at, job_key.  Two statements: a window over
     the kernel's attempts, then those attempts' measurements.
     """
-    rank = func.row_number().over(partition_by=(Job.shape_key, Job.dtype, JobAttempt.hardware_key),
-                                  order_by=(_when().desc(), JobAttempt.id.desc())).label("rank")
-    ranked = (select(JobAttempt.id.label("attempt_id"), rank).select_from(JobAttempt)
-              .join(Job, Job.id == JobAttempt.job_id)
-              .where(Job.kind == "micro", Job.kernel == kernel, JobAttempt.status.in_(GOOD_STATUSES))).subquery()
+    rank = (
+        func.row_number()
+        .over(
+            partition_by=(Job.shape_key, Job.dtype, JobAttempt.hardware_key),
+            order_by=(_when().desc(), JobAttempt.id.desc()),
+        )
+        .label("rank")
+    )
+    ranked = (
+        select(JobAttempt.id.label("attempt_id"), rank)
+        .select_from(JobAttempt)
+        .join(Job, Job.id == JobAttempt.job_id)
+        .where(Job.kind == "micro", Job.kernel == kernel, JobAttempt.status.in_(GOOD_STATUSES))
+    ).subquery()
     wanted = ("time_us", "kernel_time_us", "gbs", "kernel_gbs", "correct")
     with _reading(src) as s:
         rows = s.execute(
-            _good_attempt_join(select(Measurement.impl, Measurement.metric, Measurement.value, Job.shape,
-                                      Job.shape_key, Job.dtype, Job.key, JobAttempt.hardware_key, JobAttempt.run_id,
-                                      _when(), Device.gpu_type, Device.copy_bandwidth_gbs, Run.commit))
+            _good_attempt_join(
+                select(
+                    Measurement.impl,
+                    Measurement.metric,
+                    Measurement.value,
+                    Job.shape,
+                    Job.shape_key,
+                    Job.dtype,
+                    Job.key,
+                    JobAttempt.hardware_key,
+                    JobAttempt.run_id,
+                    _when(),
+                    Device.gpu_type,
+                    Device.copy_bandwidth_gbs,
+                    Run.commit,
+                )
+            )
             .join(ranked, (ranked.c.attempt_id == JobAttempt.id) & (ranked.c.rank == 1))
             .join(Run, Run.id == JobAttempt.run_id)
             .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
-            .where(Measurement.metric.in_(wanted))).all()
+            .where(Measurement.metric.in_(wanted))
+        ).all()
     out: dict[tuple, dict[str, Any]] = {}
     for impl, metric, value, shape, skey, dtype, key, hw, run_id, at, gpu, bw, commit in rows:
-        row = out.setdefault((key, impl), {
-            "kernel": kernel, "shape": list(shape or []), "shape_key": skey, "dtype": dtype, "impl": impl,
-            "hardware_key": hw, "gpu_type": gpu, "copy_bandwidth_gbs": bw, "correct": None, "run_id": run_id,
-            "commit": commit, "measured_at": at, "job_key": key, **{m: None for m in wanted if m != "correct"}})
+        row = out.setdefault(
+            (key, impl),
+            {
+                "kernel": kernel,
+                "shape": list(shape or []),
+                "shape_key": skey,
+                "dtype": dtype,
+                "impl": impl,
+                "hardware_key": hw,
+                "gpu_type": gpu,
+                "copy_bandwidth_gbs": bw,
+                "correct": None,
+                "run_id": run_id,
+                "commit": commit,
+                "measured_at": at,
+                "job_key": key,
+                **{m: None for m in wanted if m != "correct"},
+            },
+        )
         row[metric] = (value >= 0.5 if value is not None else None) if metric == "correct" else value
     return sorted(out.values(), key=lambda r: (r["gpu_type"] or "", r["shape_key"], r["dtype"], r["impl"]))
 
 
-def trend_points(src: Source, kernel: str, *, shape: Sequence[int] | str | None = None, dtype: str | None = None,
-                 impl: str | None = None, gpu_type: str | None = None, metric: str = "time_us",
-                 limit: int = 2000) -> list[dict[str, Any]]:
+def trend_points(
+    src: Source,
+    kernel: str,
+    *,
+    shape: Sequence[int] | str | None = None,
+    dtype: str | None = None,
+    impl: str | None = None,
+    gpu_type: str | None = None,
+    metric: str = "time_us",
+    limit: int = 2000,
+) -> list[dict[str, Any]]:
     """Every good micro measurement of ``metric`` for one kernel (optionally one shape, dtype, impl, GPU type),
     oldest first, with eager's reading of the same job beside it and the implementation's own correctness.
 
@@ -936,18 +1338,50 @@ def trend_points(src: Source, kernel: str, *, shape: Sequence[int] | str | None 
 
     eager = aliased(Measurement)
     own = aliased(Measurement)
-    query = (_good_attempt_join(select(Measurement.impl, Measurement.value, Measurement.unit, Measurement.samples,
-                                       eager.value, own.value, Job.kernel, Job.shape_key, Job.dtype, Job.key,
-                                       JobAttempt.run_id, JobAttempt.attempt, JobAttempt.hardware_key,
-                                       Device.gpu_type, Run.commit, _when().label("at")))
-             .join(Device, Device.hardware_key == JobAttempt.hardware_key)
-             .join(Run, Run.id == JobAttempt.run_id)
-             .outerjoin(eager, (eager.job_id == Measurement.job_id) & (eager.attempt == Measurement.attempt)
-                        & (eager.impl == BASELINE_IMPL) & (eager.metric == metric))
-             .outerjoin(own, (own.job_id == Measurement.job_id) & (own.attempt == Measurement.attempt)
-                        & (own.impl == Measurement.impl) & (own.metric == "correct"))
-             .where(Job.kind == "micro", Job.kernel == kernel, Measurement.metric == metric,
-                    JobAttempt.status.in_(GOOD_STATUSES)))
+    query = (
+        _good_attempt_join(
+            select(
+                Measurement.impl,
+                Measurement.value,
+                Measurement.unit,
+                Measurement.samples,
+                eager.value,
+                own.value,
+                Job.kernel,
+                Job.shape_key,
+                Job.dtype,
+                Job.key,
+                JobAttempt.run_id,
+                JobAttempt.attempt,
+                JobAttempt.hardware_key,
+                Device.gpu_type,
+                Run.commit,
+                _when().label("at"),
+            )
+        )
+        .join(Device, Device.hardware_key == JobAttempt.hardware_key)
+        .join(Run, Run.id == JobAttempt.run_id)
+        .outerjoin(
+            eager,
+            (eager.job_id == Measurement.job_id)
+            & (eager.attempt == Measurement.attempt)
+            & (eager.impl == BASELINE_IMPL)
+            & (eager.metric == metric),
+        )
+        .outerjoin(
+            own,
+            (own.job_id == Measurement.job_id)
+            & (own.attempt == Measurement.attempt)
+            & (own.impl == Measurement.impl)
+            & (own.metric == "correct"),
+        )
+        .where(
+            Job.kind == "micro",
+            Job.kernel == kernel,
+            Measurement.metric == metric,
+            JobAttempt.status.in_(GOOD_STATUSES),
+        )
+    )
     if shape is not None:
         query = query.where(Job.shape_key == shape_key(shape))
     if dtype is not None:
@@ -959,37 +1393,83 @@ def trend_points(src: Source, kernel: str, *, shape: Sequence[int] | str | None 
     query = query.order_by(_when().desc(), JobAttempt.id.desc()).limit(limit)
     with _reading(src) as s:
         rows = s.execute(query).all()
-    points = [{
-        "kernel": k, "shape_key": skey, "dtype": dt_, "impl": im, "hardware_key": hw, "gpu_type": gpu,
-        "value": value, "unit": unit, "samples": samples, "eager_value": eager_value,
-        "correct": None if correct is None else correct >= 0.5, "run_id": run_id, "commit": commit,
-        "measured_at": at, "job_key": key, "attempt": attempt,
-    } for (im, value, unit, samples, eager_value, correct, k, skey, dt_, key, run_id, attempt, hw, gpu, commit,
-           at) in rows]
+    points = [
+        {
+            "kernel": k,
+            "shape_key": skey,
+            "dtype": dt_,
+            "impl": im,
+            "hardware_key": hw,
+            "gpu_type": gpu,
+            "value": value,
+            "unit": unit,
+            "samples": samples,
+            "eager_value": eager_value,
+            "correct": None if correct is None else correct >= 0.5,
+            "run_id": run_id,
+            "commit": commit,
+            "measured_at": at,
+            "job_key": key,
+            "attempt": attempt,
+        }
+        for (
+            im,
+            value,
+            unit,
+            samples,
+            eager_value,
+            correct,
+            k,
+            skey,
+            dt_,
+            key,
+            run_id,
+            attempt,
+            hw,
+            gpu,
+            commit,
+            at,
+        ) in rows
+    ]
     points.reverse()
     return points
 
 
-def flag_series(points: Sequence[Mapping[str, Any]], *, higher_is_worse: bool = True,
-                threshold: float = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA, window: int = DEFAULT_WINDOW,
-                consecutive: int = DEFAULT_CONSECUTIVE) -> list[str | None]:
+def flag_series(
+    points: Sequence[Mapping[str, Any]],
+    *,
+    higher_is_worse: bool = True,
+    threshold: float = DEFAULT_THRESHOLD,
+    alpha: float = DEFAULT_ALPHA,
+    window: int = DEFAULT_WINDOW,
+    consecutive: int = DEFAULT_CONSECUTIVE,
+) -> list[str | None]:
     """For each point of one series (oldest first, each with ``samples`` or ``value``): "regression" or
     "improvement" where the regression rule (regression_rule.judge_series) confirms a change ending at that
-    point (large, significant and beyond the series' between-run spread), else None.  The rule's significance test runs only where its size condition can hold (the point's
+    point (large, significant and beyond the series' between-run spread), else None.  The rule's significance
+    test runs only where its size condition can hold (the point's
     median differs from the pooled reference's by at least ``threshold``)."""
     import statistics
 
-    repeats = [[float(x) for x in (p.get("samples") or ([p["value"]] if p.get("value") is not None else []))
-                if x is not None] for p in points]
+    repeats = [
+        [float(x) for x in (p.get("samples") or ([p["value"]] if p.get("value") is not None else [])) if x is not None]
+        for p in points
+    ]
     marks: list[str | None] = []
     for i in range(len(repeats)):
         mark = None
-        reference = [x for r in repeats[max(0, i + 1 - consecutive - window):i + 1 - consecutive] for x in r]
+        reference = [x for r in repeats[max(0, i + 1 - consecutive - window) : i + 1 - consecutive] for x in r]
         if i >= consecutive and reference and repeats[i]:
             ref, cur = statistics.median(reference), statistics.median(repeats[i])
             if ref and abs(cur / ref - 1.0) >= threshold:
-                verdict = judge_series(repeats[:i + 1], threshold=threshold, alpha=alpha, window=window,
-                                       consecutive=consecutive, higher_is_worse=higher_is_worse)
+                verdict = judge_series(
+                    repeats[: i + 1],
+                    threshold=threshold,
+                    alpha=alpha,
+                    window=window,
+                    consecutive=consecutive,
+                    higher_is_worse=higher_is_worse,
+                )
                 mark = verdict.direction if verdict is not None and verdict.status == CONFIRMED else None
         marks.append(mark)
     return marks
@@ -998,8 +1478,11 @@ def flag_series(points: Sequence[Mapping[str, Any]], *, higher_is_worse: bool = 
 def device_ceilings(src: Source) -> list[dict[str, Any]]:
     """Each device that has a measured copy bandwidth: hardware_key, gpu_type, name, copy_bandwidth_gbs."""
     with _reading(src) as s:
-        rows = s.execute(select(Device.hardware_key, Device.gpu_type, Device.name, Device.copy_bandwidth_gbs)
-                         .where(Device.copy_bandwidth_gbs.is_not(None)).order_by(Device.gpu_type)).all()
+        rows = s.execute(
+            select(Device.hardware_key, Device.gpu_type, Device.name, Device.copy_bandwidth_gbs)
+            .where(Device.copy_bandwidth_gbs.is_not(None))
+            .order_by(Device.gpu_type)
+        ).all()
     return [{"hardware_key": k, "gpu_type": g, "name": n, "copy_bandwidth_gbs": bw} for k, g, n, bw in rows]
 
 
@@ -1012,26 +1495,39 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
     error, measured_at, mode, metrics (name -> value), units (name -> unit), tolerance, profile_classes (class ->
     ms per step), gpu_busy_ms, profile_top (rows).
     """
-    newest = (select(JobAttempt.job_id, func.max(JobAttempt.attempt).label("attempt"))
-              .join(Job, Job.id == JobAttempt.job_id).where(Job.kind == "e2e"))
+    newest = (
+        select(JobAttempt.job_id, func.max(JobAttempt.attempt).label("attempt"))
+        .join(Job, Job.id == JobAttempt.job_id)
+        .where(Job.kind == "e2e")
+    )
     if gpu_type is not None:
-        newest = newest.join(Device, Device.hardware_key == JobAttempt.hardware_key).where(Device.gpu_type ==
-                                                                                         gpu_type)
+        newest = newest.join(Device, Device.hardware_key == JobAttempt.hardware_key).where(Device.gpu_type == gpu_type)
     newest = newest.group_by(JobAttempt.job_id).subquery()
     with _reading(src) as s:
         attempts = s.execute(
             select(JobAttempt, Job.key, Job.model, Job.shape_key, Job.dtype, Run.commit, Device.gpu_type)
             .join(newest, (newest.c.job_id == JobAttempt.job_id) & (newest.c.attempt == JobAttempt.attempt))
-            .join(Job, Job.id == JobAttempt.job_id).join(Run, Run.id == JobAttempt.run_id)
+            .join(Job, Job.id == JobAttempt.job_id)
+            .join(Run, Run.id == JobAttempt.run_id)
             .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
-            .order_by(_when().desc(), JobAttempt.id.desc()).limit(limit)).all()
+            .order_by(_when().desc(), JobAttempt.id.desc())
+            .limit(limit)
+        ).all()
         wanted = {(a.job_id, a.attempt) for a, *_ in attempts}
         metrics: dict[tuple[int, int], dict[str, dict[str, tuple[float | None, str]]]] = defaultdict(
-            lambda: defaultdict(dict))
+            lambda: defaultdict(dict)
+        )
         for chunk in _chunks(sorted({j for j, _ in wanted})):
             for job_id, attempt, mode, metric, value, unit in s.execute(
-                    select(Measurement.job_id, Measurement.attempt, Measurement.impl, Measurement.metric,
-                           Measurement.value, Measurement.unit).where(Measurement.job_id.in_(chunk))):
+                select(
+                    Measurement.job_id,
+                    Measurement.attempt,
+                    Measurement.impl,
+                    Measurement.metric,
+                    Measurement.value,
+                    Measurement.unit,
+                ).where(Measurement.job_id.in_(chunk))
+            ):
                 if (job_id, attempt) in wanted:
                     metrics[(job_id, attempt)][mode][metric] = (value, unit)
     rows = []
@@ -1044,16 +1540,30 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
         for mode in planned or [None]:
             got = per_mode.get(mode, {}) if mode else {}
             prof = profile.get(mode) or {} if mode else {}
-            rows.append({
-                "job_id": a.job_id, "job_key": key, "attempt": a.attempt, "run_id": a.run_id, "commit": commit,
-                "model": model, "shape_key": skey, "dtype": dtype, "hardware_key": a.hardware_key,
-                "gpu_type": gpu, "status": a.status, "error": a.error,
-                "measured_at": a.started_at or a.recorded_at, "mode": mode,
-                "metrics": {k: v for k, (v, _) in got.items()}, "units": {k: u for k, (_, u) in got.items()},
-                "tolerance": tolerance,
-                "profile_classes": {c: v.get("ms") for c, v in (prof.get("classes") or {}).items()},
-                "gpu_busy_ms": prof.get("gpu_busy_ms"), "profile_top": list(prof.get("top") or []),
-            })
+            rows.append(
+                {
+                    "job_id": a.job_id,
+                    "job_key": key,
+                    "attempt": a.attempt,
+                    "run_id": a.run_id,
+                    "commit": commit,
+                    "model": model,
+                    "shape_key": skey,
+                    "dtype": dtype,
+                    "hardware_key": a.hardware_key,
+                    "gpu_type": gpu,
+                    "status": a.status,
+                    "error": a.error,
+                    "measured_at": a.started_at or a.recorded_at,
+                    "mode": mode,
+                    "metrics": {k: v for k, (v, _) in got.items()},
+                    "units": {k: u for k, (_, u) in got.items()},
+                    "tolerance": tolerance,
+                    "profile_classes": {c: v.get("ms") for c, v in (prof.get("classes") or {}).items()},
+                    "gpu_busy_ms": prof.get("gpu_busy_ms"),
+                    "profile_top": list(prof.get("top") or []),
+                }
+            )
     return rows
 
 
@@ -1063,30 +1573,60 @@ def profile_jobs(src: Source, limit: int = 100) -> list[dict[str, Any]]:
     Keys: job_id, job_key, attempt, kind, name (kernel or model), shape_key, dtype, gpu_type, run_id,
     measured_at, status, n_artifacts.
     """
-    n_art = (select(Artifact.job_id, Artifact.attempt, func.count().label("n"))
-             .group_by(Artifact.job_id, Artifact.attempt).subquery())
-    newest = (select(JobAttempt.job_id, func.max(JobAttempt.attempt).label("attempt"))
-              .join(Job, Job.id == JobAttempt.job_id).where(Job.kind.in_(("profile", "e2e")))
-              .group_by(JobAttempt.job_id).subquery())
+    n_art = (
+        select(Artifact.job_id, Artifact.attempt, func.count().label("n"))
+        .group_by(Artifact.job_id, Artifact.attempt)
+        .subquery()
+    )
+    newest = (
+        select(JobAttempt.job_id, func.max(JobAttempt.attempt).label("attempt"))
+        .join(Job, Job.id == JobAttempt.job_id)
+        .where(Job.kind.in_(("profile", "e2e")))
+        .group_by(JobAttempt.job_id)
+        .subquery()
+    )
     with _reading(src) as s:
         rows = s.execute(
-            select(JobAttempt, Job.key, Job.kind, Job.kernel, Job.model, Job.shape_key, Job.dtype, Device.gpu_type,
-                   n_art.c.n)
+            select(
+                JobAttempt,
+                Job.key,
+                Job.kind,
+                Job.kernel,
+                Job.model,
+                Job.shape_key,
+                Job.dtype,
+                Device.gpu_type,
+                n_art.c.n,
+            )
             .join(newest, (newest.c.job_id == JobAttempt.job_id) & (newest.c.attempt == JobAttempt.attempt))
             .join(Job, Job.id == JobAttempt.job_id)
             .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
             .outerjoin(n_art, (n_art.c.job_id == JobAttempt.job_id) & (n_art.c.attempt == JobAttempt.attempt))
-            .order_by(_when().desc(), JobAttempt.id.desc()).limit(limit)).all()
+            .order_by(_when().desc(), JobAttempt.id.desc())
+            .limit(limit)
+        ).all()
     out = []
     for a, key, kind, kernel, model, skey, dtype, gpu, n in rows:
         details = a.details or {}
         if kind == "e2e" and not details.get("profile") and not n:
             continue
-        out.append({"job_id": a.job_id, "job_key": key, "attempt": a.attempt, "kind": kind,
-                    "name": kernel if kind == "profile" else model, "shape_key": skey, "dtype": dtype,
-                    "gpu_type": gpu, "run_id": a.run_id, "measured_at": a.started_at or a.recorded_at,
-                    "status": a.status, "n_artifacts": int(n or 0),
-                    "modes": sorted(details.get("profile") or {}) if kind == "e2e" else []})
+        out.append(
+            {
+                "job_id": a.job_id,
+                "job_key": key,
+                "attempt": a.attempt,
+                "kind": kind,
+                "name": kernel if kind == "profile" else model,
+                "shape_key": skey,
+                "dtype": dtype,
+                "gpu_type": gpu,
+                "run_id": a.run_id,
+                "measured_at": a.started_at or a.recorded_at,
+                "status": a.status,
+                "n_artifacts": int(n or 0),
+                "modes": sorted(details.get("profile") or {}) if kind == "e2e" else [],
+            }
+        )
     return out
 
 
@@ -1104,9 +1644,11 @@ def run_outcomes(src: Source, limit: int = 100) -> list[dict[str, Any]]:
     if not runs:
         return runs
     with _reading(src) as s:
-        counts = s.execute(select(JobAttempt.run_id, JobAttempt.status, func.count())
-                           .where(JobAttempt.run_id.in_([r["id"] for r in runs]))
-                           .group_by(JobAttempt.run_id, JobAttempt.status)).all()
+        counts = s.execute(
+            select(JobAttempt.run_id, JobAttempt.status, func.count())
+            .where(JobAttempt.run_id.in_([r["id"] for r in runs]))
+            .group_by(JobAttempt.run_id, JobAttempt.status)
+        ).all()
     by_run: dict[int, dict[str, int]] = defaultdict(dict)
     for run_id, status, n in counts:
         by_run[run_id][status] = int(n)
@@ -1121,36 +1663,90 @@ def failed_attempts(src: Source, run_id: int | None = None, limit: int = 200) ->
     Keys: run_id, job_id, job_key, attempt, kind, name, shape_key, dtype, status, error, node_id, gpu_type,
     measured_at.
     """
-    query = (select(JobAttempt, Job.key, Job.kind, Job.kernel, Job.model, Job.shape_key, Job.dtype,
-                    Device.gpu_type)
-             .join(Job, Job.id == JobAttempt.job_id)
-             .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
-             .where(JobAttempt.status.not_in(GOOD_STATUSES)))
+    query = (
+        select(JobAttempt, Job.key, Job.kind, Job.kernel, Job.model, Job.shape_key, Job.dtype, Device.gpu_type)
+        .join(Job, Job.id == JobAttempt.job_id)
+        .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
+        .where(JobAttempt.status.not_in(GOOD_STATUSES))
+    )
     if run_id is not None:
         query = query.where(JobAttempt.run_id == run_id)
     with _reading(src) as s:
         rows = s.execute(query.order_by(JobAttempt.recorded_at.desc(), JobAttempt.id.desc()).limit(limit)).all()
-    return [{"run_id": a.run_id, "job_id": a.job_id, "job_key": key, "attempt": a.attempt, "kind": kind,
-             "name": model if kind == "e2e" else kernel, "shape_key": skey, "dtype": dtype, "status": a.status,
-             "error": a.error, "node_id": a.node_id, "gpu_type": gpu, "measured_at": a.started_at or a.recorded_at}
-            for a, key, kind, kernel, model, skey, dtype, gpu in rows]
+    return [
+        {
+            "run_id": a.run_id,
+            "job_id": a.job_id,
+            "job_key": key,
+            "attempt": a.attempt,
+            "kind": kind,
+            "name": model if kind == "e2e" else kernel,
+            "shape_key": skey,
+            "dtype": dtype,
+            "status": a.status,
+            "error": a.error,
+            "node_id": a.node_id,
+            "gpu_type": gpu,
+            "measured_at": a.started_at or a.recorded_at,
+        }
+        for a, key, kind, kernel, model, skey, dtype, gpu in rows
+    ]
 
 
-EXPORT_COLUMNS = ("kind", "kernel", "model", "shape", "dtype", "impl", "target", "gpu_type", "hardware_key",
-                  "commit", "run_id", "job_key", "attempt", "status", "measured_at", "metric", "value", "unit")
+EXPORT_COLUMNS = (
+    "kind",
+    "kernel",
+    "model",
+    "shape",
+    "dtype",
+    "impl",
+    "target",
+    "gpu_type",
+    "hardware_key",
+    "commit",
+    "run_id",
+    "job_key",
+    "attempt",
+    "status",
+    "measured_at",
+    "metric",
+    "value",
+    "unit",
+)
 
 
-def iter_measurements(src: Source, run_id: int | None = None, since: Any = None,
-                      batch: int = 5000) -> Iterator[dict[str, Any]]:
+def iter_measurements(
+    src: Source, run_id: int | None = None, since: Any = None, batch: int = 5000
+) -> Iterator[dict[str, Any]]:
     """Every measurement as one long-format row (EXPORT_COLUMNS), streamed from the database ``batch`` rows at
     a time (server-side cursor on PostgreSQL), ordered by measurement id.  ``run_id``: the attempts that run
     recorded; ``since``: attempts measured at or after that aware datetime."""
-    query = (_good_attempt_join(select(Job.kind, Job.kernel, Job.model, Job.shape_key, Job.dtype, Measurement.impl,
-                                       Job.target, Device.gpu_type, JobAttempt.hardware_key, Run.commit,
-                                       JobAttempt.run_id, Job.key, JobAttempt.attempt, JobAttempt.status,
-                                       _when(), Measurement.metric, Measurement.value, Measurement.unit))
-             .join(Run, Run.id == JobAttempt.run_id)
-             .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key))
+    query = (
+        _good_attempt_join(
+            select(
+                Job.kind,
+                Job.kernel,
+                Job.model,
+                Job.shape_key,
+                Job.dtype,
+                Measurement.impl,
+                Job.target,
+                Device.gpu_type,
+                JobAttempt.hardware_key,
+                Run.commit,
+                JobAttempt.run_id,
+                Job.key,
+                JobAttempt.attempt,
+                JobAttempt.status,
+                _when(),
+                Measurement.metric,
+                Measurement.value,
+                Measurement.unit,
+            )
+        )
+        .join(Run, Run.id == JobAttempt.run_id)
+        .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
+    )
     if run_id is not None:
         query = query.where(JobAttempt.run_id == run_id)
     if since is not None:
@@ -1188,8 +1784,11 @@ def open_read_only(url: str) -> Engine:
         if not path.exists():
             check_schema(get_engine(url), url)  # raises "does not exist yet", creating nothing
         uri = path.resolve().as_uri() + "?mode=ro"
-        engine = create_engine("sqlite://", poolclass=pool.QueuePool, creator=lambda: sqlite3.connect(
-            uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT_S, check_same_thread=False))
+        engine = create_engine(
+            "sqlite://",
+            poolclass=pool.QueuePool,
+            creator=lambda: sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT_S, check_same_thread=False),
+        )
 
         @event.listens_for(engine, "connect")
         def _read_only(dbapi_connection, _record) -> None:
@@ -1236,6 +1835,9 @@ def run_measured(src: Source, run_id: int) -> dict[str, Any]:
         names = sorted({d.name for d in s.scalars(select(Device).where(Device.hardware_key.in_(keys)))}) if keys else []
     starts = [p.attempt.started_at or p.attempt.recorded_at for p in picked]
     unavailable = {p.job.id: dict((p.attempt.details or {}).get("unavailable") or {}) for p in picked}
-    return {"devices": names, "measured_from": min(starts) if starts else None,
-            "measured_to": max(starts) if starts else None,
-            "unavailable": {k: v for k, v in unavailable.items() if v}}
+    return {
+        "devices": names,
+        "measured_from": min(starts) if starts else None,
+        "measured_to": max(starts) if starts else None,
+        "unavailable": {k: v for k, v in unavailable.items() if v},
+    }

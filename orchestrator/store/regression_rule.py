@@ -55,6 +55,7 @@ the noise it estimates from the series itself) and its several processes per ben
 inside one run); Conbench's lookback z-score (a point against the distribution of the last N comparable points);
 Mosteller & Tukey (1977), "Data Analysis and Regression", for the biweight.
 """
+
 from __future__ import annotations
 
 import math
@@ -77,9 +78,27 @@ KERNEL_CHANGED = "kernel_changed"
 
 # Factors that make the biweight scale of n normal values unbiased (Monte Carlo, 400 000 draws per n; above 20
 # values 1 + 0.55/n); tests/store/test_store_regressions.py checks them.
-_BIWEIGHT_SMALL_N = {2: 1.685, 3: 1.597, 4: 1.302, 5: 1.222, 6: 1.167, 7: 1.126, 8: 1.108, 9: 1.084, 10: 1.077,
-                     11: 1.061, 12: 1.058, 13: 1.048, 14: 1.046, 15: 1.038, 16: 1.037, 17: 1.032, 18: 1.032,
-                     19: 1.026, 20: 1.027}
+_BIWEIGHT_SMALL_N = {
+    2: 1.685,
+    3: 1.597,
+    4: 1.302,
+    5: 1.222,
+    6: 1.167,
+    7: 1.126,
+    8: 1.108,
+    9: 1.084,
+    10: 1.077,
+    11: 1.061,
+    12: 1.058,
+    13: 1.048,
+    14: 1.046,
+    15: 1.038,
+    16: 1.037,
+    17: 1.032,
+    18: 1.032,
+    19: 1.026,
+    20: 1.027,
+}
 
 
 @dataclass(frozen=True)
@@ -111,8 +130,11 @@ class Point:
     pick: str | None = None
 
     def level(self) -> float | None:
-        m = self.median if self.median is not None else (statistics.median(_clean(self.samples))
-                                                         if _clean(self.samples) else None)
+        m = (
+            self.median
+            if self.median is not None
+            else (statistics.median(_clean(self.samples)) if _clean(self.samples) else None)
+        )
         return math.log(m) if m is not None and m > 0 and math.isfinite(m) else None
 
 
@@ -148,9 +170,14 @@ def _clean(samples: Sequence[float | None] | None) -> list[float]:
     return [float(x) for x in samples or () if x is not None and math.isfinite(float(x))]
 
 
-def compare(reference: Sequence[float | None], current: Sequence[float | None], *,
-            threshold: float = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA,
-            higher_is_worse: bool = True) -> Comparison | None:
+def compare(
+    reference: Sequence[float | None],
+    current: Sequence[float | None],
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    alpha: float = DEFAULT_ALPHA,
+    higher_is_worse: bool = True,
+) -> Comparison | None:
     """Compare the repeats of one point with reference repeats; None when either side is too small to test."""
     from scipy.stats import mannwhitneyu
 
@@ -164,8 +191,15 @@ def compare(reference: Sequence[float | None], current: Sequence[float | None], 
     alternative = "greater" if change >= 0 else "less"
     p_value = float(mannwhitneyu(cur, ref, alternative=alternative).pvalue)
     worse = change > 0 if higher_is_worse else change < 0
-    return Comparison(reference_median=ref_median, current_median=cur_median, change=change, p_value=p_value,
-                      worse=worse, large=abs(change) >= threshold, significant=p_value < alpha)
+    return Comparison(
+        reference_median=ref_median,
+        current_median=cur_median,
+        change=change,
+        p_value=p_value,
+        worse=worse,
+        large=abs(change) >= threshold,
+        significant=p_value < alpha,
+    )
 
 
 def robust_scale(values: Sequence[float]) -> float | None:
@@ -189,8 +223,9 @@ def robust_scale(values: Sequence[float]) -> float | None:
     return math.sqrt(n * num) / abs(den) * _BIWEIGHT_SMALL_N.get(n, 1.0 + 0.55 / n)
 
 
-def between_run_scale(groups: Sequence[Sequence[float]] = (),
-                      sequences: Sequence[Sequence[float]] = ()) -> tuple[float | None, int]:
+def between_run_scale(
+    groups: Sequence[Sequence[float]] = (), sequences: Sequence[Sequence[float]] = ()
+) -> tuple[float | None, int]:
     """The between-run scale of log medians and its degrees of freedom, pooled (weights = dof) over
 
     * ``groups``: replicate points that share one level (each side of a comparison): their robust scale, k - 1 dof;
@@ -221,9 +256,17 @@ def _levels(points: Sequence[Point]) -> list[float]:
     return [lv for lv in (p.level() for p in points) if lv is not None]
 
 
-def judge(reference: Sequence[Point], current: Sequence[Point], *, history: Sequence[Point] = (),
-          spread: tuple[float | None, int] | None = None, threshold: float = DEFAULT_THRESHOLD,
-          alpha: float = DEFAULT_ALPHA, z: float = DEFAULT_Z, higher_is_worse: bool = True) -> Verdict | None:
+def judge(
+    reference: Sequence[Point],
+    current: Sequence[Point],
+    *,
+    history: Sequence[Point] = (),
+    spread: tuple[float | None, int] | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    alpha: float = DEFAULT_ALPHA,
+    z: float = DEFAULT_Z,
+    higher_is_worse: bool = True,
+) -> Verdict | None:
     """The verdict on ``current`` against ``reference`` (the module doc); None when there is nothing to report
     (not large, not significant, directions disagree, or within the between-run spread).
 
@@ -253,46 +296,75 @@ def judge(reference: Sequence[Point], current: Sequence[Point], *, history: Sequ
     noise, dof = series_scale(ref_levels, cur_levels, _levels(history))
     if spread is not None and spread[0] is not None and spread[1] >= dof:
         noise, dof = max(spread[0], noise or 0.0), spread[1]
-    common = dict(change=change, worse=worse, reference_median=math.exp(statistics.median(ref_levels)),
-                  current_median=math.exp(statistics.median(cur_levels)),
-                  p_value=max(c.p_value for c in compared), compared=compared)
+    common = dict(
+        change=change,
+        worse=worse,
+        reference_median=math.exp(statistics.median(ref_levels)),
+        current_median=math.exp(statistics.median(cur_levels)),
+        p_value=max(c.p_value for c in compared),
+        compared=compared,
+    )
     ref_picks = {p.pick for p in reference if p.pick}
     cur_picks = {p.pick for p in current if p.pick}
     if noise is None or dof < MIN_DOF:
-        verdict = Verdict(status=UNCONFIRMED, noise=noise, noise_dof=dof, z=None,
-                          reason=f"between-run spread unknown: {len(ref_levels)} reference and {len(cur_levels)} "
-                                 f"current point(s) and {max(len(_levels(history)) - len(ref_levels), 0)} earlier "
-                                 f"give {dof} degree(s) of freedom, {MIN_DOF} needed (two runs per side over "
-                                 "several shapes, or five earlier points of the series)", **common)
+        verdict = Verdict(
+            status=UNCONFIRMED,
+            noise=noise,
+            noise_dof=dof,
+            z=None,
+            reason=f"between-run spread unknown: {len(ref_levels)} reference and {len(cur_levels)} "
+            f"current point(s) and {max(len(_levels(history)) - len(ref_levels), 0)} earlier "
+            f"give {dof} degree(s) of freedom, {MIN_DOF} needed (two runs per side over "
+            "several shapes, or five earlier points of the series)",
+            **common,
+        )
     else:
         se = noise * math.sqrt(1 / len(cur_levels) + 1 / len(ref_levels))
         score = math.inf if se == 0 else abs(d) / se
         if score < critical_z(z, dof):
             return None
-        verdict = Verdict(status=CONFIRMED, noise=noise, noise_dof=dof, z=score,
-                          reason=f"{score:.1f} x the between-run spread ({noise:.2%}, {dof} dof)", **common)
+        verdict = Verdict(
+            status=CONFIRMED,
+            noise=noise,
+            noise_dof=dof,
+            z=score,
+            reason=f"{score:.1f} x the between-run spread ({noise:.2%}, {dof} dof)",
+            **common,
+        )
     if ref_picks and cur_picks and ref_picks != cur_picks:
-        return Verdict(**{**verdict.__dict__, "status": KERNEL_CHANGED,
-                          "reason": "baseline changed its kernel: the autotuner picked "
-                                    f"{', '.join(sorted(cur_picks))} (was {', '.join(sorted(ref_picks))})"})
+        return Verdict(
+            **{
+                **verdict.__dict__,
+                "status": KERNEL_CHANGED,
+                "reason": "baseline changed its kernel: the autotuner picked "
+                f"{', '.join(sorted(cur_picks))} (was {', '.join(sorted(ref_picks))})",
+            }
+        )
     return verdict
 
 
-def series_scale(ref_levels: Sequence[float], cur_levels: Sequence[float],
-                 history_levels: Sequence[float] = ()) -> tuple[float | None, int]:
+def series_scale(
+    ref_levels: Sequence[float], cur_levels: Sequence[float], history_levels: Sequence[float] = ()
+) -> tuple[float | None, int]:
     """The between-run scale one series gives: its history as a sequence when it has one (it holds the reference
     points), else each side of the comparison as a group of replicates."""
     if len(history_levels) >= 3:
-        return between_run_scale(groups=[cur_levels] if len(cur_levels) >= 2 else [],
-                                 sequences=[history_levels])
+        return between_run_scale(groups=[cur_levels] if len(cur_levels) >= 2 else [], sequences=[history_levels])
     return between_run_scale(groups=[g for g in (ref_levels, cur_levels) if len(g) >= 2])
 
 
-def judge_series(points: Sequence[Point | Sequence[float | None] | None], *,
-                 threshold: float = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA, window: int = DEFAULT_WINDOW,
-                 consecutive: int = DEFAULT_CONSECUTIVE, noise_window: int = DEFAULT_NOISE_WINDOW,
-                 z: float = DEFAULT_Z, spread: tuple[float | None, int] | None = None,
-                 higher_is_worse: bool = True) -> Verdict | None:
+def judge_series(
+    points: Sequence[Point | Sequence[float | None] | None],
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    alpha: float = DEFAULT_ALPHA,
+    window: int = DEFAULT_WINDOW,
+    consecutive: int = DEFAULT_CONSECUTIVE,
+    noise_window: int = DEFAULT_NOISE_WINDOW,
+    z: float = DEFAULT_Z,
+    spread: tuple[float | None, int] | None = None,
+    higher_is_worse: bool = True,
+) -> Verdict | None:
     """Judge the newest ``consecutive`` points of a series (oldest point first; a point is a Point or its
     repeats) against the ``window`` points before them, the between-run spread from the ``noise_window`` points
     before them; None when there is nothing to report, including too short a history."""
@@ -302,5 +374,13 @@ def judge_series(points: Sequence[Point | Sequence[float | None] | None], *,
     if len(pts) < consecutive + 1:
         return None
     before = pts[:-consecutive]
-    return judge(before[-window:], pts[-consecutive:], history=before[-max(noise_window, window):],
-                 spread=spread, threshold=threshold, alpha=alpha, z=z, higher_is_worse=higher_is_worse)
+    return judge(
+        before[-window:],
+        pts[-consecutive:],
+        history=before[-max(noise_window, window) :],
+        spread=spread,
+        threshold=threshold,
+        alpha=alpha,
+        z=z,
+        higher_is_worse=higher_is_worse,
+    )

@@ -13,6 +13,7 @@ seconds instead of hanging.  To point PostgreSQL at a schema other than ``public
 ``?options=-csearch_path%3Dmyschema`` to the URL.  A SQLite URI (``sqlite:///file:PATH?mode=ro&uri=true``) opens
 the file read-only.
 """
+
 from __future__ import annotations
 
 import os
@@ -85,7 +86,7 @@ def sqlite_path(url: str) -> Path | None:
     if not database or database == ":memory:" or database.startswith("file::memory:"):
         return None
     if database.startswith("file:") and str(parsed.query.get("uri", "")).lower() == "true":
-        database = database[len("file:"):]
+        database = database[len("file:") :]
     return Path(database).expanduser()
 
 

@@ -24,9 +24,11 @@ on SQLite every write transaction takes the database's write lock first (orchest
 
 Runs: a sweep run has one owner process (orchestrator/store/ownership.py).  ``claim_run`` (and ``start_run``/
 ``reopen_run``) take the run for this process and start its heartbeat; ``find_resumable_run`` and the claims
-raise ``RunHeld`` while another live process holds a run of the same plan.  Store faults (a read-only or unreachable store) raise
+raise ``RunHeld`` while another live process holds a run of the same plan.  Store faults (a read-only or
+unreachable store) raise
 ``StoreError`` (orchestrator/store/errors.py).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -104,7 +106,7 @@ def _samples(samples: Sequence[float | None] | None) -> list[float | None] | Non
 
 def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]:
     for i in range(0, len(items), size):
-        yield items[i:i + size]
+        yield items[i : i + size]
 
 
 def _current_user() -> str:
@@ -141,15 +143,22 @@ def _insert_absent(s: Session, model: type, rows: list[dict[str, Any]], unique: 
     else:
         raise NotImplementedError(f"the store supports SQLite and PostgreSQL, not {dialect}")
     for i in range(0, len(rows), _CHUNK):
-        s.execute(insert(model.__table__).on_conflict_do_nothing(index_elements=unique), rows[i:i + _CHUNK])
+        s.execute(insert(model.__table__).on_conflict_do_nothing(index_elements=unique), rows[i : i + _CHUNK])
 
 
 def _device_fields(info: DeviceInfo) -> dict[str, Any]:
     return {
-        "vendor": info.vendor, "name": info.name, "arch": info.arch, "gpu_type": info.gpu_type,
-        "warp_size": int(info.warp_size), "compute_units": int(info.compute_units),
-        "memory_bytes": int(info.memory_bytes), "driver": info.driver, "runtime": info.runtime,
-        "torch": info.torch, "triton": info.triton,
+        "vendor": info.vendor,
+        "name": info.name,
+        "arch": info.arch,
+        "gpu_type": info.gpu_type,
+        "warp_size": int(info.warp_size),
+        "compute_units": int(info.compute_units),
+        "memory_bytes": int(info.memory_bytes),
+        "driver": info.driver,
+        "runtime": info.runtime,
+        "torch": info.torch,
+        "triton": info.triton,
     }
 
 
@@ -228,9 +237,17 @@ class StoreWriter:
         return job
 
     # -- runs -----------------------------------------------------------------------------------------------
-    def start_run(self, sweep: str, config: dict[str, Any], plan_key: str, commit: str | None,
-                  code_hash: str | None, source: str = "sweep", source_digest: str | None = None,
-                  started_at: dt.datetime | None = None) -> int:
+    def start_run(
+        self,
+        sweep: str,
+        config: dict[str, Any],
+        plan_key: str,
+        commit: str | None,
+        code_hash: str | None,
+        source: str = "sweep",
+        source_digest: str | None = None,
+        started_at: dt.datetime | None = None,
+    ) -> int:
         """A new run (status running), stamped with the current user, host and time (``started_at``: when its
         results were measured, for an import); returns its id.
 
@@ -242,10 +259,21 @@ class StoreWriter:
             if source == "sweep":
                 self._refuse_if_held(s, plan_key)
             now = utcnow()
-            run = Run(sweep=sweep, config=json_safe(dict(config or {})), plan_key=plan_key, commit=commit,
-                      code_hash=code_hash, user=_current_user(), host=socket.gethostname(), source=source,
-                      source_digest=source_digest, status="running", started_at=started_at or now,
-                      finished_at=None, counts=None)
+            run = Run(
+                sweep=sweep,
+                config=json_safe(dict(config or {})),
+                plan_key=plan_key,
+                commit=commit,
+                code_hash=code_hash,
+                user=_current_user(),
+                host=socket.gethostname(),
+                source=source,
+                source_digest=source_digest,
+                status="running",
+                started_at=started_at or now,
+                finished_at=None,
+                counts=None,
+            )
             ownership.take(run, now)
             s.add(run)
             s.flush()
@@ -261,8 +289,11 @@ class StoreWriter:
     def _live_holder(self, s: Session, plan_key: str) -> Run | None:
         """The sweep run of this plan that another live process is running, if any."""
         now = utcnow()
-        running = s.scalars(select(Run).where(Run.plan_key == plan_key, Run.source == "sweep",
-                                              Run.status == "running").order_by(Run.id.desc()))
+        running = s.scalars(
+            select(Run)
+            .where(Run.plan_key == plan_key, Run.source == "sweep", Run.status == "running")
+            .order_by(Run.id.desc())
+        )
         return next((run for run in running if ownership.held_by_other(run, now)), None)
 
     def _refuse_if_held(self, s: Session, plan_key: str) -> None:
@@ -272,10 +303,12 @@ class StoreWriter:
 
     @staticmethod
     def _resumable(s: Session, plan_key: str) -> int | None:
-        return s.scalar(select(Run.id)
-                        .where(Run.plan_key == plan_key, Run.source == "sweep", Run.status.in_(RESUMABLE_RUN_STATUSES))
-                        .order_by(Run.started_at.desc(), Run.id.desc())
-                        .limit(1))
+        return s.scalar(
+            select(Run.id)
+            .where(Run.plan_key == plan_key, Run.source == "sweep", Run.status.in_(RESUMABLE_RUN_STATUSES))
+            .order_by(Run.started_at.desc(), Run.id.desc())
+            .limit(1)
+        )
 
     def _while_held(self, plan_key: str, wait: bool, on_wait: Callable[[str], None] | None, poll_s: float, then):
         """``then(session)`` under the plan's lock once no other live process holds a run of the plan; RunHeld
@@ -295,30 +328,52 @@ class StoreWriter:
                 told = True
             time.sleep(poll_s)
 
-    def find_resumable_run(self, plan_key: str, wait: bool = False,
-                           on_wait: Callable[[str], None] | None = None, poll_s: float = 2.0) -> int | None:
+    def find_resumable_run(
+        self, plan_key: str, wait: bool = False, on_wait: Callable[[str], None] | None = None, poll_s: float = 2.0
+    ) -> int | None:
         """The latest sweep run with this plan key that did not finish and that no live process holds: one
         interrupted, or still marked running by an owner that is gone (see orchestrator/store/ownership.py).
         RunHeld while another live process runs the plan (or, with ``wait``, wait for it)."""
         return self._while_held(plan_key, wait, on_wait, poll_s, lambda s: self._resumable(s, plan_key))
 
-    def claim_run(self, sweep: str, config: dict[str, Any], plan_key: str, commit: str | None,
-                  code_hash: str | None, wait: bool = False, on_wait: Callable[[str], None] | None = None,
-                  poll_s: float = 2.0) -> tuple[int, bool]:
+    def claim_run(
+        self,
+        sweep: str,
+        config: dict[str, Any],
+        plan_key: str,
+        commit: str | None,
+        code_hash: str | None,
+        wait: bool = False,
+        on_wait: Callable[[str], None] | None = None,
+        poll_s: float = 2.0,
+    ) -> tuple[int, bool]:
         """Take this plan's unfinished run for this process, or start a new sweep run: (run id, resumed).
 
         One step under the plan's lock, so of two sweeps of one plan started at once one runs it and the other
         gets RunHeld (or, with ``wait``, waits and then takes what is left).  The run gets this process as owner
         and a heartbeat until finish_run/close."""
+
         def take(s: Session) -> tuple[int, bool]:
             now = utcnow()
             run_id = self._resumable(s, plan_key)
             if run_id is not None:
                 ownership.take(self._run(s, run_id), now)
                 return run_id, True
-            run = Run(sweep=sweep, config=json_safe(dict(config or {})), plan_key=plan_key, commit=commit,
-                      code_hash=code_hash, user=_current_user(), host=socket.gethostname(), source="sweep",
-                      source_digest=None, status="running", started_at=now, finished_at=None, counts=None)
+            run = Run(
+                sweep=sweep,
+                config=json_safe(dict(config or {})),
+                plan_key=plan_key,
+                commit=commit,
+                code_hash=code_hash,
+                user=_current_user(),
+                host=socket.gethostname(),
+                source="sweep",
+                source_digest=None,
+                status="running",
+                started_at=now,
+                finished_at=None,
+                counts=None,
+            )
             ownership.take(run, now)
             s.add(run)
             s.flush()
@@ -332,8 +387,10 @@ class StoreWriter:
         """Claim an unfinished run for this process (status running, heartbeat); RunHeld while another live
         process holds it or another run of its plan."""
         with self._tx() as s:
-            plan_key, source = s.execute(select(Run.plan_key, Run.source).where(Run.id == run_id)).one_or_none() \
-                or (None, None)
+            plan_key, source = s.execute(select(Run.plan_key, Run.source).where(Run.id == run_id)).one_or_none() or (
+                None,
+                None,
+            )
         if plan_key is None:
             raise KeyError(f"no run with id {run_id}")
         with self._tx(self._plan_lock(plan_key)) as s:
@@ -349,8 +406,11 @@ class StoreWriter:
         taken over after this process looked gone)."""
         me = ownership.Owner.me()
         with self._tx() as s:
-            done = s.execute(update(Run).where(Run.id == run_id, Run.status == "running", Run.owner_host == me.host,
-                                               Run.owner_pid == me.pid).values(heartbeat_at=utcnow()))
+            done = s.execute(
+                update(Run)
+                .where(Run.id == run_id, Run.status == "running", Run.owner_host == me.host, Run.owner_pid == me.pid)
+                .values(heartbeat_at=utcnow())
+            )
             return done.rowcount == 1
 
     def _keep_alive(self, run_id: int) -> None:
@@ -367,8 +427,9 @@ class StoreWriter:
                 .limit(1)
             )
 
-    def finish_run(self, run_id: int, status: str, counts: dict[str, Any],
-                   finished_at: dt.datetime | None = None) -> None:
+    def finish_run(
+        self, run_id: int, status: str, counts: dict[str, Any], finished_at: dt.datetime | None = None
+    ) -> None:
         if status not in FINAL_RUN_STATUSES:
             raise ValueError(f"finish_run status {status!r} not in {FINAL_RUN_STATUSES}")
         beat = self._heartbeats.pop(run_id, None)
@@ -403,21 +464,39 @@ class StoreWriter:
             for chunk in _chunks(keys):
                 known.update(s.scalars(select(Job.key).where(Job.key.in_(chunk))))
             new_keys = [key for key in keys if key not in known]
-            _insert_absent(s, Job, [{
-                "key": key, "spec": json_safe(by_key[key]), "kind": by_key[key]["kind"],
-                "kernel": by_key[key]["kernel"], "model": by_key[key]["model"], "shape": list(by_key[key]["shape"]),
-                "shape_key": shape_key(by_key[key]["shape"]), "dtype": by_key[key]["dtype"],
-                "target": by_key[key]["target"], "status": JOB_PENDING, "attempts": 0, "created_run_id": run_id,
-            } for key in new_keys], ["key"])
+            _insert_absent(
+                s,
+                Job,
+                [
+                    {
+                        "key": key,
+                        "spec": json_safe(by_key[key]),
+                        "kind": by_key[key]["kind"],
+                        "kernel": by_key[key]["kernel"],
+                        "model": by_key[key]["model"],
+                        "shape": list(by_key[key]["shape"]),
+                        "shape_key": shape_key(by_key[key]["shape"]),
+                        "dtype": by_key[key]["dtype"],
+                        "target": by_key[key]["target"],
+                        "status": JOB_PENDING,
+                        "attempts": 0,
+                        "created_run_id": run_id,
+                    }
+                    for key in new_keys
+                ],
+                ["key"],
+            )
             ids: dict[str, int] = {}
             created = 0
             for chunk in _chunks(keys):
-                for key, job_id, creator in s.execute(select(Job.key, Job.id, Job.created_run_id)
-                                                      .where(Job.key.in_(chunk))):
+                for key, job_id, creator in s.execute(
+                    select(Job.key, Job.id, Job.created_run_id).where(Job.key.in_(chunk))
+                ):
                     ids[key] = job_id
                     created += key not in known and creator == run_id
-            _insert_absent(s, RunJob, [{"run_id": run_id, "job_id": job_id} for job_id in ids.values()],
-                           ["run_id", "job_id"])
+            _insert_absent(
+                s, RunJob, [{"run_id": run_id, "job_id": job_id} for job_id in ids.values()], ["run_id", "job_id"]
+            )
             return created
 
     def done_keys(self, keys: Iterable[str], run_id: int | None = None) -> set[str]:
@@ -432,9 +511,11 @@ class StoreWriter:
                 if run_id is None:
                     query = select(Job.key).where(Job.key.in_(chunk), Job.status.in_(GOOD_STATUSES))
                 else:
-                    query = (select(Job.key).join(JobAttempt, JobAttempt.job_id == Job.id)
-                             .where(Job.key.in_(chunk), JobAttempt.run_id == run_id,
-                                    JobAttempt.status.in_(GOOD_STATUSES)))
+                    query = (
+                        select(Job.key)
+                        .join(JobAttempt, JobAttempt.job_id == Job.id)
+                        .where(Job.key.in_(chunk), JobAttempt.run_id == run_id, JobAttempt.status.in_(GOOD_STATUSES))
+                    )
                 done.update(s.scalars(query))
         return done
 
@@ -459,8 +540,20 @@ class StoreWriter:
         now = utcnow()
         row = s.get(Device, key)
         if row is None:  # insert-if-absent: another process may record the same device at the same moment
-            _insert_absent(s, Device, [{"hardware_key": key, **_device_fields(info), "first_seen": now,
-                                        "last_seen": now, "info": json_safe(info.to_dict())}], ["hardware_key"])
+            _insert_absent(
+                s,
+                Device,
+                [
+                    {
+                        "hardware_key": key,
+                        **_device_fields(info),
+                        "first_seen": now,
+                        "last_seen": now,
+                        "info": json_safe(info.to_dict()),
+                    }
+                ],
+                ["hardware_key"],
+            )
             row = s.get(Device, key)
         for name, value in _device_fields(info).items():
             setattr(row, name, value)
@@ -504,38 +597,74 @@ class StoreWriter:
         with self._tx() as s:
             self._run(s, run_id)
             job = self._job(s, r.key)
-            seen = s.scalar(select(JobAttempt.id).where(JobAttempt.job_id == job.id,
-                                                        JobAttempt.result_digest == digest).limit(1))
+            seen = s.scalar(
+                select(JobAttempt.id).where(JobAttempt.job_id == job.id, JobAttempt.result_digest == digest).limit(1)
+            )
             if seen is not None:
                 return False
             if job.status in GOOD_STATUSES and not force:
                 return False
             number = r.attempt
-            taken = s.scalar(select(JobAttempt.id).where(JobAttempt.job_id == job.id,
-                                                         JobAttempt.attempt == number))
+            taken = s.scalar(select(JobAttempt.id).where(JobAttempt.job_id == job.id, JobAttempt.attempt == number))
             if taken is not None:
-                number = (s.scalar(select(func.max(JobAttempt.attempt)).where(JobAttempt.job_id == job.id))
-                          or 0) + 1
+                number = (s.scalar(select(func.max(JobAttempt.attempt)).where(JobAttempt.job_id == job.id)) or 0) + 1
             device = result.get("device")  # as sent: keeps the hardware key the worker computed
             hardware_key = self._upsert_device(s, device) if device else None
             started_at = _from_unix(r.started_at)
-            attempt = JobAttempt(job_id=job.id, attempt=number, run_id=run_id, status=r.status, error=r.error,
-                                 node_id=r.node_id, hardware_key=hardware_key, started_at=started_at,
-                                 duration_s=_finite_or_none(r.duration_s), details=None, recorded_at=utcnow(),
-                                 result_digest=digest)
+            attempt = JobAttempt(
+                job_id=job.id,
+                attempt=number,
+                run_id=run_id,
+                status=r.status,
+                error=r.error,
+                node_id=r.node_id,
+                hardware_key=hardware_key,
+                started_at=started_at,
+                duration_s=_finite_or_none(r.duration_s),
+                details=None,
+                recorded_at=utcnow(),
+                result_digest=digest,
+            )
             s.add(attempt)
             s.flush()
-            s.add_all(Measurement(job_id=job.id, attempt=number, impl=m.impl, metric=m.metric,
-                                  value=_finite_or_none(m.value), unit=m.unit or "", samples=_samples(m.samples))
-                      for m in r.measurements)
-            rows = [Artifact(job_id=job.id, attempt=number, kind=a["kind"], name=a["name"], path=a["path"],
-                             blob=a["blob"], size=a["size"]) for a in artifacts]
+            s.add_all(
+                Measurement(
+                    job_id=job.id,
+                    attempt=number,
+                    impl=m.impl,
+                    metric=m.metric,
+                    value=_finite_or_none(m.value),
+                    unit=m.unit or "",
+                    samples=_samples(m.samples),
+                )
+                for m in r.measurements
+            )
+            rows = [
+                Artifact(
+                    job_id=job.id,
+                    attempt=number,
+                    kind=a["kind"],
+                    name=a["name"],
+                    path=a["path"],
+                    blob=a["blob"],
+                    size=a["size"],
+                )
+                for a in artifacts
+            ]
             s.add_all(rows)
             s.flush()
             if rows:
-                details["artifacts"] = [{"id": row.id, "kind": row.kind, "name": row.name, "path": row.path,
-                                         "size": row.size, "stored": "blob" if row.blob is not None else "path"}
-                                        for row in rows]
+                details["artifacts"] = [
+                    {
+                        "id": row.id,
+                        "kind": row.kind,
+                        "name": row.name,
+                        "path": row.path,
+                        "size": row.size,
+                        "stored": "blob" if row.blob is not None else "path",
+                    }
+                    for row in rows
+                ]
             attempt.details = json_safe(details)
             if number >= job.attempts:  # the newest attempt: the job row mirrors it
                 job.status = r.status
@@ -550,14 +679,12 @@ class StoreWriter:
             _insert_absent(s, RunJob, [{"run_id": run_id, "job_id": job.id}], ["run_id", "job_id"])
             return True
 
-    def mark_lost(self, run_id: int, key: str, reason: str, attempt: int | None = None,
-                  force: bool = False) -> bool:
+    def mark_lost(self, run_id: int, key: str, reason: str, attempt: int | None = None, force: bool = False) -> bool:
         """Record that no node could run this job (node died, retries exhausted); same rules as record_result.
         Marking the same job lost for the same reason twice in one run records it once."""
         if attempt is None:
             attempt = self.next_attempt(key)
-        lost = JobResult(key=key, status=STATUS_LOST, error=reason, attempt=attempt,
-                         details={"lost_in_run": run_id})
+        lost = JobResult(key=key, status=STATUS_LOST, error=reason, attempt=attempt, details={"lost_in_run": run_id})
         return self.record_result(run_id, lost.to_dict(), force=force)
 
     def runs_holding(self, keys: Iterable[str]) -> list[int]:

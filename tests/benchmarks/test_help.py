@@ -1,5 +1,6 @@
 """Every benchmark script is a documented command: `--help` names what it measures and which docs/perf page it
 backs, and a bad argument is a one-line usage error (exit 2)."""
+
 from __future__ import annotations
 
 import importlib
@@ -13,8 +14,15 @@ SCRIPTS = sorted(p.stem for p in (REPO / "benchmarks").glob("*.py") if p.stem no
 
 
 def test_every_script_is_listed():
-    assert SCRIPTS == ["aa_check", "call_probe", "copy_calibration", "dashboard_scale", "fleet_bench",
-                       "norm_launch_knobs", "overhead"]
+    assert SCRIPTS == [
+        "aa_check",
+        "call_probe",
+        "copy_calibration",
+        "dashboard_scale",
+        "fleet_bench",
+        "norm_launch_knobs",
+        "overhead",
+    ]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)

@@ -4,6 +4,7 @@ once per session), a real dashboard server on a free port, and headless Chromium
 Without Chromium/chromedriver the browser tests are skipped with the reason, except under CI (CI=true), where
 they fail.  Screenshots go to $KERNELFLEET_TEST_ARTIFACTS (default: the session's temporary folder).
 """
+
 from __future__ import annotations
 
 import io
@@ -27,9 +28,17 @@ REPO = Path(__file__).resolve().parents[2]
 # The raw H200 results imported into the test store.  One constant: where the import-ready files live.
 H200_RESULTS = REPO / "results" / "h200"
 KERNEL_FILES = 7  # kernel results files imported (spread over the dates), so trends have history
-CHROME_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--window-size=1280,900")
+CHROME_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1280,900",
+)
 SMOKE = ["+sweep=smoke", "sweep.kinds=[correctness,micro,profile]", "sweep.seed=0"]
 
 
@@ -78,8 +87,14 @@ def filled_store(tmp_path_factory) -> str:
     """A SQLite store: a real smoke sweep (correctness, micro, profile jobs on this CPU) + real H200 imports."""
     path = tmp_path_factory.mktemp("store") / "kernelfleet.db"
     url = session.sqlite_url_for(path)
-    proc = subprocess.run([sys.executable, "-m", "orchestrator", *SMOKE, f"store.url={url}"], cwd=REPO,
-                          env=child_env(), capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", *SMOKE, f"store.url={url}"],
+        cwd=REPO,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode in (0, 1), proc.stderr[-3000:]  # 1: some job failed; its error is data for the pages
     import_files(url, h200_files())
     session.dispose_engines()
@@ -88,8 +103,14 @@ def filled_store(tmp_path_factory) -> str:
 
 def start_server(url: str, *extra: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "dashboard", "--db", url, "--port", str(port), *extra],
-                            cwd=REPO, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dashboard", "--db", url, "--port", str(port), *extra],
+        cwd=REPO,
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -1,5 +1,6 @@
 """Driving the dashboard in the browser: load a page and wait for Dash to finish, read a figure's data, pick a
 filter value, read the console."""
+
 from __future__ import annotations
 
 import json
@@ -10,9 +11,11 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 TIMEOUT_S = 60
 
-_IDLE_JS = ("return document.querySelector('#page h2') !== null && "
-            "document.querySelector('[data-dash-is-loading=\"true\"]') === null && "
-            "document.querySelectorAll('._dash-loading, ._dash-loading-callback').length === 0")
+_IDLE_JS = (
+    "return document.querySelector('#page h2') !== null && "
+    "document.querySelector('[data-dash-is-loading=\"true\"]') === null && "
+    "document.querySelectorAll('._dash-loading, ._dash-loading-callback').length === 0"
+)
 
 
 def wait_idle(driver, timeout: float = TIMEOUT_S) -> None:
@@ -40,7 +43,9 @@ def figure_data(driver, figure_id: str) -> list[dict]:
         "var gd = g && g.getElementsByClassName('js-plotly-plot')[0];"
         "if (!gd || !gd.data) return null;"
         "return JSON.stringify(gd.data.map(function (t) { return {name: t.name, type: t.type, x: t.x, y: t.y,"
-        " z: t.z, text: t.text}; }));", figure_id)
+        " z: t.z, text: t.text}; }));",
+        figure_id,
+    )
     return json.loads(raw) if raw else []
 
 

@@ -1,5 +1,6 @@
 """The dashboard in a real browser (headless Chromium) against a real server and a store filled by a real smoke
 sweep and imported real H200 results."""
+
 from __future__ import annotations
 
 import csv
@@ -16,14 +17,16 @@ from sqlalchemy import create_engine, text
 
 from dashboard.pages import PAGES
 
-from .conftest import REPO, import_files, h200_files, start_server, stop_server
+from .conftest import REPO, h200_files, import_files, start_server, stop_server
 from .pagetools import choose, console_errors, filter_value, load, wait_figure, wait_idle
 
 PAGE_PATHS = list(PAGES)
 # The README's two screenshots: written to docs/img/ when KERNELFLEET_UPDATE_DOCS_SCREENSHOTS=1 (else only to the
 # artifacts folder, so a test run leaves the checkout as it was).
-README_SHOTS = {"/": "dashboard-overview.png",
-                "/trends?kernel=rmsnorm&gpu_type=h200&impl=triton": "dashboard-trends.png"}
+README_SHOTS = {
+    "/": "dashboard-overview.png",
+    "/trends?kernel=rmsnorm&gpu_type=h200&impl=triton": "dashboard-trends.png",
+}
 DOCS_IMG = REPO / "docs" / "img"
 
 
@@ -42,8 +45,11 @@ def _num(x: str | None) -> float | None:
 
 def _series(traces: list[dict]) -> list[dict]:
     """The trend figure's median lines (not the IQR bands, not the flag markers)."""
-    return [t for t in traces if t["name"] and not t["name"].endswith(" IQR")
-            and not t["name"].startswith(("regression", "improvement"))]
+    return [
+        t
+        for t in traces
+        if t["name"] and not t["name"].endswith(" IQR") and not t["name"].startswith(("regression", "improvement"))
+    ]
 
 
 @pytest.mark.slow
@@ -75,20 +81,26 @@ def test_readme_screenshots(browser, server, artifacts_dir):
 def test_overview_has_one_cell_per_kernel_and_gpu_type(browser, server, filled_store):
     engine = create_engine(filled_store)
     with engine.connect() as c:  # straight from the tables, not through the dashboard's queries
-        expected = set(c.execute(text(
-            "SELECT DISTINCT j.kernel, d.gpu_type FROM measurements m "
-            "JOIN job_attempts a ON a.job_id = m.job_id AND a.attempt = m.attempt "
-            "JOIN jobs j ON j.id = m.job_id JOIN devices d ON d.hardware_key = a.hardware_key "
-            "WHERE j.kind = 'micro' AND m.impl = 'triton' AND m.metric = 'time_us' "
-            "AND a.status IN ('ok', 'incorrect', 'skipped')")).all())
+        expected = set(
+            c.execute(
+                text(
+                    "SELECT DISTINCT j.kernel, d.gpu_type FROM measurements m "
+                    "JOIN job_attempts a ON a.job_id = m.job_id AND a.attempt = m.attempt "
+                    "JOIN jobs j ON j.id = m.job_id JOIN devices d ON d.hardware_key = a.hardware_key "
+                    "WHERE j.kind = 'micro' AND m.impl = 'triton' AND m.metric = 'time_us' "
+                    "AND a.status IN ('ok', 'incorrect', 'skipped')"
+                )
+            ).all()
+        )
     engine.dispose()
     assert {g for _, g in expected} >= {"cpu", "h200"}
     load(browser, server + "/")
     heat = [t for t in wait_figure(browser, "overview-heatmap") if t["type"] == "heatmap"]
     assert len(heat) == 2
     for trace in heat:
-        shown = {(k, g) for i, k in enumerate(trace["y"]) for j, g in enumerate(trace["x"])
-                 if trace["text"][i][j] != ""}
+        shown = {
+            (k, g) for i, k in enumerate(trace["y"]) for j, g in enumerate(trace["x"]) if trace["text"][i][j] != ""
+        }
         assert shown == expected
 
 
@@ -142,15 +154,21 @@ def test_csv_download_equals_what_the_page_shows(browser, server):
     rows = _csv(link)
     assert rows and len(rows) == sum(len(t["y"]) for t in traces)
     plotted = sorted((t["name"], x, y) for t in traces for x, y in zip(t["x"], t["y"]))
-    from_csv = sorted((f"{r['impl']} · {r['shape']} · {r['dtype']} · {r['gpu_type']}", r["measured_at"],
-                       _num(r["median"])) for r in rows)
+    from_csv = sorted(
+        (f"{r['impl']} · {r['shape']} · {r['dtype']} · {r['gpu_type']}", r["measured_at"], _num(r["median"]))
+        for r in rows
+    )
     assert plotted == from_csv
     load(browser, server + "/")
     heat = wait_figure(browser, "overview-heatmap")[0]
     cells = _csv(browser.find_element("css selector", "#csv-cells").get_attribute("href"))
     by = {(r["kernel"], r["gpu_type"]): _num(r["speedup_vs_eager"]) for r in cells}
-    shown = {(k, g): heat["z"][i][j] for i, k in enumerate(heat["y"]) for j, g in enumerate(heat["x"])
-             if heat["text"][i][j] != ""}
+    shown = {
+        (k, g): heat["z"][i][j]
+        for i, k in enumerate(heat["y"])
+        for j, g in enumerate(heat["x"])
+        if heat["text"][i][j] != ""
+    }
     assert set(shown) == set(by)
     for key, value in shown.items():
         assert (value is None and by[key] is None) or math.isclose(value, by[key], rel_tol=1e-12), key

@@ -1,4 +1,5 @@
 """`python -m dashboard` as a user starts it: bad stores, schema revisions, binding, the static build."""
+
 from __future__ import annotations
 
 import subprocess
@@ -11,12 +12,18 @@ from sqlalchemy import create_engine, text
 
 from orchestrator.store import session
 
-from .conftest import REPO, child_env, free_port, import_files, h200_files
+from .conftest import REPO, child_env, free_port, h200_files, import_files
 
 
 def _dashboard(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dashboard", *args], cwd=REPO, env=child_env(),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "dashboard", *args],
+        cwd=REPO,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.mark.parametrize("db", ["nosuchdriver://x/y", "postgresql+psycopg://nobody@127.0.0.1:1/none"])
@@ -58,9 +65,14 @@ def test_store_on_another_revision_is_refused_in_one_line(upgraded_store):
 
 def test_binding_beyond_loopback_warns_loudly(upgraded_store):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "dashboard", "--db", upgraded_store, "--host", "0.0.0.0",
-                             "--port", str(port)], cwd=REPO, env=child_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dashboard", "--db", upgraded_store, "--host", "0.0.0.0", "--port", str(port)],
+        cwd=REPO,
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         lines: list[str] = []
@@ -78,8 +90,14 @@ def test_binding_beyond_loopback_warns_loudly(upgraded_store):
 
 def test_default_binding_is_loopback(upgraded_store):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "dashboard", "--db", upgraded_store, "--port", str(port)],
-                            cwd=REPO, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dashboard", "--db", upgraded_store, "--port", str(port)],
+        cwd=REPO,
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         first = proc.stdout.readline()
     finally:
@@ -91,8 +109,10 @@ def test_default_binding_is_loopback(upgraded_store):
 
 @pytest.mark.slow
 def test_static_build_writes_every_page_self_contained(tmp_path, upgraded_store):
-    import_files(upgraded_store, [f for f in h200_files() if "e2e" not in f.name][:1] + [
-        f for f in h200_files() if "e2e" in f.name][:2])
+    import_files(
+        upgraded_store,
+        [f for f in h200_files() if "e2e" not in f.name][:1] + [f for f in h200_files() if "e2e" in f.name][:2],
+    )
     session.dispose_engines()
     out = tmp_path / "site"
     proc = _dashboard("build", "--out", str(out), "--db", upgraded_store, timeout=300)

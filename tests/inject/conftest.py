@@ -1,5 +1,7 @@
 """Shared pieces of the injection tests: a counter of the kernel calls the injected code makes, the bf16
-comparison, and torch.compile helpers (a backend that records Dynamo's graphs, undoing compilation).  Without a GPU the kernels run through Triton's interpreter (tests/conftest.py sets TRITON_INTERPRET=1)."""
+comparison, and torch.compile helpers (a backend that records Dynamo's graphs, undoing compilation).  Without a
+GPU the kernels run through Triton's interpreter (tests/conftest.py sets TRITON_INTERPRET=1)."""
+
 import sys
 from collections import Counter
 
@@ -60,7 +62,7 @@ def assert_close_bf16(out, ref, rel_l2=1e-2):
         assert torch.isfinite(o64).all()
         err = torch.linalg.vector_norm(o64 - r64) / torch.linalg.vector_norm(r64)
         assert err <= rel_l2, f"rel_l2 {err:.3g} > {rel_l2}"
-        assert (o64 - r64).abs().max() <= 8 * 2 ** -8 * r64.abs().max(), "max-abs beyond a few bf16 ulps"
+        assert (o64 - r64).abs().max() <= 8 * 2**-8 * r64.abs().max(), "max-abs beyond a few bf16 ulps"
 
 
 def assert_equal(out, ref):
@@ -86,8 +88,10 @@ class GraphRecorder:
 
     def linears(self) -> list[int]:
         """F.linear calls per graph."""
-        return [sum(n.op == "call_function" and n.target is torch._C._nn.linear for n in gm.graph.nodes)
-                for gm in self.graphs]
+        return [
+            sum(n.op == "call_function" and n.target is torch._C._nn.linear for n in gm.graph.nodes)
+            for gm in self.graphs
+        ]
 
 
 def uncompile(model):

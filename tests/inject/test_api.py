@@ -1,4 +1,5 @@
 """inject()/restore() as an API: kernel selection, what it accepts, the report."""
+
 import json
 
 import pytest
@@ -39,11 +40,22 @@ def test_pipeline_report_merges_components_with_paths():
     from diffusers import FlowMatchEulerDiscreteScheduler, LTXPipeline, LTXVideoTransformer3DModel
 
     torch.manual_seed(0)
-    transformer = LTXVideoTransformer3DModel(in_channels=8, out_channels=8, num_attention_heads=2,
-                                             attention_head_dim=8, cross_attention_dim=16, num_layers=1,
-                                             caption_channels=16)
-    pipe = LTXPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None, tokenizer=None,
-                       transformer=transformer)
+    transformer = LTXVideoTransformer3DModel(
+        in_channels=8,
+        out_channels=8,
+        num_attention_heads=2,
+        attention_head_dim=8,
+        cross_attention_dim=16,
+        num_layers=1,
+        caption_channels=16,
+    )
+    pipe = LTXPipeline(
+        scheduler=FlowMatchEulerDiscreteScheduler(),
+        vae=None,
+        text_encoder=None,
+        tokenizer=None,
+        transformer=transformer,
+    )
     rep = inject(pipe)
     assert rep.target == "LTXPipeline"
     assert all(r.path.startswith("transformer.") for r in rep.replaced)

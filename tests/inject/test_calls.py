@@ -1,5 +1,6 @@
 """kernels.inject.calls: plain submodules are computed without nn.Module.__call__, bit for bit as the module
 computes them; hooked, subclassed, instance-patched or training-mode dropout modules are called as modules."""
+
 import torch
 import torch.nn as nn
 from diffusers.models.activations import GELU
@@ -16,8 +17,14 @@ def test_plain_modules_match_their_forward_bit_for_bit():
     torch.manual_seed(0)
     x = _x(2, 5, 32)
     ff = FeedForward(32, activation_fn="gelu-approximate").to(torch.bfloat16).eval()
-    for m in (nn.Linear(32, 16).to(torch.bfloat16), nn.Linear(32, 16, bias=False).to(torch.bfloat16),
-              GELU(32, 64, approximate="tanh").to(torch.bfloat16), ff, nn.Dropout(0.0), nn.Dropout(0.3).eval()):
+    for m in (
+        nn.Linear(32, 16).to(torch.bfloat16),
+        nn.Linear(32, 16, bias=False).to(torch.bfloat16),
+        GELU(32, 64, approximate="tanh").to(torch.bfloat16),
+        ff,
+        nn.Dropout(0.0),
+        nn.Dropout(0.3).eval(),
+    ):
         assert plain(m, type(m))
         with torch.no_grad():
             assert torch.equal(call(m, x), m(x)), type(m).__name__

@@ -2,6 +2,7 @@
 (``compile_repeated_blocks`` and ``torch.compile`` of the whole model) with the kernels inside the compiled graph
 and outputs that still match eager.  On the CPU the kernels run in Triton's interpreter, which torch.compile cannot
 trace, so these tests are skipped there."""
+
 import pytest
 import torch
 
@@ -10,10 +11,11 @@ from tests.inject.conftest import GraphRecorder, uncompile
 
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU (torch.compile of Triton "
-                                                             "kernels; the CPU interpreter cannot be traced)"),
-    pytest.mark.skipif(interpreting(), reason="TRITON_INTERPRET=1 is set: GPU tests need "
-                                              "compiled Triton"),
+    pytest.mark.skipif(
+        not torch.cuda.is_available(),
+        reason="needs a CUDA or ROCm GPU (torch.compile of Triton kernels; the CPU interpreter cannot be traced)",
+    ),
+    pytest.mark.skipif(interpreting(), reason="TRITON_INTERPRET=1 is set: GPU tests need compiled Triton"),
 ]
 
 DEV = "cuda"
@@ -55,8 +57,18 @@ def _op_cases():
     }
 
 
-OP_CASES = ["rms_norm_torch", "rms_norm_diffusers", "rms_norm_llama_noweight", "adaln_rms", "adaln_rms_per_token",
-            "adaln_layer_norm", "qk_norm_rope", "add_rms_norm_modulate", "rope_interleaved", "rope_rotate_half"]
+OP_CASES = [
+    "rms_norm_torch",
+    "rms_norm_diffusers",
+    "rms_norm_llama_noweight",
+    "adaln_rms",
+    "adaln_rms_per_token",
+    "adaln_layer_norm",
+    "qk_norm_rope",
+    "add_rms_norm_modulate",
+    "rope_interleaved",
+    "rope_rotate_half",
+]
 
 
 @pytest.mark.parametrize("case", OP_CASES)
@@ -103,12 +115,18 @@ def _ltx_inputs(per_token=False, f=4, h=15, w=22):  # default: the seed setting'
     g = torch.Generator(DEV).manual_seed(1)
     mask = torch.ones(2, 128, device=DEV)
     mask[0, 90:] = 0
-    t = (torch.rand(2, f * h * w, device=DEV, generator=g) * 1000 if per_token
-         else torch.full((2,), 700.0, device=DEV))
-    return dict(hidden_states=torch.randn(2, f * h * w, 128, device=DEV, generator=g).to(BF16),
-                encoder_hidden_states=torch.randn(2, 128, 4096, device=DEV, generator=g).to(BF16),
-                timestep=t, encoder_attention_mask=mask, num_frames=f, height=h, width=w,
-                rope_interpolation_scale=(0.32, 32, 32), return_dict=False)
+    t = torch.rand(2, f * h * w, device=DEV, generator=g) * 1000 if per_token else torch.full((2,), 700.0, device=DEV)
+    return dict(
+        hidden_states=torch.randn(2, f * h * w, 128, device=DEV, generator=g).to(BF16),
+        encoder_hidden_states=torch.randn(2, 128, 4096, device=DEV, generator=g).to(BF16),
+        timestep=t,
+        encoder_attention_mask=mask,
+        num_frames=f,
+        height=h,
+        width=w,
+        rope_interpolation_scale=(0.32, 32, 32),
+        return_dict=False,
+    )
 
 
 @pytest.mark.parametrize("per_token", [False, True], ids=["temb_broadcast", "temb_per_token"])
@@ -179,8 +197,9 @@ def test_ltx_compiled_with_static_launch_of_our_kernels():
         again = model(**kw)[0]
     # the autotuners that launched something (an in-process compile also leaves some that never loaded a launcher)
     used = [a for k, a in _user_kernel_autotuners().items() if k not in before and a.launchers]
-    assert {"_adaln_kernel", "_qk_norm_rope_kernel", "_add_rms_norm_modulate_kernel",
-            "_rms_norm_kernel"} <= {a.fn.__name__ for a in used}
+    assert {"_adaln_kernel", "_qk_norm_rope_kernel", "_add_rms_norm_modulate_kernel", "_rms_norm_kernel"} <= {
+        a.fn.__name__ for a in used
+    }
     not_static = sorted({a.fn.__name__ for a in used if not all(getattr(x, "_is_static", False) for x in a.launchers)})
     assert not not_static, f"launched through Triton's own launcher: {not_static}"
     assert _rel_l2(out, ref) < 3e-2 and torch.isfinite(out).all()
@@ -199,41 +218,70 @@ def _whole_model_cases():
     def flux():
         torch.manual_seed(0)
         with torch.device(DEV):
-            m = FluxTransformer2DModel(num_layers=1, num_single_layers=1, num_attention_heads=4,
-                                       joint_attention_dim=256, pooled_projection_dim=128)
+            m = FluxTransformer2DModel(
+                num_layers=1,
+                num_single_layers=1,
+                num_attention_heads=4,
+                joint_attention_dim=256,
+                pooled_projection_dim=128,
+            )
         g = torch.Generator(DEV).manual_seed(1)
         seq, txt = 256, 32
-        kw = dict(hidden_states=torch.randn(2, seq, 64, device=DEV, generator=g).to(BF16),
-                  encoder_hidden_states=torch.randn(2, txt, 256, device=DEV, generator=g).to(BF16),
-                  pooled_projections=torch.randn(2, 128, device=DEV, generator=g).to(BF16),
-                  timestep=torch.tensor([0.3, 0.7], device=DEV).to(BF16),
-                  guidance=torch.tensor([3.5, 3.5], device=DEV).to(BF16) if m.config.guidance_embeds else None,
-                  img_ids=torch.randint(0, 16, (seq, 3), device=DEV).float(), txt_ids=torch.zeros(txt, 3, device=DEV),
-                  return_dict=False)
+        kw = dict(
+            hidden_states=torch.randn(2, seq, 64, device=DEV, generator=g).to(BF16),
+            encoder_hidden_states=torch.randn(2, txt, 256, device=DEV, generator=g).to(BF16),
+            pooled_projections=torch.randn(2, 128, device=DEV, generator=g).to(BF16),
+            timestep=torch.tensor([0.3, 0.7], device=DEV).to(BF16),
+            guidance=torch.tensor([3.5, 3.5], device=DEV).to(BF16) if m.config.guidance_embeds else None,
+            img_ids=torch.randint(0, 16, (seq, 3), device=DEV).float(),
+            txt_ids=torch.zeros(txt, 3, device=DEV),
+            return_dict=False,
+        )
         return m.to(BF16).eval(), kw, {"rms_norm", "rope_interleaved", "adaln_layer_norm", "addmm_gelu_tanh"}
 
     def sd3():
         torch.manual_seed(0)
         with torch.device(DEV):
-            m = SD3Transformer2DModel(sample_size=32, num_layers=2, attention_head_dim=64, num_attention_heads=4,
-                                      joint_attention_dim=256, caption_projection_dim=256, pooled_projection_dim=128,
-                                      pos_embed_max_size=32, qk_norm="rms_norm", dual_attention_layers=(0,))
+            m = SD3Transformer2DModel(
+                sample_size=32,
+                num_layers=2,
+                attention_head_dim=64,
+                num_attention_heads=4,
+                joint_attention_dim=256,
+                caption_projection_dim=256,
+                pooled_projection_dim=128,
+                pos_embed_max_size=32,
+                qk_norm="rms_norm",
+                dual_attention_layers=(0,),
+            )
         g = torch.Generator(DEV).manual_seed(1)
-        kw = dict(hidden_states=torch.randn(2, 16, 32, 32, device=DEV, generator=g).to(BF16),
-                  encoder_hidden_states=torch.randn(2, 32, 256, device=DEV, generator=g).to(BF16),
-                  pooled_projections=torch.randn(2, 128, device=DEV, generator=g).to(BF16),
-                  timestep=torch.tensor([200, 800], device=DEV), return_dict=False)
+        kw = dict(
+            hidden_states=torch.randn(2, 16, 32, 32, device=DEV, generator=g).to(BF16),
+            encoder_hidden_states=torch.randn(2, 32, 256, device=DEV, generator=g).to(BF16),
+            pooled_projections=torch.randn(2, 128, device=DEV, generator=g).to(BF16),
+            timestep=torch.tensor([200, 800], device=DEV),
+            return_dict=False,
+        )
         return m.to(BF16).eval(), kw, {"rms_norm", "adaln_layer_norm", "addmm_gelu_tanh"}
 
     def llama():
         torch.manual_seed(0)
-        cfg = LlamaConfig(hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
-                          num_key_value_heads=2, vocab_size=1000)
+        cfg = LlamaConfig(
+            hidden_size=256,
+            intermediate_size=512,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            vocab_size=1000,
+        )
         with torch.device(DEV):
             m = LlamaForCausalLM(cfg)
         ids = torch.randint(0, 1000, (2, 64), device=DEV, generator=torch.Generator(DEV).manual_seed(1))
-        return m.to(BF16).eval(), dict(input_ids=ids, use_cache=False, return_dict=False), {"rms_norm",
-                                                                                            "rope_rotate_half"}
+        return (
+            m.to(BF16).eval(),
+            dict(input_ids=ids, use_cache=False, return_dict=False),
+            {"rms_norm", "rope_rotate_half"},
+        )
 
     return {"ltx": ltx, "flux": flux, "sd3": sd3, "llama": llama}
 

@@ -1,5 +1,6 @@
 """kernels.inject.compile_options: the options torch.compile gets for an injected model, and the process-wide switch
 it sets (CPU; the GPU tests in test_compile_gpu.py compile with static launches)."""
+
 import os
 
 import pytest

@@ -1,5 +1,6 @@
 """kernels.inject.attention.cross_attention_ok: where the injected LTX-Video processor may call
 kernels.cross_attention instead of diffusers' native SDPA (on the CPU under Triton's interpreter)."""
+
 import pytest
 import torch
 
@@ -12,19 +13,28 @@ B, SQ, H, D, SK = 2, 12, 4, 16, 10
 def qkv(sk=SK, d=D, dtype=torch.bfloat16):
     q = torch.randn(B, SQ, H * d).to(dtype).unflatten(2, (H, d))
     kv = torch.randn(B, sk, 2 * H * d).to(dtype)
-    return q, kv[..., :H * d].unflatten(2, (H, d)), kv[..., H * d:].unflatten(2, (H, d))
+    return q, kv[..., : H * d].unflatten(2, (H, d)), kv[..., H * d :].unflatten(2, (H, d))
 
 
-@pytest.mark.parametrize("mask_shape", [None, (SK,), (1, SK), (B, H, 1, SK), (B, 1, 1, SK), (B, H, SQ, SK),
-                                        (SQ, SK), (1, 1, 1, 1)])
+@pytest.mark.parametrize(
+    "mask_shape", [None, (SK,), (1, SK), (B, H, 1, SK), (B, 1, 1, SK), (B, H, SQ, SK), (SQ, SK), (1, 1, 1, 1)]
+)
 def test_accepts_what_sdpa_broadcasts(mask_shape):
     q, k, v = qkv()
     mask = None if mask_shape is None else torch.zeros(mask_shape, dtype=torch.bfloat16)
     assert cross_attention_ok(q, k, v, mask)
 
 
-@pytest.mark.parametrize("mask", [torch.zeros(B, H, 1, SK + 1), torch.zeros(3, 1, 1, SK), torch.zeros(1, B, H, 1, SK),
-                                  torch.zeros(B, H, 1, SK, dtype=torch.bool), torch.zeros(B, H, 1, SK).double()])
+@pytest.mark.parametrize(
+    "mask",
+    [
+        torch.zeros(B, H, 1, SK + 1),
+        torch.zeros(3, 1, 1, SK),
+        torch.zeros(1, B, H, 1, SK),
+        torch.zeros(B, H, 1, SK, dtype=torch.bool),
+        torch.zeros(B, H, 1, SK).double(),
+    ],
+)
 def test_refuses_masks_it_does_not_compute(mask):
     q, k, v = qkv()
     assert not cross_attention_ok(q, k, v, mask)

@@ -2,6 +2,7 @@
 injected, so no Triton kernel is traced): compiled LTX-Video blocks use the fused GEMM while the transformer's
 forward finds the fused weights intact, are compiled again without it when a weight is replaced, and torch.compile
 of the whole transformer keeps the projections separate.  Runs on the CPU; the GPU tests compile with Inductor."""
+
 import torch
 import torch.nn as nn
 from diffusers import LTXVideoTransformer3DModel

@@ -1,5 +1,6 @@
 """The linear_gelu rewrite (kernels.inject.linear_gelu): a GELU-tanh projection as one GEMM with the activation in
 its epilogue, what it computes, when it applies, and how LTX-Video's blocks use it."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,13 +14,21 @@ from tests.inject.test_ltx import LAYERS, PER_FORWARD, _inputs, _run, _transform
 def _args(dtype, rows=(3, 7), width=48, out=80, seed=0):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(*rows, width, generator=g).to(dtype)
-    w = (torch.randn(out, width, generator=g) / width ** 0.5).to(dtype)
+    w = (torch.randn(out, width, generator=g) / width**0.5).to(dtype)
     b = torch.randn(out, generator=g).to(dtype)
     return x, w, b
 
 
-DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU (the BLAS epilogue)")])]
+DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda",
+        marks=[
+            pytest.mark.gpu,
+            pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU (the BLAS epilogue)"),
+        ],
+    ),
+]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -111,7 +120,8 @@ def test_sd3_gelu_projections_and_the_ones_left():
     """FLUX/SD3 keep their feed-forward code: each GELU-tanh projection module gets the one-GEMM forward; an erf GELU
     is left with the reason, and a projection hooked after injection makes that module fall back to its own
     forward."""
-    from tests.inject.test_flux_sd3 import _run as run_sd3, _sd3, _sd3_inputs
+    from tests.inject.test_flux_sd3 import _run as run_sd3
+    from tests.inject.test_flux_sd3 import _sd3, _sd3_inputs
 
     model, kw = _sd3(BF16, 2, qk_norm=None, dual=()), _sd3_inputs()
     erf = model.transformer_blocks[0].ff_context.net[0]

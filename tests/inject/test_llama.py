@@ -1,17 +1,24 @@
 """transformers Llama family: LlamaRMSNorm (numerics "llama") and rotate-half RoPE through the kernels, on built
 models (per-instance) and through transformers' patch API (register_patch_mapping + apply_patches)."""
+
 import pytest
 import torch
-from transformers import (GemmaConfig, GemmaForCausalLM, LlamaConfig, LlamaForCausalLM, Qwen2Config,
-                          Qwen2ForCausalLM)
+from transformers import GemmaConfig, GemmaForCausalLM, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
 from kernels.inject import inject, restore
 from kernels.inject import llama as kl
 from tests.inject.conftest import BF16, KernelCalls, assert_close_bf16, assert_equal
 
 LAYERS = 2
-SMALL = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=LAYERS, num_attention_heads=4,
-             num_key_value_heads=2, vocab_size=100, head_dim=16)
+SMALL = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=LAYERS,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=100,
+    head_dim=16,
+)
 
 
 def _model(config_cls=LlamaConfig, model_cls=LlamaForCausalLM, dtype=BF16):
@@ -54,8 +61,9 @@ def test_generate_with_kv_cache():
         ref = model.generate(ids, max_new_tokens=4, do_sample=False, output_logits=True, return_dict_in_generate=True)
         inject(model)
         with KernelCalls() as kc:
-            out = model.generate(ids, max_new_tokens=4, do_sample=False, output_logits=True,
-                                 return_dict_in_generate=True)
+            out = model.generate(
+                ids, max_new_tokens=4, do_sample=False, output_logits=True, return_dict_in_generate=True
+            )
     assert kc.calls["rope_rotate_half"] == 2 * LAYERS * 4  # q and k, every layer, every decoding step
     assert torch.equal(out.sequences, ref.sequences)
     for a, b in zip(out.logits, ref.logits):

@@ -1,6 +1,7 @@
 """LTX-Video injection on a tiny model (2 blocks, width 32) and a tiny pipeline whose VAE has the real 32x/8x
 compression: outputs match the stock model within bf16 rounding, the kernels are really called, the replaced
 modules are exactly what the architecture implies, restore is exact, and injecting twice is injecting once."""
+
 import json
 
 import pytest
@@ -13,16 +14,41 @@ from kernels.inject.ltx import LTXKernelAttnProcessor
 from tests.inject.conftest import BF16, KernelCalls, assert_close_bf16, assert_equal
 
 LAYERS = 2
-TRANSFORMER = dict(in_channels=8, out_channels=8, patch_size=1, patch_size_t=1, num_attention_heads=4,
-                   attention_head_dim=8, cross_attention_dim=32, num_layers=LAYERS, caption_channels=32)
-VAE = dict(latent_channels=8, block_out_channels=(8, 8, 8, 8), decoder_block_out_channels=(8, 8, 8, 8),
-           layers_per_block=(1, 1, 1, 1, 1), decoder_layers_per_block=(1, 1, 1, 1, 1),
-           spatio_temporal_scaling=(True, True, True, False), decoder_spatio_temporal_scaling=(True, True, True, False),
-           patch_size=4, patch_size_t=1, encoder_causal=True, decoder_causal=False)
+TRANSFORMER = dict(
+    in_channels=8,
+    out_channels=8,
+    patch_size=1,
+    patch_size_t=1,
+    num_attention_heads=4,
+    attention_head_dim=8,
+    cross_attention_dim=32,
+    num_layers=LAYERS,
+    caption_channels=32,
+)
+VAE = dict(
+    latent_channels=8,
+    block_out_channels=(8, 8, 8, 8),
+    decoder_block_out_channels=(8, 8, 8, 8),
+    layers_per_block=(1, 1, 1, 1, 1),
+    decoder_layers_per_block=(1, 1, 1, 1, 1),
+    spatio_temporal_scaling=(True, True, True, False),
+    decoder_spatio_temporal_scaling=(True, True, True, False),
+    patch_size=4,
+    patch_size_t=1,
+    encoder_causal=True,
+    decoder_causal=False,
+)
 FRAMES, HEIGHT, WIDTH = 9, 64, 96  # latent 2 x 2 x 3 = 12 tokens through the real 8x/32x compression
 TXT = 16
-PER_FORWARD = {"qk_norm_rope": LAYERS, "rms_norm": 2 * LAYERS, "adaln_rms": LAYERS, "add_rms_norm_modulate": LAYERS,
-               "gated_residual": 2 * LAYERS, "linear_gelu": LAYERS, "cross_attention": LAYERS}
+PER_FORWARD = {
+    "qk_norm_rope": LAYERS,
+    "rms_norm": 2 * LAYERS,
+    "adaln_rms": LAYERS,
+    "add_rms_norm_modulate": LAYERS,
+    "gated_residual": 2 * LAYERS,
+    "linear_gelu": LAYERS,
+    "cross_attention": LAYERS,
+}
 
 
 def _transformer(dtype=BF16, seed=0):
@@ -36,10 +62,17 @@ def _inputs(dtype=BF16, batch=2, per_token=False):
     mask = torch.ones(batch, TXT)
     mask[0, 10:] = 0
     t = torch.rand(batch, f * h * w, generator=g) * 1000 if per_token else torch.full((batch,), 700.0)
-    return dict(hidden_states=torch.randn(batch, f * h * w, 8, generator=g).to(dtype),
-                encoder_hidden_states=torch.randn(batch, TXT, 32, generator=g).to(dtype),
-                timestep=t, encoder_attention_mask=mask, num_frames=f, height=h, width=w,
-                rope_interpolation_scale=(0.32, 32, 32), return_dict=False)
+    return dict(
+        hidden_states=torch.randn(batch, f * h * w, 8, generator=g).to(dtype),
+        encoder_hidden_states=torch.randn(batch, TXT, 32, generator=g).to(dtype),
+        timestep=t,
+        encoder_attention_mask=mask,
+        num_frames=f,
+        height=h,
+        width=w,
+        rope_interpolation_scale=(0.32, 32, 32),
+        return_dict=False,
+    )
 
 
 def _run(model, kw):
@@ -54,8 +87,9 @@ def pipe():
     vae = AutoencoderKLLTXVideo(**VAE)
     vae.use_framewise_encoding = False
     vae.use_framewise_decoding = False
-    p = LTXPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=vae, text_encoder=None, tokenizer=None,
-                    transformer=transformer)
+    p = LTXPipeline(
+        scheduler=FlowMatchEulerDiscreteScheduler(), vae=vae, text_encoder=None, tokenizer=None, transformer=transformer
+    )
     p.to(dtype=BF16)
     p.set_progress_bar_config(disable=True)
     assert (p.vae_spatial_compression_ratio, p.vae_temporal_compression_ratio) == (32, 8)
@@ -70,10 +104,20 @@ def _call_pipe(p):
     nm[:, 4:] = 0
     latents = torch.randn(1, 2 * 2 * 3, 8, generator=g)
     with torch.no_grad():
-        return p(prompt_embeds=pe, prompt_attention_mask=pm, negative_prompt_embeds=npe,
-                 negative_prompt_attention_mask=nm, height=HEIGHT, width=WIDTH, num_frames=FRAMES,
-                 num_inference_steps=2, guidance_scale=3.0, latents=latents, output_type="pt",
-                 return_dict=False)[0]
+        return p(
+            prompt_embeds=pe,
+            prompt_attention_mask=pm,
+            negative_prompt_embeds=npe,
+            negative_prompt_attention_mask=nm,
+            height=HEIGHT,
+            width=WIDTH,
+            num_frames=FRAMES,
+            num_inference_steps=2,
+            guidance_scale=3.0,
+            latents=latents,
+            output_type="pt",
+            return_dict=False,
+        )[0]
 
 
 def test_pipeline_matches_stock_counts_and_restores_exactly(pipe):
@@ -86,10 +130,17 @@ def test_pipeline_matches_stock_counts_and_restores_exactly(pipe):
         by_path = {r.path: r for r in report.replaced}
         for i in range(LAYERS):
             assert by_path[f"transformer.transformer_blocks.{i}.attn1"].kernels == ("qk_norm_rope", "fused_qkv")
-            assert by_path[f"transformer.transformer_blocks.{i}.attn2"].kernels == ("rms_norm", "fused_qkv",
-                                                                                    "cross_attention")
-            assert by_path[f"transformer.transformer_blocks.{i}"].kernels == ("adaln_rms", "add_rms_norm_modulate",
-                                                                              "gated_residual", "linear_gelu")
+            assert by_path[f"transformer.transformer_blocks.{i}.attn2"].kernels == (
+                "rms_norm",
+                "fused_qkv",
+                "cross_attention",
+            )
+            assert by_path[f"transformer.transformer_blocks.{i}"].kernels == (
+                "adaln_rms",
+                "add_rms_norm_modulate",
+                "gated_residual",
+                "linear_gelu",
+            )
         left = {x.path: x for x in report.left}
         assert left["transformer.norm_out"].module == "LayerNorm"
         assert not {p for p in left if ".ff." in p}  # the feed-forward's GELU is in its projection's epilogue
@@ -115,7 +166,8 @@ def test_both_temb_layouts(per_token):
     kw = _inputs(per_token=per_token)
     seen = []
     model.transformer_blocks[0].register_forward_pre_hook(
-        lambda mod, args, kwargs: seen.append(tuple(kwargs["temb"].shape)), with_kwargs=True)
+        lambda mod, args, kwargs: seen.append(tuple(kwargs["temb"].shape)), with_kwargs=True
+    )
     ref = _run(model, kw)
     inject(model)
     with KernelCalls() as kc:
@@ -174,8 +226,9 @@ def test_kernel_selection():
     rep = inject(model, kernels=["qk_norm_rope", "adaln_rms"])
     assert not rep.already_injected
     assert rep.counts() == {"attn_processor": LAYERS, "block_forward": LAYERS, "rope_forward": 1}
-    assert {x.path: x.reason for x in rep.left}["transformer_blocks.1.attn2"] == \
-        "rms_norm, fused_qkv and cross_attention not selected"
+    assert {x.path: x.reason for x in rep.left}[
+        "transformer_blocks.1.attn2"
+    ] == "rms_norm, fused_qkv and cross_attention not selected"
     with KernelCalls() as kc:
         out = _run(model, kw)
     # without add_rms_norm_modulate, norm2 + modulate also goes through adaln_rms
@@ -202,8 +255,10 @@ def test_attention_backend_is_kept_and_settable():
         assert kc.calls["qk_norm_rope"] == LAYERS
         restore(model)
         # the backend chosen while injected stays chosen on the stock processors
-        assert all(type(p) is LTXVideoAttnProcessor and p._attention_backend.value == "_native_math"
-                   for p in model.attn_processors.values())
+        assert all(
+            type(p) is LTXVideoAttnProcessor and p._attention_backend.value == "_native_math"
+            for p in model.attn_processors.values()
+        )
     finally:
         model.reset_attention_backend()
         _AttentionBackendRegistry.set_active_backend(before)
@@ -225,8 +280,9 @@ def test_native_backend_is_called_directly_other_backends_through_dispatch(monke
     out = _run(model, kw)
     dispatched = []
     dispatch = attention.dispatch_attention_fn
-    monkeypatch.setattr(attention, "dispatch_attention_fn", lambda *a, **k: dispatched.append(k["backend"]) or
-                        dispatch(*a, **k))
+    monkeypatch.setattr(
+        attention, "dispatch_attention_fn", lambda *a, **k: dispatched.append(k["backend"]) or dispatch(*a, **k)
+    )
     assert_equal(_run(model, kw), out)
     assert dispatched == []
     monkeypatch.setattr(_AttentionBackendRegistry, "_checks_enabled", True)
@@ -308,8 +364,10 @@ def test_attention_hooks_still_run():
     inject(model)
     plain = _run(model, kw)
     seen = []
-    handles = [model.transformer_blocks[i].attn1.register_forward_hook(lambda mod, args, out: seen.append(mod))
-               for i in range(LAYERS)]
+    handles = [
+        model.transformer_blocks[i].attn1.register_forward_hook(lambda mod, args, out: seen.append(mod))
+        for i in range(LAYERS)
+    ]
     hooked = _run(model, kw)
     for h in handles:
         h.remove()
@@ -339,8 +397,9 @@ def test_fused_projections_share_one_gemm_and_restore_unshares(monkeypatch, tmp_
     assert all(torch.equal(p, params[n]) for n, p in model.named_parameters())
     calls = []
     fused_call = fused_linear.FusedLinear.__call__
-    monkeypatch.setattr(fused_linear.FusedLinear, "__call__",
-                        lambda self, x: calls.append(len(self.sizes)) or fused_call(self, x))
+    monkeypatch.setattr(
+        fused_linear.FusedLinear, "__call__", lambda self, x: calls.append(len(self.sizes)) or fused_call(self, x)
+    )
     with KernelCalls() as kc:
         out = _run(model, kw)
     assert sorted(calls) == [2] * LAYERS + [3] * LAYERS
@@ -355,8 +414,9 @@ def test_fused_projections_share_one_gemm_and_restore_unshares(monkeypatch, tmp_
     calls.clear()
     changed = _run(model, kw)
     assert sorted(calls) == [2] * LAYERS + [3] * (LAYERS - 1)
-    procs = [b.attn1.processor for b in model.transformer_blocks] + [b.attn2.processor for b in
-                                                                      model.transformer_blocks]
+    procs = [b.attn1.processor for b in model.transformer_blocks] + [
+        b.attn2.processor for b in model.transformer_blocks
+    ]
     restore(model)
     # the concatenations are dropped at restore (each freed as soon as its modules hold their own copies)
     assert all(p.qkv is None or (p.qkv.weight is None and not p.qkv.intact()) for p in procs)
@@ -464,12 +524,14 @@ def test_modulation_values_of_all_blocks_in_one_add():
     expected = _run(model, kw)
     rep = inject(model)
     notes = [r.note for r in rep.replaced if r.kind == "block_forward"]
-    assert len(notes) == LAYERS and all(n.endswith(f"; modulation values of all {LAYERS} blocks in one add per forward")
-                                        for n in notes)
+    assert len(notes) == LAYERS and all(
+        n.endswith(f"; modulation values of all {LAYERS} blocks in one add per forward") for n in notes
+    )
     blocks = list(model.transformer_blocks)
     shared = vars(blocks[0])["_kf_ada"][0]
-    assert isinstance(shared, AdaValues) and [vars(b)["_kf_ada"] for b in blocks] == [(shared, i) for i in
-                                                                                        range(LAYERS)]
+    assert isinstance(shared, AdaValues) and [vars(b)["_kf_ada"] for b in blocks] == [
+        (shared, i) for i in range(LAYERS)
+    ]
     assert_close_bf16(_run(model, kw), expected)
     assert (shared.builds, shared.adds) == (1, 1)
     _run(model, kw)

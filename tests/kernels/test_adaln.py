@@ -78,8 +78,9 @@ def test_weight_and_bias(dtype, device):
     assert rel_err(adaln_rms(x, scale, shift, w), ref_rms(x, scale, shift, 1e-6, w)) < TOL[dtype]
     out = adaln_layer_norm(x, scale, shift, w, b, eps=1e-5)
     assert rel_err(out, ref_layer_norm(x, scale, shift, 1e-5, w, b)) < TOL[dtype]
-    assert rel_err(adaln_layer_norm(x, scale, shift, None, b), ref_layer_norm(x, scale, shift, 1e-6, None, b)) \
-        < TOL[dtype]
+    assert (
+        rel_err(adaln_layer_norm(x, scale, shift, None, b), ref_layer_norm(x, scale, shift, 1e-6, None, b)) < TOL[dtype]
+    )
 
 
 # ------------------------------------------------------------------------------------------- the modules it mirrors
@@ -171,8 +172,11 @@ def test_non_contiguous_inputs(device):
     expanded = rand((1, 1, 200), torch.bfloat16, 4, 0.3).to(device).expand(3, 5, 200)  # stride 0 everywhere
     for fn in (adaln_rms, adaln_layer_norm):
         for xx in (x, xt):
-            for sc, sh in ((scale, shift), (expanded, scale), (shift.transpose(0, 1).contiguous().transpose(0, 1),
-                                                               expanded)):
+            for sc, sh in (
+                (scale, shift),
+                (expanded, scale),
+                (shift.transpose(0, 1).contiguous().transpose(0, 1), expanded),
+            ):
                 assert_matches_eager(fn(xx, sc, sh), fn(xx.contiguous(), sc.contiguous(), sh.contiguous()))
 
 
@@ -195,8 +199,12 @@ def test_zero_size(device):
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    n_b=st.integers(1, 3), seq=st.integers(1, 5), width=st.integers(2, 260),
-    dtype=st.sampled_from(list(DTYPES.values())), per_token=st.booleans(), layer_norm=st.booleans(),
+    n_b=st.integers(1, 3),
+    seq=st.integers(1, 5),
+    width=st.integers(2, 260),
+    dtype=st.sampled_from(list(DTYPES.values())),
+    per_token=st.booleans(),
+    layer_norm=st.booleans(),
     seed=st.integers(0, 2**16),
 )
 def test_random_shapes(n_b, seq, width, dtype, per_token, layer_norm, seed, device):
@@ -226,21 +234,30 @@ def test_into_writes_poisoned_out(into, fn, device):
 
 # ------------------------------------------------------------------------------------------------ bad input
 @pytest.mark.parametrize("fn", [adaln_rms, adaln_layer_norm])
-@pytest.mark.parametrize("mutate,exc,match", [
-    (lambda a: {**a, "x": a["x"][0]}, ValueError, r"x has shape \[4, 32\]; expected 3 dimensions \[B, S, C\]"),
-    (lambda a: {**a, "x": a["x"].tolist()}, TypeError, "x must be a torch.Tensor"),
-    (lambda a: {**a, "scale": a["scale"][:, :, :16]}, ValueError,
-     r"scale has shape \[2, 1, 16\]; expected \[B, 1, C\]"),
-    (lambda a: {**a, "shift": a["shift"][0]}, ValueError, "shift has shape"),
-    (lambda a: {**a, "shift": a["x"][:, :3]}, ValueError, r"or \[B, S, C\] = \[2, 4, 32\]"),
-    (lambda a: {**a, "scale": a["scale"].half()}, TypeError, "scale has dtype torch.float16; expected x's dtype"),
-    (lambda a: {**a, "weight": a["x"][0, 0, :31]}, ValueError, r"weight has shape \[31\]; expected \[32\]"),
-    (lambda a: {**a, "weight": a["x"][0, 0].double()}, TypeError, "weight has dtype"),
-    (lambda a: {**a, "eps": float("nan")}, ValueError, "eps"),
-])
+@pytest.mark.parametrize(
+    "mutate,exc,match",
+    [
+        (lambda a: {**a, "x": a["x"][0]}, ValueError, r"x has shape \[4, 32\]; expected 3 dimensions \[B, S, C\]"),
+        (lambda a: {**a, "x": a["x"].tolist()}, TypeError, "x must be a torch.Tensor"),
+        (
+            lambda a: {**a, "scale": a["scale"][:, :, :16]},
+            ValueError,
+            r"scale has shape \[2, 1, 16\]; expected \[B, 1, C\]",
+        ),
+        (lambda a: {**a, "shift": a["shift"][0]}, ValueError, "shift has shape"),
+        (lambda a: {**a, "shift": a["x"][:, :3]}, ValueError, r"or \[B, S, C\] = \[2, 4, 32\]"),
+        (lambda a: {**a, "scale": a["scale"].half()}, TypeError, "scale has dtype torch.float16; expected x's dtype"),
+        (lambda a: {**a, "weight": a["x"][0, 0, :31]}, ValueError, r"weight has shape \[31\]; expected \[32\]"),
+        (lambda a: {**a, "weight": a["x"][0, 0].double()}, TypeError, "weight has dtype"),
+        (lambda a: {**a, "eps": float("nan")}, ValueError, "eps"),
+    ],
+)
 def test_bad_input_raises(fn, mutate, exc, match, device):
-    args = {"x": torch.randn(2, 4, 32, device=device), "scale": torch.randn(2, 1, 32, device=device),
-            "shift": torch.randn(2, 1, 32, device=device)}
+    args = {
+        "x": torch.randn(2, 4, 32, device=device),
+        "scale": torch.randn(2, 1, 32, device=device),
+        "shift": torch.randn(2, 1, 32, device=device),
+    }
     with pytest.raises(exc, match=match):
         fn(**mutate(args))
 

@@ -1,5 +1,6 @@
 """kernels.cross_attention: attention over a short key sequence in one tile (LTX-Video's attn2), against float64
 SDPA; on the CPU through Triton's interpreter."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -18,8 +19,9 @@ TOL = {torch.float32: 1e-5, torch.bfloat16: 4e-2, torch.float16: 5e-3}
 def sdpa64(q, k, v, mask=None, scale=None):
     """SDPA in float64 on [B, S, H, D] tensors (diffusers' layout)."""
     m = None if mask is None else mask.double()
-    out = F.scaled_dot_product_attention(q.double().transpose(1, 2), k.double().transpose(1, 2),
-                                         v.double().transpose(1, 2), attn_mask=m, scale=scale)
+    out = F.scaled_dot_product_attention(
+        q.double().transpose(1, 2), k.double().transpose(1, 2), v.double().transpose(1, 2), attn_mask=m, scale=scale
+    )
     return out.transpose(1, 2)
 
 
@@ -27,9 +29,9 @@ def make(b=2, sq=37, h=3, d=64, sk=20, dtype=torch.float32, seed=0, device="cpu"
     """q [B, Sq, H, D]; k, v as views of one fused projection [B, Sk, 2*H*D]; LTX's additive padding mask per head."""
     q = rand((b, sq, h * d), dtype, seed=seed).unflatten(2, (h, d)).to(device)
     kv = rand((b, sk, 2 * h * d), dtype, seed=seed + 1).to(device)
-    k, v = kv[..., :h * d].unflatten(2, (h, d)), kv[..., h * d:].unflatten(2, (h, d))
+    k, v = kv[..., : h * d].unflatten(2, (h, d)), kv[..., h * d :].unflatten(2, (h, d))
     m = torch.zeros(b, 1, sk)
-    m[:, :, sk - sk // 4:] = -10000.0
+    m[:, :, sk - sk // 4 :] = -10000.0
     mask = m.to(dtype).repeat_interleave(h, 0).view(b, h, 1, sk).to(device)
     return q, k, v, mask
 
@@ -84,24 +86,38 @@ def test_zero_queries(device):
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(b=st.integers(1, 2), sq=st.integers(1, 80), h=st.integers(1, 3), d=st.sampled_from([8, 24, 64]),
-       sk=st.integers(1, 70), dtype=st.sampled_from(FLOATS), seed=st.integers(0, 2**16))
+@given(
+    b=st.integers(1, 2),
+    sq=st.integers(1, 80),
+    h=st.integers(1, 3),
+    d=st.sampled_from([8, 24, 64]),
+    sk=st.integers(1, 70),
+    dtype=st.sampled_from(FLOATS),
+    seed=st.integers(0, 2**16),
+)
 def test_random_shapes(b, sq, h, d, sk, dtype, seed, device):
     q, k, v, mask = make(b, sq, h, d, sk, dtype, seed, device)
     assert_close(cross_attention(q, k, v, mask), sdpa64(q, k, v, mask), dtype)
 
 
-@pytest.mark.parametrize("mutate,exc,match", [
-    (lambda a: {**a, "key": a["key"][:, :, :2], "value": a["value"][:, :, :2]}, ValueError, "with query's B=2, H=3"),
-    (lambda a: {**a, "value": a["value"][:, :5]}, ValueError, "must have the same shape"),
-    (lambda a: {**a, "query": a["query"].flatten(2)}, ValueError, r"query must be \[B, S, H, D\]"),
-    (lambda a: {**a, "key": a["key"].half(), "value": a["value"].half()}, TypeError, "share one dtype"),
-    (lambda a: {**a, "query": a["query"].int()}, TypeError, "query has dtype torch.int32"),
-    (lambda a: {**a, "attn_mask": a["attn_mask"] > -1}, TypeError, "additive float mask"),
-    (lambda a: {**a, "attn_mask": a["attn_mask"][..., :7]}, ValueError, "does not broadcast"),
-    (lambda a: {**a, "scale": float("nan")}, ValueError, "scale must be a finite number"),
-    (lambda a: {**a, "query": 1.0}, TypeError, "query must be a torch.Tensor"),
-])
+@pytest.mark.parametrize(
+    "mutate,exc,match",
+    [
+        (
+            lambda a: {**a, "key": a["key"][:, :, :2], "value": a["value"][:, :, :2]},
+            ValueError,
+            "with query's B=2, H=3",
+        ),
+        (lambda a: {**a, "value": a["value"][:, :5]}, ValueError, "must have the same shape"),
+        (lambda a: {**a, "query": a["query"].flatten(2)}, ValueError, r"query must be \[B, S, H, D\]"),
+        (lambda a: {**a, "key": a["key"].half(), "value": a["value"].half()}, TypeError, "share one dtype"),
+        (lambda a: {**a, "query": a["query"].int()}, TypeError, "query has dtype torch.int32"),
+        (lambda a: {**a, "attn_mask": a["attn_mask"] > -1}, TypeError, "additive float mask"),
+        (lambda a: {**a, "attn_mask": a["attn_mask"][..., :7]}, ValueError, "does not broadcast"),
+        (lambda a: {**a, "scale": float("nan")}, ValueError, "scale must be a finite number"),
+        (lambda a: {**a, "query": 1.0}, TypeError, "query must be a torch.Tensor"),
+    ],
+)
 def test_bad_input_raises(mutate, exc, match, device):
     q, k, v, mask = make(device=device)
     with pytest.raises(exc, match=match):
@@ -135,8 +151,10 @@ def test_entry_impls_agree_with_reference(dtype_name, device):
 
 def test_entry_model():
     (entry,) = ENTRIES
-    assert entry.bytes_moved([2, 1320, 32, 64, 128], torch.bfloat16) == \
-        (2 * 2 * 1320 * 2048 + 2 * 2 * 128 * 2048 + 2 * 32 * 128) * 2
+    assert (
+        entry.bytes_moved([2, 1320, 32, 64, 128], torch.bfloat16)
+        == (2 * 2 * 1320 * 2048 + 2 * 2 * 128 * 2048 + 2 * 32 * 128) * 2
+    )
     assert entry.flops([2, 1320, 32, 64, 128]) == 4 * 2 * 1320 * 32 * 64 * 128
     with pytest.raises(ValueError, match=r"\[B, Sq, H, D, Sk\]"):
         entry.check_shape([2, 1320, 2048])
@@ -151,9 +169,18 @@ def test_gpu_ltx_shape_against_cudnn_sdpa():
     q, k, v, mask = make(b=2, sq=1320, h=32, d=64, sk=128, dtype=torch.bfloat16, device="cuda")
     ref = sdpa64(q, k, v, mask)
     ours = (cross_attention(q, k, v, mask).double() - ref).abs().max().item()
-    lib = (F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask)
-           .transpose(1, 2).double() - ref).abs().max().item()
-    assert ours <= max(2 * lib, 2 ** -7)
+    lib = (
+        (
+            F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask)
+            .transpose(1, 2)
+            .double()
+            - ref
+        )
+        .abs()
+        .max()
+        .item()
+    )
+    assert ours <= max(2 * lib, 2**-7)
 
 
 @gpu_test

@@ -1,4 +1,5 @@
 """Plain eager calls launch the kernel directly (no op dispatch cost); anything that traces sees the torch op."""
+
 from __future__ import annotations
 
 import pytest
@@ -33,8 +34,9 @@ def test_make_fx_records_the_ops():
     scale, shift = torch.randn(2, 1, 64), torch.randn(2, 1, 64)
     assert "kernelfleet.adaln_rms.default" in _ops(lambda x, a, b: kernels.adaln_rms(x, a, b), x, scale, shift)
     cos, sin = torch.randn(8, 64), torch.randn(8, 64)
-    assert "kernelfleet.rope_interleaved.default" in _ops(lambda x, c, s: kernels.rope_interleaved(x, c, s),
-                                                          x, cos, sin)
+    assert "kernelfleet.rope_interleaved.default" in _ops(
+        lambda x, c, s: kernels.rope_interleaved(x, c, s), x, cos, sin
+    )
     assert "kernelfleet.gelu_tanh.default" in _ops(lambda x: kernels.gelu_tanh(x), x)
 
 
@@ -113,7 +115,7 @@ def _as_tuple(out):
 def test_fast_launch_matches_tritons_launch(monkeypatch):
     """Every public kernel gives bit-identical results through the fast launcher and through Triton's own launch
     path, on repeat calls (the cached path) and with a misaligned input (another specialisation)."""
-    from kernels import fast_launch, launch_plans
+    from kernels import fast_launch
 
     calls = _public_calls(torch.device("cuda"))
     with torch.no_grad():
@@ -145,12 +147,19 @@ def test_replayed_launches_match_tritons_launch_on_other_tensors(monkeypatch):
         for name, fn in second.items():
             for got, expected in zip(_as_tuple(fn()), want[name]):
                 assert torch.equal(got, expected), name
-    for name in ("adaln_rms", "adaln_layer_norm", "add_rms_norm_modulate", "gated_residual", "rms_norm", "qk_norm_rope"):
+    for name in (
+        "adaln_rms",
+        "adaln_layer_norm",
+        "add_rms_norm_modulate",
+        "gated_residual",
+        "rms_norm",
+        "qk_norm_rope",
+    ):
         assert any(isinstance(p, launch_plans._Plan) for p in launch_plans.PLANS[name].plans.values()), name
 
 
 def test_direct_launch_under_the_interpreter_takes_tritons_path():
-    from kernels import fast_launch, launch_plans
+    from kernels import fast_launch
 
     with torch.no_grad():
         outs = {name: fn() for name, fn in _public_calls(torch.device("cpu")).items()}

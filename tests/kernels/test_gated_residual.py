@@ -15,8 +15,11 @@ TOL = {torch.float32: 1e-6, torch.bfloat16: 1e-2, torch.float16: 2e-3}
 
 
 def inputs(n_b, seq, width, dtype, per_token=False, seed=0, device="cpu"):
-    return (rand((n_b, seq, width), dtype, seed).to(device), rand((n_b, seq, width), dtype, seed + 1).to(device),
-            rand((n_b, seq if per_token else 1, width), dtype, seed + 2, 0.3).to(device))
+    return (
+        rand((n_b, seq, width), dtype, seed).to(device),
+        rand((n_b, seq, width), dtype, seed + 1).to(device),
+        rand((n_b, seq if per_token else 1, width), dtype, seed + 2, 0.3).to(device),
+    )
 
 
 def reference(residual, x, gate):
@@ -53,10 +56,12 @@ def test_equals_ltx_block_forward(per_token, device):
     n_b, seq, dim, dtype = 2, 6, 64, torch.bfloat16
     block = LTXVideoTransformerBlock(dim, 2, 32, cross_attention_dim=dim).to(device=device, dtype=dtype).eval()
     seen = {}
-    hooks = [block.attn1.register_forward_hook(lambda m, a, out: seen.__setitem__("attn1", out)),
-             block.attn2.register_forward_pre_hook(lambda m, a, kw: seen.__setitem__("after", a[0] if a else
-                                                                                       kw["hidden_states"]),
-                                                   with_kwargs=True)]
+    hooks = [
+        block.attn1.register_forward_hook(lambda m, a, out: seen.__setitem__("attn1", out)),
+        block.attn2.register_forward_pre_hook(
+            lambda m, a, kw: seen.__setitem__("after", a[0] if a else kw["hidden_states"]), with_kwargs=True
+        ),
+    ]
     x = rand((n_b, seq, dim), dtype).to(device)
     temb = rand((n_b, seq if per_token else 1, 6 * dim), dtype, 1, 0.3).to(device)
     with torch.no_grad():
@@ -89,8 +94,14 @@ def test_zero_size(device):
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(n_b=st.integers(1, 3), seq=st.integers(1, 5), width=st.integers(1, 260),
-       dtype=st.sampled_from(list(DTYPES.values())), per_token=st.booleans(), seed=st.integers(0, 2**16))
+@given(
+    n_b=st.integers(1, 3),
+    seq=st.integers(1, 5),
+    width=st.integers(1, 260),
+    dtype=st.sampled_from(list(DTYPES.values())),
+    per_token=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
 def test_random_shapes(n_b, seq, width, dtype, per_token, seed, device):
     residual, x, gate = inputs(n_b, seq, width, dtype, per_token, seed, device)
     assert torch.equal(gated_residual(residual, x, gate), residual + x * gate)
@@ -107,15 +118,22 @@ def test_into_writes_poisoned_out(device):
         gated_residual_into(out.float(), *args)
 
 
-@pytest.mark.parametrize("mutate,exc,match", [
-    (lambda a: {**a, "residual": a["residual"][:, :3]}, ValueError, r"residual has shape \[2, 3, 32\]; expected x's"),
-    (lambda a: {**a, "residual": a["residual"].half()}, TypeError, "residual has dtype torch.float16"),
-    (lambda a: {**a, "x": a["x"][0]}, ValueError, "x has shape"),
-    (lambda a: {**a, "x": 3.0}, TypeError, "x must be a torch.Tensor"),
-    (lambda a: {**a, "gate": a["gate"][..., :31]}, ValueError, r"gate has shape \[2, 1, 31\]"),
-    (lambda a: {**a, "gate": a["gate"].double()}, TypeError, "gate has dtype"),
-    (lambda a: {**a, "gate": a["gate"].int()}, TypeError, "gate has dtype torch.int32"),
-])
+@pytest.mark.parametrize(
+    "mutate,exc,match",
+    [
+        (
+            lambda a: {**a, "residual": a["residual"][:, :3]},
+            ValueError,
+            r"residual has shape \[2, 3, 32\]; expected x's",
+        ),
+        (lambda a: {**a, "residual": a["residual"].half()}, TypeError, "residual has dtype torch.float16"),
+        (lambda a: {**a, "x": a["x"][0]}, ValueError, "x has shape"),
+        (lambda a: {**a, "x": 3.0}, TypeError, "x must be a torch.Tensor"),
+        (lambda a: {**a, "gate": a["gate"][..., :31]}, ValueError, r"gate has shape \[2, 1, 31\]"),
+        (lambda a: {**a, "gate": a["gate"].double()}, TypeError, "gate has dtype"),
+        (lambda a: {**a, "gate": a["gate"].int()}, TypeError, "gate has dtype torch.int32"),
+    ],
+)
 def test_bad_input_raises(mutate, exc, match, device):
     args = {name: torch.randn(2, rows, 32, device=device) for name, rows in (("residual", 4), ("x", 4), ("gate", 1))}
     with pytest.raises(exc, match=match):
@@ -161,8 +179,11 @@ def test_torch_compile_fullgraph_traces_the_op():
 @gpu_test
 def test_opcheck():
     args = inputs(2, 100, 1000, torch.bfloat16, True, device="cuda")
-    torch.library.opcheck(torch.ops.kernelfleet.gated_residual.default, args,
-                          test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
+    torch.library.opcheck(
+        torch.ops.kernelfleet.gated_residual.default,
+        args,
+        test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"),
+    )
 
 
 @gpu_test

@@ -1,4 +1,5 @@
 """kernels.geglu: GELU (tanh approximation) and GEGLU, on the CPU through Triton's interpreter."""
+
 import functools
 
 import pytest
@@ -10,15 +11,15 @@ from hypothesis import strategies as st
 from kernels.entries.geglu import ENTRIES
 from kernels.geglu import ElementwiseConfig, elementwise_config, geglu, geglu_into, gelu_tanh, gelu_tanh_into
 from kernels.registry import DTYPES
-from tests.support.kernel_tests import FLOATS, assert_impls_match_reference, gpu_test
 from tests.support import kernel_tests
+from tests.support.kernel_tests import FLOATS, assert_impls_match_reference, gpu_test
 
 rand = functools.partial(kernel_tests.rand, scale=2.0)  # GELU's curve needs the wider range
 
 
 def gelu64(x):
     x = x.double()
-    return 0.5 * x * (1.0 + torch.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1.0 + torch.tanh(0.7978845608028654 * (x + 0.044715 * x**3)))
 
 
 def geglu_eager(x):
@@ -98,8 +99,13 @@ def test_geglu_matches_torch_and_float64(dtype, shape, device):
     # rounded gelu, times the value, plus the product's rounding
     diff = (out.cpu().double() - expected.double()).abs()
     eps = torch.finfo(dtype).eps
-    assert bool((diff <= eps * (x[..., half:].cpu().double().abs() * gelu64(x[..., :half].cpu()).abs()
-                                + expected.double().abs()) + 1e-6).all())
+    assert bool(
+        (
+            diff
+            <= eps * (x[..., half:].cpu().double().abs() * gelu64(x[..., :half].cpu()).abs() + expected.double().abs())
+            + 1e-6
+        ).all()
+    )
     ref = gelu64(x[..., :half].cpu()) * x[..., half:].cpu().double()
     rel = ((out.cpu().double() - ref).norm() / ref.norm()).item()
     assert rel <= {torch.float32: 1e-6, torch.bfloat16: 8e-3, torch.float16: 1e-3}[dtype]
@@ -135,8 +141,12 @@ def test_geglu_non_contiguous_into_and_zero_size(device):
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(lead=st.lists(st.integers(1, 4), min_size=0, max_size=3), half=st.integers(1, 70),
-       dtype=st.sampled_from(FLOATS), seed=st.integers(0, 1000))
+@given(
+    lead=st.lists(st.integers(1, 4), min_size=0, max_size=3),
+    half=st.integers(1, 70),
+    dtype=st.sampled_from(FLOATS),
+    seed=st.integers(0, 1000),
+)
 def test_random_shapes(lead, half, dtype, seed, device):
     x = rand((*lead, 2 * half), dtype, seed=seed).to(device)
     ref = gelu64(x[..., :half].cpu()) * x[..., half:].cpu().double()
@@ -213,7 +223,7 @@ def test_entry_impls_agree_with_reference(name, dtype_name, device):
     max_rel = entry.tolerances[dtype_name][0]
     # a wrong answer (erf GELU instead of tanh, un-gated) fails the tolerance: the check has teeth
     x = inputs["x"]
-    wrong = F.gelu(x[..., :shape[-1]]) if name == "geglu" else F.gelu(x) * 1.01
+    wrong = F.gelu(x[..., : shape[-1]]) if name == "geglu" else F.gelu(x) * 1.01
     assert ((wrong.double() - ref).norm() / ref.norm()).item() > max_rel
 
 

@@ -5,6 +5,7 @@ Run on the CPU with Triton's compile and launch replaced by fakes that log the C
 passes for the same tensors; bad input must still raise; calls a plan cannot repeat take the full path.  On a GPU,
 tests/kernels/test_dispatch.py checks the real launches bit for bit against Triton's own launch path.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -23,9 +24,18 @@ def _inputs(seed):
     def r(*shape, dtype=BF):
         return torch.randn(*shape, generator=g).to(dtype)
 
-    return dict(x=r(2, 12, 64), res=r(2, 12, 64), sc=r(2, 1, 64), sh=r(2, 12, 64), w=r(64), w2=r(64),
-                cos=r(12, 64, dtype=torch.float32), sin=r(12, 64, dtype=torch.float32),
-                cos16=r(12, 16), sin16=r(12, 16))
+    return dict(
+        x=r(2, 12, 64),
+        res=r(2, 12, 64),
+        sc=r(2, 1, 64),
+        sh=r(2, 12, 64),
+        w=r(64),
+        w2=r(64),
+        cos=r(12, 64, dtype=torch.float32),
+        sin=r(12, 64, dtype=torch.float32),
+        cos16=r(12, 16),
+        sin16=r(12, 16),
+    )
 
 
 CALLS = {
@@ -37,12 +47,15 @@ CALLS = {
     "rms_norm diffusers": lambda t: kernels.rms_norm(t["x"], None, 1e-6, numerics="diffusers"),
     "qk_norm_rope": lambda t: kernels.qk_norm_rope(t["x"], t["res"], t["w"], t["w2"], t["cos"], t["sin"]),
     "rope_interleaved": lambda t: kernels.rope_interleaved(t["x"], t["cos"], t["sin"]),
-    "rope_interleaved [B,S,H,D]": lambda t: kernels.rope_interleaved(t["x"].view(2, 12, 4, 16), t["cos"][:, :16],
-                                                                     t["sin"][:, :16]),
-    "rope_rotate_half bf16 tables": lambda t: kernels.rope_rotate_half(t["x"].view(2, 12, 4, 16), t["cos16"],
-                                                                       t["sin16"]),
+    "rope_interleaved [B,S,H,D]": lambda t: kernels.rope_interleaved(
+        t["x"].view(2, 12, 4, 16), t["cos"][:, :16], t["sin"][:, :16]
+    ),
+    "rope_rotate_half bf16 tables": lambda t: kernels.rope_rotate_half(
+        t["x"].view(2, 12, 4, 16), t["cos16"], t["sin16"]
+    ),
     "cross_attention, mask broadcast": lambda t: kernels.cross_attention(
-        t["x"].view(2, 12, 4, 16), t["res"].view(2, 12, 4, 16), t["sh"].view(2, 12, 4, 16), t["cos16"][:, :12]),
+        t["x"].view(2, 12, 4, 16), t["res"].view(2, 12, 4, 16), t["sh"].view(2, 12, 4, 16), t["cos16"][:, :12]
+    ),
 }
 
 
@@ -76,12 +89,15 @@ def test_a_replay_launches_what_the_full_path_launches(log, monkeypatch, name):
     replayed = _roles(log[0], {**b, **_outs(out)})
 
     log.clear()
-    monkeypatch.setattr(launch_plans.LaunchPlans, "find", lambda self, *items: (None, None))  # the full path, every time
+    monkeypatch.setattr(
+        launch_plans.LaunchPlans, "find", lambda self, *items: (None, None)
+    )  # the full path, every time
     out = call(b)
     assert len(log) == 1
     assert replayed == _roles(log[0], {**b, **_outs(out)})
-    assert all(isinstance(v, str) or not isinstance(v, int) or v < 1 << 32 for v in replayed), \
+    assert all(isinstance(v, str) or not isinstance(v, int) or v < 1 << 32 for v in replayed), (
         "every address in the launch is one of the call's tensors"
+    )
 
 
 def test_bad_input_raises_after_a_plan_exists(log):
@@ -121,7 +137,7 @@ def test_calls_a_plan_cannot_repeat_take_the_full_path(log):
         names = _roles(log[0], {**t, "q_out": q_out, "k_out": k_out}) if log else ()
     assert list(launch_plans.PLANS["qk_norm_rope"].plans.values()) == [launch_plans._UNPLANNABLE]
     want = ("x", "res", "w", "w", "cos", "sin", "q_out", "k_out")  # the kernel's tensor arguments, in order
-    assert any(names[i:i + len(want)] == want for i in range(len(names))), names  # the full path launched
+    assert any(names[i : i + len(want)] == want for i in range(len(names))), names  # the full path launched
 
 
 def test_plans_are_bounded(log, monkeypatch):

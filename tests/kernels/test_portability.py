@@ -4,6 +4,7 @@ Inside every @triton.jit function: no libdevice / tl.math.tanh (not in ROCm's Tr
 tl.minimum/tl.maximum), no break/continue.  Nowhere in kernels/: @triton.autotune (a row block must never be tuned
 below the row width).
 """
+
 from __future__ import annotations
 
 import ast
@@ -67,7 +68,7 @@ def test_portability_rules_hold(path):
 
 
 def test_the_checker_catches_each_rule():
-    bad = '''
+    bad = """
 import triton
 import triton.language as tl
 
@@ -83,7 +84,7 @@ def k(x_ptr, n):
 @triton.jit
 def k2(x_ptr, n):
     pass
-'''
+"""
     found = violations(bad)
     assert any("math.tanh" in f for f in found)
     assert any("libdevice" in f for f in found)

@@ -8,11 +8,15 @@ from hypothesis import strategies as st
 
 from kernels.entries.qk_norm_rope import ENTRIES, eager
 from kernels.entries.rope import interleaved_reference, ltx_rope_tables
-from kernels.qk_norm_rope import (QkNormRopeConfig, qk_norm_rope_into, qk_norm_rope, qk_norm_rope_config,
-                                 shared_table_config)
+from kernels.qk_norm_rope import (
+    QkNormRopeConfig,
+    qk_norm_rope,
+    qk_norm_rope_config,
+    qk_norm_rope_into,
+    shared_table_config,
+)
 from kernels.registry import DTYPES
 from tests.support.kernel_tests import FLOATS, assert_impls_match_reference, gpu_test, rand
-
 
 
 def make(batch, seq, dim, dtype, seed=0, per_batch=True):
@@ -50,8 +54,11 @@ def reference64(q, k, qw, kw, cos, sin, eps=1e-5):
         x = x.double()
         y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
         return y if w is None else y * w.double()
-    return (interleaved_reference(norm(q, qw), cos.double(), sin.double()),
-            interleaved_reference(norm(k, kw), cos.double(), sin.double()))
+
+    return (
+        interleaved_reference(norm(q, qw), cos.double(), sin.double()),
+        interleaved_reference(norm(k, kw), cos.double(), sin.double()),
+    )
 
 
 def assert_matches_model(outs, expected):
@@ -142,8 +149,9 @@ def test_shared_tables_one_program_per_token(device):
     cases = [(2, 1024, QkNormRopeConfig(1, 4)), (2, 1024, QkNormRopeConfig(2, 2)), (4, 64, QkNormRopeConfig(4, 1))]
     for batch, width, cfg in cases:
         q, k, qw, kw, cos, sin = on(device, *make(batch, 5, width, torch.bfloat16, seed=12, per_batch=False))
-        row_each = qk_norm_rope(q, k, qw, kw, cos.expand(batch, -1, -1).contiguous(),
-                                sin.expand(batch, -1, -1).contiguous())  # per-batch tables: batch-major rows
+        row_each = qk_norm_rope(
+            q, k, qw, kw, cos.expand(batch, -1, -1).contiguous(), sin.expand(batch, -1, -1).contiguous()
+        )  # per-batch tables: batch-major rows
         out = (torch.full_like(q, float("nan")), torch.full_like(k, float("nan")))
         qk_norm_rope_into(out, q, k, qw, kw, cos, sin, 1e-5, _config=cfg)
         assert torch.equal(out[0], row_each[0]) and torch.equal(out[1], row_each[1]), (batch, width, cfg)
@@ -153,11 +161,13 @@ def test_non_contiguous_inputs(device):
     """q/k as views into a fused QKV projection output; channels that are not unit-stride are copied."""
     dim = 64
     qkv = rand((2, 5, 3 * dim), torch.bfloat16, seed=5)
-    q, k = qkv[..., :dim], qkv[..., dim:2 * dim]
+    q, k = qkv[..., :dim], qkv[..., dim : 2 * dim]
     _, _, qw, kw, cos, sin = make(2, 5, dim, torch.bfloat16)
     outs = qk_norm_rope(*on(device, q, k, qw, kw, cos, sin))
     assert_matches_model(outs, ltx_chain(q, k, qw, kw, cos, sin))
-    assert torch.equal(outs[0].cpu(), qk_norm_rope(*on(device, q.contiguous(), k.contiguous(), qw, kw, cos, sin))[0].cpu())
+    assert torch.equal(
+        outs[0].cpu(), qk_norm_rope(*on(device, q.contiguous(), k.contiguous(), qw, kw, cos, sin))[0].cpu()
+    )
     strided_q = rand((2, 5, 2 * dim), torch.bfloat16, seed=6)[..., ::2]
     big_w = rand((2 * dim,), torch.bfloat16, seed=7, offset=1.0)[::2]
     big_cos = torch.stack([cos, cos], -1).flatten(-2)[..., ::2]  # same values, channel stride 2
@@ -193,8 +203,15 @@ def test_launch_config():
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(batch=st.integers(1, 3), seq=st.integers(1, 6), half=st.integers(1, 40), dtype=st.sampled_from(FLOATS),
-       per_batch=st.booleans(), weights=st.booleans(), seed=st.integers(0, 1000))
+@given(
+    batch=st.integers(1, 3),
+    seq=st.integers(1, 6),
+    half=st.integers(1, 40),
+    dtype=st.sampled_from(FLOATS),
+    per_batch=st.booleans(),
+    weights=st.booleans(),
+    seed=st.integers(0, 1000),
+)
 def test_random_shapes(batch, seq, half, dtype, per_batch, weights, seed, device):
     q, k, qw, kw, cos, sin = make(batch, seq, 2 * half, dtype, seed=seed, per_batch=per_batch)
     if not weights:
@@ -215,14 +232,20 @@ BAD_CALLS = [
     (lambda q, k, qw, kw, c, s: qk_norm_rope(q, k, qw, kw, c, s.half()), TypeError, r"cos \(torch.float32\) and sin"),
     (lambda q, k, qw, kw, c, s: qk_norm_rope(q[0], k[0], qw, kw, c, s), ValueError, r"q must be \[B, S, C\]"),
     (lambda q, k, qw, kw, c, s: qk_norm_rope(q, k[:1], qw, kw, c, s), ValueError, "k .* must have q's shape"),
-    (lambda q, k, qw, kw, c, s: qk_norm_rope(q[..., :7], k[..., :7], None, None, c[..., :7], s[..., :7]), ValueError,
-     "even"),
+    (
+        lambda q, k, qw, kw, c, s: qk_norm_rope(q[..., :7], k[..., :7], None, None, c[..., :7], s[..., :7]),
+        ValueError,
+        "even",
+    ),
     (lambda q, k, qw, kw, c, s: qk_norm_rope(q, k, qw[:4], kw, c, s), ValueError, r"q_weight must be \[C\]"),
     (lambda q, k, qw, kw, c, s: qk_norm_rope(q, k, qw, kw[None], c, s), ValueError, r"k_weight must be \[C\]"),
     (lambda q, k, qw, kw, c, s: qk_norm_rope(q, k, qw, kw, c[:, :2], s[:, :2]), ValueError, "do not broadcast"),
     (lambda q, k, qw, kw, c, s: qk_norm_rope(q, k, qw, kw, c[..., :4], s[..., :4]), ValueError, "do not broadcast"),
-    (lambda q, k, qw, kw, c, s: qk_norm_rope(q, k, qw, kw, c[:1].expand(3, 3, 8), s[:1].expand(3, 3, 8)), ValueError,
-     "do not broadcast"),
+    (
+        lambda q, k, qw, kw, c, s: qk_norm_rope(q, k, qw, kw, c[:1].expand(3, 3, 8), s[:1].expand(3, 3, 8)),
+        ValueError,
+        "do not broadcast",
+    ),
     (lambda q, k, qw, kw, c, s: qk_norm_rope(q, k, qw, kw, c, s[:1]), ValueError, "same shape"),
     (lambda q, k, qw, kw, c, s: qk_norm_rope(q, k, qw, kw, c, s, eps=-1.0), ValueError, "eps must be"),
     (lambda q, k, qw, kw, c, s: qk_norm_rope(q, k, qw, kw, c, s, eps="1e-5"), ValueError, "eps must be"),

@@ -1,5 +1,6 @@
 """The registry and conf/kernel/ agree: every kernel has its grid file, every grid file names a kernel, and every
 grid is valid for its kernel (keys, implementations, dtypes, shapes)."""
+
 from __future__ import annotations
 
 import shutil
@@ -70,11 +71,17 @@ def test_conf_grids_and_registered_kernels_must_match(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELFLEET_CONF", str(conf))
     check_kernel_grids()
     (conf / "kernel" / "nosuch.yaml").write_text("name: nosuch\nshapes: [[1, 8]]\ndtypes: [bf16]\nimpls: [eager]\n")
-    with pytest.raises(ConfigError, match=r"nosuch.yaml: no kernel 'nosuch' is registered \(kernels/entries/\); "
-                                          r"registered kernels: adaln, "):
+    with pytest.raises(
+        ConfigError,
+        match=r"nosuch.yaml: no kernel 'nosuch' is registered \(kernels/entries/\); "
+        r"registered kernels: adaln, ",
+    ):
         check_kernel_grids()
     (conf / "kernel" / "nosuch.yaml").unlink()
     (conf / "kernel" / "gated_residual.yaml").unlink()
-    with pytest.raises(ConfigError, match=r"kernel 'gated_residual' \(kernels/entries/\) has no grid: add .*"
-                                          r"gated_residual.yaml"):
+    with pytest.raises(
+        ConfigError,
+        match=r"kernel 'gated_residual' \(kernels/entries/\) has no grid: add .*"
+        r"gated_residual.yaml",
+    ):
         check_kernel_grids()

@@ -16,9 +16,12 @@ TOL = {torch.float32: 1e-6, torch.bfloat16: 1e-2, torch.float16: 2e-3}
 
 def inputs(n_b, seq, width, dtype, per_token=False, seed=0, device="cpu"):
     rows = seq if per_token else 1
-    return (rand((n_b, seq, width), dtype, seed).to(device), rand((n_b, seq, width), dtype, seed + 1).to(device),
-            rand((n_b, rows, width), dtype, seed + 2, 0.3).to(device),
-            rand((n_b, rows, width), dtype, seed + 3, 0.3).to(device))
+    return (
+        rand((n_b, seq, width), dtype, seed).to(device),
+        rand((n_b, seq, width), dtype, seed + 1).to(device),
+        rand((n_b, rows, width), dtype, seed + 2, 0.3).to(device),
+        rand((n_b, rows, width), dtype, seed + 3, 0.3).to(device),
+    )
 
 
 def reference(x, residual, scale, shift, eps=1e-6):
@@ -94,8 +97,11 @@ def test_equals_ltx_block_forward(dtype, per_token, device):
     def before_ff(module, args):
         seen["ff_in"] = args[0]
 
-    hooks = [block.attn2.register_forward_pre_hook(before_attn2, with_kwargs=True),
-             block.attn2.register_forward_hook(after_attn2), block.ff.register_forward_pre_hook(before_ff)]
+    hooks = [
+        block.attn2.register_forward_pre_hook(before_attn2, with_kwargs=True),
+        block.attn2.register_forward_hook(after_attn2),
+        block.ff.register_forward_pre_hook(before_ff),
+    ]
     x = rand((n_b, seq, dim), dtype).to(device)
     temb = rand((n_b, seq if per_token else 1, 6 * dim), dtype, 1, 0.3).to(device)
     with torch.no_grad():
@@ -136,8 +142,14 @@ def test_zero_size(device):
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(n_b=st.integers(1, 3), seq=st.integers(1, 5), width=st.integers(1, 260),
-       dtype=st.sampled_from(list(DTYPES.values())), per_token=st.booleans(), seed=st.integers(0, 2**16))
+@given(
+    n_b=st.integers(1, 3),
+    seq=st.integers(1, 5),
+    width=st.integers(1, 260),
+    dtype=st.sampled_from(list(DTYPES.values())),
+    per_token=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
 def test_random_shapes(n_b, seq, width, dtype, per_token, seed, device):
     args = inputs(n_b, seq, width, dtype, per_token, seed, device)
     tol = {torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 3e-3}[dtype]
@@ -161,18 +173,27 @@ def test_into_writes_poisoned_outs(device):
         add_rms_norm_modulate_into((out[0], out[1].float()), *args)
 
 
-@pytest.mark.parametrize("mutate,exc,match", [
-    (lambda a: {**a, "residual": a["residual"][:, :3]}, ValueError, r"residual has shape \[2, 3, 32\]; expected x's"),
-    (lambda a: {**a, "residual": a["residual"].half()}, TypeError, "residual has dtype torch.float16"),
-    (lambda a: {**a, "residual": a["residual"][0]}, ValueError, "residual has shape"),
-    (lambda a: {**a, "x": 3.0}, TypeError, "x must be a torch.Tensor"),
-    (lambda a: {**a, "scale": a["scale"][..., :31]}, ValueError, r"scale has shape \[2, 1, 31\]"),
-    (lambda a: {**a, "shift": a["shift"].double()}, TypeError, "shift has dtype"),
-    (lambda a: {**a, "eps": -1e-6}, ValueError, "eps"),
-])
+@pytest.mark.parametrize(
+    "mutate,exc,match",
+    [
+        (
+            lambda a: {**a, "residual": a["residual"][:, :3]},
+            ValueError,
+            r"residual has shape \[2, 3, 32\]; expected x's",
+        ),
+        (lambda a: {**a, "residual": a["residual"].half()}, TypeError, "residual has dtype torch.float16"),
+        (lambda a: {**a, "residual": a["residual"][0]}, ValueError, "residual has shape"),
+        (lambda a: {**a, "x": 3.0}, TypeError, "x must be a torch.Tensor"),
+        (lambda a: {**a, "scale": a["scale"][..., :31]}, ValueError, r"scale has shape \[2, 1, 31\]"),
+        (lambda a: {**a, "shift": a["shift"].double()}, TypeError, "shift has dtype"),
+        (lambda a: {**a, "eps": -1e-6}, ValueError, "eps"),
+    ],
+)
 def test_bad_input_raises(mutate, exc, match, device):
-    args = {name: torch.randn(2, rows, 32, device=device)
-            for name, rows in (("x", 4), ("residual", 4), ("scale", 1), ("shift", 1))}
+    args = {
+        name: torch.randn(2, rows, 32, device=device)
+        for name, rows in (("x", 4), ("residual", 4), ("scale", 1), ("shift", 1))
+    }
     with pytest.raises(exc, match=match):
         add_rms_norm_modulate(**mutate(args))
 
@@ -228,8 +249,11 @@ def test_torch_compile_fullgraph_traces_the_op():
 @gpu_test
 def test_opcheck():
     args = inputs(2, 100, 1000, torch.bfloat16, True, device="cuda")
-    torch.library.opcheck(torch.ops.kernelfleet.add_rms_norm_modulate.default, (*args, 1e-6),
-                          test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
+    torch.library.opcheck(
+        torch.ops.kernelfleet.add_rms_norm_modulate.default,
+        (*args, 1e-6),
+        test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"),
+    )
 
 
 @gpu_test

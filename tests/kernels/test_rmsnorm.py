@@ -3,15 +3,14 @@
 import pytest
 import torch
 import torch.nn.functional as F
+import triton
+import triton.language as tl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernels.entries.rmsnorm import ENTRIES
-from kernels.registry import DTYPES
-import triton
-import triton.language as tl
-
 from kernels.launch import eager_direct
+from kernels.registry import DTYPES
 from kernels.rmsnorm import NUMERICS, rms_norm, rms_norm_into
 from kernels.rounding import ROUND_BF16, ROUND_FP16, round_trip
 from kernels.rows import NormLaunch, norm_launch_config
@@ -62,10 +61,24 @@ def _rounding_cases(dtype: torch.dtype) -> torch.Tensor:
     above = (below.view(torch.int16) + 1).view(dtype)  # the next value of the dtype away from zero
     ties = (below.float() + above.float()) / 2  # exactly halfway: ties go to the even neighbour
     fi = torch.finfo(dtype)
-    tiny = torch.tensor([fi.smallest_normal, fi.smallest_normal / 3, 2.0**-24, 2.0**-25, 1.5 * 2.0**-25, 2.0**-26,
-                         3 * 2.0**-25, 1e-40, 0.0, -0.0, 2.0**-133])
-    big = torch.tensor([fi.max, 65519.0, 65520.0, 70000.0, 3.3e38, 3.4028235e38, float("inf"), float("-inf"),
-                        float("nan")])
+    tiny = torch.tensor(
+        [
+            fi.smallest_normal,
+            fi.smallest_normal / 3,
+            2.0**-24,
+            2.0**-25,
+            1.5 * 2.0**-25,
+            2.0**-26,
+            3 * 2.0**-25,
+            1e-40,
+            0.0,
+            -0.0,
+            2.0**-133,
+        ]
+    )
+    big = torch.tensor(
+        [fi.max, 65519.0, 65520.0, 70000.0, 3.3e38, 3.4028235e38, float("inf"), float("-inf"), float("nan")]
+    )
     return torch.cat([spread, ties, -ties, tiny, -tiny, big, -big])
 
 
@@ -278,17 +291,20 @@ def test_into_rejects_bad_out(device):
 
 
 # ------------------------------------------------------------------------------------------------ bad input
-@pytest.mark.parametrize("call,exc,match", [
-    (lambda x, w: rms_norm(x.tolist(), w), TypeError, "x must be a torch.Tensor"),
-    (lambda x, w: rms_norm(x.to(torch.int32), None), TypeError, "x has dtype torch.int32"),
-    (lambda x, w: rms_norm(x, w[:-1]), ValueError, r"weight has shape \[15\]; expected \[16\]"),
-    (lambda x, w: rms_norm(x, w[None]), ValueError, "weight has shape"),
-    (lambda x, w: rms_norm(x, w.to(torch.int64)), TypeError, "weight has dtype"),
-    (lambda x, w: rms_norm(x, w, numerics="gemma"), ValueError, "numerics='gemma'.*'torch', 'diffusers', 'llama'"),
-    (lambda x, w: rms_norm(x, w, eps=-1.0), ValueError, "eps"),
-    (lambda x, w: rms_norm(x, w, eps="1e-6"), TypeError, "eps"),
-    (lambda x, w: rms_norm(x[0, 0], w), ValueError, "x must have at least one dimension"),
-])
+@pytest.mark.parametrize(
+    "call,exc,match",
+    [
+        (lambda x, w: rms_norm(x.tolist(), w), TypeError, "x must be a torch.Tensor"),
+        (lambda x, w: rms_norm(x.to(torch.int32), None), TypeError, "x has dtype torch.int32"),
+        (lambda x, w: rms_norm(x, w[:-1]), ValueError, r"weight has shape \[15\]; expected \[16\]"),
+        (lambda x, w: rms_norm(x, w[None]), ValueError, "weight has shape"),
+        (lambda x, w: rms_norm(x, w.to(torch.int64)), TypeError, "weight has dtype"),
+        (lambda x, w: rms_norm(x, w, numerics="gemma"), ValueError, "numerics='gemma'.*'torch', 'diffusers', 'llama'"),
+        (lambda x, w: rms_norm(x, w, eps=-1.0), ValueError, "eps"),
+        (lambda x, w: rms_norm(x, w, eps="1e-6"), TypeError, "eps"),
+        (lambda x, w: rms_norm(x[0, 0], w), ValueError, "x must have at least one dimension"),
+    ],
+)
 def test_bad_input_raises(call, exc, match, device):
     x = rand((2, 16), torch.float32).to(device)
     w = torch.ones(16, device=device)
@@ -392,10 +408,16 @@ def test_opcheck():
     x = torch.randn(3, 100, 1000, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(1000, device="cuda", dtype=torch.bfloat16)
     for numerics in NUMERICS:
-        torch.library.opcheck(torch.ops.kernelfleet.rms_norm.default, (x, w, 1e-6, numerics),
-                              test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
-        torch.library.opcheck(torch.ops.kernelfleet.rms_norm.default, (x, None, 1e-6, numerics),
-                              test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
+        torch.library.opcheck(
+            torch.ops.kernelfleet.rms_norm.default,
+            (x, w, 1e-6, numerics),
+            test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"),
+        )
+        torch.library.opcheck(
+            torch.ops.kernelfleet.rms_norm.default,
+            (x, None, 1e-6, numerics),
+            test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"),
+        )
 
 
 @gpu_test

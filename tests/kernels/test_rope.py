@@ -7,8 +7,14 @@ from hypothesis import strategies as st
 
 from kernels.entries.rope import ENTRIES, interleaved_reference, llama_rope_tables, ltx_rope_tables, rotate_half
 from kernels.registry import DTYPES
-from kernels.rope import (RopeConfig, rope_interleaved_into, rope_rotate_half_into, rope_config, rope_interleaved,
-                          rope_rotate_half)
+from kernels.rope import (
+    RopeConfig,
+    rope_config,
+    rope_interleaved,
+    rope_interleaved_into,
+    rope_rotate_half,
+    rope_rotate_half_into,
+)
 from tests.support.kernel_tests import FLOATS, assert_impls_match_reference, gpu_test, rand
 
 
@@ -27,12 +33,14 @@ def interleaved_eager(x, cos, sin):
 def ltx_eager(x, cos, sin):
     """diffusers' LTX apply_rotary_emb itself."""
     from diffusers.models.transformers.transformer_ltx import apply_rotary_emb
+
     return apply_rotary_emb(x, (cos, sin))
 
 
 def rotate_half_eager(x, cos, sin, seq_dim):
     """transformers' apply_rotary_pos_emb itself (cos/sin [S, D] or [B, S, D])."""
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
     if cos.dim() == 2:
         cos, sin = cos[None], sin[None]
     out, _ = apply_rotary_pos_emb(x, x, cos, sin, unsqueeze_dim=2 if seq_dim == 1 else 1)
@@ -66,8 +74,11 @@ def test_interleaved_is_bit_exact_with_ltx_apply_rotary_emb(dtype, device):
     dim, frames, height, width = 64, 3, 4, 5
     rope_emb = LTXVideoRotaryPosEmbed(dim=dim)
     # per-batch coordinates differ (video_coords, as the condition pipelines pass them): batch 1 starts later
-    coords = torch.stack(torch.meshgrid(torch.arange(frames), torch.arange(height), torch.arange(width),
-                                        indexing="ij")).flatten(1).float()
+    coords = (
+        torch.stack(torch.meshgrid(torch.arange(frames), torch.arange(height), torch.arange(width), indexing="ij"))
+        .flatten(1)
+        .float()
+    )
     video_coords = torch.stack([coords, coords + torch.tensor([[2.0], [1.0], [3.0]])])  # [B, 3, S]
     hidden = torch.zeros(2, frames * height * width, dim)
     cos, sin = rope_emb(hidden, video_coords=video_coords)
@@ -83,7 +94,8 @@ def test_ltx_tables_are_the_models(device):
     for dim in (64, 2048):  # 64 % 6 = 4 and 2048 % 6 = 2 padding channels (cos 1, sin 0)
         frames, height, width = 2, 15, 22
         ref_cos, ref_sin = LTXVideoRotaryPosEmbed(dim=dim)(
-            torch.zeros(2, 1, dim), frames, height, width, rope_interpolation_scale=(8.0 / 25.0, 32, 32))
+            torch.zeros(2, 1, dim), frames, height, width, rope_interpolation_scale=(8.0 / 25.0, 32, 32)
+        )
         cos, sin = ltx_rope_tables(torch.zeros(2, dtype=torch.int64), frames * height * width, dim)
         assert torch.equal(cos, ref_cos) and torch.equal(sin, ref_sin)
         pad = dim % 6
@@ -136,8 +148,9 @@ def test_interleaved_non_contiguous_inputs(device):
     xs = big[..., ::2]
     cos24, sin24 = angle_tables((2, 9, 24))
     assert xs.stride(-1) == 2
-    assert torch.equal(rope_interleaved(xs, cos24.to(device), sin24.to(device)).cpu(),
-                       ltx_eager(xs.cpu().contiguous(), cos24, sin24))
+    assert torch.equal(
+        rope_interleaved(xs, cos24.to(device), sin24.to(device)).cpu(), ltx_eager(xs.cpu().contiguous(), cos24, sin24)
+    )
     # a transposed 4-D view [B, H, S, D] of a [B, S, H, D] tensor keeps its layout in the output
     x4 = rand((2, 5, 3, 16), torch.float16).to(device).transpose(1, 2)
     cos4, sin4 = angle_tables((5, 16))
@@ -223,8 +236,15 @@ def test_rotate_half_fp16_tables_with_bf16_x_rejected(device):
 
 # ------------------------------------------------------------------------------------------------ random shapes
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(batch=st.integers(1, 3), seq=st.integers(1, 9), heads=st.integers(0, 4), half=st.integers(1, 20),
-       dtype=st.sampled_from(FLOATS), per_batch=st.booleans(), seed=st.integers(0, 1000))
+@given(
+    batch=st.integers(1, 3),
+    seq=st.integers(1, 9),
+    heads=st.integers(0, 4),
+    half=st.integers(1, 20),
+    dtype=st.sampled_from(FLOATS),
+    per_batch=st.booleans(),
+    seed=st.integers(0, 1000),
+)
 def test_random_shapes(batch, seq, heads, half, dtype, per_batch, seed, device):
     dim = 2 * half
     xshape = (batch, seq, dim) if heads == 0 else (batch, seq, heads, dim)
@@ -263,8 +283,11 @@ BAD_CALLS = [
     (lambda x, c, s: rope_interleaved(x[0], c, s), ValueError, "x must be"),
     (lambda x, c, s: rope_interleaved(x, c[0], s[0]), ValueError, "cos/sin must be"),
     (lambda x, c, s: rope_interleaved(x, c, s, layout="bshd"), ValueError, "only for a 4-D x"),
-    (lambda x, c, s: rope_interleaved(x[:, :, None].expand(2, 3, 3, 8), c, s, layout="sbhd"), ValueError,
-     "layout must be one of"),
+    (
+        lambda x, c, s: rope_interleaved(x[:, :, None].expand(2, 3, 3, 8), c, s, layout="sbhd"),
+        ValueError,
+        "layout must be one of",
+    ),
     (lambda x, c, s: rope_interleaved(x[:, None].expand(2, 2, 3, 8)[:, :, :2], c, s), ValueError, "do not broadcast"),
     (lambda x, c, s: rope_rotate_half(x.int(), c, s), TypeError, "x has dtype"),
     (lambda x, c, s: rope_rotate_half(x[..., :7], c[:, :7], s[:, :7]), ValueError, "even"),
@@ -424,7 +447,6 @@ def test_gpu_bit_exact_with_eager(dtype):
     assert torch.equal(rope_rotate_half(x4, tc, ts), expected)
 
 
-
 @gpu_test
 @pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16))
 @pytest.mark.parametrize("half_math", (True, False))
@@ -437,8 +459,11 @@ def test_gpu_rotate_half_per_op_rounding_over_wide_magnitudes(dtype, half_math, 
     from kernels import arch, launch_plans
 
     dev = torch.device("cuda")
-    monkeypatch.setitem(arch._TABLE, arch.device_arch(dev.index or 0),
-                        dataclasses.replace(arch.arch_launch(dev), native_half_math=half_math))
+    monkeypatch.setitem(
+        arch._TABLE,
+        arch.device_arch(dev.index or 0),
+        dataclasses.replace(arch.arch_launch(dev), native_half_math=half_math),
+    )
     launch_plans.forget_launches()
     g = torch.Generator().manual_seed(3)
     exponents = torch.randint(-12, 12, (2, 1000, 8, 64), generator=g).to(torch.float32)

@@ -3,6 +3,7 @@
 Each case runs the real CLI (`python -m orchestrator ...`, `python -m workers run ...`) in a subprocess against a
 real SQLite file or the real PostgreSQL server; none of them starts Ray.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -24,8 +25,14 @@ SMALL = ["sweep.kernels=[rmsnorm]", "sweep.shapes=[[1,8,64]]", "sweep.dtypes=[fp
 
 
 def run(module: str, *args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=REPO, env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        env={**os.environ, **env},
+    )
 
 
 def one_line_error(p: subprocess.CompletedProcess, *needles: str) -> str:
@@ -110,14 +117,16 @@ def test_a_truncated_gz(tmp_path, plan, empty_store):
 
 def test_malformed_plan_lines(tmp_path, plan):
     lines = plan.read_text().splitlines()
-    for field, value, needle in (("timeout_s", "abc", "params.timeout_s: 'abc'"),
-                                 ("rounds", 0.5, "params.rounds"), ("rep_ms", -1, "params.rep_ms")):
+    for field, value, needle in (
+        ("timeout_s", "abc", "params.timeout_s: 'abc'"),
+        ("rounds", 0.5, "params.rounds"),
+        ("rep_ms", -1, "params.rep_ms"),
+    ):
         spec = json.loads(lines[1])
         spec["params"][field] = value
         bad = tmp_path / f"bad-{field}.jsonl"
         bad.write_text("\n".join([lines[0], json.dumps(spec), *lines[2:]]) + "\n")
-        one_line_error(run("workers", "run", str(bad), "--out", str(tmp_path / f"r-{field}.jsonl")),
-                       f"{bad}:2", needle)
+        one_line_error(run("workers", "run", str(bad), "--out", str(tmp_path / f"r-{field}.jsonl")), f"{bad}:2", needle)
     garbage = tmp_path / "garbage.jsonl"
     garbage.write_text(lines[0] + "\n[1, 2]\n")
     one_line_error(run("workers", "run", str(garbage), "--out", str(tmp_path / "r-g.jsonl")), f"{garbage}:2")
@@ -132,16 +141,22 @@ def test_workers_run_never_overwrites_its_out_and_names_a_missing_folder(tmp_pat
 
 
 def test_a_plan_written_to_a_missing_folder(tmp_path):
-    one_line_error(run("orchestrator", "+sweep=smoke", "dry_run=true", f"plan_out={tmp_path / 'no' / 'p.jsonl'}"),
-                   "plan_out=", "does not exist")
+    one_line_error(
+        run("orchestrator", "+sweep=smoke", "dry_run=true", f"plan_out={tmp_path / 'no' / 'p.jsonl'}"),
+        "plan_out=",
+        "does not exist",
+    )
 
 
-@pytest.mark.parametrize("override, needle", [
-    ("sweep.timeout_s=inf", "sweep.timeout_s: must be a finite number > 0, got inf"),
-    ("sweep.rep_ms=nan", "sweep.rep_ms"),
-    ("sweep.kinds=[]", "sweep.kinds: empty"),
-    ("sweep.shapes=[[4096,65536,1048576]]", "more than any GPU holds"),
-])
+@pytest.mark.parametrize(
+    "override, needle",
+    [
+        ("sweep.timeout_s=inf", "sweep.timeout_s: must be a finite number > 0, got inf"),
+        ("sweep.rep_ms=nan", "sweep.rep_ms"),
+        ("sweep.kinds=[]", "sweep.kinds: empty"),
+        ("sweep.shapes=[[4096,65536,1048576]]", "more than any GPU holds"),
+    ],
+)
 def test_values_that_cannot_run_are_refused_before_anything_runs(tmp_path, override, needle):
     db = tmp_path / "kf.db"
     line = one_line_error(run("orchestrator", "+sweep=smoke", f"store.url={db}", override), needle)
@@ -154,8 +169,9 @@ def test_a_store_url_with_query_works_as_an_override_and_other_values_show_the_q
     p = run("orchestrator", "+sweep=smoke", f"store.url={url}", "--cfg", "job")
     assert p.returncode == 0, p.stderr
     assert f"url: {url}" in p.stdout
-    one_line_error(run("orchestrator", "+sweep=smoke", "plan_out=a=b.jsonl"), "plan_out=a=b.jsonl",
-                   "'plan_out=\"a=b.jsonl\"'")
+    one_line_error(
+        run("orchestrator", "+sweep=smoke", "plan_out=a=b.jsonl"), "plan_out=a=b.jsonl", "'plan_out=\"a=b.jsonl\"'"
+    )
 
 
 def test_store_postgres_creates_its_database_or_prints_createdb():
@@ -176,8 +192,11 @@ def test_store_postgres_creates_its_database_or_prints_createdb():
         assert p.returncode == 0, p.stdout + p.stderr
         assert "created the database" in p.stdout and "-> " in p.stdout
         denied_url = base.replace("postgres@", f"{role}@", 1) + f"/{name}_x"
-        one_line_error(run("orchestrator", "db", "upgrade", "--url", denied_url),
-                       "cannot be created", f"createdb -h 127.0.0.1 -p 5432 -U {role} {name}_x")
+        one_line_error(
+            run("orchestrator", "db", "upgrade", "--url", denied_url),
+            "cannot be created",
+            f"createdb -h 127.0.0.1 -p 5432 -U {role} {name}_x",
+        )
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

@@ -1,4 +1,5 @@
 """Every kind of bad configuration fails before Ray starts: exit code 2, one clear line, no traceback."""
+
 from __future__ import annotations
 
 import subprocess
@@ -12,8 +13,10 @@ CASES = [
     (["+sweep=smoke", "nosuchkey=1"], "nosuchkey: no such key; allowed keys: sweep, kernels, target"),
     (["+sweep=smoke", "+nosuchkey=1"], "nosuchkey: no such key; allowed keys: sweep, kernels, target"),
     (["+sweep=smoke", "+sweep.nosuchkey=1"], "sweep.nosuchkey: no such key; allowed keys in sweep: name, kinds"),
-    (["+sweep=smoke", "+kernels.rmsnorm.nosuchkey=1"],
-     "kernels.rmsnorm.nosuchkey: no such key; allowed keys in kernels.rmsnorm: name, shapes"),
+    (
+        ["+sweep=smoke", "+kernels.rmsnorm.nosuchkey=1"],
+        "kernels.rmsnorm.nosuchkey: no such key; allowed keys in kernels.rmsnorm: name, shapes",
+    ),
     (["+sweep=smoke", "sweep.dtypes=[bf17]"], "unknown dtype 'bf17' for rmsnorm; allowed: fp32, bf16, fp16"),
     (["+sweep=smoke", "sweep.impls=[triton,cuda_magic]"], "unknown implementation 'cuda_magic' of rmsnorm"),
     (["+sweep=smoke", "sweep.kernels=[nosuch]"], "sweep.kernels: 'nosuch' is not in this sweep"),
@@ -32,8 +35,9 @@ CASES = [
 
 
 def run_cli(args, env=None):
-    return subprocess.run([sys.executable, "-m", "orchestrator", *args], capture_output=True, text=True,
-                          timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args], capture_output=True, text=True, timeout=120, env=env
+    )
 
 
 @pytest.mark.parametrize("args,expected", CASES, ids=[" ".join(c[0]) for c in CASES])
@@ -51,8 +55,17 @@ def test_bad_config_exits_2_with_one_line(args, expected, tmp_path):
 
 
 def test_cfg_job_prints_the_composed_config():
-    p = run_cli(["+sweep=rmsnorm", "sweep.dtypes=[bf16]", "target=h200", "store.url=sqlite:///x.db",
-                 "cluster.address=10.0.0.1:6379", "--cfg", "job"])
+    p = run_cli(
+        [
+            "+sweep=rmsnorm",
+            "sweep.dtypes=[bf16]",
+            "target=h200",
+            "store.url=sqlite:///x.db",
+            "cluster.address=10.0.0.1:6379",
+            "--cfg",
+            "job",
+        ]
+    )
     assert p.returncode == 0, p.stderr
     assert "name: rmsnorm" in p.stdout
     assert "kernelfleet.io/gpu: h200" in p.stdout

@@ -1,5 +1,6 @@
 """The ltx_e2e sweep: sweep.e2e expands into e2e JobSpecs with content keys, bad values fail before anything runs,
 and a tiny sweep runs end to end through the orchestrator (local Ray, sandbox, store) on the CPU."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,14 @@ from orchestrator.validate import validate
 
 REPO = Path(__file__).resolve().parents[2]
 CODE = plan.CodeVersion("abc123", "k0")
-TINY = ["sweep.e2e.tiny=true", "sweep.e2e.frames=[9]", "sweep.e2e.heights=[64]", "sweep.e2e.widths=[96]",
-        "sweep.e2e.steps=[2]", "sweep.e2e.repeats=1"]
+TINY = [
+    "sweep.e2e.tiny=true",
+    "sweep.e2e.frames=[9]",
+    "sweep.e2e.heights=[64]",
+    "sweep.e2e.widths=[96]",
+    "sweep.e2e.steps=[2]",
+    "sweep.e2e.repeats=1",
+]
 
 
 def _cfg(*overrides):
@@ -40,8 +47,12 @@ def test_default_is_the_seed_setting():
 
 
 def test_grid_varies_frames_resolution_steps_dtype():
-    c = _cfg("sweep.e2e.frames=[25,121]", "sweep.e2e.heights=[480,512]", "sweep.e2e.steps=[30,10]",
-             "sweep.e2e.dtypes=[bf16,fp16]")
+    c = _cfg(
+        "sweep.e2e.frames=[25,121]",
+        "sweep.e2e.heights=[480,512]",
+        "sweep.e2e.steps=[30,10]",
+        "sweep.e2e.dtypes=[bf16,fp16]",
+    )
     specs = plan.plan(c, CODE)
     assert len(specs) == 2 * 2 * 2 * 2
     assert {tuple(s.shape) for s in specs} == {(f, h, 704) for f in (25, 121) for h in (480, 512)}
@@ -56,30 +67,40 @@ def test_keys_are_content_hashes():
     a = [s.key for s in plan.plan(_cfg(), CODE)]
     assert a == [s.key for s in plan.plan(_cfg(), CODE)]
     assert a == [s.key for s in plan.plan(_cfg("sweep.name=other"), CODE)]  # the sweep's name is not the work
-    for change in ("sweep.e2e.repeats=5", "sweep.e2e.model_path=/models/ltx", "sweep.e2e.pipeline=true",
-                   "sweep.e2e.modes=[eager,triton]", "sweep.e2e.seed=1"):
+    for change in (
+        "sweep.e2e.repeats=5",
+        "sweep.e2e.model_path=/models/ltx",
+        "sweep.e2e.pipeline=true",
+        "sweep.e2e.modes=[eager,triton]",
+        "sweep.e2e.seed=1",
+    ):
         assert not set(a) & {s.key for s in plan.plan(_cfg(change), CODE)}, change
     assert not set(a) & {s.key for s in plan.plan(_cfg(), plan.CodeVersion("abc123", "k1"))}
     # plan_e2e itself leaves the key to plan()
     assert all(s.key == "" for s in plan_e2e(_cfg()["sweep"], "any"))
 
 
-@pytest.mark.parametrize("e2e,message", [
-    ({"modes": ["eager", "fast"]}, "sweep.e2e.modes: unknown mode 'fast'; allowed: eager, triton, compile, "
-                                   "triton+compile"),
-    ({"modes": []}, "sweep.e2e.modes: empty; allowed: eager"),
-    ({"frames": [24]}, "sweep.e2e.frames: 24: LTX-Video takes 8k+1 frames"),
-    ({"heights": [500]}, "sweep.e2e.heights: 500: must be a multiple of 32"),
-    ({"resolutions": [[480]]}, "sweep.e2e.resolutions: [480] is not a [height, width] pair"),
-    ({"dtypes": ["fp8"]}, "sweep.e2e.dtypes: unknown dtype 'fp8'; allowed: fp32, bf16, fp16"),
-    ({"steps": [0]}, "sweep.e2e.steps: 0 is not a positive integer"),
-    ({"repeats": 0}, "sweep.e2e.repeats: must be an integer >= 1"),
-    ({"tolerance": -1}, "sweep.e2e.tolerance: must be null"),
-    ({"tiny": "yes"}, "sweep.e2e.tiny: must be true or false"),
-    ({"tiny": True, "model_path": "/m"}, "cannot be combined with model_path"),
-    ({"guidance_scale": 1.0}, "sweep.e2e.guidance_scale: must be > 1"),
-    ({"colour": 1}, "sweep.e2e.colour: no such key; allowed keys in sweep.e2e: frames, heights"),
-])
+@pytest.mark.parametrize(
+    "e2e,message",
+    [
+        (
+            {"modes": ["eager", "fast"]},
+            "sweep.e2e.modes: unknown mode 'fast'; allowed: eager, triton, compile, triton+compile",
+        ),
+        ({"modes": []}, "sweep.e2e.modes: empty; allowed: eager"),
+        ({"frames": [24]}, "sweep.e2e.frames: 24: LTX-Video takes 8k+1 frames"),
+        ({"heights": [500]}, "sweep.e2e.heights: 500: must be a multiple of 32"),
+        ({"resolutions": [[480]]}, "sweep.e2e.resolutions: [480] is not a [height, width] pair"),
+        ({"dtypes": ["fp8"]}, "sweep.e2e.dtypes: unknown dtype 'fp8'; allowed: fp32, bf16, fp16"),
+        ({"steps": [0]}, "sweep.e2e.steps: 0 is not a positive integer"),
+        ({"repeats": 0}, "sweep.e2e.repeats: must be an integer >= 1"),
+        ({"tolerance": -1}, "sweep.e2e.tolerance: must be null"),
+        ({"tiny": "yes"}, "sweep.e2e.tiny: must be true or false"),
+        ({"tiny": True, "model_path": "/m"}, "cannot be combined with model_path"),
+        ({"guidance_scale": 1.0}, "sweep.e2e.guidance_scale: must be > 1"),
+        ({"colour": 1}, "sweep.e2e.colour: no such key; allowed keys in sweep.e2e: frames, heights"),
+    ],
+)
 def test_bad_values_name_the_key_and_the_allowed_values(e2e, message):
     with pytest.raises(ConfigError) as exc:
         validate_e2e({"name": "x", "kinds": ["e2e"], "e2e": e2e})
@@ -88,8 +109,14 @@ def test_bad_values_name_the_key_and_the_allowed_values(e2e, message):
 
 def _cli(args, tmp_path, timeout):
     env = {**os.environ, "KERNELFLEET_MEASURE_CEILING": "0", "RAY_AUTH_MODE": "disabled", "COLUMNS": "400"}
-    return subprocess.run([sys.executable, "-m", "orchestrator", *args, f"store.url=sqlite:///{tmp_path}/kf.db"],
-                          capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args, f"store.url=sqlite:///{tmp_path}/kf.db"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        env=env,
+    )
 
 
 def test_unknown_mode_fails_before_anything_runs(tmp_path):
@@ -124,15 +151,25 @@ def test_tiny_sweep_end_to_end_on_cpu(tmp_path):
         assert set(skipped) == {"compile", "triton+compile", "compile-max", "triton+compile-max"}
         assert "runs on a GPU" in skipped["compile"] and "cannot trace" in skipped["triton+compile"]
         assert "runs on a GPU" in skipped["compile-max"] and "cannot trace" in skipped["triton+compile-max"]
-        assert job.details["injection"]["triton"]["counts"] == {"attn_processor": 4, "block_forward": 2, "rope_forward": 1}
+        assert job.details["injection"]["triton"]["counts"] == {
+            "attn_processor": 4,
+            "block_forward": 2,
+            "rope_forward": 1,
+        }
         # the sweep profiles each mode by default (on the CPU: host ops; on a GPU: device time by kernel class)
         assert job.spec["params"]["profile_steps"] == 3
         assert set(job.details["profile"]) == {"eager", "triton"}
         rows = db.scalars(select(Measurement).where(Measurement.job_id == job.id)).all()
     got = {(m.impl, m.metric): m for m in rows}
     for mode in ("eager", "triton"):
-        for metric in ("ms_per_step", "total_s", "warmup_s", "max_abs_vs_eager", "cos_sim_vs_eager",
-                       "rel_err_vs_eager"):
+        for metric in (
+            "ms_per_step",
+            "total_s",
+            "warmup_s",
+            "max_abs_vs_eager",
+            "cos_sim_vs_eager",
+            "rel_err_vs_eager",
+        ):
             assert (mode, metric) in got, (mode, metric)
         assert got[(mode, "correct")].value == 1.0
         assert got[(mode, "ms_per_step")].samples and got[(mode, "ms_per_step")].value > 0

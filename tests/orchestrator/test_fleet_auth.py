@@ -3,6 +3,7 @@ token), nodes and drivers without the token refused with the fix, and a node wit
 
 Every process here runs with HOME set to an empty directory, so no ~/.ray/auth_token of this machine leaks in.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,18 +41,33 @@ class Lab:
         self.procs: list[subprocess.Popen] = []
 
     def env(self, **extra) -> dict[str, str]:
-        e = {k: v for k, v in os.environ.items()
-             if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS")}
+        e = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS")
+        }
         e.update(HOME=str(self.home), COLUMNS="250", **extra)
         return e
 
     def cli(self, *args: str, timeout: float = 120, **env) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "orchestrator", *args], cwd=REPO, env=self.env(**env),
-                              capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [sys.executable, "-m", "orchestrator", *args],
+            cwd=REPO,
+            env=self.env(**env),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
     def spawn(self, *args: str, log: str) -> subprocess.Popen:
-        p = subprocess.Popen([sys.executable, "-m", "orchestrator", *args], cwd=REPO, env=self.env(),
-                             stdout=open(self.root / log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "orchestrator", *args],
+            cwd=REPO,
+            env=self.env(),
+            stdout=open(self.root / log, "w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.procs.append(p)
         return p
 
@@ -78,10 +94,20 @@ class Lab:
 def lab():
     root = Path(tempfile.mkdtemp(prefix="kfa", dir="/tmp"))  # short: Ray's socket paths live under it
     lab = Lab(root)
-    head = lab.spawn("cluster", "up", "--block", "--port", str(lab.port), "--token-file", str(lab.token),
-                     f"--ray-start-arg=--temp-dir={lab.temp}", "--ray-start-arg=--num-cpus=0",
-                     "--ray-start-arg=--include-dashboard=false", "--ray-start-arg=--node-ip-address=127.0.0.1",
-                     log="head.log")
+    head = lab.spawn(
+        "cluster",
+        "up",
+        "--block",
+        "--port",
+        str(lab.port),
+        "--token-file",
+        str(lab.token),
+        f"--ray-start-arg=--temp-dir={lab.temp}",
+        "--ray-start-arg=--num-cpus=0",
+        "--ray-start-arg=--include-dashboard=false",
+        "--ray-start-arg=--node-ip-address=127.0.0.1",
+        log="head.log",
+    )
     try:
         deadline = time.monotonic() + 90
         while "Ray runtime started" not in lab.log("head.log"):
@@ -99,7 +125,7 @@ def test_cluster_up_wrote_a_private_token_and_printed_the_join_command(lab):
     text = lab.log("head.log")
     assert f"token: wrote a new random token to {lab.token} (mode 600)" in text
     assert (lab.token.stat().st_mode & 0o777) == 0o600 and len(lab.token.read_text().strip()) == 64
-    assert f"node join --address " in text and f":{lab.port} --token-file" in text
+    assert "node join --address " in text and f":{lab.port} --token-file" in text
     assert "RAY_AUTH_MODE=token" in text and lab.token.read_text().strip() not in text
 
 
@@ -116,8 +142,9 @@ def test_a_node_without_the_token_is_refused_with_the_fix(lab):
 def test_a_wrong_token_is_refused(lab, tmp_path):
     wrong = tmp_path / "wrong.token"
     wrong.write_text("f" * 64)
-    r = lab.cli("node", "join", "--dry-run", "--address", lab.address, "--from-fixtures", str(H200),
-                "--token-file", str(wrong))
+    r = lab.cli(
+        "node", "join", "--dry-run", "--address", lab.address, "--from-fixtures", str(H200), "--token-file", str(wrong)
+    )
     assert r.returncode == 2
     assert f"FAIL token auth: the head rejected the token from --token-file ({wrong})" in r.stdout
 
@@ -129,27 +156,55 @@ def test_a_driver_without_the_token_is_refused(lab):
     assert "ray get-auth-token" in r.stdout and "--token-file FILE" in r.stdout
     # Ray's own refusal, without our checks in front: a client of the head's GCS with a wrong token.  (A full
     # ray.init driver is refused the same way, but only after ~20 s of retries.)
-    code = ("import ray; from ray._common.usage import usage_lib; "
-            f"usage_lib.get_cluster_metadata(ray._raylet.GcsClient(address='{lab.address}'))")
-    raw = subprocess.run([sys.executable, "-c", code], env=lab.env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="0" * 64),
-                         capture_output=True, text=True, timeout=120)
+    code = (
+        "import ray; from ray._common.usage import usage_lib; "
+        f"usage_lib.get_cluster_metadata(ray._raylet.GcsClient(address='{lab.address}'))"
+    )
+    raw = subprocess.run(
+        [sys.executable, "-c", code],
+        env=lab.env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="0" * 64),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert raw.returncode != 0
     assert "AuthenticationError" in raw.stderr and "InvalidAuthToken" in raw.stderr, raw.stderr[-2000:]
 
 
 @pytest.mark.slow
 def test_with_the_token_a_node_joins_is_listed_and_leaves(lab):
-    ok = lab.cli("node", "join", "--dry-run", "--address", lab.address, "--from-fixtures", str(H200),
-                 "--token-file", str(lab.token))
+    ok = lab.cli(
+        "node",
+        "join",
+        "--dry-run",
+        "--address",
+        lab.address,
+        "--from-fixtures",
+        str(H200),
+        "--token-file",
+        str(lab.token),
+    )
     assert ok.returncode == 0, ok.stdout + ok.stderr
     import ray
 
     assert f"ok   Ray version: {ray.__version__}, as on the head" in ok.stdout
     assert "ok   token auth: the head accepted the token" in ok.stdout
 
-    node = lab.spawn("node", "join", "--block", "--address", lab.address, "--from-fixtures", str(H200),
-                     "--token-file", str(lab.token), f"--ray-start-arg=--temp-dir={lab.temp}",
-                     "--ray-start-arg=--num-cpus=1", "--ray-start-arg=--node-ip-address=127.0.0.1", log="node.log")
+    node = lab.spawn(
+        "node",
+        "join",
+        "--block",
+        "--address",
+        lab.address,
+        "--from-fixtures",
+        str(H200),
+        "--token-file",
+        str(lab.token),
+        f"--ray-start-arg=--temp-dir={lab.temp}",
+        "--ray-start-arg=--num-cpus=1",
+        "--ray-start-arg=--node-ip-address=127.0.0.1",
+        log="node.log",
+    )
     deadline = time.monotonic() + 90
     rows: list = []
     while time.monotonic() < deadline:
@@ -166,8 +221,18 @@ def test_with_the_token_a_node_joins_is_listed_and_leaves(lab):
     assert row["gpus"] == 1 and row["whole_node_free"] is True and row["jobs_running"] == 0
     assert "RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH=" in lab.log("node.log")
 
-    left = lab.cli("node", "leave", "--address", lab.address, "--token-file", str(lab.token), "--node-id",
-                   row["node_id"][:12], "--wait", "60")
+    left = lab.cli(
+        "node",
+        "leave",
+        "--address",
+        lab.address,
+        "--token-file",
+        str(lab.token),
+        "--node-id",
+        row["node_id"][:12],
+        "--wait",
+        "60",
+    )
     assert left.returncode == 0, left.stdout + left.stderr
     assert "drained and left the cluster" in left.stdout
     after = lab.cli("node", "list", "--json", "--address", lab.address, "--token-file", str(lab.token))

@@ -3,6 +3,7 @@
 Recorded nodes live in tests/fixtures/nodes/<gpu>/node.json (recorded rocminfo / nvidia-smi outputs plus the torch
 properties of that GPU).  No head is reachable here (port 1 refuses), so the head checks are skipped with a note.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,9 @@ NO_HEAD = "127.0.0.1:1"
 
 def _cli(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     e = {**os.environ, "COLUMNS": "200", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "orchestrator", *args], cwd=REPO, env=e, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args], cwd=REPO, env=e, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def _variant(tmp_path: Path, base: str, name: str = "variant", **changes) -> Path:
@@ -41,18 +43,23 @@ def _variant(tmp_path: Path, base: str, name: str = "variant", **changes) -> Pat
     return d
 
 
-@pytest.mark.parametrize("node, expect", [
-    ("mi355x", {"gpu": "mi355x", "arch": "gfx950", "vendor": "amd", "warp-size": "64"}),
-    ("mi300x", {"gpu": "mi300x", "arch": "gfx942", "vendor": "amd", "warp-size": "64"}),
-    ("rx7900xtx", {"gpu": "rx7900xtx", "arch": "gfx1100", "vendor": "amd", "warp-size": "32"}),
-    ("h200", {"gpu": "h200", "arch": "sm_90", "vendor": "nvidia", "warp-size": "32"}),
-])
+@pytest.mark.parametrize(
+    "node, expect",
+    [
+        ("mi355x", {"gpu": "mi355x", "arch": "gfx950", "vendor": "amd", "warp-size": "64"}),
+        ("mi300x", {"gpu": "mi300x", "arch": "gfx942", "vendor": "amd", "warp-size": "64"}),
+        ("rx7900xtx", {"gpu": "rx7900xtx", "arch": "gfx1100", "vendor": "amd", "warp-size": "32"}),
+        ("h200", {"gpu": "h200", "arch": "sm_90", "vendor": "nvidia", "warp-size": "32"}),
+    ],
+)
 def test_recorded_nodes_get_the_right_labels(node, expect):
     facts = fleet.load_fixture_node(NODES / node)
     labels = fleet.derive_labels(facts)
     for k, v in expect.items():
         assert labels[f"kernelfleet.io/{k}"] == v, (k, labels)
-    assert {"kernelfleet.io/torch", "kernelfleet.io/triton", "kernelfleet.io/runtime", "kernelfleet.io/host"} <= set(labels)
+    assert {"kernelfleet.io/torch", "kernelfleet.io/triton", "kernelfleet.io/runtime", "kernelfleet.io/host"} <= set(
+        labels
+    )
     checks = fleet.join_checks(facts, None, None, None, labels)
     assert not fleet.failed(checks), checks
 
@@ -60,12 +67,25 @@ def test_recorded_nodes_get_the_right_labels(node, expect):
 def test_dry_run_prints_the_exact_command_and_starts_nothing(tmp_path):
     token = tmp_path / "token"
     token.write_text("0123abcd" * 8)
-    r = _cli("node", "join", "--dry-run", "--address", NO_HEAD, "--from-fixtures", str(NODES / "mi355x"),
-             "--token-file", str(token))
+    r = _cli(
+        "node",
+        "join",
+        "--dry-run",
+        "--address",
+        NO_HEAD,
+        "--from-fixtures",
+        str(NODES / "mi355x"),
+        "--token-file",
+        str(token),
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     out = r.stdout
-    for label in ("kernelfleet.io/gpu=mi355x", "kernelfleet.io/arch=gfx950", "kernelfleet.io/vendor=amd",
-                  "kernelfleet.io/warp-size=64"):
+    for label in (
+        "kernelfleet.io/gpu=mi355x",
+        "kernelfleet.io/arch=gfx950",
+        "kernelfleet.io/vendor=amd",
+        "kernelfleet.io/warp-size=64",
+    ):
         assert f"  {label}\n" in out
     assert "head not reachable" in out and "versions and token not checked" in out
     cmd_line = next(ln for ln in out.splitlines() if " start --address=" in ln)
@@ -74,8 +94,9 @@ def test_dry_run_prints_the_exact_command_and_starts_nothing(tmp_path):
     assert Path(words[2]).name == "ray" and words[3] == "start"
     assert f"--address={NO_HEAD}" in words and "--num-gpus=1" in words
     assert f"--resources={json.dumps({NODE_RESOURCE: 1})}" in words
-    labels = dict(kv.split("=", 1) for kv in next(w for w in words if w.startswith("--labels=")).split("=", 1)[1]
-                  .split(","))
+    labels = dict(
+        kv.split("=", 1) for kv in next(w for w in words if w.startswith("--labels=")).split("=", 1)[1].split(",")
+    )
     assert labels["kernelfleet.io/gpu"] == "mi355x" and labels["kernelfleet.io/arch"] == "gfx950"
     assert "--block" not in words
     assert "0123abcd" not in out  # the token itself is never printed
@@ -88,8 +109,9 @@ def test_rocr_visible_devices_alone_is_refused_with_the_fix(tmp_path):
     assert "FAIL visible devices: ROCR_VISIBLE_DEVICES=0,1 is set without HIP_VISIBLE_DEVICES" in r.stdout
     assert "set HIP_VISIBLE_DEVICES=0,1 instead" in r.stdout
     # With HIP_VISIBLE_DEVICES beside it (consistent masks) Ray does not raise: accepted.
-    facts = fleet.load_fixture_node(_variant(tmp_path, "mi355x", "both",
-                                             env={"ROCR_VISIBLE_DEVICES": "0", "HIP_VISIBLE_DEVICES": "0"}))
+    facts = fleet.load_fixture_node(
+        _variant(tmp_path, "mi355x", "both", env={"ROCR_VISIBLE_DEVICES": "0", "HIP_VISIBLE_DEVICES": "0"})
+    )
     assert not fleet.failed(fleet.join_checks(facts, None, None, None, fleet.derive_labels(facts)))
 
 
@@ -119,8 +141,12 @@ def test_mixed_gpu_types_no_gpu_and_too_many_gpus_are_refused(tmp_path):
     by_name = {c.name: c for c in checks}
     assert by_name["one GPU type"].status == "fail" and "mi300x, mi355x" in by_name["one GPU type"].detail
     assert by_name["--num-gpus"].status == "fail" and "2 GPU(s) detected" in by_name["--num-gpus"].detail
-    cpu = fleet.NodeFacts(devices=[fleet.DeviceInfo(vendor="cpu", name="x86", arch="x86_64", gpu_type="cpu")],
-                          env={}, amdsmi_importable=None, source="test")
+    cpu = fleet.NodeFacts(
+        devices=[fleet.DeviceInfo(vendor="cpu", name="x86", arch="x86_64", gpu_type="cpu")],
+        env={},
+        amdsmi_importable=None,
+        source="test",
+    )
     assert fleet.derive_labels(cpu) == {}
     assert [c.status for c in fleet.join_checks(cpu, None, None, None, {}) if c.name == "GPUs"] == ["fail"]
 
@@ -134,11 +160,15 @@ def test_version_and_token_checks_against_a_probed_head():
     def check(probe, token=tok):
         return {c.name: c for c in fleet.join_checks(facts, probe, token, None, labels)}
 
-    same = check(fleet.HeadProbe("h:6379", True, auth="token", token_accepted=True, ray_version=ray_v,
-                                 python_version=py_v))
+    same = check(
+        fleet.HeadProbe("h:6379", True, auth="token", token_accepted=True, ray_version=ray_v, python_version=py_v)
+    )
     assert not fleet.failed(list(same.values()))
-    other = check(fleet.HeadProbe("h:6379", True, auth="token", token_accepted=True, ray_version="2.59.0",
-                                  python_version="3.10.14"))
+    other = check(
+        fleet.HeadProbe(
+            "h:6379", True, auth="token", token_accepted=True, ray_version="2.59.0", python_version="3.10.14"
+        )
+    )
     assert other["Ray version"].status == "fail" and "ray[default]==2.59.0" in other["Ray version"].fix
     assert other["Python version"].status == "fail" and "3.10.14" in other["Python version"].detail
     no_token = check(fleet.HeadProbe("h:6379", True, auth="token", token_accepted=None), token=None)
@@ -196,8 +226,16 @@ def test_cluster_up_dry_run_prints_the_head_command_and_the_join_command(tmp_pat
 
 
 def test_cluster_up_with_gpus_labels_the_head(tmp_path):
-    r = _cli("cluster", "up", "--dry-run", "--with-gpus", "--from-fixtures", str(NODES / "mi355x"),
-             "--token-file", str(tmp_path / "t"))
+    r = _cli(
+        "cluster",
+        "up",
+        "--dry-run",
+        "--with-gpus",
+        "--from-fixtures",
+        str(NODES / "mi355x"),
+        "--token-file",
+        str(tmp_path / "t"),
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     line = next(ln for ln in r.stdout.splitlines() if " start --head" in ln)
     assert "kernelfleet.io/gpu=mi355x" in line and "--num-gpus=1" in line and NODE_RESOURCE in line

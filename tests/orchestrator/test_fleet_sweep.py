@@ -4,6 +4,7 @@ One sweep runs through orchestrator.schedule.execute while the fleet changes und
 killed mid-batch, a fourth mi355x node joins, and the only r9700 node is killed.  The tests below each check one
 consequence of that sweep.  Jobs are `noop` micro-benchmarks (test plugin kernel) long enough to overlap the changes.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,10 +28,16 @@ GPU = "kernelfleet.io/gpu"
 
 
 def _job(target: str, i: int, rep_ms: float, kind: str = "micro", **params) -> JobSpec:
-    return JobSpec(kind=kind, kernel="noop", shape=[1 << 18], dtype="fp32", impls=["boom", "eager"], target=target,
-                   key=f"{target}-{kind}-{i}",
-                   params={"timeout_s": 120, "seed": 1, "warmup_ms": 1, "rep_ms": rep_ms, "rounds": 1,
-                           "graph": False, **params})
+    return JobSpec(
+        kind=kind,
+        kernel="noop",
+        shape=[1 << 18],
+        dtype="fp32",
+        impls=["boom", "eager"],
+        target=target,
+        key=f"{target}-{kind}-{i}",
+        params={"timeout_s": 120, "seed": 1, "warmup_ms": 1, "rep_ms": rep_ms, "rounds": 1, "graph": False, **params},
+    )
 
 
 def _labels(gpu: str) -> dict[str, str]:
@@ -80,8 +87,9 @@ def changing_fleet(quiet_sandbox):
         def kill_a1_and_join_a4():
             cluster.remove_node(nodes["a1"], allow_graceful=False)
             sweep.event("a1 removed")
-            nodes["a4"] = cluster.add_node(num_cpus=1, num_gpus=1, labels=_labels("mi355x"),
-                                           resources={NODE_RESOURCE: 1})
+            nodes["a4"] = cluster.add_node(
+                num_cpus=1, num_gpus=1, labels=_labels("mi355x"), resources={NODE_RESOURCE: 1}
+            )
             sweep.event("a4 joined")
 
         def kill_b1():
@@ -102,9 +110,17 @@ def changing_fleet(quiet_sandbox):
 
         cl = schedule.RayCluster(cluster.address)
         start = time.monotonic()
-        schedule.execute(cl, a_jobs + b_jobs, lambda s: {GPU: s.target}, on_result,
-                         lambda spec, why: sweep.lost.append((spec.key, why)), batch_size=3, max_retries=3,
-                         no_node_grace_s=3.0, on_tick=on_tick)
+        schedule.execute(
+            cl,
+            a_jobs + b_jobs,
+            lambda s: {GPU: s.target},
+            on_result,
+            lambda spec, why: sweep.lost.append((spec.key, why)),
+            batch_size=3,
+            max_retries=3,
+            no_node_grace_s=3.0,
+            on_tick=on_tick,
+        )
         sweep.wall_s = time.monotonic() - start
         sweep.nodes = {k: n.node_id for k, n in nodes.items()}
         sweep.a_keys = {s.key for s in a_jobs}
@@ -154,8 +170,13 @@ def test_when_the_last_node_of_a_type_goes_its_jobs_end_lost_and_the_sweep_ends(
 
 def test_node_list_shows_the_dead_and_the_live_with_labels(changing_fleet):
     sweep, _, _ = changing_fleet
-    r = subprocess.run([sys.executable, "-m", "orchestrator", "node", "list", "--address", sweep.address, "--json"],
-                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "node", "list", "--address", sweep.address, "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     rows = {row["node_id"]: row for row in json.loads(r.stdout)}
     for name in ("a2", "a3", "a4"):
@@ -165,8 +186,14 @@ def test_node_list_shows_the_dead_and_the_live_with_labels(changing_fleet):
     for name in ("a1", "b1"):
         assert rows[sweep.nodes[name]]["alive"] is False
     assert sum(1 for row in rows.values() if row["head"]) == 1
-    table = subprocess.run([sys.executable, "-m", "orchestrator", "node", "list", "--address", sweep.address],
-                           cwd=REPO, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "250"})
+    table = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "node", "list", "--address", sweep.address],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "250"},
+    )
     assert table.returncode == 0 and "mi355x" in table.stdout and "dead" in table.stdout
     assert "4 alive, 2 dead" in table.stdout
 
@@ -174,13 +201,35 @@ def test_node_list_shows_the_dead_and_the_live_with_labels(changing_fleet):
 def test_node_leave_drains_a_node_and_it_goes(changing_fleet):
     sweep, _, _ = changing_fleet
     a4 = sweep.nodes["a4"]
-    r = subprocess.run([sys.executable, "-m", "orchestrator", "node", "leave", "--address", sweep.address,
-                        "--node-id", a4[:10], "--wait", "60"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "node",
+            "leave",
+            "--address",
+            sweep.address,
+            "--node-id",
+            a4[:10],
+            "--wait",
+            "60",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "drained and left the cluster" in r.stdout
     import ray
 
     assert not {n["NodeID"]: n for n in ray.nodes()}[a4]["Alive"]
-    again = subprocess.run([sys.executable, "-m", "orchestrator", "node", "leave", "--address", sweep.address,
-                            "--node-id", "ffff"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "node", "leave", "--address", sweep.address, "--node-id", "ffff"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert again.returncode == 2 and "no node(s) match" in again.stdout

@@ -1,6 +1,7 @@
 """Targets through the CLI against a simulated fleet: a target no live node matches is reported before anything is
 submitted (exit 2); with target.wait_for_nodes=true the sweep waits until such a node joins, then runs on it;
 target=all runs one copy of every job per GPU type present, each on a node of its type."""
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,13 @@ from orchestrator.schedule import NODE_RESOURCE
 REPO = Path(__file__).resolve().parents[2]
 GPU = "kernelfleet.io/gpu"
 # One small Triton-interpreter job: rmsnorm correctness on a tiny shape.
-TINY = ["+sweep=smoke", "sweep.kernels=[rmsnorm]", "sweep.kinds=[correctness]", "sweep.shapes=[[1,8,64]]",
-        "sweep.dtypes=[fp32]"]
+TINY = [
+    "+sweep=smoke",
+    "sweep.kernels=[rmsnorm]",
+    "sweep.kinds=[correctness]",
+    "sweep.shapes=[[1,8,64]]",
+    "sweep.dtypes=[fp32]",
+]
 
 
 def _env() -> dict[str, str]:
@@ -34,8 +40,9 @@ def r9700_fleet():
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
     try:
-        cluster.add_node(num_cpus=1, num_gpus=1, labels={GPU: "r9700", "kernelfleet.io/vendor": "amd"},
-                         resources={NODE_RESOURCE: 1})
+        cluster.add_node(
+            num_cpus=1, num_gpus=1, labels={GPU: "r9700", "kernelfleet.io/vendor": "amd"}, resources={NODE_RESOURCE: 1}
+        )
         yield cluster
     finally:
         cluster.shutdown()
@@ -43,13 +50,26 @@ def r9700_fleet():
 
 def test_a_target_no_live_node_matches_fails_fast_with_exit_2(r9700_fleet, tmp_path):
     t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "orchestrator", *TINY, "target=mi355x",
-                        f"cluster.address={r9700_fleet.address}", f"store.url=sqlite:///{tmp_path}/s.db"],
-                       cwd=REPO, env=_env(), capture_output=True, text=True, timeout=180)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            *TINY,
+            "target=mi355x",
+            f"cluster.address={r9700_fleet.address}",
+            f"store.url=sqlite:///{tmp_path}/s.db",
+        ],
+        cwd=REPO,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     out = r.stdout + r.stderr
     assert r.returncode == 2, out
     assert "target=mi355x: no live node matches kernelfleet.io/gpu=mi355x" in out
-    fleet_line = out[out.index("fleet:"):].splitlines()[0]
+    fleet_line = out[out.index("fleet:") :].splitlines()[0]
     assert "r9700" in fleet_line and "mi355x" not in fleet_line and "wait_for_nodes=true" in out
     assert time.monotonic() - t0 < 120
     # nothing was written: no run, no job rows
@@ -59,10 +79,23 @@ def test_a_target_no_live_node_matches_fails_fast_with_exit_2(r9700_fleet, tmp_p
 
 
 def test_wait_for_nodes_waits_until_a_matching_node_joins(r9700_fleet, tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", *TINY, "target=mi355x",
-                             "target.wait_for_nodes=true", f"cluster.address={r9700_fleet.address}",
-                             f"store.url=sqlite:///{tmp_path}/s.db"],
-                            cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            *TINY,
+            "target=mi355x",
+            "target.wait_for_nodes=true",
+            f"cluster.address={r9700_fleet.address}",
+            f"store.url=sqlite:///{tmp_path}/s.db",
+        ],
+        cwd=REPO,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines: queue.Queue[str] = queue.Queue()
     reader = threading.Thread(target=lambda: [lines.put(ln) for ln in proc.stdout], daemon=True)
     reader.start()
@@ -77,8 +110,9 @@ def test_wait_for_nodes_waits_until_a_matching_node_joins(r9700_fleet, tmp_path)
                 pass
         time.sleep(2)
         assert proc.poll() is None, "the sweep must still be waiting"
-        node = r9700_fleet.add_node(num_cpus=1, num_gpus=1, labels={GPU: "mi355x", "kernelfleet.io/vendor": "amd"},
-                                    resources={NODE_RESOURCE: 1})
+        node = r9700_fleet.add_node(
+            num_cpus=1, num_gpus=1, labels={GPU: "mi355x", "kernelfleet.io/vendor": "amd"}, resources={NODE_RESOURCE: 1}
+        )
         proc.wait(timeout=240)
     finally:
         if proc.poll() is None:
@@ -89,12 +123,13 @@ def test_wait_for_nodes_waits_until_a_matching_node_joins(r9700_fleet, tmp_path)
         out.append(lines.get())
     text = "".join(out)
     assert proc.returncode == 0, text
-    fleet_line = text[text.index("fleet:"):].splitlines()[0]
+    fleet_line = text[text.index("fleet:") :].splitlines()[0]
     assert "mi355x" in fleet_line and "r9700" in fleet_line and "complete" in text
 
-    from orchestrator.store import models
     from sqlalchemy import create_engine, select
     from sqlalchemy.orm import Session
+
+    from orchestrator.store import models
 
     with Session(create_engine(f"sqlite:///{tmp_path}/s.db")) as s:
         rows = s.execute(select(models.Job)).scalars().all()
@@ -108,8 +143,10 @@ def mixed_fleet():
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
     try:
-        nodes = {t: cluster.add_node(num_cpus=1, num_gpus=1, labels={GPU: t}, resources={NODE_RESOURCE: 1})
-                 for t in ("h200", "mi355x")}
+        nodes = {
+            t: cluster.add_node(num_cpus=1, num_gpus=1, labels={GPU: t}, resources={NODE_RESOURCE: 1})
+            for t in ("h200", "mi355x")
+        }
         yield cluster, {t: n.node_id for t, n in nodes.items()}
     finally:
         cluster.shutdown()
@@ -118,10 +155,23 @@ def mixed_fleet():
 def test_target_all_runs_each_job_once_per_gpu_type_on_its_own_nodes(mixed_fleet, tmp_path):
     cluster, node_of = mixed_fleet
     db = tmp_path / "s.db"
-    r = subprocess.run([sys.executable, "-m", "orchestrator", *TINY, "sweep.dtypes=[fp32,bf16]", "target=all",
-                        f"cluster.address={cluster.address}",
-                        f"store.url=sqlite:///{db}"], cwd=REPO, env=_env(), capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            *TINY,
+            "sweep.dtypes=[fp32,bf16]",
+            "target=all",
+            f"cluster.address={cluster.address}",
+            f"store.url=sqlite:///{db}",
+        ],
+        cwd=REPO,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
     assert "4 jobs, 0 done earlier, 4 to run" in out  # 2 dtypes x 2 GPU types
@@ -132,8 +182,22 @@ def test_target_all_runs_each_job_once_per_gpu_type_on_its_own_nodes(mixed_fleet
 
 
 def test_target_all_cannot_be_planned_without_a_fleet(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "orchestrator", *TINY, "sweep.dtypes=[fp32,bf16]", "target=all",
-                        "dry_run=true", f"plan_out={tmp_path}/p.jsonl"], cwd=REPO, env=_env(), capture_output=True,
-                       text=True, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            *TINY,
+            "sweep.dtypes=[fp32,bf16]",
+            "target=all",
+            "dry_run=true",
+            f"plan_out={tmp_path}/p.jsonl",
+        ],
+        cwd=REPO,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2
     assert "target=all: a dry run cannot know which GPU types the fleet has" in r.stderr

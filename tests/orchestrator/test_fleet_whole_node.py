@@ -1,4 +1,5 @@
 """End-to-end and profile jobs take a whole node: the kernelfleet_node resource, on a simulated two-GPU node."""
+
 from __future__ import annotations
 
 import threading
@@ -14,10 +15,16 @@ GPU = "kernelfleet.io/gpu"
 
 
 def _job(i: int, rep_ms: float, **params) -> JobSpec:
-    return JobSpec(kind="micro", kernel="noop", shape=[1 << 18], dtype="fp32", impls=["boom", "eager"],
-                   target="mi355x", key=f"job-{i}",
-                   params={"timeout_s": 120, "seed": 1, "warmup_ms": 1, "rep_ms": rep_ms, "rounds": 1,
-                           "graph": False, **params})
+    return JobSpec(
+        kind="micro",
+        kernel="noop",
+        shape=[1 << 18],
+        dtype="fp32",
+        impls=["boom", "eager"],
+        target="mi355x",
+        key=f"job-{i}",
+        params={"timeout_s": 120, "seed": 1, "warmup_ms": 1, "rep_ms": rep_ms, "rounds": 1, "graph": False, **params},
+    )
 
 
 @pytest.fixture()
@@ -31,7 +38,9 @@ def test_task_options_ask_for_the_whole_node_for_e2e_and_profile():
     assert not schedule.takes_whole_node(JobSpec(kind="micro"))
     assert schedule.takes_whole_node(JobSpec(kind="micro", params={"whole_node": True}))
     whole = schedule.task_options({GPU: "h200"}, True, True, True, 3)
-    assert whole["resources"] == {NODE_RESOURCE: 1} and whole["num_gpus"] == 1 and whole["label_selector"] == {GPU: "h200"}
+    assert (
+        whole["resources"] == {NODE_RESOURCE: 1} and whole["num_gpus"] == 1 and whole["label_selector"] == {GPU: "h200"}
+    )
     shared = schedule.task_options({GPU: "h200"}, False, True, True, 3)
     assert shared["resources"] == {NODE_RESOURCE: schedule.NODE_SHARE}
     assert "resources" not in schedule.task_options({}, False, True, False, 3)
@@ -62,8 +71,14 @@ def test_a_whole_node_job_never_shares_its_node(quiet_sandbox):
         w = threading.Thread(target=watch)
         w.start()
         try:
-            schedule.execute(schedule.RayCluster(cluster.address), specs, lambda s: {GPU: "mi355x"}, results.append,
-                             lambda s, why: lost.append((s.key, why)), batch_size=1)
+            schedule.execute(
+                schedule.RayCluster(cluster.address),
+                specs,
+                lambda s: {GPU: "mi355x"},
+                results.append,
+                lambda s, why: lost.append((s.key, why)),
+                batch_size=1,
+            )
         finally:
             stop.set()
             w.join()

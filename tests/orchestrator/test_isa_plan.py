@@ -1,5 +1,6 @@
 """Planning and scheduling of compile-only isa jobs: one job per kernel x shape x dtype x compile target, planned once
 whatever the target, with no timing parameters in their keys, and scheduled on a CPU slot (no GPU)."""
+
 from __future__ import annotations
 
 import pytest
@@ -38,8 +39,10 @@ def test_kinds_isa_on_the_kernels_sweep_with_archs():
 
 def test_isa_keys_ignore_timing_parameters_but_not_the_target_arch():
     a = {s.key for s in plan.plan(_cfg("+sweep=isa", "sweep.kernels=[rmsnorm]"), CODE)}
-    timing = {s.key for s in plan.plan(_cfg("+sweep=isa", "sweep.kernels=[rmsnorm]", "sweep.rep_ms=5",
-                                            "sweep.flush=write"), CODE)}
+    timing = {
+        s.key
+        for s in plan.plan(_cfg("+sweep=isa", "sweep.kernels=[rmsnorm]", "sweep.rep_ms=5", "sweep.flush=write"), CODE)
+    }
     assert a == timing
     other = {s.key for s in plan.plan(_cfg("+sweep=isa", "sweep.kernels=[rmsnorm]", "sweep.archs=[sm_90]"), CODE)}
     assert not a & other

@@ -1,4 +1,5 @@
 """Orchestration overhead per job stays at or under 50 ms (median) on the embedded local Ray."""
+
 from benchmarks.overhead import measure
 
 

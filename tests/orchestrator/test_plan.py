@@ -1,4 +1,5 @@
 """Planning is pure and deterministic: same config and code -> same keys; any change -> different keys."""
+
 from __future__ import annotations
 
 import hashlib
@@ -118,8 +119,16 @@ def test_a_plan_is_checked_against_its_keys_and_this_checkout():
 
 def test_keys_of_older_plans_are_recomputed_as_they_were_made():
     # a job key of a plan header {"commit": ..., "kernels_hash": ...} made before the key followed the sources
-    spec = JobSpec(kind="micro", kernel="rmsnorm", shape=[2, 1320, 2048], dtype="bf16", impls=["triton", "eager"],
-                   target="h200", params={"rounds": 5}, key="")
+    spec = JobSpec(
+        kind="micro",
+        kernel="rmsnorm",
+        shape=[2, 1320, 2048],
+        dtype="bf16",
+        impls=["triton", "eager"],
+        target="h200",
+        params={"rounds": 5},
+        key="",
+    )
     code = plan.CodeVersion.from_dict({"commit": "73262fc0", "kernels_hash": "6d832a2de5737598"})
     assert code.scheme == 1
     payload = {"job": spec.content(), "code": {"commit": "73262fc0", "kernels_hash": "6d832a2de5737598"}}

@@ -5,6 +5,7 @@ The data are the rmsnorm results recorded on the H200 (results/h200/2026-11-29-1
 of them as another run would store them: new job keys, every time scaled per series by a small fixed jitter (the
 between-run spread), and for a slower commit the Triton implementation's repeats 25 % slower.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -37,8 +38,17 @@ def _copy(dst: Path, tag: str, *, triton: float = 1.0, jitter: float = 0.0, cpu:
         else:  # the jobs as the planner keys them on that commit
             obj["spec"]["key"] = obj["result"]["key"] = job_key(JobSpec.from_dict(obj["spec"]), code)
             if cpu and obj["result"].get("device"):
-                device = dict(obj["result"]["device"], vendor="cpu", name="x86_64 CPU", gpu_type="cpu", arch="x86_64",
-                              runtime="", driver="", torch="2.13.0", triton="3.5.0")
+                device = dict(
+                    obj["result"]["device"],
+                    vendor="cpu",
+                    name="x86_64 CPU",
+                    gpu_type="cpu",
+                    arch="x86_64",
+                    runtime="",
+                    driver="",
+                    torch="2.13.0",
+                    triton="3.5.0",
+                )
                 device.pop("hardware_key", None)
                 obj["result"]["device"] = DeviceInfo.from_dict(device).to_dict()
             for j, m in enumerate(obj["result"]["measurements"]):
@@ -53,8 +63,14 @@ def _copy(dst: Path, tag: str, *, triton: float = 1.0, jitter: float = 0.0, cpu:
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "orchestrator", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "COLUMNS": "250"})
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "250"},
+    )
 
 
 def _import(url: str, *files: Path) -> None:
@@ -65,9 +81,13 @@ def _import(url: str, *files: Path) -> None:
 
 def test_one_run_against_one_is_unconfirmed_and_two_per_side_gate(tmp_path):
     url = f"sqlite:///{tmp_path}/kf.db"
-    _import(url, RECORDED, _copy(tmp_path / "b2.jsonl", "base2", jitter=0.004),
-            _copy(tmp_path / "s1.jsonl", "slow1", triton=1.25, jitter=0.003),
-            _copy(tmp_path / "s2.jsonl", "slow2", triton=1.25, jitter=0.005))
+    _import(
+        url,
+        RECORDED,
+        _copy(tmp_path / "b2.jsonl", "base2", jitter=0.004),
+        _copy(tmp_path / "s1.jsonl", "slow1", triton=1.25, jitter=0.003),
+        _copy(tmp_path / "s2.jsonl", "slow2", triton=1.25, jitter=0.005),
+    )
     one = cli("regressions", "3", "--baseline", "1", "--url", url)
     assert one.returncode == 0, one.stderr
     rows = [ln for ln in one.stdout.splitlines() if "rmsnorm" in ln]
@@ -91,8 +111,13 @@ def test_one_run_against_one_is_unconfirmed_and_two_per_side_gate(tmp_path):
     assert aa.returncode == 0 and json.loads(aa.stdout)["flags"] == []
 
     # the A/A figure (benchmarks/aa_check.py) on the same store: runs 1 and 2 identical, 3 and 4 slowed
-    fig = subprocess.run([sys.executable, "benchmarks/aa_check.py", "--url", url, "--runs", "1", "2",
-                          "--slowed", "3", "4", "--json"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    fig = subprocess.run(
+        [sys.executable, "benchmarks/aa_check.py", "--url", url, "--runs", "1", "2", "--slowed", "3", "4", "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert fig.returncode == 0, fig.stderr
     result = json.loads(fig.stdout)
     rows = {r["impl"]: r for r in result["spread"]}
@@ -104,8 +129,7 @@ def test_one_run_against_one_is_unconfirmed_and_two_per_side_gate(tmp_path):
 def test_usage_errors_exit_2_in_one_line(tmp_path):
     url = f"sqlite:///{tmp_path}/kf.db"
     _import(url, RECORDED)
-    for args in (["99"], ["1", "--baseline", "99"], ["1", "2"], ["1", "--baseline", "1"],
-                 ["1", "--threshold", "-1"]):
+    for args in (["99"], ["1", "--baseline", "99"], ["1", "2"], ["1", "--baseline", "1"], ["1", "--threshold", "-1"]):
         p = cli("regressions", *args, "--url", url)
         assert p.returncode == 2, (args, p.stdout, p.stderr)
         assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, p.stderr
@@ -114,9 +138,13 @@ def test_usage_errors_exit_2_in_one_line(tmp_path):
 
 def test_cpu_timings_are_labelled_and_judged_only_on_request(tmp_path):
     url = f"sqlite:///{tmp_path}/kf.db"
-    _import(url, _copy(tmp_path / "c1.jsonl", "cpu1", cpu=True), _copy(tmp_path / "c2.jsonl", "cpu2", cpu=True),
-            _copy(tmp_path / "c3.jsonl", "cpu3", cpu=True, triton=1.9, jitter=0.01),
-            _copy(tmp_path / "c4.jsonl", "cpu4", cpu=True, triton=1.9, jitter=0.02))
+    _import(
+        url,
+        _copy(tmp_path / "c1.jsonl", "cpu1", cpu=True),
+        _copy(tmp_path / "c2.jsonl", "cpu2", cpu=True),
+        _copy(tmp_path / "c3.jsonl", "cpu3", cpu=True, triton=1.9, jitter=0.01),
+        _copy(tmp_path / "c4.jsonl", "cpu4", cpu=True, triton=1.9, jitter=0.02),
+    )
     p = cli("regressions", "3", "4", "--baseline", "1", "2", "--url", url)
     assert p.returncode == 0 and "measured on a CPU not judged" in p.stdout, p.stdout
     asked = cli("regressions", "3", "4", "--baseline", "1", "2", "--include-cpu", "--url", url)

@@ -2,6 +2,7 @@
 
 The runs are written through the store's real writer into a real SQLite file; the CLI runs in a subprocess.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -18,15 +19,24 @@ from workers.spec import DeviceInfo, JobResult, JobSpec, Measurement
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MEASURED = dt.datetime(2026, 11, 3, 9, 30, tzinfo=dt.timezone.utc)
-CPU = DeviceInfo(vendor="cpu", name="AMD EPYC", arch="x86_64", compute_units=2, torch="2.13.0+cpu", triton="3.9.0",
-                 gpu_type="cpu")
-NOT_RUN = {"compile_max": "torch.compile mode=max-autotune-no-cudagraphs tunes GPU kernels; not run on the CPU",
-           "liger": "liger-kernel is not installed"}
+CPU = DeviceInfo(
+    vendor="cpu", name="AMD EPYC", arch="x86_64", compute_units=2, torch="2.13.0+cpu", triton="3.9.0", gpu_type="cpu"
+)
+NOT_RUN = {
+    "compile_max": "torch.compile mode=max-autotune-no-cudagraphs tunes GPU kernels; not run on the CPU",
+    "liger": "liger-kernel is not installed",
+}
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "orchestrator", *args], capture_output=True, text=True,
-                          timeout=120, cwd=REPO, env={**os.environ, "COLUMNS": "120"})
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "COLUMNS": "120"},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -35,18 +45,39 @@ def store(tmp_path_factory) -> str:
     url = f"sqlite:///{tmp_path_factory.mktemp('report') / 'kf.db'}"
     migrate.upgrade(url)
     w = StoreWriter(url)
-    spec = JobSpec(kind="micro", kernel="add_rms_norm_modulate", shape=[2, 6336, 2048], dtype="bf16",
-                   impls=["triton", "eager", "compile_max", "liger"], key="k-micro", sweep="rmsnorm")
+    spec = JobSpec(
+        kind="micro",
+        kernel="add_rms_norm_modulate",
+        shape=[2, 6336, 2048],
+        dtype="bf16",
+        impls=["triton", "eager", "compile_max", "liger"],
+        key="k-micro",
+        sweep="rmsnorm",
+    )
     run_id = w.start_run("rmsnorm", {"sweep": {"name": "rmsnorm"}}, "plan-1", "abc1234", "h1")
     w.add_jobs(run_id, [spec.to_dict()])
     w.record_device(CPU.to_dict())
     ms = []
     for impl, us in (("triton", 37971.5), ("eager", 812.25)):
-        ms += [Measurement(impl, "time_us", us, "us", [us, us + 1, us - 1]), Measurement(impl, "iqr_us", 1.0, "us"),
-               Measurement(impl, "gbs", 1e5 / us, "GB/s"), Measurement(impl, "correct", 1.0),
-               Measurement(impl, "speedup", 812.25 / us, "x")]
-    w.record_result(run_id, JobResult("k-micro", "ok", ms, device=CPU, started_at=MEASURED.timestamp(),
-                                      duration_s=3.0, details={"unavailable": NOT_RUN}).to_dict())
+        ms += [
+            Measurement(impl, "time_us", us, "us", [us, us + 1, us - 1]),
+            Measurement(impl, "iqr_us", 1.0, "us"),
+            Measurement(impl, "gbs", 1e5 / us, "GB/s"),
+            Measurement(impl, "correct", 1.0),
+            Measurement(impl, "speedup", 812.25 / us, "x"),
+        ]
+    w.record_result(
+        run_id,
+        JobResult(
+            "k-micro",
+            "ok",
+            ms,
+            device=CPU,
+            started_at=MEASURED.timestamp(),
+            duration_s=3.0,
+            details={"unavailable": NOT_RUN},
+        ).to_dict(),
+    )
     w.finish_run(run_id, "complete", {"planned": 1, "ran": 1, "status_ok": 1})
     w.close()
     dispose_engines()

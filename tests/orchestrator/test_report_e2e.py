@@ -1,6 +1,7 @@
 """`python -m orchestrator import` + `report --markdown` on the e2e job recorded on the H200
 (results/h200/2026-11-30-0456-ltx-e2e.jsonl.gz): the page shows every mode with its step time, its speed-up and the
 device's busy time per step from the job's profile."""
+
 from __future__ import annotations
 
 import subprocess
@@ -12,8 +13,14 @@ RECORDED = REPO / "results" / "h200" / "2026-11-30-0456-ltx-e2e.jsonl.gz"
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "orchestrator", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=120, env={"COLUMNS": "250", **__import__("os").environ})
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"COLUMNS": "250", **__import__("os").environ},
+    )
 
 
 def test_e2e_page_shows_each_mode_with_device_busy_time(tmp_path):

@@ -1,6 +1,7 @@
 """The repository's measured history: every file under results/ is an import-ready results file (format 1, one
 device per folder), and `python -m orchestrator import results/` rebuilds a store from them: the shards of a plan
 as one run, a repeat of a plan as a run of its own, each run dated by when it was measured."""
+
 from __future__ import annotations
 
 import datetime as dt

@@ -1,5 +1,6 @@
 """Two sweeps of one plan (issue 21, point 3): the second never joins a run the first still runs.  Real sweeps
 (`python -m orchestrator +sweep=smoke` with a tiny grid) into a temporary SQLite file or PostgreSQL schema."""
+
 from __future__ import annotations
 
 import os
@@ -10,7 +11,8 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from orchestrator import config, plan as planner
+from orchestrator import config
+from orchestrator import plan as planner
 from orchestrator.store import session
 from orchestrator.store.writer import StoreWriter
 from tests.store.conftest import _isolated_env, empty_url, pg_unreachable, pg_url, sqlite_url, store_url  # noqa: F401
@@ -20,8 +22,13 @@ TINY = ["+sweep=smoke", "sweep.kernels=[rmsnorm]", "sweep.shapes=[[1,8,64],[2,4,
 
 
 def _sweep(url: str, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "orchestrator", *TINY, f"store.url='{url}'", *extra], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", *TINY, f"store.url='{url}'", *extra],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _finish(proc: subprocess.Popen, timeout: float = 400) -> tuple[int, str]:
@@ -39,8 +46,10 @@ def _attempts(url: str) -> list[tuple[int, int, int]]:
     engine = session.create_engine_for(url)
     try:
         with engine.connect() as conn:
-            return [tuple(r) for r in conn.execute(text(
-                "SELECT run_id, job_id, count(*) FROM job_attempts GROUP BY run_id, job_id"))]
+            return [
+                tuple(r)
+                for r in conn.execute(text("SELECT run_id, job_id, count(*) FROM job_attempts GROUP BY run_id, job_id"))
+            ]
     finally:
         engine.dispose()
 

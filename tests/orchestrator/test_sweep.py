@@ -1,4 +1,5 @@
 """The main job end to end: `python -m orchestrator +sweep=...` through a real local Ray into a real SQLite file."""
+
 from __future__ import annotations
 
 import gzip
@@ -18,14 +19,25 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def cli(*args, timeout=300, env=None):
-    return subprocess.run([sys.executable, "-m", "orchestrator", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=REPO,
+    )
 
 
 def workers_run(plan, out, *args, timeout=300):
     """`python -m workers run PLAN --out OUT [ARGS]` from the checkout."""
-    return subprocess.run([sys.executable, "-m", "workers", "run", str(plan), "--out", str(out), *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "workers", "run", str(plan), "--out", str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +69,13 @@ def test_smoke_sweep_runs_every_job_into_the_store(smoke_db):
         assert r["median_us"] > 0 and r["gbs"] > 0 and r["hardware_key"].startswith("cpu/")
         assert r["speedup_vs_eager"] == pytest.approx(
             next(x["median_us"] for x in micro if x["impl"] == "eager" and x["job_key"] == r["job_key"])
-            / r["median_us"])
+            / r["median_us"]
+        )
     # every repeat is stored, not only the median
     con = sqlite3.connect(db)
-    n = con.execute("select count(*) from measurements where metric='time_us' and json_array_length(samples) >= 2"
-                    ).fetchone()[0]
+    n = con.execute(
+        "select count(*) from measurements where metric='time_us' and json_array_length(samples) >= 2"
+    ).fetchone()[0]
     assert n == len(micro)
     # the summary table was printed
     assert "median µs" in out and "rmsnorm" in out and "adaln" in out
@@ -76,8 +90,9 @@ def test_second_run_has_nothing_to_do(smoke_db):
     p = cli("+sweep=smoke", f"store.url=sqlite:///{db}")
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
-    assert "all 16 jobs have good results in the store; newest run of this plan: 1; nothing to run, no run " \
-           "recorded" in out
+    assert (
+        "all 16 jobs have good results in the store; newest run of this plan: 1; nothing to run, no run recorded" in out
+    )
     assert "Started a local Ray" not in out  # nothing to run: Ray is not even started
     con = sqlite3.connect(db)
     assert con.execute("select count(*) from runs").fetchone()[0] == 1  # a rerun that runs nothing records no run
@@ -87,8 +102,14 @@ def test_second_run_has_nothing_to_do(smoke_db):
 
 def test_rerun_true_runs_again_and_keeps_history(tmp_path):
     db = tmp_path / "kf.db"
-    args = ["+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.kernels=[rmsnorm]", "sweep.shapes=[[1,8,64]]",
-            "sweep.dtypes=[fp32]", "sweep.kinds=[correctness]"]
+    args = [
+        "+sweep=smoke",
+        f"store.url=sqlite:///{db}",
+        "sweep.kernels=[rmsnorm]",
+        "sweep.shapes=[[1,8,64]]",
+        "sweep.dtypes=[fp32]",
+        "sweep.kinds=[correctness]",
+    ]
     assert cli(*args).returncode == 0
     p = cli(*args, "rerun=true")
     assert p.returncode == 0, p.stdout + p.stderr
@@ -101,16 +122,35 @@ def test_rerun_true_runs_again_and_keeps_history(tmp_path):
 @pytest.mark.slow
 def test_crashing_and_hanging_jobs_do_not_stop_the_sweep(tmp_path):
     db = tmp_path / "kf.db"
-    p = cli("+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.kinds=[correctness]", "sweep.timeout_s=5",
-            "sweep.shapes=null", "sweep.impls=null", "sweep.dtypes=null",
-            "~kernels.adaln", "kernels.rmsnorm.shapes=[[1,8,64]]", "kernels.rmsnorm.dtypes=[fp32]",
-            "kernels.rmsnorm.impls=[triton,eager]",
-            "+kernel@kernels.segv=rmsnorm", "kernels.segv.name=fault_segv", "kernels.segv.shapes=[[16]]",
-            "kernels.segv.dtypes=[fp32]", "kernels.segv.impls=[boom]",
-            "+kernel@kernels.hang=rmsnorm", "kernels.hang.name=fault_hang", "kernels.hang.shapes=[[16]]",
-            "kernels.hang.dtypes=[fp32]", "kernels.hang.impls=[boom]",
-            "+kernel@kernels.noop=rmsnorm", "kernels.noop.name=noop", "kernels.noop.shapes=[[16]]",
-            "kernels.noop.dtypes=[fp32]", "kernels.noop.impls=[boom,eager]", timeout=300)
+    p = cli(
+        "+sweep=smoke",
+        f"store.url=sqlite:///{db}",
+        "sweep.kinds=[correctness]",
+        "sweep.timeout_s=5",
+        "sweep.shapes=null",
+        "sweep.impls=null",
+        "sweep.dtypes=null",
+        "~kernels.adaln",
+        "kernels.rmsnorm.shapes=[[1,8,64]]",
+        "kernels.rmsnorm.dtypes=[fp32]",
+        "kernels.rmsnorm.impls=[triton,eager]",
+        "+kernel@kernels.segv=rmsnorm",
+        "kernels.segv.name=fault_segv",
+        "kernels.segv.shapes=[[16]]",
+        "kernels.segv.dtypes=[fp32]",
+        "kernels.segv.impls=[boom]",
+        "+kernel@kernels.hang=rmsnorm",
+        "kernels.hang.name=fault_hang",
+        "kernels.hang.shapes=[[16]]",
+        "kernels.hang.dtypes=[fp32]",
+        "kernels.hang.impls=[boom]",
+        "+kernel@kernels.noop=rmsnorm",
+        "kernels.noop.name=noop",
+        "kernels.noop.shapes=[[16]]",
+        "kernels.noop.dtypes=[fp32]",
+        "kernels.noop.impls=[boom,eager]",
+        timeout=300,
+    )
     out = p.stdout + p.stderr
     assert p.returncode == 1, out  # some job failed
     con = sqlite3.connect(db)
@@ -130,17 +170,21 @@ def test_ctrl_c_marks_the_run_interrupted_and_a_rerun_completes_it(tmp_path):
     # budget: the same 16 jobs in about half the time of one job per task
     args = ["+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.batch_size=2", "sweep.rep_ms=5"]
     # SIGINT's default action in the sweep even where pytest runs as a background job (which ignores SIGINT)
-    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", *args], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 180
     done = 0
     while time.monotonic() < deadline:
         time.sleep(1.0)
         if db.exists():
             try:
-                done = sqlite3.connect(db).execute(
-                    "select count(*) from jobs where status='ok'").fetchone()[0]
+                done = sqlite3.connect(db).execute("select count(*) from jobs where status='ok'").fetchone()[0]
             except sqlite3.OperationalError:
                 done = 0
             if done >= 3:
@@ -164,8 +208,10 @@ def test_ctrl_c_marks_the_run_interrupted_and_a_rerun_completes_it(tmp_path):
     assert con.execute("select count(*) from jobs").fetchone()[0] == 16
     assert con.execute("select count(*) from job_attempts").fetchone()[0] == 16
     assert con.execute("select count(*) from run_jobs").fetchone()[0] == 16
-    dup = con.execute("select count(*) from (select job_id, attempt, impl, metric, count(*) c from measurements "
-                      "group by 1,2,3,4 having c > 1)").fetchone()[0]
+    dup = con.execute(
+        "select count(*) from (select job_id, attempt, impl, metric, count(*) c from measurements "
+        "group by 1,2,3,4 having c > 1)"
+    ).fetchone()[0]
     assert dup == 0
 
 
@@ -174,8 +220,15 @@ def test_dry_run_then_workers_run_then_import(tmp_path):
     db = tmp_path / "kf.db"
     plan = tmp_path / "plan.jsonl"
     results = tmp_path / "results.jsonl"
-    p = cli("+sweep=smoke", f"store.url=sqlite:///{db}", "dry_run=true", f"plan_out={plan}",
-            "sweep.kernels=[rmsnorm]", "sweep.shapes=[[1,8,64]]", "sweep.dtypes=[bf16]")
+    p = cli(
+        "+sweep=smoke",
+        f"store.url=sqlite:///{db}",
+        "dry_run=true",
+        f"plan_out={plan}",
+        "sweep.kernels=[rmsnorm]",
+        "sweep.shapes=[[1,8,64]]",
+        "sweep.dtypes=[bf16]",
+    )
     assert p.returncode == 0, p.stderr
     assert "planned 2 jobs, nothing scheduled" in p.stdout
     assert not db.exists()  # planning writes nothing to the store
@@ -195,8 +248,13 @@ def test_dry_run_then_workers_run_then_import(tmp_path):
     assert con.execute("select count(*) from runs").fetchone()[0] == 1
     assert con.execute("select count(*) from job_attempts").fetchone()[0] == 2
     # the same sweep run through Ray afterwards finds the imported jobs done
-    p = cli("+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.kernels=[rmsnorm]", "sweep.shapes=[[1,8,64]]",
-            "sweep.dtypes=[bf16]")
+    p = cli(
+        "+sweep=smoke",
+        f"store.url=sqlite:///{db}",
+        "sweep.kernels=[rmsnorm]",
+        "sweep.shapes=[[1,8,64]]",
+        "sweep.dtypes=[bf16]",
+    )
     assert p.returncode == 0 and "all 2 jobs have good results in the store" in p.stdout, p.stdout + p.stderr
     assert con.execute("select count(*) from runs").fetchone()[0] == 1  # and it records no empty run
 
@@ -205,8 +263,14 @@ def test_dry_run_then_workers_run_then_import(tmp_path):
 def test_shards_of_one_plan_import_as_one_run(tmp_path):
     db = tmp_path / "kf.db"
     plan = tmp_path / "plan.jsonl"
-    p = cli("+sweep=smoke", "dry_run=true", f"plan_out={plan}", "sweep.kernels=[rmsnorm]",
-            "sweep.shapes=[[1,8,64],[2,4,32]]", "sweep.dtypes=[bf16]")
+    p = cli(
+        "+sweep=smoke",
+        "dry_run=true",
+        f"plan_out={plan}",
+        "sweep.kernels=[rmsnorm]",
+        "sweep.shapes=[[1,8,64],[2,4,32]]",
+        "sweep.dtypes=[bf16]",
+    )
     assert p.returncode == 0 and "planned 4 jobs" in p.stdout, p.stdout + p.stderr
     shards = []
     for i in (1, 2):
@@ -233,8 +297,17 @@ def test_shards_of_one_plan_import_as_one_run(tmp_path):
 
     # a results file of another plan is refused, nothing stored
     other_plan = tmp_path / "other.jsonl"
-    assert cli("+sweep=smoke", "dry_run=true", f"plan_out={other_plan}", "sweep.kernels=[rmsnorm]",
-               "sweep.shapes=[[1,8,128]]", "sweep.dtypes=[bf16]").returncode == 0
+    assert (
+        cli(
+            "+sweep=smoke",
+            "dry_run=true",
+            f"plan_out={other_plan}",
+            "sweep.kernels=[rmsnorm]",
+            "sweep.shapes=[[1,8,128]]",
+            "sweep.dtypes=[bf16]",
+        ).returncode
+        == 0
+    )
     other = tmp_path / "other-results.jsonl"
     assert workers_run(other_plan, other).returncode == 0
     bad = cli("import", shards[0], str(other), "--url", url)
@@ -258,8 +331,15 @@ def test_report_shows_a_run_again_and_writes_markdown(smoke_db, tmp_path):
 
 def test_workers_run_shards_split_a_plan(tmp_path):
     plan = tmp_path / "plan.jsonl"
-    p = cli("+sweep=smoke", "dry_run=true", f"plan_out={plan}", "sweep.kinds=[correctness]",
-            "sweep.kernels=[rmsnorm]", "sweep.dtypes=[fp32]", "sweep.shapes=[[1,4,32],[1,5,32],[1,6,32]]")
+    p = cli(
+        "+sweep=smoke",
+        "dry_run=true",
+        f"plan_out={plan}",
+        "sweep.kinds=[correctness]",
+        "sweep.kernels=[rmsnorm]",
+        "sweep.dtypes=[fp32]",
+        "sweep.shapes=[[1,4,32],[1,5,32],[1,6,32]]",
+    )
     assert p.returncode == 0, p.stderr
     keys = []
     for i in (1, 2):

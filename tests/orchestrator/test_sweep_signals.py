@@ -1,5 +1,6 @@
 """A sweep through a real local Ray: SIGTERM ends it like Ctrl-C, its Ray listens on the loopback interface only,
 uses no token (no warning, no token file), shows an ETA, and a rerun completes the run without duplicates."""
+
 from __future__ import annotations
 
 import os
@@ -50,8 +51,15 @@ def test_sigterm_mid_sweep_marks_the_run_interrupted_and_a_rerun_completes_it(tm
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_AUTH_MODE", "RAY_ADDRESS")}
     env["HOME"] = str(home)
-    args = [sys.executable, "-m", "orchestrator", "+sweep=smoke", f"store.url={db}", "sweep.batch_size=1",
-            "sweep.kernels=[rmsnorm]"]  # 8 jobs, one Ray task each
+    args = [
+        sys.executable,
+        "-m",
+        "orchestrator",
+        "+sweep=smoke",
+        f"store.url={db}",
+        "sweep.batch_size=1",
+        "sweep.kernels=[rmsnorm]",
+    ]  # 8 jobs, one Ray task each
     proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline, sockets = time.monotonic() + 240, []
     while time.monotonic() < deadline and proc.poll() is None:
@@ -85,11 +93,13 @@ def test_sigterm_mid_sweep_marks_the_run_interrupted_and_a_rerun_completes_it(tm
     assert con.execute("select id, status from runs").fetchall() == [(1, "complete")]
     assert con.execute("select count(*) from jobs").fetchone()[0] == 8
     assert con.execute("select count(*) from job_attempts").fetchone()[0] == 8
-    dup = con.execute("select count(*) from (select job_id, attempt, impl, metric, count(*) c from measurements "
-                      "group by 1,2,3,4 having c > 1)").fetchone()[0]
+    dup = con.execute(
+        "select count(*) from (select job_id, attempt, impl, metric, count(*) c from measurements "
+        "group by 1,2,3,4 having c > 1)"
+    ).fetchone()[0]
     assert dup == 0
     # the summary fits 120 columns and says what an interpreted Triton time is
-    table = out2[out2.index("run 1 · smoke"):out2.index("run 1: complete")]
+    table = out2[out2.index("run 1 · smoke") : out2.index("run 1: complete")]
     assert max(len(ln.rstrip()) for ln in table.splitlines()) <= 120, table
     assert "interpreted" in table and "Triton's interpreter" in table
     assert "estimated" in out2 and "on this CPU" in out2  # priced, and small enough to run

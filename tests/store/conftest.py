@@ -5,6 +5,7 @@ gets its own freshly created schema (selected through the URL's ``options=-csear
 the test.  When the server is unreachable the PostgreSQL tests are skipped with the reason, except under CI
 (CI=true), where they fail.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -106,29 +107,60 @@ def _isolated_env(monkeypatch, tmp_path) -> Iterator[None]:
 class Factories:
     """Hand-made specs, devices and results in the shapes workers/spec.py defines."""
 
-    def spec(self, kind: str = "micro", kernel: str | None = "rmsnorm", shape=(4, 1024, 2048), dtype: str = "bf16",
-             impls=("eager", "compile", "triton"), target: str = "h200", model: str | None = None,
-             **params: Any) -> dict[str, Any]:
-        s = JobSpec(kind=kind, kernel=kernel, model=model, shape=list(shape), dtype=dtype, impls=list(impls),
-                    target=target, params=dict(params), sweep="test")
+    def spec(
+        self,
+        kind: str = "micro",
+        kernel: str | None = "rmsnorm",
+        shape=(4, 1024, 2048),
+        dtype: str = "bf16",
+        impls=("eager", "compile", "triton"),
+        target: str = "h200",
+        model: str | None = None,
+        **params: Any,
+    ) -> dict[str, Any]:
+        s = JobSpec(
+            kind=kind,
+            kernel=kernel,
+            model=model,
+            shape=list(shape),
+            dtype=dtype,
+            impls=list(impls),
+            target=target,
+            params=dict(params),
+            sweep="test",
+        )
         s.key = hashlib.sha256(json.dumps(s.content(), sort_keys=True).encode()).hexdigest()[:16]
         return s.to_dict()
 
     def device(self, gpu_type: str = "h200", torch: str = "2.9.0") -> dict[str, Any]:
-        names = {"h200": ("nvidia", "NVIDIA H200", "sm_90", "cuda 13.0", 32),
-                 "mi355x": ("amd", "AMD Instinct MI355X", "gfx950", "rocm 7.0.2", 64)}
+        names = {
+            "h200": ("nvidia", "NVIDIA H200", "sm_90", "cuda 13.0", 32),
+            "mi355x": ("amd", "AMD Instinct MI355X", "gfx950", "rocm 7.0.2", 64),
+        }
         vendor, name, arch, runtime, warp = names[gpu_type]
-        return DeviceInfo(vendor=vendor, name=name, arch=arch, warp_size=warp, compute_units=132,
-                          memory_bytes=141 * 2**30, driver="580.65", runtime=runtime, torch=torch,
-                          triton="3.5.0", gpu_type=gpu_type).to_dict()
+        return DeviceInfo(
+            vendor=vendor,
+            name=name,
+            arch=arch,
+            warp_size=warp,
+            compute_units=132,
+            memory_bytes=141 * 2**30,
+            driver="580.65",
+            runtime=runtime,
+            torch=torch,
+            triton="3.5.0",
+            gpu_type=gpu_type,
+        ).to_dict()
 
     def timing(self, impl: str, samples: list[float], gbs: float | None = None) -> list[dict[str, Any]]:
         """time_us (median + every repeat), iqr_us and optionally gbs for one implementation."""
         ordered = sorted(samples)
         n = len(ordered)
         median = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
-        out = [Measurement(impl, "time_us", median, "us", list(samples)).to_dict(),
-               Measurement(impl, "iqr_us", ordered[(3 * n) // 4] - ordered[n // 4], "us").to_dict()]
+        out = [
+            Measurement(impl, "time_us", median, "us", list(samples)).to_dict(),
+            Measurement(impl, "iqr_us", ordered[(3 * n) // 4] - ordered[n // 4], "us").to_dict(),
+        ]
         if gbs is not None:
             out.append(Measurement(impl, "gbs", gbs, "GB/s").to_dict())
         return out
@@ -136,22 +168,41 @@ class Factories:
     def verdicts(self, passed: dict[str, bool]) -> list[dict[str, Any]]:
         out = []
         for impl, ok in passed.items():
-            out += [Measurement(impl, "rel_err", 1e-3 if ok else 0.5, "").to_dict(),
-                    Measurement(impl, "max_abs", 1e-2 if ok else 3.0, "").to_dict(),
-                    Measurement(impl, "correct", 1.0 if ok else 0.0, "").to_dict()]
+            out += [
+                Measurement(impl, "rel_err", 1e-3 if ok else 0.5, "").to_dict(),
+                Measurement(impl, "max_abs", 1e-2 if ok else 3.0, "").to_dict(),
+                Measurement(impl, "correct", 1.0 if ok else 0.0, "").to_dict(),
+            ]
         return out
 
-    def result(self, spec: dict[str, Any], measurements=(), status: str = "ok", attempt: int = 1,
-               device: dict[str, Any] | None = None, started_at: float | None = 1_800_000_000.0,
-               details: dict[str, Any] | None = None, error: str | None = None,
-               node_id: str | None = "node-a", no_device: bool = False) -> dict[str, Any]:
+    def result(
+        self,
+        spec: dict[str, Any],
+        measurements=(),
+        status: str = "ok",
+        attempt: int = 1,
+        device: dict[str, Any] | None = None,
+        started_at: float | None = 1_800_000_000.0,
+        details: dict[str, Any] | None = None,
+        error: str | None = None,
+        node_id: str | None = "node-a",
+        no_device: bool = False,
+    ) -> dict[str, Any]:
         if not no_device:
             device = device if device is not None else self.device()
         dev = None if no_device else DeviceInfo.from_dict(device)
-        return JobResult(key=spec["key"], status=status, measurements=[Measurement.from_dict(m) for m in measurements],
-                         error=error, device=dev,
-                         node_id=node_id, started_at=started_at, duration_s=1.5, attempt=attempt,
-                         details=dict(details or {})).to_dict()
+        return JobResult(
+            key=spec["key"],
+            status=status,
+            measurements=[Measurement.from_dict(m) for m in measurements],
+            error=error,
+            device=dev,
+            node_id=node_id,
+            started_at=started_at,
+            duration_s=1.5,
+            attempt=attempt,
+            details=dict(details or {}),
+        ).to_dict()
 
 
 @pytest.fixture

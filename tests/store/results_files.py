@@ -1,5 +1,6 @@
 """Results files as `python -m workers run` writes them, made by hand for the import tests, and the store's row
 counts to compare before and after an import."""
+
 from __future__ import annotations
 
 import base64
@@ -18,8 +19,19 @@ from orchestrator.store import session
 from workers.spec import DeviceInfo, JobResult, JobSpec, Measurement
 
 TABLES = ("runs", "devices", "jobs", "run_jobs", "job_attempts", "measurements", "artifacts")
-DEVICE = DeviceInfo(vendor="cpu", name="x86_64 test", arch="x86_64", warp_size=1, compute_units=2,
-                    memory_bytes=2**34, driver="", runtime="", torch="2.13.0", triton="3.5.0", gpu_type="cpu")
+DEVICE = DeviceInfo(
+    vendor="cpu",
+    name="x86_64 test",
+    arch="x86_64",
+    warp_size=1,
+    compute_units=2,
+    memory_bytes=2**34,
+    driver="",
+    runtime="",
+    torch="2.13.0",
+    triton="3.5.0",
+    gpu_type="cpu",
+)
 
 
 def code(commit: str) -> CodeVersion:
@@ -33,8 +45,16 @@ def specs(commit: str, n: int = 3) -> list[JobSpec]:
     code_version = code(commit)
     out = []
     for i in range(n):
-        s = JobSpec(kind="micro", kernel="rmsnorm", shape=[1, 8, 64 * (i + 1)], dtype="bf16",
-                    impls=["triton", "eager"], target="any", params={"rep_ms": 20.0, "seed": None}, sweep="smoke")
+        s = JobSpec(
+            kind="micro",
+            kernel="rmsnorm",
+            shape=[1, 8, 64 * (i + 1)],
+            dtype="bf16",
+            impls=["triton", "eager"],
+            target="any",
+            params={"rep_ms": 20.0, "seed": None},
+            sweep="smoke",
+        )
         s.key = job_key(s, code_version)
         out.append(s)
     return out
@@ -45,17 +65,36 @@ def result(spec: JobSpec, status: str = "ok", error: str | None = None, artifact
     details: dict[str, Any] = {"copy_gbs": 12.5}
     if artifact:
         details["artifacts"] = [{"kind": "trace", "name": "trace.json", "data_b64": base64.b64encode(b"{}").decode()}]
-    return JobResult(key=spec.key, status=status, measurements=ms, error=error, device=DEVICE, node_id="local:test",
-                     started_at=1_800_000_000.0, duration_s=1.25, attempt=1, details=details)
+    return JobResult(
+        key=spec.key,
+        status=status,
+        measurements=ms,
+        error=error,
+        device=DEVICE,
+        node_id="local:test",
+        started_at=1_800_000_000.0,
+        duration_s=1.25,
+        attempt=1,
+        details=details,
+    )
 
 
 def lines(commit: str, n: int = 3, rows: list[tuple[JobSpec, JobResult]] | None = None) -> list[dict]:
     """The header and one {spec, result} object per job, as JSON-ready dicts."""
     ss = specs(commit, n)
     rows = rows if rows is not None else [(s, result(s, artifact=i == 0)) for i, s in enumerate(ss)]
-    header = {"kernelfleet": "results", "format": 1,
-              "plan": {"kernelfleet": "plan", "format": 1, "sweep": "smoke", "config": {"sweep": {"name": "smoke"}},
-                       "plan_key": plan_key(ss), **code(commit).to_dict()}}
+    header = {
+        "kernelfleet": "results",
+        "format": 1,
+        "plan": {
+            "kernelfleet": "plan",
+            "format": 1,
+            "sweep": "smoke",
+            "config": {"sweep": {"name": "smoke"}},
+            "plan_key": plan_key(ss),
+            **code(commit).to_dict(),
+        },
+    }
     return [header] + [{"spec": s.to_dict(), "result": r.to_dict()} for s, r in rows]
 
 

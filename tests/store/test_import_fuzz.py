@@ -1,6 +1,7 @@
 """Fuzzing `python -m orchestrator import` with corrupted results files, on SQLite and PostgreSQL: after each
 import either every line is stored, or the exit code is 2 with one line and the store's row counts are unchanged.
 No exception may escape the CLI's main function (that would be a traceback)."""
+
 from __future__ import annotations
 
 import json
@@ -13,9 +14,16 @@ from tests.store import results_files as rf
 
 # what a corrupted value may become: another type, a huge or odd number, text with NUL bytes, deep nesting
 ODD_VALUES = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.integers(min_value=2**63, max_value=10**40),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20), st.just("x\x00y"),
-    st.just("9" * 5000), st.just([[[[[]]]]]), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=2**63, max_value=10**40),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    st.just("x\x00y"),
+    st.just("9" * 5000),
+    st.just([[[[[]]]]]),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
     st.lists(st.integers(), max_size=3),
 )
 
@@ -55,10 +63,10 @@ def corrupted(draw) -> tuple[bytes, int]:
         objs[-1]["result"]["error"] = "e" * draw(st.integers(10**5, 3 * 10**6))
     data = "".join(json.dumps(o, sort_keys=True) + "\n" for o in objs).encode()
     if how == "cut":
-        data = data[:draw(st.integers(1, len(data) - 1))]
+        data = data[: draw(st.integers(1, len(data) - 1))]
     elif how == "bad_json":
         at = draw(st.integers(0, len(data) - 1))
-        data = data[:at] + draw(st.sampled_from([b"{", b"}", b"\"", b",", b"\xff", b"\n\n[1]\n", b"NaN"])) + data[at:]
+        data = data[:at] + draw(st.sampled_from([b"{", b"}", b'"', b",", b"\xff", b"\n\n[1]\n", b"NaN"])) + data[at:]
     return data, len(objs) - 1
 
 
@@ -80,9 +88,12 @@ def _check(url: str, tmp_path, case: tuple[bytes, int]) -> None:
         assert err.startswith("error: ") and err.count("\n") == 1, err
 
 
-FUZZ = settings(max_examples=30, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                       HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @FUZZ

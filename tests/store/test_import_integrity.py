@@ -1,9 +1,9 @@
 """`python -m orchestrator import`: all or nothing, and only what the store may hold (issue 21, points 1 and 2),
 on SQLite and PostgreSQL."""
+
 from __future__ import annotations
 
 import copy
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -47,8 +47,18 @@ def _broken(objs: list[dict], how: str) -> list[dict]:
     return objs
 
 
-BREAKS = ("status", "string_number", "base64", "nul", "key_in_no_plan", "missing_field", "tampered_spec",
-          "shape_abc", "huge_int", "started_at")
+BREAKS = (
+    "status",
+    "string_number",
+    "base64",
+    "nul",
+    "key_in_no_plan",
+    "missing_field",
+    "tampered_spec",
+    "shape_abc",
+    "huge_int",
+    "started_at",
+)
 
 
 @pytest.mark.parametrize("how", BREAKS)
@@ -101,16 +111,23 @@ def test_the_first_good_result_of_a_job_wins(store_url, tmp_path):
     result after a good one adds nothing."""
     ss = rf.specs("d" * 40, 2)
     a, b = ss
-    rows = [(a, rf.result(a, status="error", error="boom")), (a, rf.result(a)),
-            (b, rf.result(b)), (b, rf.result(b, status="crashed", error="later"))]
+    rows = [
+        (a, rf.result(a, status="error", error="boom")),
+        (a, rf.result(a)),
+        (b, rf.result(b)),
+        (b, rf.result(b, status="crashed", error="later")),
+    ]
     path = rf.write(tmp_path / "results.jsonl", rf.lines("d" * 40, 2, rows))
     rc, out, err = rf.run_import(str(path), "--url", store_url)
     assert rc == 0, out + err
     engine = session.create_engine_for(store_url)
     with engine.connect() as conn:
         jobs = dict(conn.execute(text("SELECT key, status FROM jobs")).all())
-        attempts = dict(conn.execute(text("SELECT j.key, count(*) FROM job_attempts a JOIN jobs j ON j.id = a.job_id "
-                                          "GROUP BY j.key")).all())
+        attempts = dict(
+            conn.execute(
+                text("SELECT j.key, count(*) FROM job_attempts a JOIN jobs j ON j.id = a.job_id GROUP BY j.key")
+            ).all()
+        )
     engine.dispose()
     assert jobs == {a.key: "ok", b.key: "ok"}
     assert attempts == {a.key: 2, b.key: 1}
@@ -130,8 +147,13 @@ def test_every_file_is_checked_before_anything_is_written(store_url, tmp_path):
 
 def test_a_bad_file_exits_2_with_one_line_and_no_traceback(store_url, tmp_path):
     path = rf.write(tmp_path / "results.jsonl", _broken(rf.lines("f" * 40), "nul"))
-    p = subprocess.run([sys.executable, "-m", "orchestrator", "import", str(path), "--url", store_url],
-                       capture_output=True, text=True, timeout=120, cwd=REPO)
+    p = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "import", str(path), "--url", store_url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
     assert p.returncode == 2, p.stdout + p.stderr
     assert "Traceback" not in p.stdout + p.stderr
     assert p.stderr.strip().count("\n") == 0 and "NUL byte" in p.stderr, p.stderr

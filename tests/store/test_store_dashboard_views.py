@@ -1,4 +1,5 @@
 """The dashboard's page queries give the same pages on SQLite and PostgreSQL, read-only, over real H200 results."""
+
 from __future__ import annotations
 
 import io
@@ -29,8 +30,11 @@ def _pages(url: str) -> dict:
     out = {}
     for path, params in VIEWS.items():
         view = pages.build(engine, path, params, url)
-        out[path] = (view.params, {t.name: [{k: v for k, v in r.items() if k not in IMPORT_TIMES} for r in t.rows]
-                                   for t in view.tables}, view.notes)
+        out[path] = (
+            view.params,
+            {t.name: [{k: v for k, v in r.items() if k not in IMPORT_TIMES} for r in t.rows] for t in view.tables},
+            view.notes,
+        )
     engine.dispose()
     return out
 

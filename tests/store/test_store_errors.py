@@ -1,5 +1,6 @@
 """A store that cannot be used fails in one line (StoreError), never a traceback or a hang (issue 21): a
 directory, a text file, a read-only SQLite file, a PostgreSQL server that accepts connections and never answers."""
+
 from __future__ import annotations
 
 import socket
@@ -96,8 +97,13 @@ def silent_server():
 def test_import_into_a_server_that_never_answers_fails_in_seconds(silent_server, results):
     url = f"postgresql://kf@127.0.0.1:{silent_server}/kf"
     t0 = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "orchestrator", "import", str(results), "--url", url],
-                       capture_output=True, text=True, timeout=60, cwd=REPO)
+    p = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "import", str(results), "--url", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
     elapsed = time.monotonic() - t0
     assert p.returncode == 2, p.stdout + p.stderr
     assert elapsed < 15, f"import took {elapsed:.1f} s"

@@ -1,4 +1,5 @@
 """`python -m orchestrator export` round-trips: its rows are the store's measurements, on SQLite and PostgreSQL."""
+
 from __future__ import annotations
 
 import csv
@@ -32,23 +33,43 @@ def _fill(url: str) -> None:
 def _store_rows(url: str, where: str = "", params: dict | None = None) -> list[tuple]:
     engine = create_engine(url)
     with engine.connect() as c:
-        rows = c.execute(text(
-            "SELECT j.key, m.attempt, m.impl, m.metric, m.value, m.unit, r.\"commit\", a.run_id, j.kind, j.shape_key, "
-            "j.dtype, d.gpu_type FROM measurements m JOIN job_attempts a ON a.job_id = m.job_id AND a.attempt = "
-            "m.attempt JOIN jobs j ON j.id = m.job_id JOIN runs r ON r.id = a.run_id LEFT JOIN devices d ON "
-            f"d.hardware_key = a.hardware_key {where}"), params or {}).all()
+        rows = c.execute(
+            text(
+                'SELECT j.key, m.attempt, m.impl, m.metric, m.value, m.unit, r."commit", a.run_id, j.kind, '
+                "j.shape_key, "
+                "j.dtype, d.gpu_type FROM measurements m JOIN job_attempts a ON a.job_id = m.job_id AND a.attempt = "
+                "m.attempt JOIN jobs j ON j.id = m.job_id JOIN runs r ON r.id = a.run_id LEFT JOIN devices d ON "
+                f"d.hardware_key = a.hardware_key {where}"
+            ),
+            params or {},
+        ).all()
     engine.dispose()
-    return sorted((k, int(at), i, me, v, u, cm, int(r), kd, s, dt_, g) for k, at, i, me, v, u, cm, r, kd, s, dt_, g
-                  in rows)
+    return sorted(
+        (k, int(at), i, me, v, u, cm, int(r), kd, s, dt_, g) for k, at, i, me, v, u, cm, r, kd, s, dt_, g in rows
+    )
 
 
 def _exported(rows: list[dict]) -> list[tuple]:
     def num(x):
         return None if x in (None, "") else float(x)
 
-    return sorted((r["job_key"], int(r["attempt"]), r["impl"], r["metric"], num(r["value"]), r["unit"] or "",
-                   r["commit"], int(r["run_id"]), r["kind"], r["shape"], r["dtype"], r["gpu_type"] or None)
-                  for r in rows)
+    return sorted(
+        (
+            r["job_key"],
+            int(r["attempt"]),
+            r["impl"],
+            r["metric"],
+            num(r["value"]),
+            r["unit"] or "",
+            r["commit"],
+            int(r["run_id"]),
+            r["kind"],
+            r["shape"],
+            r["dtype"],
+            r["gpu_type"] or None,
+        )
+        for r in rows
+    )
 
 
 def _run(args: list[str], capsys) -> int:
@@ -88,12 +109,13 @@ def test_export_filters_by_run_and_date(store_url, tmp_path, capsys):
     rows = [json.loads(line) for line in out.open()]
     assert rows and {r["run_id"] for r in rows} == {2}
     assert _exported(rows) == _store_rows(store_url, "WHERE a.run_id = 2")
-    times = sorted(dt.datetime.fromisoformat(r["measured_at"]) for r in
-                   (json.loads(line) for line in (tmp_path / "run2.jsonl").open()))
+    times = sorted(
+        dt.datetime.fromisoformat(r["measured_at"])
+        for r in (json.loads(line) for line in (tmp_path / "run2.jsonl").open())
+    )
     cut = times[len(times) // 2]
     out = tmp_path / "since.jsonl"
-    assert _run(["--url", store_url, "--format", "jsonl", "--since", cut.isoformat(), "--out", str(out)],
-                capsys) == 0
+    assert _run(["--url", store_url, "--format", "jsonl", "--since", cut.isoformat(), "--out", str(out)], capsys) == 0
     since = [json.loads(line) for line in out.open()]
     assert since and all(dt.datetime.fromisoformat(r["measured_at"]) >= cut for r in since)
     assert len(since) < len(_store_rows(store_url))

@@ -1,4 +1,5 @@
 """Alembic migrations and the schema check (orchestrator/store/migrate.py, migrations/)."""
+
 from __future__ import annotations
 
 import os
@@ -109,8 +110,9 @@ def _copy_installed_layout(site: Path) -> None:
     for package in ("orchestrator", "workers"):
         (site / package).mkdir(parents=True)
         (site / package / "__init__.py").write_text("")
-    shutil.copytree(REPO / "orchestrator" / "store", site / "orchestrator" / "store",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        REPO / "orchestrator" / "store", site / "orchestrator" / "store", ignore=shutil.ignore_patterns("__pycache__")
+    )
     for module in ("spec.py", "metrics.py"):
         shutil.copy(REPO / "workers" / module, site / "workers" / module)
     shutil.copytree(REPO / "migrations", site / "migrations", ignore=shutil.ignore_patterns("__pycache__"))
@@ -121,12 +123,15 @@ def test_upgrade_works_from_an_installed_copy_and_any_directory(tmp_path):
     _copy_installed_layout(site)
     elsewhere.mkdir()
     db = tmp_path / "installed.db"
-    code = ("import sys; from orchestrator.store import migrate, StoreWriter;"
-            f"assert migrate.__file__.startswith({str(site)!r}), migrate.__file__;"
-            f"print(migrate.upgrade({str(db)!r})); StoreWriter({str(db)!r}).close()")
+    code = (
+        "import sys; from orchestrator.store import migrate, StoreWriter;"
+        f"assert migrate.__file__.startswith({str(site)!r}), migrate.__file__;"
+        f"print(migrate.upgrade({str(db)!r})); StoreWriter({str(db)!r}).close()"
+    )
     env = {**os.environ, "PYTHONPATH": str(site)}
-    done = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == migrate.head()
 
@@ -134,8 +139,23 @@ def test_upgrade_works_from_an_installed_copy_and_any_directory(tmp_path):
 def test_alembic_command_line_with_the_shipped_ini(tmp_path):
     db = tmp_path / "cli.db"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([sys.executable, "-m", "alembic", "-c", str(REPO / "migrations" / "alembic.ini"),
-                           "-x", f"url=sqlite:///{db}", "upgrade", "head"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "alembic",
+            "-c",
+            str(REPO / "migrations" / "alembic.ini"),
+            "-x",
+            f"url=sqlite:///{db}",
+            "upgrade",
+            "head",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert migrate.current(str(db)) == migrate.head()

@@ -1,5 +1,6 @@
 """A run has one owner (issue 21, point 3): a running run is resumed only when its owner is gone (no heartbeat for
 a while, or a dead process on this host); otherwise RunHeld names the process that holds it."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -39,8 +40,13 @@ def _row(url: str, run_id: int) -> dict:
     engine = session.create_engine_for(url)
     try:
         with engine.connect() as conn:
-            return dict(conn.execute(text("SELECT status, owner_host, owner_pid, heartbeat_at FROM runs WHERE id = :i"),
-                                     {"i": run_id}).mappings().one())
+            return dict(
+                conn.execute(
+                    text("SELECT status, owner_host, owner_pid, heartbeat_at FROM runs WHERE id = :i"), {"i": run_id}
+                )
+                .mappings()
+                .one()
+            )
     finally:
         engine.dispose()
 
@@ -60,10 +66,18 @@ def sleeper():
 
 def test_a_live_process_on_this_host_holds_its_run_until_it_dies(writer, store_url, sleeper):
     run_id = _claim(writer)
-    _set_owner(store_url, run_id, owner_pid=sleeper.pid,  # the run now belongs to another live process
-               owner_since=_at(store_url, utcnow()))
-    for attempt in (lambda: writer.find_resumable_run("plan-p"), lambda: _claim(writer),
-                    lambda: writer.reopen_run(run_id), lambda: writer.start_run("smoke", {}, "plan-p", "c", "h")):
+    _set_owner(
+        store_url,
+        run_id,
+        owner_pid=sleeper.pid,  # the run now belongs to another live process
+        owner_since=_at(store_url, utcnow()),
+    )
+    for attempt in (
+        lambda: writer.find_resumable_run("plan-p"),
+        lambda: _claim(writer),
+        lambda: writer.reopen_run(run_id),
+        lambda: writer.start_run("smoke", {}, "plan-p", "c", "h"),
+    ):
         with pytest.raises(RunHeld, match=rf"run {run_id} of this plan is being run by pid {sleeper.pid} on "):
             attempt()
     sleeper.kill()
@@ -142,8 +156,16 @@ w.close()
 
 def test_of_sweeps_claiming_one_plan_at_once_exactly_one_gets_it(store_url):
     start = time.time() + 8.0
-    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(CLAIM), store_url, str(start)], cwd=REPO,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(CLAIM), store_url, str(start)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
     results = [(p.wait(timeout=120), p.stdout.read(), p.stderr.read()) for p in procs]
     codes = sorted(rc for rc, _, _ in results)
     assert codes == [0, 3, 3], results

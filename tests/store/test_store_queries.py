@@ -1,4 +1,5 @@
 """The read API on SQLite and PostgreSQL (orchestrator/store/queries.py), on hand-made results."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,19 +32,30 @@ def summary_run(writer, factories):
     writer.add_jobs(run_id, [micro_a, micro_b, check_a, check_b, broken, pending])
     hw = writer.record_device(factories.device())
     writer.set_copy_bandwidth(hw, 4000.0)
-    timings = (factories.timing("eager", [99.0, 100.0, 101.0], gbs=1500.0)
-               + factories.timing("compile", [79.0, 80.0, 81.0], gbs=1875.0)
-               + factories.timing("compile_max", [59.0, 60.0, 61.0], gbs=2500.0)
-               + factories.timing("triton", [49.0, 50.0, 51.0], gbs=3000.0))
-    kernel_time = [Measurement("triton", "kernel_time_us", 40.0, "us", [39.0, 40.0, 41.0]).to_dict(),
-                   Measurement("triton", "kernel_gbs", 3750.0, "GB/s").to_dict()]
+    timings = (
+        factories.timing("eager", [99.0, 100.0, 101.0], gbs=1500.0)
+        + factories.timing("compile", [79.0, 80.0, 81.0], gbs=1875.0)
+        + factories.timing("compile_max", [59.0, 60.0, 61.0], gbs=2500.0)
+        + factories.timing("triton", [49.0, 50.0, 51.0], gbs=3000.0)
+    )
+    kernel_time = [
+        Measurement("triton", "kernel_time_us", 40.0, "us", [39.0, 40.0, 41.0]).to_dict(),
+        Measurement("triton", "kernel_gbs", 3750.0, "GB/s").to_dict(),
+    ]
     writer.record_result(run_id, factories.result(micro_a, timings + kernel_time))
     writer.record_result(run_id, factories.result(micro_b, timings))
     writer.record_result(run_id, factories.result(check_a, factories.verdicts({i: True for i in IMPLS})))
-    writer.record_result(run_id, factories.result(check_b, factories.verdicts(
-        {"eager": True, "compile": True, "compile_max": False, "triton": False}), status="incorrect"))
-    writer.record_result(run_id, factories.result(broken, status="error", error="ValueError: odd row length",
-                                                  no_device=True))
+    writer.record_result(
+        run_id,
+        factories.result(
+            check_b,
+            factories.verdicts({"eager": True, "compile": True, "compile_max": False, "triton": False}),
+            status="incorrect",
+        ),
+    )
+    writer.record_result(
+        run_id, factories.result(broken, status="error", error="ValueError: odd row length", no_device=True)
+    )
     return run_id
 
 
@@ -86,8 +98,11 @@ def test_micro_job_own_correct_metric_wins(writer, store_url, factories):
     run_id = writer.start_run("s", {}, "p", "c", "h")
     spec = factories.spec(impls=["eager", "triton"])
     writer.add_jobs(run_id, [spec])
-    measurements = (factories.timing("eager", [10.0, 10.0, 10.0]) + factories.timing("triton", [5.0, 5.0, 5.0])
-                    + [Measurement("triton", "correct", 0.0).to_dict()])
+    measurements = (
+        factories.timing("eager", [10.0, 10.0, 10.0])
+        + factories.timing("triton", [5.0, 5.0, 5.0])
+        + [Measurement("triton", "correct", 0.0).to_dict()]
+    )
     writer.record_result(run_id, factories.result(spec, measurements))
     triton = _row(queries.run_summary(store_url, run_id), SHAPE_A, "triton")
     assert triton["correct"] is False and triton["speedup_vs_eager"] is None
@@ -97,8 +112,9 @@ def test_run_summary_failed_and_pending_jobs(store_url, summary_run):
     rows = queries.run_summary(store_url, summary_run)
     broken = [r for r in rows if r["shape"] == [3, 5]]
     assert [(r["impl"], r["status"], r["error"], r["median_us"]) for r in broken] == [
-        ("eager", "error", "ValueError: odd row length", None), ("triton", "error", "ValueError: odd row length",
-                                                                  None)]
+        ("eager", "error", "ValueError: odd row length", None),
+        ("triton", "error", "ValueError: odd row length", None),
+    ]
     assert {r["status"] for r in rows if r["shape"] == [6, 5]} == {"pending"}
     with pytest.raises(KeyError):
         queries.run_summary(store_url, summary_run + 1000)
@@ -108,13 +124,19 @@ def test_resumed_run_shows_jobs_done_earlier(writer, store_url, factories):
     first = writer.start_run("s", {}, "p", "c", "h")
     spec = factories.spec(impls=["eager", "triton"])
     writer.add_jobs(first, [spec])
-    writer.record_result(first, factories.result(spec, factories.timing("eager", [8.0, 8.0, 8.0])
-                                                 + factories.timing("triton", [4.0, 4.0, 4.0])))
+    writer.record_result(
+        first,
+        factories.result(
+            spec, factories.timing("eager", [8.0, 8.0, 8.0]) + factories.timing("triton", [4.0, 4.0, 4.0])
+        ),
+    )
     second = writer.start_run("s", {}, "p", "c", "h")
     writer.add_jobs(second, [spec])
     rows = queries.run_summary(store_url, second)
-    assert [(r["impl"], r["median_us"], r["speedup_vs_eager"]) for r in rows] == [("eager", 8.0, 1.0),
-                                                                                   ("triton", 4.0, 2.0)]
+    assert [(r["impl"], r["median_us"], r["speedup_vs_eager"]) for r in rows] == [
+        ("eager", 8.0, 1.0),
+        ("triton", 4.0, 2.0),
+    ]
     assert queries.run_info(store_url, second)["job_counts"] == {"done_before": 1}
 
 
@@ -146,11 +168,15 @@ def test_history_newest_last_per_device(writer, store_url, factories):
     _record_point(writer, factories, {"triton": [9.0, 9.0, 9.0]}, 1_800_000_250.0, device=mi355x)
     h200 = factories.device()["hardware_key"]
     points = queries.history(store_url, "rmsnorm", SHAPE_A, "bf16", "triton", h200)
-    assert [(p["value"], p["run_id"], p["commit"]) for p in points] == [(1.0, r2, "c1"), (2.0, r3, "c2"),
-                                                                         (3.0, r1, "c3")]
+    assert [(p["value"], p["run_id"], p["commit"]) for p in points] == [
+        (1.0, r2, "c1"),
+        (2.0, r3, "c2"),
+        (3.0, r1, "c3"),
+    ]
     assert points[0]["samples"] == [1.0, 1.0, 1.0] and points[0]["measured_at"].tzinfo is not None
-    assert [p["value"] for p in queries.history(store_url, "rmsnorm", "4x1024x2048", "bf16", "triton", h200,
-                                                limit=2)] == [2.0, 3.0]
+    assert [
+        p["value"] for p in queries.history(store_url, "rmsnorm", "4x1024x2048", "bf16", "triton", h200, limit=2)
+    ] == [2.0, 3.0]
     assert len(queries.history(store_url, "rmsnorm", SHAPE_A, "bf16", "triton")) == 4
     assert queries.history(store_url, "rmsnorm", SHAPE_B, "bf16", "triton") == []
 
@@ -159,8 +185,7 @@ def test_latest_results(writer, store_url, factories):
     hw = writer.record_device(factories.device())
     writer.set_copy_bandwidth(hw, 2000.0)
     _record_point(writer, factories, {"eager": [10.0] * 3, "triton": [8.0] * 3}, 1_800_000_100.0, commit="old")
-    newest = _record_point(writer, factories, {"eager": [10.0] * 3, "triton": [5.0] * 3}, 1_800_000_200.0,
-                           commit="new")
+    newest = _record_point(writer, factories, {"eager": [10.0] * 3, "triton": [5.0] * 3}, 1_800_000_200.0, commit="new")
     _record_point(writer, factories, {"eager": [20.0] * 3, "triton": [4.0] * 3}, 1_800_000_150.0, shape=SHAPE_B)
     # shape B's triton fails its newest correctness check on this device
     check_run = writer.start_run("rmsnorm", {}, "check", "new", "h")
@@ -169,8 +194,12 @@ def test_latest_results(writer, store_url, factories):
     writer.record_result(check_run, factories.result(check, factories.verdicts({"eager": True, "triton": False})))
 
     rows = {(tuple(r["shape"]), r["impl"]): r for r in queries.latest_results(store_url, kernel="rmsnorm")}
-    assert set(rows) == {(tuple(SHAPE_A), "eager"), (tuple(SHAPE_A), "triton"), (tuple(SHAPE_B), "eager"),
-                         (tuple(SHAPE_B), "triton")}
+    assert set(rows) == {
+        (tuple(SHAPE_A), "eager"),
+        (tuple(SHAPE_A), "triton"),
+        (tuple(SHAPE_B), "eager"),
+        (tuple(SHAPE_B), "triton"),
+    }
     a = rows[(tuple(SHAPE_A), "triton")]
     assert (a["median_us"], a["run_id"], a["commit"], a["speedup_vs_eager"]) == (5.0, newest, "new", 2.0)
     b = rows[(tuple(SHAPE_B), "triton")]
@@ -181,20 +210,30 @@ def test_latest_results(writer, store_url, factories):
 
 def test_e2e_results(writer, store_url, factories):
     run_id = writer.start_run("ltx", {}, "p", "c", "h")
-    spec = factories.spec(kind="e2e", kernel=None, model="ltx-video", shape=[1, 8, 32, 32],
-                          impls=["eager", "triton", "compile", "triton+compile"])
+    spec = factories.spec(
+        kind="e2e",
+        kernel=None,
+        model="ltx-video",
+        shape=[1, 8, 32, 32],
+        impls=["eager", "triton", "compile", "triton+compile"],
+    )
     writer.add_jobs(run_id, [spec])
     ms = {"eager": 100.0, "triton": 80.0, "compile": 70.0, "triton+compile": 50.0}
     measurements = []
     for mode, value in ms.items():
-        measurements += [Measurement(mode, "ms_per_step", value, "ms").to_dict(),
-                         Measurement(mode, "peak_mem_gb", 10.0, "GB").to_dict(),
-                         Measurement(mode, "cos_sim_vs_eager", 1.0 if mode == "eager" else 0.9999).to_dict()]
+        measurements += [
+            Measurement(mode, "ms_per_step", value, "ms").to_dict(),
+            Measurement(mode, "peak_mem_gb", 10.0, "GB").to_dict(),
+            Measurement(mode, "cos_sim_vs_eager", 1.0 if mode == "eager" else 0.9999).to_dict(),
+        ]
     writer.record_result(run_id, factories.result(spec, measurements))
     rows = queries.e2e_results(store_url, run_id)
     assert [(r["mode"], r["ms_per_step"], r["speedup_vs_eager"]) for r in rows] == [
-        ("eager", 100.0, 1.0), ("triton", 80.0, 1.25), ("compile", 70.0, 100.0 / 70.0),
-        ("triton+compile", 50.0, 2.0)]
+        ("eager", 100.0, 1.0),
+        ("triton", 80.0, 1.25),
+        ("compile", 70.0, 100.0 / 70.0),
+        ("triton+compile", 50.0, 2.0),
+    ]
     assert rows[0]["model"] == "ltx-video" and rows[1]["cos_sim_vs_eager"] == 0.9999
     assert rows[0]["total_s"] is None
     assert [r["mode"] for r in queries.e2e_results(store_url)] == list(ms)
@@ -204,8 +243,10 @@ def test_profile_rows_by_id_and_key(writer, store_url, factories):
     run_id = writer.start_run("s", {}, "p", "c", "h")
     spec = factories.spec(kind="profile", impls=["triton"])
     writer.add_jobs(run_id, [spec])
-    rows = [{"name": "k1", "calls": 2, "total_ns": 900, "avg_ns": 450, "pct": 90.0},
-            {"name": "k2", "calls": 1, "total_ns": 100, "avg_ns": 100, "pct": 10.0}]
+    rows = [
+        {"name": "k1", "calls": 2, "total_ns": 900, "avg_ns": 450, "pct": 90.0},
+        {"name": "k2", "calls": 1, "total_ns": 100, "avg_ns": 100, "pct": 10.0},
+    ]
     assert queries.profile_rows(store_url, spec["key"]) == []  # no attempt yet
     writer.record_result(run_id, factories.result(spec, details={"profile_rows": rows}))
     with Session(session.get_engine(store_url)) as s:

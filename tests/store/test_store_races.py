@@ -1,5 +1,6 @@
 """Processes writing one store at once (issue 21, point 5): opening a fresh store, inserting overlapping jobs and
 the same device, on SQLite and PostgreSQL.  Each worker is a separate Python process started together."""
+
 from __future__ import annotations
 
 import subprocess
@@ -44,9 +45,16 @@ w.close()
 
 def _together(script: str, url: str, args_per_process: list[list[str]]) -> list[subprocess.CompletedProcess]:
     start = time.time() + 10.0  # every process is started and has imported what it needs by then
-    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), url, str(start), *args],
-                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for args in args_per_process]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(script), url, str(start), *args],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for args in args_per_process
+    ]
     done = []
     for p in procs:
         out, err = p.communicate(timeout=180)

@@ -1,5 +1,6 @@
 """The regression rule (orchestrator/store/regression_rule.py): large, significant on the repeats, and large
 against the series' between-run spread; the A/A checks run on synthetic series stored through the real writer."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -123,8 +124,7 @@ def test_robust_scale_is_unbiased_and_ignores_one_outlier():
     # a step in a history moves the scale of its successive differences little
     steady = list(rng.normal(0.0, 0.01, 30))
     stepped = steady[:15] + [v + 0.2 for v in steady[15:]]
-    assert between_run_scale(sequences=[stepped])[0] == pytest.approx(
-        between_run_scale(sequences=[steady])[0], rel=0.3)
+    assert between_run_scale(sequences=[stepped])[0] == pytest.approx(between_run_scale(sequences=[steady])[0], rel=0.3)
 
 
 def test_threshold_per_kernel():
@@ -134,25 +134,41 @@ def test_threshold_per_kernel():
     assert threshold_for("rmsnorm", 0.07) == 0.07
 
 
-def _run(writer, factories, levels: dict[str, float], at: float, *, rng=RNG, within: float = 0.003,
-         picks: dict[str, str] | None = None, device: dict | None = None, shapes=(SHAPE,)) -> int:
+def _run(
+    writer,
+    factories,
+    levels: dict[str, float],
+    at: float,
+    *,
+    rng=RNG,
+    within: float = 0.003,
+    picks: dict[str, str] | None = None,
+    device: dict | None = None,
+    shapes=(SHAPE,),
+) -> int:
     """One run through the real writer: one micro job per shape whose implementations' repeats scatter by
     ``within`` (CV) around the given medians; ``picks``: the autotune pick each implementation recorded."""
     run_id = writer.start_run("rmsnorm", {}, f"plan-{at}", f"commit-{int(at)}", "h")
     specs = [factories.spec(shape=shape, impls=list(levels), at=at) for shape in shapes]
     writer.add_jobs(run_id, specs)
     for spec in specs:
-        measurements = [m for impl, lv in levels.items()
-                        for m in factories.timing(impl, [float(x) for x in lv * np.exp(rng.normal(0.0, within, 30))])]
+        measurements = [
+            m
+            for impl, lv in levels.items()
+            for m in factories.timing(impl, [float(x) for x in lv * np.exp(rng.normal(0.0, within, 30))])
+        ]
         details = {"autotune": {impl: {"pick": pick} for impl, pick in picks.items()}} if picks else None
-        writer.record_result(run_id, factories.result(spec, measurements, started_at=at, details=details,
-                                                      device=device))
+        writer.record_result(
+            run_id, factories.result(spec, measurements, started_at=at, details=details, device=device)
+        )
     return run_id
 
 
 def _noisy_levels(cvs: dict[str, float], rng, center: float = 100.0, shift: dict[str, float] | None = None):
-    return {impl: center * (1.0 + (shift or {}).get(impl, 0.0)) * float(np.exp(rng.normal(0.0, cv)))
-            for impl, cv in cvs.items()}
+    return {
+        impl: center * (1.0 + (shift or {}).get(impl, 0.0)) * float(np.exp(rng.normal(0.0, cv)))
+        for impl, cv in cvs.items()
+    }
 
 
 def _flags(url, **kw):
@@ -209,12 +225,16 @@ def test_regressions_between_runs(writer, store_url, factories):
     cvs = {"triton": 0.005, "small": 0.005}
     base = [_run(writer, factories, _noisy_levels(cvs, rng), T0 + i, rng=rng, shapes=SHAPES) for i in range(2)]
     shift = {"triton": 0.10, "small": 0.01}
-    new = [_run(writer, factories, _noisy_levels(cvs, rng, shift=shift), T0 + 10 + i, rng=rng, shapes=SHAPES)
-           for i in range(2)]
+    new = [
+        _run(writer, factories, _noisy_levels(cvs, rng, shift=shift), T0 + 10 + i, rng=rng, shapes=SHAPES)
+        for i in range(2)
+    ]
     one = _flags(store_url, run_id=new[0], baseline_run_id=base[0])
     assert {impl for impl, _ in one} == {"triton"} and len(one) == len(SHAPES)
-    assert all(f["status"] == UNCONFIRMED and "degree" in f["reason"] and f["reference_runs"] == [base[0]]
-               for f in one.values())
+    assert all(
+        f["status"] == UNCONFIRMED and "degree" in f["reason"] and f["reference_runs"] == [base[0]]
+        for f in one.values()
+    )
     report = queries.regression_report(store_url, new, baseline_run_ids=base)
     assert {(g["impl"], g["status"]) for g in report["flags"]} == {("triton", CONFIRMED)}
     assert len(report["flags"]) == len(SHAPES) and report["flags"][0]["reference_runs"] == base
@@ -231,8 +251,9 @@ def test_regressions_between_runs(writer, store_url, factories):
 
 
 def test_cpu_timings_are_judged_only_on_request(writer, store_url, factories):
-    cpu = DeviceInfo(vendor="cpu", name="x86_64 CPU", arch="x86_64", torch="2.13.0", triton="3.5.0",
-                     gpu_type="cpu").to_dict()
+    cpu = DeviceInfo(
+        vendor="cpu", name="x86_64 CPU", arch="x86_64", torch="2.13.0", triton="3.5.0", gpu_type="cpu"
+    ).to_dict()
     rng = np.random.default_rng(14)
     base = [_run(writer, factories, {"eager": 100.0}, T0 + i, rng=rng, device=cpu) for i in range(2)]
     new = [_run(writer, factories, {"eager": 189.0}, T0 + 10 + i, rng=rng, device=cpu) for i in range(2)]
@@ -246,10 +267,30 @@ def test_cpu_timings_are_judged_only_on_request(writer, store_url, factories):
 def test_a_different_autotune_pick_is_reported_as_a_kernel_change(writer, store_url, factories):
     rng = np.random.default_rng(15)
     old, new = "triton_red_fused_0:R0_BLOCK=2048,num_warps=16", "triton_red_fused_0:R0_BLOCK=1024,num_warps=8"
-    base = [_run(writer, factories, _noisy_levels({"compile_max": 0.005}, rng), T0 + i, rng=rng,
-                 picks={"compile_max": old}, shapes=SHAPES) for i in range(2)]
-    cur = [_run(writer, factories, _noisy_levels({"compile_max": 0.005}, rng, shift={"compile_max": 0.166}),
-                T0 + 10 + i, rng=rng, picks={"compile_max": new}, shapes=SHAPES) for i in range(2)]
+    base = [
+        _run(
+            writer,
+            factories,
+            _noisy_levels({"compile_max": 0.005}, rng),
+            T0 + i,
+            rng=rng,
+            picks={"compile_max": old},
+            shapes=SHAPES,
+        )
+        for i in range(2)
+    ]
+    cur = [
+        _run(
+            writer,
+            factories,
+            _noisy_levels({"compile_max": 0.005}, rng, shift={"compile_max": 0.166}),
+            T0 + 10 + i,
+            rng=rng,
+            picks={"compile_max": new},
+            shapes=SHAPES,
+        )
+        for i in range(2)
+    ]
     flags = queries.regression_report(store_url, cur, baseline_run_ids=base)["flags"]
     assert len(flags) == len(SHAPES)
     f = flags[0]
@@ -274,10 +315,14 @@ def test_aa_identical_runs_and_50_point_histories_raise_no_alert(writer, store_u
         one = queries.regression_report(store_url, runs[k + 1], baseline_run_ids=runs[k], include_improvements=True)
         assert {f["status"] for f in one["flags"]} <= {UNCONFIRMED}, k
         # without the between-run condition (z = 0: large and Mann-Whitney only, the rule this one replaces)
-        candidates += len(queries.regression_report(store_url, runs[k + 1], baseline_run_ids=runs[k], z=0.0,
-                                                    include_improvements=True)["flags"])
-        two = queries.regression_report(store_url, runs[k + 2:k + 4], baseline_run_ids=runs[k:k + 2],
-                                        include_improvements=True)
+        candidates += len(
+            queries.regression_report(
+                store_url, runs[k + 1], baseline_run_ids=runs[k], z=0.0, include_improvements=True
+            )["flags"]
+        )
+        two = queries.regression_report(
+            store_url, runs[k + 2 : k + 4], baseline_run_ids=runs[k : k + 2], include_improvements=True
+        )
         assert [f for f in two["flags"] if f["status"] == CONFIRMED] == [], k
     assert candidates >= 3, "large + Mann-Whitney alone would have raised alerts on these identical runs"
 
@@ -287,8 +332,9 @@ def test_aa_a_ten_percent_step_is_found_within_two_points_a_spike_is_not(writer,
     cvs = {"step1": 0.01, "step2": 0.02, "spike": 0.02}
     for i in range(30):
         _run(writer, factories, _noisy_levels(cvs, rng), T0 + i, rng=rng)
-    first = _run(writer, factories, _noisy_levels(cvs, rng, shift={"step1": 0.1, "step2": 0.1, "spike": 0.15}),
-                 T0 + 30, rng=rng)
+    first = _run(
+        writer, factories, _noisy_levels(cvs, rng, shift={"step1": 0.1, "step2": 0.1, "spike": 0.15}), T0 + 30, rng=rng
+    )
     assert _confirmed(store_url) == {}, "one point is not confirmed yet"
     second = _run(writer, factories, _noisy_levels(cvs, rng, shift={"step1": 0.1, "step2": 0.1}), T0 + 31, rng=rng)
     flags = _confirmed(store_url)
@@ -303,8 +349,10 @@ def _bandwidth_point(writer, factories, median: float, at: float) -> int:
     spec = factories.spec(shape=SHAPE, impls=["triton"], at=at)
     writer.add_jobs(run_id, [spec])
     samples = tight(median)
-    writer.record_result(run_id, factories.result(
-        spec, [Measurement("triton", "kernel_gbs", median, "GB/s", samples).to_dict()], started_at=at))
+    writer.record_result(
+        run_id,
+        factories.result(spec, [Measurement("triton", "kernel_gbs", median, "GB/s", samples).to_dict()], started_at=at),
+    )
     return run_id
 
 

@@ -1,4 +1,5 @@
 """URL selection and connection settings (orchestrator/store/session.py)."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """The driver's write API on SQLite and PostgreSQL (orchestrator/store/writer.py)."""
+
 from __future__ import annotations
 
 import base64
@@ -24,8 +25,9 @@ def _one(url: str, query):
 
 
 def _start(writer, plan_key: str = "plan-1", **kw) -> int:
-    return writer.start_run("rmsnorm", {"sweep": {"name": "rmsnorm"}, "store": {"url": None}}, plan_key,
-                            "abc123", "hash1", **kw)
+    return writer.start_run(
+        "rmsnorm", {"sweep": {"name": "rmsnorm"}, "store": {"url": None}}, plan_key, "abc123", "hash1", **kw
+    )
 
 
 def test_round_trip(writer, store_url, factories):
@@ -34,14 +36,23 @@ def test_round_trip(writer, store_url, factories):
     profile = factories.spec(kind="profile", impls=["triton"])
     assert writer.add_jobs(run_id, [micro, profile]) == 2
     trace = b"Kernel_Name,Calls\nrms_norm_kernel,10\n"
-    details = {"artifacts": [{"kind": "rocprofv3_csv", "name": "kernel_stats.csv",
-                              "data_b64": base64.b64encode(trace).decode(), "size": len(trace)},
-                             {"kind": "trace", "name": "trace.json", "path": "/data/bench/x/trace.json",
-                              "size": 12345}],
-               "profile_rows": [{"name": "rms_norm_kernel", "calls": 10, "total_ns": 5000, "avg_ns": 500,
-                                 "pct": 100.0}]}
-    micro_result = factories.result(micro, factories.timing("eager", [10.0, 11.0, 12.0], gbs=1000.0)
-                                    + factories.timing("triton", [5.0, 5.5, 6.0], gbs=2000.0))
+    details = {
+        "artifacts": [
+            {
+                "kind": "rocprofv3_csv",
+                "name": "kernel_stats.csv",
+                "data_b64": base64.b64encode(trace).decode(),
+                "size": len(trace),
+            },
+            {"kind": "trace", "name": "trace.json", "path": "/data/bench/x/trace.json", "size": 12345},
+        ],
+        "profile_rows": [{"name": "rms_norm_kernel", "calls": 10, "total_ns": 5000, "avg_ns": 500, "pct": 100.0}],
+    }
+    micro_result = factories.result(
+        micro,
+        factories.timing("eager", [10.0, 11.0, 12.0], gbs=1000.0)
+        + factories.timing("triton", [5.0, 5.5, 6.0], gbs=2000.0),
+    )
     assert writer.record_result(run_id, micro_result) is True
     assert writer.record_result(run_id, factories.result(profile, details=details)) is True
     writer.finish_run(run_id, "complete", {"ok": 2})
@@ -53,9 +64,12 @@ def test_round_trip(writer, store_url, factories):
     assert run["started_at"].tzinfo is not None and run["finished_at"] >= run["started_at"]
     assert run["job_counts"] == {"ok": 2}
 
-    key, status, attempts, spec, hw, started, shape = _one(store_url, select(
-        Job.key, Job.status, Job.attempts, Job.spec, Job.hardware_key, Job.started_at, Job.shape)
-        .where(Job.key == micro["key"]))
+    key, status, attempts, spec, hw, started, shape = _one(
+        store_url,
+        select(Job.key, Job.status, Job.attempts, Job.spec, Job.hardware_key, Job.started_at, Job.shape).where(
+            Job.key == micro["key"]
+        ),
+    )
     assert (status, attempts, spec, shape) == ("ok", 1, micro, [4, 1024, 2048])
     assert hw == factories.device()["hardware_key"]
     assert started == dt.datetime.fromtimestamp(1_800_000_000.0, dt.timezone.utc)
@@ -65,12 +79,15 @@ def test_round_trip(writer, store_url, factories):
 
     stored = queries.artifacts(store_url, profile["key"])
     assert [(a["kind"], a["name"], a["size"], a["stored"]) for a in stored] == [
-        ("rocprofv3_csv", "kernel_stats.csv", len(trace), "blob"), ("trace", "trace.json", 12345, "path")]
+        ("rocprofv3_csv", "kernel_stats.csv", len(trace), "blob"),
+        ("trace", "trace.json", 12345, "path"),
+    ]
     assert queries.artifact_data(store_url, stored[0]["id"]) == trace
     assert queries.artifact_data(store_url, stored[1]["id"]) is None
     assert queries.profile_rows(store_url, profile["key"])[0]["name"] == "rms_norm_kernel"
-    (kept,) = _one(store_url, select(JobAttempt.details).join(Job, Job.id == JobAttempt.job_id)
-                   .where(Job.key == profile["key"]))
+    (kept,) = _one(
+        store_url, select(JobAttempt.details).join(Job, Job.id == JobAttempt.job_id).where(Job.key == profile["key"])
+    )
     assert "data_b64" not in str(kept), "the base64 data lives in the artifacts table only"
     assert [a["id"] for a in kept["artifacts"]] == [a["id"] for a in stored]
 
@@ -79,14 +96,18 @@ def test_same_result_twice_is_recorded_once(writer, store_url, factories):
     run_id = _start(writer)
     spec = factories.spec()
     writer.add_jobs(run_id, [spec])
-    result = factories.result(spec, factories.timing("triton", [1.0, 2.0, 3.0]),
-                              details={"artifacts": [{"kind": "log", "name": "l.txt", "data_b64": "aGk="}]})
+    result = factories.result(
+        spec,
+        factories.timing("triton", [1.0, 2.0, 3.0]),
+        details={"artifacts": [{"kind": "log", "name": "l.txt", "data_b64": "aGk="}]},
+    )
     assert writer.record_result(run_id, result) is True
     counts = {m: _count(store_url, m) for m in (JobAttempt, Measurement, Artifact, Device)}
     assert writer.record_result(run_id, result) is False
     assert writer.record_result(run_id, result, force=True) is False, "(key, attempt) is recorded once, always"
-    assert {m: _count(store_url, m) for m in counts} == counts == {JobAttempt: 1, Measurement: 2, Artifact: 1,
-                                                                  Device: 1}
+    assert (
+        {m: _count(store_url, m) for m in counts} == counts == {JobAttempt: 1, Measurement: 2, Artifact: 1, Device: 1}
+    )
 
 
 def test_good_job_is_not_overwritten_without_force(writer, store_url, factories):
@@ -104,8 +125,9 @@ def test_forced_rerun_keeps_history(writer, store_url, factories):
     first = _start(writer)
     spec = factories.spec()
     writer.add_jobs(first, [spec])
-    writer.record_result(first, factories.result(spec, factories.timing("triton", [10.0, 10.0, 10.0]),
-                                                 started_at=1_800_000_000.0))
+    writer.record_result(
+        first, factories.result(spec, factories.timing("triton", [10.0, 10.0, 10.0]), started_at=1_800_000_000.0)
+    )
     writer.finish_run(first, "complete", {"ok": 1})
 
     rerun = _start(writer, plan_key="plan-1-forced")
@@ -114,9 +136,16 @@ def test_forced_rerun_keeps_history(writer, store_url, factories):
     assert writer.done_keys([spec["key"]], run_id=rerun) == set(), "not yet redone by the forced run"
     attempt = writer.next_attempt(spec["key"])
     assert attempt == 2
-    assert writer.record_result(rerun, factories.result(spec, factories.timing("triton", [12.0, 12.0, 12.0]),
-                                                        attempt=attempt, started_at=1_800_000_100.0),
-                                force=True) is True
+    assert (
+        writer.record_result(
+            rerun,
+            factories.result(
+                spec, factories.timing("triton", [12.0, 12.0, 12.0]), attempt=attempt, started_at=1_800_000_100.0
+            ),
+            force=True,
+        )
+        is True
+    )
     assert writer.done_keys([spec["key"]], run_id=rerun) == {spec["key"]}
     assert _one(store_url, select(Job.attempts, Job.last_run_id, Job.created_run_id)) == (2, rerun, first)
     points = queries.history(store_url, "rmsnorm", "4x1024x2048", "bf16", "triton")
@@ -153,8 +182,7 @@ def test_rerun_with_an_already_used_attempt_number_becomes_the_next_attempt(writ
     with Session(session.get_engine(store_url)) as s:
         attempts = s.execute(select(JobAttempt.attempt, JobAttempt.status).order_by(JobAttempt.attempt)).all()
     assert [tuple(a) for a in attempts] == [(1, "crashed"), (2, "ok"), (3, "ok")]
-    assert [p["value"] for p in queries.history(store_url, "rmsnorm", "4x1024x2048", "bf16", "triton")] == [2.0,
-                                                                                                           3.0]
+    assert [p["value"] for p in queries.history(store_url, "rmsnorm", "4x1024x2048", "bf16", "triton")] == [2.0, 3.0]
 
 
 def test_failed_job_can_be_retried_without_force(writer, store_url, factories):
@@ -163,8 +191,15 @@ def test_failed_job_can_be_retried_without_force(writer, store_url, factories):
     writer.add_jobs(run_id, [spec])
     writer.record_result(run_id, factories.result(spec, status="crashed", error="segfault", no_device=True))
     assert writer.done_keys([spec["key"]]) == set()
-    assert writer.record_result(run_id, factories.result(spec, factories.timing("triton", [1.0, 1.0, 1.0]),
-                                                         attempt=writer.next_attempt(spec["key"]))) is True
+    assert (
+        writer.record_result(
+            run_id,
+            factories.result(
+                spec, factories.timing("triton", [1.0, 1.0, 1.0]), attempt=writer.next_attempt(spec["key"])
+            ),
+        )
+        is True
+    )
     assert writer.done_keys([spec["key"]]) == {spec["key"]}
     assert _one(store_url, select(Job.status, Job.attempts, Job.error)) == ("ok", 2, None)
 
@@ -194,8 +229,10 @@ def test_add_jobs_rejects_bad_specs(writer, factories):
 
 def test_done_keys(writer, factories):
     run_id = _start(writer)
-    specs = {status: factories.spec(shape=[i + 1, 8]) for i, status in enumerate(
-        ["ok", "incorrect", "skipped", "error", "crashed", "timed_out", "lost", "pending"])}
+    specs = {
+        status: factories.spec(shape=[i + 1, 8])
+        for i, status in enumerate(["ok", "incorrect", "skipped", "error", "crashed", "timed_out", "lost", "pending"])
+    }
     writer.add_jobs(run_id, specs.values())
     for status, spec in specs.items():
         if status != "pending":
@@ -265,10 +302,15 @@ def test_mark_lost(writer, store_url, factories):
     assert writer.mark_lost(run_id, lost["key"], "node died: NodeDiedError") is False, "once per run and reason"
     assert writer.mark_lost(run_id, fine["key"], "stale") is False, "a good result is never replaced by lost"
     assert _one(store_url, select(Job.status, Job.error, Job.attempts).where(Job.key == lost["key"])) == (
-        "lost", "node died: NodeDiedError", 1)
+        "lost",
+        "node died: NodeDiedError",
+        1,
+    )
     assert writer.mark_lost(run_id, lost["key"], "no node of type h200 is left") is True
     assert _one(store_url, select(Job.error, Job.attempts).where(Job.key == lost["key"])) == (
-        "no node of type h200 is left", 2)
+        "no node of type h200 is left",
+        2,
+    )
     assert writer.job_statuses([lost["key"], fine["key"], "unknown"]) == {lost["key"]: "lost", fine["key"]: "ok"}
 
 
@@ -283,8 +325,9 @@ def test_bad_results_write_nothing(writer, store_url, factories):
     with pytest.raises(ValueError, match="appears twice"):
         writer.record_result(run_id, factories.result(spec, factories.timing("triton", [1.0, 2.0, 3.0]) * 2))
     with pytest.raises(ValueError, match="base64"):
-        writer.record_result(run_id, factories.result(spec, details={
-            "artifacts": [{"kind": "log", "name": "x", "data_b64": "%%%"}]}))
+        writer.record_result(
+            run_id, factories.result(spec, details={"artifacts": [{"kind": "log", "name": "x", "data_b64": "%%%"}]})
+        )
     assert _count(store_url, JobAttempt) == _count(store_url, Measurement) == _count(store_url, Device) == 0
     assert _one(store_url, select(Job.status, Job.attempts)) == ("pending", 0)
 
@@ -293,11 +336,19 @@ def test_non_finite_values_are_stored_alike(writer, store_url, factories):
     run_id = _start(writer)
     spec = factories.spec(kind="correctness")
     writer.add_jobs(run_id, [spec])
-    measurements = [{"impl": "triton", "metric": "rel_err", "value": float("nan"), "unit": "",
-                     "samples": [1.0, float("nan"), float("inf")]},
-                    {"impl": "triton", "metric": "max_abs", "value": float("inf"), "unit": "", "samples": None}]
-    writer.record_result(run_id, factories.result(spec, measurements, status="incorrect",
-                                                  details={"note": float("nan")}))
+    measurements = [
+        {
+            "impl": "triton",
+            "metric": "rel_err",
+            "value": float("nan"),
+            "unit": "",
+            "samples": [1.0, float("nan"), float("inf")],
+        },
+        {"impl": "triton", "metric": "max_abs", "value": float("inf"), "unit": "", "samples": None},
+    ]
+    writer.record_result(
+        run_id, factories.result(spec, measurements, status="incorrect", details={"note": float("nan")})
+    )
     with Session(session.get_engine(store_url)) as s:
         rows = {m.metric: (m.value, m.samples) for m in s.scalars(select(Measurement))}
         details = s.scalar(select(JobAttempt.details))
@@ -307,11 +358,21 @@ def test_non_finite_values_are_stored_alike(writer, store_url, factories):
 
 
 def test_record_nodes(writer, store_url):
-    assert writer.record_nodes([
-        {"NodeID": "n1", "Alive": True, "NodeManagerAddress": "10.0.0.1",
-         "Labels": {"kernelfleet.io/gpu": "h200"}, "Resources": {"GPU": 8.0, "CPU": 64.0}},
-        {"node_id": "n2", "alive": False, "labels": {"kernelfleet.io/gpu": "mi355x"}, "resources": {}},
-    ]) == 2
+    assert (
+        writer.record_nodes(
+            [
+                {
+                    "NodeID": "n1",
+                    "Alive": True,
+                    "NodeManagerAddress": "10.0.0.1",
+                    "Labels": {"kernelfleet.io/gpu": "h200"},
+                    "Resources": {"GPU": 8.0, "CPU": 64.0},
+                },
+                {"node_id": "n2", "alive": False, "labels": {"kernelfleet.io/gpu": "mi355x"}, "resources": {}},
+            ]
+        )
+        == 2
+    )
     writer.record_nodes([{"NodeID": "n1", "Alive": False, "Labels": {}, "Resources": {}}])
     listed = {n["node_id"]: n for n in queries.nodes(store_url)}
     assert listed["n1"]["alive"] is False and listed["n1"]["labels"] == {}

@@ -1,6 +1,7 @@
 """A stand-in for Triton's compile and launch, so that the fast launch path (``kernels.fast_launch``: its cache, and
 the launch plans of ``kernels.launch_plans``) runs on the CPU as it does on a GPU, up to the compiled kernel's C
 launch function, which here logs its arguments instead of launching."""
+
 from __future__ import annotations
 
 from kernels import fast_launch

@@ -1,9 +1,11 @@
 """Test-only kernels, loaded with KERNELFLEET_PLUGINS=tests.support.fault_kernels.
 
 `fault_segv` kills its process with SIGSEGV (a stand-in for a GPU memory fault), `fault_exit` calls os._exit,
-`fault_hang` never returns, `fault_hog` fills 2 GiB of RAM and holds it, `fault_raise` raises, `noop` returns its input at once (for overhead measurements).
+`fault_hang` never returns, `fault_hog` fills 2 GiB of RAM and holds it, `fault_raise` raises, `noop` returns its
+input at once (for overhead measurements).
 All are plain torch: they exercise the sandbox, not Triton.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,12 +33,18 @@ def _entry(name: str, body) -> KernelEntry:
         return body
 
     return KernelEntry(
-        name=name, description=f"test-only: {name}", check_shape=_check_shape, make_inputs=_inputs,
-        reference=lambda inp: inp["x"].double(), alloc_out=lambda inp: torch.empty_like(inp["x"]),
-        impls={"boom": Impl("boom", make), "eager": Impl("eager", lambda: (lambda x: x.clone()))},
+        name=name,
+        description=f"test-only: {name}",
+        check_shape=_check_shape,
+        make_inputs=_inputs,
+        reference=lambda inp: inp["x"].double(),
+        alloc_out=lambda inp: torch.empty_like(inp["x"]),
+        impls={"boom": Impl("boom", make), "eager": Impl("eager", lambda: lambda x: x.clone())},
         bytes_moved=lambda shape, dtype: 2 * shape[0] * torch.tensor([], dtype=dtype).element_size(),
-        flops=lambda shape: 0, tolerances={"fp32": (1e-6, 1e-6), "bf16": (1e-2, 1e-2), "fp16": (1e-3, 1e-3)},
-        default_impls=("boom", "eager"))
+        flops=lambda shape: 0,
+        tolerances={"fp32": (1e-6, 1e-6), "bf16": (1e-2, 1e-2), "fp16": (1e-3, 1e-3)},
+        default_impls=("boom", "eager"),
+    )
 
 
 def _segv(x):

@@ -1,4 +1,5 @@
 """What the kernel test modules share: the GPU-test marker, seeded inputs, the conf folder."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,8 +32,9 @@ def rand(shape, dtype=torch.float32, seed=0, scale=1.0, offset=0.0):
     return (torch.randn(shape, generator=g) * scale + offset).to(dtype)
 
 
-def assert_impls_match_reference(entry, inputs: dict, refs, dtype_name: str, device, impls=("triton", "eager"),
-                                 dtype_of: str = "x") -> None:
+def assert_impls_match_reference(
+    entry, inputs: dict, refs, dtype_name: str, device, impls=("triton", "eager"), dtype_of: str = "x"
+) -> None:
     """Every listed implementation of a registry entry, on ``inputs``, within the entry's tolerances of ``refs``
     (its float64 reference); outputs given for poisoning (NaN) are the ones written and returned."""
     refs = refs if isinstance(refs, tuple) else (refs,)

@@ -8,9 +8,9 @@ its output and its correctness; each call then does extra work that lasts FRACTI
 once per input shape on the first call: on a GPU a ``torch.cuda._sleep`` spin on the same stream (so event timing,
 graph replay and the profiler's kernel time all see it), on a CPU a busy wait.  The module adds no kernel of its own.
 """
+
 from __future__ import annotations
 
-import importlib
 import os
 import statistics
 import time
@@ -91,8 +91,9 @@ class Slowed:
             self.extra[key] = base * self.fraction
 
     def __call__(self, **kwargs):
-        key = tuple((k, tuple(v.shape), v.device.type) for k, v in sorted(kwargs.items())
-                    if isinstance(v, torch.Tensor))
+        key = tuple(
+            (k, tuple(v.shape), v.device.type) for k, v in sorted(kwargs.items()) if isinstance(v, torch.Tensor)
+        )
         if key not in self.extra:
             self._calibrate(key, kwargs)
         out = self.fn(**kwargs)
@@ -107,8 +108,13 @@ class Slowed:
 
 
 def _slowed_impl(impl: Impl, fraction: float) -> Impl:
-    return Impl(impl.name, lambda: Slowed(impl.make(), fraction), impl.unavailable, impl.accepts_out,
-                f"{impl.description} (slowed by {fraction:.0%} for the A/A test)")
+    return Impl(
+        impl.name,
+        lambda: Slowed(impl.make(), fraction),
+        impl.unavailable,
+        impl.accepts_out,
+        f"{impl.description} (slowed by {fraction:.0%} for the A/A test)",
+    )
 
 
 def apply(text: str) -> list[str]:
@@ -117,8 +123,9 @@ def apply(text: str) -> list[str]:
     for kernel, impl_name, fraction in parse(text):
         entry = _entry(kernel)
         if impl_name not in entry.impls:
-            raise ValueError(f"{ENV}: kernel {kernel!r} has no implementation {impl_name!r}; it has "
-                             f"{', '.join(entry.impls)}")
+            raise ValueError(
+                f"{ENV}: kernel {kernel!r} has no implementation {impl_name!r}; it has {', '.join(entry.impls)}"
+            )
         entry.impls[impl_name] = _slowed_impl(entry.impls[impl_name], fraction)
         done.append(f"{kernel}:{impl_name}:{fraction:g}")
     return done

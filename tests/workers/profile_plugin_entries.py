@@ -1,9 +1,11 @@
-"""A tiny registry entry for the profile-job tests (loaded with KERNELFLEET_PLUGINS=tests.workers.profile_plugin_entries,
+"""A tiny registry entry for the profile-job tests (loaded with
+KERNELFLEET_PLUGINS=tests.workers.profile_plugin_entries,
 or used directly).
 
 ``kf_test_scale_shift``: out = x * w + b over rows of width C.  Implementations: ``eager`` (two torch ops),
 ``fused`` (one ``torch.addcmul``), ``gpu_only`` (unavailable on the CPU) and ``broken`` (raises when called).
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -49,11 +51,14 @@ ENTRIES = [
         impls={
             "eager": Impl("eager", lambda: _eager),
             "fused": Impl("fused", lambda: _fused),
-            "gpu_only": Impl("gpu_only", lambda: _fused,
-                             unavailable=lambda d: None if d.type == "cuda" else "needs a GPU"),
+            "gpu_only": Impl(
+                "gpu_only", lambda: _fused, unavailable=lambda d: None if d.type == "cuda" else "needs a GPU"
+            ),
             "broken": Impl("broken", lambda: _broken),
         },
-        bytes_moved=lambda shape, dtype: 2 * int(shape[0]) * int(shape[1]) * torch.empty((), dtype=dtype).element_size(),
+        bytes_moved=lambda shape, dtype: (
+            2 * int(shape[0]) * int(shape[1]) * torch.empty((), dtype=dtype).element_size()
+        ),
         flops=lambda shape: 2 * int(shape[0]) * int(shape[1]),
         tolerances={"fp32": (1e-6, 1e-5), "bf16": (1e-2, 1e-2), "fp16": (1e-3, 1e-3)},
         default_impls=("eager", "fused"),

@@ -2,6 +2,7 @@
 ``fresh_autotune``.  On a CPU Inductor generates C++ and tunes nothing, so the pick is the generated code's hash; the
 GPU test checks max-autotune's chosen Triton configs, that a rerun in a new sandbox process picks the same, and that
 ``fresh_autotune`` compiles without the node's cache."""
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,15 @@ PARAMS = {"warmup_ms": 1, "rep_ms": 5, "rounds": 1, "graph": False, "kernel_time
 
 
 def _spec(shape, impls, key, **params) -> JobSpec:
-    return JobSpec(kind="micro", kernel="rmsnorm", shape=list(shape), dtype="fp32", impls=list(impls), key=key,
-                   params={**PARAMS, **params})
+    return JobSpec(
+        kind="micro",
+        kernel="rmsnorm",
+        shape=list(shape),
+        dtype="fp32",
+        impls=list(impls),
+        key=key,
+        params={**PARAMS, **params},
+    )
 
 
 def test_a_compiled_implementation_records_its_kernels_on_the_cpu():
@@ -38,9 +46,18 @@ def test_a_micro_job_after_the_correctness_job_records_what_that_job_compiled():
     from workers import correctness
 
     shape = [7, 56]
-    check = correctness.run(JobSpec(kind="correctness", kernel="rmsnorm", shape=shape, dtype="fp32",
-                                    impls=["compile"], key="cpu-pick-check", params={"seed": 0}),
-                            torch.device("cpu"))
+    check = correctness.run(
+        JobSpec(
+            kind="correctness",
+            kernel="rmsnorm",
+            shape=shape,
+            dtype="fp32",
+            impls=["compile"],
+            key="cpu-pick-check",
+            params={"seed": 0},
+        ),
+        torch.device("cpu"),
+    )
     assert check.status == "ok", check.error
     result = micro.run(_spec(shape, ["compile"], "cpu-pick-after"), torch.device("cpu"))
     rec = result.details["autotune"]["compile"]
@@ -59,9 +76,18 @@ def test_fresh_autotune_compiles_without_the_node_cache():
 def test_max_autotune_records_its_pick_and_a_rerun_picks_the_same():
     """Each job in a sandbox process of its own, as on a node: the second loads the first's cache."""
     shape = [1, 4096, 2048]
-    specs = [JobSpec(kind="micro", kernel="rmsnorm", shape=shape, dtype="bf16", impls=["eager", "compile_max"],
-                     key=f"gpu-pick-{i}", params={**PARAMS, **extra})
-             for i, extra in enumerate([{}, {}, {"fresh_autotune": True}])]
+    specs = [
+        JobSpec(
+            kind="micro",
+            kernel="rmsnorm",
+            shape=shape,
+            dtype="bf16",
+            impls=["eager", "compile_max"],
+            key=f"gpu-pick-{i}",
+            params={**PARAMS, **extra},
+        )
+        for i, extra in enumerate([{}, {}, {"fresh_autotune": True}])
+    ]
     results = [next(iter(run_jobs([s]))) for s in specs]
     assert all(r.status == "ok" for r in results), [r.error for r in results]
     recs = [r.details["autotune"]["compile_max"] for r in results]

@@ -1,5 +1,6 @@
 """Device detection from recorded tool outputs (ROCm and CUDA paths on a CPU machine), on this machine, and the
 Ray node labels."""
+
 import json
 import os
 from pathlib import Path
@@ -60,11 +61,18 @@ def test_rx6700xt_gfx1030():
 
 
 def test_torch_facts_win_and_amd_smi_fills_versions():
-    props = {**HIP_PROPS, "gcnArchName": "gfx942:sramecc+:xnack-", "multi_processor_count": 304,
-             "total_memory": 205822885888, "name": "AMD Instinct MI300X"}
-    tools = {device.ROCMINFO: read("rocminfo_mi300x_gfx942_rocm6.2.2.txt"),
-             device.AMD_SMI_VERSION: "AMDSMI Tool: 24.6.2+2b02a07 | AMDSMI Library version: 24.6.2.0 | "
-                                     "ROCm version: 6.2.2 | amdgpu version: 6.8.5\n"}
+    props = {
+        **HIP_PROPS,
+        "gcnArchName": "gfx942:sramecc+:xnack-",
+        "multi_processor_count": 304,
+        "total_memory": 205822885888,
+        "name": "AMD Instinct MI300X",
+    }
+    tools = {
+        device.ROCMINFO: read("rocminfo_mi300x_gfx942_rocm6.2.2.txt"),
+        device.AMD_SMI_VERSION: "AMDSMI Tool: 24.6.2+2b02a07 | AMDSMI Library version: 24.6.2.0 | "
+        "ROCm version: 6.2.2 | amdgpu version: 6.8.5\n",
+    }
     info = device.detect_from(props, tools, env={})
     assert info.memory_bytes == 205822885888 and info.runtime == "rocm 6.2.2" and info.driver == "6.8.5"
     assert "amd-smi version" in info.extra["sources"]
@@ -86,8 +94,11 @@ def test_visible_devices_pick_the_agent():
 
 
 def test_broken_tool_output_does_not_break_detection():
-    info = device.detect_from({**HIP_PROPS, "gcnArchName": "gfx950", "multi_processor_count": 256},
-                              {device.ROCMINFO: "garbage", device.AMD_SMI_STATIC: "{not json"}, env={})
+    info = device.detect_from(
+        {**HIP_PROPS, "gcnArchName": "gfx950", "multi_processor_count": 256},
+        {device.ROCMINFO: "garbage", device.AMD_SMI_STATIC: "{not json"},
+        env={},
+    )
     assert info.arch == "gfx950" and info.warp_size == 64 and info.compute_units == 256
     assert info.gpu_type == "amd-gfx950"  # no name to go by: a slug, never a guess
 
@@ -95,9 +106,19 @@ def test_broken_tool_output_does_not_break_detection():
 def test_h200_from_recorded_trace_properties_and_nvidia_smi():
     trace = json.loads(read("torch-profiler_chrome-trace_h200_torch2.11.0+cu130.json"))
     dp = trace["deviceProperties"][0]
-    props = {"backend": "cuda", "index": 0, "name": dp["name"], "major": dp["computeMajor"],
-             "minor": dp["computeMinor"], "multi_processor_count": dp["numSms"], "total_memory": dp["totalGlobalMem"],
-             "warp_size": dp["warpSize"], "torch": "2.11.0+cu130", "triton": "3.6.0", "cuda": "13.0"}
+    props = {
+        "backend": "cuda",
+        "index": 0,
+        "name": dp["name"],
+        "major": dp["computeMajor"],
+        "minor": dp["computeMinor"],
+        "multi_processor_count": dp["numSms"],
+        "total_memory": dp["totalGlobalMem"],
+        "warp_size": dp["warpSize"],
+        "torch": "2.11.0+cu130",
+        "triton": "3.6.0",
+        "cuda": "13.0",
+    }
     tools = {device.NVIDIA_SMI: read("nvidia-smi_query-gpu_csv-noheader-nounits_h200.csv")}
     info = device.detect_from(props, tools, env={})
     assert (info.vendor, info.name, info.arch, info.gpu_type) == ("nvidia", "NVIDIA H200", "sm_90", "h200")
@@ -109,8 +130,17 @@ def test_h200_from_recorded_trace_properties_and_nvidia_smi():
 
 
 def test_cpu_props():
-    info = device.detect_from({"backend": "cpu", "cpu_model": "AMD EPYC 9654 96-Core Processor", "machine": "x86_64",
-                               "cpu_count": 192, "memory_bytes": 1 << 40, "torch": "2.13.0+cpu", "triton": "3.9.0"})
+    info = device.detect_from(
+        {
+            "backend": "cpu",
+            "cpu_model": "AMD EPYC 9654 96-Core Processor",
+            "machine": "x86_64",
+            "cpu_count": 192,
+            "memory_bytes": 1 << 40,
+            "torch": "2.13.0+cpu",
+            "triton": "3.9.0",
+        }
+    )
     assert (info.vendor, info.gpu_type, info.arch, info.compute_units) == ("cpu", "cpu", "x86_64", 192)
     assert info.name == "AMD EPYC 9654 96-Core Processor" and info.warp_size == 0
     with pytest.raises(ValueError):
@@ -151,24 +181,36 @@ def test_labels_are_valid_ray_labels():
     info = amd("rocminfo_mi355x_gfx950_partial-agent.txt", gcnArchName="gfx950:sramecc+:xnack-")
     info.runtime = "rocm 7.0.2"
     lab = device.labels(info)
-    assert lab == {"kernelfleet.io/gpu": "mi355x", "kernelfleet.io/arch": "gfx950", "kernelfleet.io/vendor": "amd",
-                   "kernelfleet.io/torch": "2.9.0-rocm7.0", "kernelfleet.io/triton": "3.5.0",
-                   "kernelfleet.io/runtime": "rocm-7.0.2", "kernelfleet.io/warp-size": "64"}
+    assert lab == {
+        "kernelfleet.io/gpu": "mi355x",
+        "kernelfleet.io/arch": "gfx950",
+        "kernelfleet.io/vendor": "amd",
+        "kernelfleet.io/torch": "2.9.0-rocm7.0",
+        "kernelfleet.io/triton": "3.5.0",
+        "kernelfleet.io/runtime": "rocm-7.0.2",
+        "kernelfleet.io/warp-size": "64",
+    }
     validate_node_label_syntax(lab)  # Ray's own check: raises on an invalid key or value
-    cpu = device.labels(device.detect_from({"backend": "cpu", "cpu_model": "x", "machine": "x86_64",
-                                            "torch": "2.13.0+cpu", "triton": "3.9.0"}))
+    cpu = device.labels(
+        device.detect_from(
+            {"backend": "cpu", "cpu_model": "x", "machine": "x86_64", "torch": "2.13.0+cpu", "triton": "3.9.0"}
+        )
+    )
     assert cpu["kernelfleet.io/gpu"] == "cpu" and "kernelfleet.io/warp-size" not in cpu
     validate_node_label_syntax(cpu)
     validate_node_label_syntax(device.labels(device.detect()))
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ("2.13.0+cpu", "2.13.0-cpu"),
-    ("cuda 13.0", "cuda-13.0"),
-    ("+weird+", "weird"),
-    ("3.6.0+git1234abcd", "3.6.0-git1234abcd"),
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("2.13.0+cpu", "2.13.0-cpu"),
+        ("cuda 13.0", "cuda-13.0"),
+        ("+weird+", "weird"),
+        ("3.6.0+git1234abcd", "3.6.0-git1234abcd"),
+        ("", ""),
+    ],
+)
 def test_label_value(raw, expected):
     assert device.label_value(raw) == expected
 

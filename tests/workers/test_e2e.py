@@ -1,5 +1,6 @@
 """The e2e job (workers.e2e): LTX-Video's denoising loop in every mode, on a tiny model on the CPU (compile modes
 skipped with the reason) and at the seed setting on a GPU."""
+
 import pytest
 import torch
 
@@ -13,8 +14,15 @@ SEED_MODES = ("eager", "triton", "compile", "triton+compile")
 
 
 def _spec(impls=MODES, shape=TINY_SHAPE, dtype="bf16", **params):
-    return JobSpec(kind="e2e", model="ltx-video", shape=list(shape), dtype=dtype, impls=list(impls), key="k",
-                   params={"steps": 2, "repeats": 2, "tiny": True, **params})
+    return JobSpec(
+        kind="e2e",
+        model="ltx-video",
+        shape=list(shape),
+        dtype=dtype,
+        impls=list(impls),
+        key="k",
+        params={"steps": 2, "repeats": 2, "tiny": True, **params},
+    )
 
 
 def _metrics(res: JobResult) -> dict[tuple[str, str], object]:
@@ -81,16 +89,22 @@ def test_only_compile_modes_on_cpu_is_skipped():
     assert res.status == STATUS_SKIPPED and "no mode can run here" in res.error
 
 
-@pytest.mark.parametrize("spec,message", [
-    (_spec(impls=["eager", "fast"]), "unknown mode(s) ['fast']; allowed: eager, triton, compile, triton+compile, "
-                                     "compile-max, triton+compile-max, eager+graph, triton+graph"),
-    (_spec(impls=["graph+triton"]), "unknown mode(s) ['graph+triton']"),
-    (_spec(shape=[24, 64, 96]), "frames=24: LTX-Video takes 8k+1 frames"),
-    (_spec(shape=[9, 60, 96]), "both must be multiples of 32"),
-    (_spec(bogus=1), "unknown ['bogus']"),
-    (_spec(guidance_scale=1.0), "guidance_scale must be > 1"),
-    (_spec(dtype="fp8"), "unknown dtype 'fp8'"),
-])
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        (
+            _spec(impls=["eager", "fast"]),
+            "unknown mode(s) ['fast']; allowed: eager, triton, compile, triton+compile, "
+            "compile-max, triton+compile-max, eager+graph, triton+graph",
+        ),
+        (_spec(impls=["graph+triton"]), "unknown mode(s) ['graph+triton']"),
+        (_spec(shape=[24, 64, 96]), "frames=24: LTX-Video takes 8k+1 frames"),
+        (_spec(shape=[9, 60, 96]), "both must be multiples of 32"),
+        (_spec(bogus=1), "unknown ['bogus']"),
+        (_spec(guidance_scale=1.0), "guidance_scale must be > 1"),
+        (_spec(dtype="fp8"), "unknown dtype 'fp8'"),
+    ],
+)
 def test_bad_specs_are_refused(spec, message):
     with pytest.raises(ValueError) as exc:
         e2e.run(spec, CPU)
@@ -117,8 +131,15 @@ def test_seed_setting_on_gpu():
     if interpreting():
         pytest.skip("TRITON_INTERPRET=1 is set (tests/conftest.py sets it by default); run with TRITON_INTERPRET=0")
     # the four base modes (max-autotune's GEMM search alone takes ~100 s here; the e2e runs in docs/perf time it)
-    spec = JobSpec(kind="e2e", model="ltx-video", shape=[25, 480, 704], dtype="bf16", impls=list(SEED_MODES),
-                   key="seed", params={"steps": 30, "repeats": 3})
+    spec = JobSpec(
+        kind="e2e",
+        model="ltx-video",
+        shape=[25, 480, 704],
+        dtype="bf16",
+        impls=list(SEED_MODES),
+        key="seed",
+        params={"steps": 30, "repeats": 3},
+    )
     res = e2e.run(spec, torch.device("cuda"))
     assert res.status == STATUS_OK, res.error
     m = _metrics(res)
@@ -127,24 +148,46 @@ def test_seed_setting_on_gpu():
         assert m[(mode, "correct")].value == 1.0
         assert m[(mode, "peak_mem_gb")].value > 3.8  # 1.9 B bf16 parameters alone
         assert len(m[(mode, "ms_per_step")].samples) == 3
-    assert res.details["injection"]["triton"]["counts"] == {"attn_processor": 56, "block_forward": 28,
-                                                                 "rope_forward": 1}
+    assert res.details["injection"]["triton"]["counts"] == {
+        "attn_processor": 56,
+        "block_forward": 28,
+        "rope_forward": 1,
+    }
 
 
 @pytest.mark.parametrize("layout", ["pipeline", "transformer"])
 def test_model_path_loads_a_local_diffusers_folder(tmp_path, layout):
     """model_path: a saved pipeline (model_index.json) or a transformer folder; loaded offline, nothing downloaded."""
-    from diffusers import AutoencoderKLLTXVideo, FlowMatchEulerDiscreteScheduler, LTXPipeline, LTXVideoTransformer3DModel
+    from diffusers import (
+        AutoencoderKLLTXVideo,
+        FlowMatchEulerDiscreteScheduler,
+        LTXPipeline,
+        LTXVideoTransformer3DModel,
+    )
 
     torch.manual_seed(0)
     transformer = LTXVideoTransformer3DModel(**e2e.TINY_TRANSFORMER)
     if layout == "pipeline":
-        LTXPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=AutoencoderKLLTXVideo(**e2e.TINY_VAE),
-                    text_encoder=None, tokenizer=None, transformer=transformer).save_pretrained(tmp_path)
+        LTXPipeline(
+            scheduler=FlowMatchEulerDiscreteScheduler(),
+            vae=AutoencoderKLLTXVideo(**e2e.TINY_VAE),
+            text_encoder=None,
+            tokenizer=None,
+            transformer=transformer,
+        ).save_pretrained(tmp_path)
     else:
         transformer.save_pretrained(tmp_path)
-    res = e2e.run(_spec(impls=["eager", "triton"], repeats=1, tiny=False, model_path=str(tmp_path), text_len=16,
-                        pipeline=layout == "pipeline"), CPU)
+    res = e2e.run(
+        _spec(
+            impls=["eager", "triton"],
+            repeats=1,
+            tiny=False,
+            model_path=str(tmp_path),
+            text_len=16,
+            pipeline=layout == "pipeline",
+        ),
+        CPU,
+    )
     assert res.status == STATUS_OK, res.error
     assert res.details["config"]["source"] == f"{layout} {tmp_path}" and res.details["config"]["layers"] == 2
     assert _metrics(res)[("triton", "correct")].value == 1.0

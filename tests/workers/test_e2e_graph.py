@@ -1,5 +1,6 @@
 """The e2e job's ``+graph`` modes (workers.e2e_graph): a forward replayed from CUDA graphs computes what the plain
 forward computes, once per call geometry; on the CPU the wrapper passes calls through and the modes are skipped."""
+
 import pytest
 import torch
 
@@ -61,8 +62,15 @@ def test_e2e_graph_modes_on_a_tiny_model():
     if interpreting():
         pytest.skip("TRITON_INTERPRET=1 is set: GPU tests need compiled Triton")
     modes = ["eager", "eager+graph", "triton", "triton+graph", "triton+compile+graph"]
-    spec = JobSpec(kind="e2e", model="ltx-video", shape=[9, 64, 96], dtype="bf16", impls=modes, key="g",
-                   params={"steps": 3, "repeats": 2, "tiny": True})
+    spec = JobSpec(
+        kind="e2e",
+        model="ltx-video",
+        shape=[9, 64, 96],
+        dtype="bf16",
+        impls=modes,
+        key="g",
+        params={"steps": 3, "repeats": 2, "tiny": True},
+    )
     res = e2e.run(spec, torch.device("cuda"))
     assert res.status == STATUS_OK, res.error
     m = {(x.impl, x.metric): x.value for x in res.measurements}

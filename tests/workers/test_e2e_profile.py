@@ -1,5 +1,6 @@
 """workers.e2e_profile: the per-step breakdown of a profiled pipeline call, on a recorded H200 trace and on a real
 (tiny, CPU) e2e job."""
+
 from pathlib import Path
 
 import pytest
@@ -19,14 +20,23 @@ def test_kernel_classes_by_name():
     assert e2e_profile.kernel_class("triton_per_fused_add_mul_0", ours) == "inductor"
     assert e2e_profile.kernel_class("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", ours) == "gemm"
     assert e2e_profile.kernel_class("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", ours) == "gemm"
-    assert e2e_profile.kernel_class("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128>>", ours) \
+    assert (
+        e2e_profile.kernel_class("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128>>", ours)
         == "attention"
-    assert e2e_profile.kernel_class("void at::native::vectorized_elementwise_kernel<4, at::native::Mul>", ours) \
+    )
+    assert (
+        e2e_profile.kernel_class("void at::native::vectorized_elementwise_kernel<4, at::native::Mul>", ours)
         == "elementwise"
+    )
     assert e2e_profile.kernel_class("some_vendor_kernel", ours) == "other"
     # seen on the H200 (torch 2.11 SDPA through cuDNN): attention, though the name says wgmma
-    assert e2e_profile.kernel_class("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_"
-                                    "4x1x1_cga1x1x1_kernel0_0", ours) == "attention"
+    assert (
+        e2e_profile.kernel_class(
+            "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0",
+            ours,
+        )
+        == "attention"
+    )
 
 
 def test_busy_time_counts_overlap_once():
@@ -60,12 +70,20 @@ def test_our_kernel_names_are_found():
 def test_e2e_job_profiles_each_mode_on_request(monkeypatch):
     events = []
     run_call, profile_call = e2e.run_call, e2e.profile_call
-    monkeypatch.setattr(e2e, "run_call", lambda s, spec, p, d: events.append(("call", p["steps"])) or run_call(
-        s, spec, p, d))
+    monkeypatch.setattr(
+        e2e, "run_call", lambda s, spec, p, d: events.append(("call", p["steps"])) or run_call(s, spec, p, d)
+    )
     monkeypatch.setattr(e2e, "profile_call", lambda *a: events.append(("profile",)) or profile_call(*a))
     monkeypatch.setattr(e2e, "mark_profiler_used", lambda: None)  # this test process goes on timing
-    spec = JobSpec(kind="e2e", model="ltx-video", shape=[9, 64, 96], dtype="bf16", impls=["eager", "triton"],
-                   key="k", params={"steps": 2, "repeats": 1, "tiny": True, "profile_steps": 1})
+    spec = JobSpec(
+        kind="e2e",
+        model="ltx-video",
+        shape=[9, 64, 96],
+        dtype="bf16",
+        impls=["eager", "triton"],
+        key="k",
+        params={"steps": 2, "repeats": 1, "tiny": True, "profile_steps": 1},
+    )
     res = e2e.run(spec, torch.device("cpu"))
     # every timed call (2 steps: warm-up + repeat, per mode) comes before the first capture; each capture is a
     # warm-up call of 1 step, then the profiled one
@@ -82,7 +100,14 @@ def test_e2e_job_profiles_each_mode_on_request(monkeypatch):
 
 
 def test_profile_steps_must_not_be_negative():
-    spec = JobSpec(kind="e2e", model="ltx-video", shape=[9, 64, 96], dtype="bf16", impls=["eager"], key="k",
-                   params={"steps": 2, "tiny": True, "profile_steps": -1})
+    spec = JobSpec(
+        kind="e2e",
+        model="ltx-video",
+        shape=[9, 64, 96],
+        dtype="bf16",
+        impls=["eager"],
+        key="k",
+        params={"steps": 2, "tiny": True, "profile_steps": -1},
+    )
     with pytest.raises(ValueError, match="profile_steps must be >= 0"):
         e2e.run(spec, torch.device("cpu"))

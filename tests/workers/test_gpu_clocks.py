@@ -1,4 +1,5 @@
 """workers.gpu_clocks: the SM clock and power log beside the e2e job's timed calls (nvidia-smi -lms)."""
+
 import stat
 import time
 from pathlib import Path
@@ -9,8 +10,12 @@ import torch
 from workers import gpu_clocks
 from workers.gpu_clocks import ClockLog, Sample, parse_samples, summarize
 
-RECORDED = (Path(__file__).resolve().parents[1] / "fixtures" / "tool-output"
-            / "nvidia-smi_query-gpu_clocks-power_csv-lms200_h200.csv")
+RECORDED = (
+    Path(__file__).resolve().parents[1]
+    / "fixtures"
+    / "tool-output"
+    / "nvidia-smi_query-gpu_clocks-power_csv-lms200_h200.csv"
+)
 
 
 def test_recorded_log_of_a_mode_at_the_power_limit():
@@ -18,13 +23,23 @@ def test_recorded_log_of_a_mode_at_the_power_limit():
     samples = parse_samples(RECORDED.read_text())
     assert len(samples) == 35 and samples[0] == Sample(1980.0, 122.59, None)
     s = summarize(samples)
-    assert s == {"samples": 35, "interval_ms": 200, "sm_mhz_median": 1965.0, "sm_mhz_min": 1620.0,
-                 "power_w_median": 424.69, "power_w_max": 697.36}
+    assert s == {
+        "samples": 35,
+        "interval_ms": 200,
+        "sm_mhz_median": 1965.0,
+        "sm_mhz_min": 1620.0,
+        "power_w_median": 424.69,
+        "power_w_max": 697.36,
+    }
 
 
 def test_share_of_samples_at_the_power_limit():
-    samples = [Sample(1980.0, 120.0, 700.0), Sample(1755.0, 690.0, 700.0), Sample(1710.0, 668.0, 700.0),
-               Sample(None, None, None)]
+    samples = [
+        Sample(1980.0, 120.0, 700.0),
+        Sample(1755.0, 690.0, 700.0),
+        Sample(1710.0, 668.0, 700.0),
+        Sample(None, None, None),
+    ]
     s = summarize(samples)
     assert s["power_limit_w"] == 700.0 and s["at_power_limit"] == pytest.approx(2 / 3, abs=1e-4)
     assert s["sm_mhz_min"] == 1710.0 and s["samples"] == 4
@@ -51,8 +66,14 @@ def test_log_runs_the_tool_beside_the_work_and_stops_it(tmp_path):
         time.sleep(0.5)
     assert time.monotonic() - t0 < 10  # stopped, not waited for
     args = (tmp_path / "args").read_text().split()
-    assert args == ["--query-gpu=timestamp,clocks.sm,power.draw,power.limit", "--format=csv", "-lms", "200", "-i",
-                    "GPU-e4109b10"]
+    assert args == [
+        "--query-gpu=timestamp,clocks.sm,power.draw,power.limit",
+        "--format=csv",
+        "-lms",
+        "200",
+        "-i",
+        "GPU-e4109b10",
+    ]
     assert log.summary() == summarize(parse_samples("\n".join(lines[:6]) + "\n"))
     assert log.summary()["samples"] == 5
 

@@ -11,6 +11,7 @@ every global/buffer store and every load of 16-bit rows (16-byte aligned, widths
 bits wide (dwordx4), but the broadcast vectors of a program that packs several rows (see PACKING) and the exceptions
 in NARROW_LOADS.  A failure names the kernel, shape, architecture and the offending instruction or count.
 """
+
 from __future__ import annotations
 
 import os
@@ -63,7 +64,8 @@ KNOWN_SPILLS = {
     ("cross_attention", "gfx1201"): (
         lambda c: c["BLOCK_N"] * c["BLOCK_D"] > 128 * 64,
         "head dim 128 or 256 keys (attn_config's 8-warp tiles): every wave32 warp holds the whole key and value tile "
-        "for its WMMA operands, more than 256 VGPRs; LTX-Video's 64 x 128 tile does not spill"),
+        "for its WMMA operands, more than 256 VGPRs; LTX-Video's 64 x 128 tile does not spill",
+    ),
 }
 
 
@@ -86,8 +88,14 @@ def _specs() -> list[JobSpec]:
     for kernel in registered_kernels():
         for shape in shapes_for(kernel):
             for arch in ARCHS:
-                spec = JobSpec(kind="isa", kernel=kernel, shape=shape, dtype="bf16", impls=["triton"],
-                               params={"arch": arch, "seed": 0, "timeout_s": 300})
+                spec = JobSpec(
+                    kind="isa",
+                    kernel=kernel,
+                    shape=shape,
+                    dtype="bf16",
+                    impls=["triton"],
+                    params={"arch": arch, "seed": 0, "timeout_s": 300},
+                )
                 spec.key = job_key(spec, CODE)
                 specs.append(spec)
     return specs
@@ -108,9 +116,23 @@ def compiled(tmp_path_factory):
     for i, half in enumerate(halves):
         runner.write_plan(where / f"plan-{i}.jsonl", {"sweep": "test_isa", **CODE.to_dict()}, half)
         with open(where / f"log-{i}.txt", "w") as log:
-            procs.append(subprocess.Popen([sys.executable, "-m", "workers", "run", str(where / f"plan-{i}.jsonl"),
-                                           "--out", str(where / f"results-{i}.jsonl")], cwd=REPO, env=env,
-                                          stdout=log, stderr=subprocess.STDOUT))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "workers",
+                        "run",
+                        str(where / f"plan-{i}.jsonl"),
+                        "--out",
+                        str(where / f"results-{i}.jsonl"),
+                    ],
+                    cwd=REPO,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            )
     for i, proc in enumerate(procs):
         proc.wait(timeout=1200)
         assert proc.returncode in (0, 1), (where / f"log-{i}.txt").read_text()[-2000:]
@@ -132,33 +154,43 @@ def test_every_registered_kernel_has_a_default_grid_to_compile():
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_every_launch_configuration_compiles(compiled, arch):
-    failed = [f"{_where(s)}: {r.status}: {(r.error or '')[:300]}" for (k, sh, a), (s, r) in compiled.items()
-              if a == arch and r.status != STATUS_OK]
+    failed = [
+        f"{_where(s)}: {r.status}: {(r.error or '')[:300]}"
+        for (k, sh, a), (s, r) in compiled.items()
+        if a == arch and r.status != STATUS_OK
+    ]
     assert not failed, "\n".join(failed)
     # every warps setting of the launch table's rows is reached by some compiled launch
-    warps = {launch["num_warps"] for (k, sh, a), (s, r) in compiled.items() if a == arch
-             for launch in r.details["launches"]}
-    assert {w for _, w in _TABLE[arch].row_warps} <= warps, f"{arch}: table warps {_TABLE[arch].row_warps}, " \
-                                                             f"compiled {sorted(warps)}"
+    warps = {
+        launch["num_warps"] for (k, sh, a), (s, r) in compiled.items() if a == arch for launch in r.details["launches"]
+    }
+    assert {w for _, w in _TABLE[arch].row_warps} <= warps, (
+        f"{arch}: table warps {_TABLE[arch].row_warps}, compiled {sorted(warps)}"
+    )
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_nothing_spills(compiled, arch):
     bad, known = [], {key: 0 for key in KNOWN_SPILLS if key[1] == arch}
-    for (k, sh, a), (s, r) in compiled.items():
+    for (k, _sh, a), (s, r) in compiled.items():
         if a != arch or r.status != STATUS_OK:
             continue
         for launch in r.details["launches"]:
-            spilled = [f"{field} = {launch[field]}" for field in ("vgpr_spills", "sgpr_spills", "scratch_bytes")
-                       if launch.get(field)]
+            spilled = [
+                f"{field} = {launch[field]}"
+                for field in ("vgpr_spills", "sgpr_spills", "scratch_bytes")
+                if launch.get(field)
+            ]
             expected = KNOWN_SPILLS.get((k, a))
             if expected and expected[0](launch["constexprs"]):
                 known[(k, a)] += 1
                 if not spilled:
                     bad.append(f"{_where(s)}: {launch['kernel']} no longer spills: drop it from KNOWN_SPILLS")
             elif spilled:
-                bad.append(f"{_where(s)}: {launch['kernel']} {', '.join(spilled)} "
-                           f"({launch['vgprs']} VGPRs, {launch['num_warps']} warps)")
+                bad.append(
+                    f"{_where(s)}: {launch['kernel']} {', '.join(spilled)} "
+                    f"({launch['vgprs']} VGPRs, {launch['num_warps']} warps)"
+                )
     assert all(known.values()), f"KNOWN_SPILLS entries no compiled launch reached: {known}"
     assert not bad, "\n".join(bad)
 
@@ -167,15 +199,19 @@ def test_nothing_spills(compiled, arch):
 def test_wave_size_is_the_launch_tables(compiled, arch):
     want = _TABLE[arch].warp_size
     assert want == (64 if arch.startswith("gfx9") else 32)  # CDNA wave64, RDNA wave32
-    bad = [f"{_where(s)}: {launch['kernel']} compiled for wave{launch['wavefront_size']}, the launch table says "
-           f"wave{want}" for (k, sh, a), (s, r) in compiled.items() if a == arch and r.status == STATUS_OK
-           for launch in r.details["launches"] if launch["wavefront_size"] != want]
+    bad = [
+        f"{_where(s)}: {launch['kernel']} compiled for wave{launch['wavefront_size']}, the launch table says wave{want}"
+        for (k, sh, a), (s, r) in compiled.items()
+        if a == arch and r.status == STATUS_OK
+        for launch in r.details["launches"]
+        if launch["wavefront_size"] != want
+    ]
     assert not bad, "\n".join(bad)
 
 
 def test_16bit_rows_load_and_store_128_bits_on_gfx950(compiled):
     bad = []
-    for (k, sh, a), (s, r) in compiled.items():
+    for (k, _sh, a), (s, r) in compiled.items():
         if a != "gfx950" or r.status != STATUS_OK:
             continue
         for launch in r.details["launches"]:
@@ -184,8 +220,10 @@ def test_16bit_rows_load_and_store_128_bits_on_gfx950(compiled):
                 direction, bits = amdgcn.memory_width(mnemonic)
                 allowed = 128 if direction == "store" else 16 if packed else NARROW_LOADS.get(k, 128)
                 if bits < allowed:
-                    bad.append(f"{_where(s)}: {launch['kernel']}: {n} x {mnemonic} ({bits}-bit {direction}s; "
-                               f"expected {allowed}-bit, {launch['num_warps']} warps)")
+                    bad.append(
+                        f"{_where(s)}: {launch['kernel']}: {n} x {mnemonic} ({bits}-bit {direction}s; "
+                        f"expected {allowed}-bit, {launch['num_warps']} warps)"
+                    )
             if not launch["loads_b128"]:
                 bad.append(f"{_where(s)}: {launch['kernel']}: no 128-bit load at all")
     assert not bad, "\n".join(bad)
@@ -209,11 +247,19 @@ def test_results_carry_the_target_and_an_estimate_not_a_timing(compiled):
 
 # ------------------------------------------------------------------------------------------------ the parsers
 
+
 def test_memory_widths_in_both_amd_spellings():
-    cases = {"global_load_dwordx4": ("load", 128), "buffer_load_dwordx2": ("load", 64),
-             "buffer_store_short": ("store", 16), "global_load_b128": ("load", 128),
-             "buffer_store_b16": ("store", 16), "global_load_dwordx3": ("load", 96), "buffer_load_dword": ("load", 32),
-             "global_load_u16": ("load", 16), "global_store_byte": ("store", 8)}
+    cases = {
+        "global_load_dwordx4": ("load", 128),
+        "buffer_load_dwordx2": ("load", 64),
+        "buffer_store_short": ("store", 16),
+        "global_load_b128": ("load", 128),
+        "buffer_store_b16": ("store", 16),
+        "global_load_dwordx3": ("load", 96),
+        "buffer_load_dword": ("load", 32),
+        "global_load_u16": ("load", 16),
+        "global_store_byte": ("store", 8),
+    }
     for mnemonic, want in cases.items():
         assert amdgcn.memory_width(mnemonic) == want, mnemonic
     assert amdgcn.memory_width("s_load_dwordx2") is None
@@ -222,17 +268,21 @@ def test_memory_widths_in_both_amd_spellings():
 
 
 def test_sass_and_ptxas_log():
-    log = ("ptxas info    : Compiling entry function 'k' for 'sm_90a'\nptxas info    : Function properties for k\n"
-           "    0 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
-           "ptxas info    : Used 40 registers, used 1 barriers\n")
+    log = (
+        "ptxas info    : Compiling entry function 'k' for 'sm_90a'\nptxas info    : Function properties for k\n"
+        "    0 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
+        "ptxas info    : Used 40 registers, used 1 barriers\n"
+    )
     (r,) = sass.parse_ptxas_log(log)
     assert (r.name, r.registers, r.spill_store_bytes, r.spill_load_bytes, r.stack_bytes) == ("k", 40, 8, 12, 0)
-    listing = sass.parse_sass(textwrap.dedent("""\
+    listing = sass.parse_sass(
+        textwrap.dedent("""\
         /*0080*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
         /*0090*/              @!P1 LDG.E.U16 R6, desc[UR4][R2.64] ;
         /*00a0*/                   MUFU.RSQ R0, R0 ;
         /*00b0*/                   F2FP.BF16.F32.PACK_AB R0, R1, R0 ;
         /*00c0*/                   STG.E.64 desc[UR4][R2.64], R4 ;
-    """))
+    """)
+    )
     assert listing.memory_ops() == {"load": {128: 1, 16: 1}, "store": {64: 1}}
     assert (listing.transcendentals(), listing.conversions()) == (1, 1)

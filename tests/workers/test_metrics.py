@@ -1,4 +1,5 @@
 """The metric catalogue (workers/metrics.py): every metric the jobs emit is in it, and no other name gets through."""
+
 from __future__ import annotations
 
 import ast
@@ -20,8 +21,12 @@ def _emitted_names() -> dict[str, str]:
     for folder in ("workers", "kernels", "orchestrator"):
         for path in (ROOT / folder).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text())):
-                if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Measurement"
-                        and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)):
+                if (
+                    isinstance(node, ast.Call)
+                    and getattr(node.func, "id", None) == "Measurement"
+                    and len(node.args) >= 2
+                    and isinstance(node.args[1], ast.Constant)
+                ):
                     found[node.args[1].value] = f"{path.relative_to(ROOT)}:{node.lineno}"
     return found
 

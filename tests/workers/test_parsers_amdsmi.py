@@ -1,4 +1,5 @@
 """amd-smi parser: text blocks, both JSON shapes, metric leaves, N/A, and ``amd-smi version``."""
+
 import json
 from pathlib import Path
 
@@ -58,23 +59,41 @@ def test_na_values():
     assert amdsmi.leaf_value({"value": "N/A", "unit": "W"}) == (None, "W")
     gpus = amdsmi.parse_text("GPU: 0\n    ASIC:\n        MARKET_NAME: N/A\n        DEVICE_ID: 0x75a3\n")
     assert gpus[0]["ASIC"]["MARKET_NAME"] is None
-    # No real `amd-smi static --json` was recorded: this document follows the documented 26.x shape ({"gpu_data": [...]},
+    # No real `amd-smi static --json` was recorded: this document follows the documented 26.x shape
+    # ({"gpu_data": [...]},
     # {"value", "unit"} leaves, "N/A" strings) with the lower-cased keys of the recorded text form.
-    (s,) = amdsmi.parse_static(json.dumps({"gpu_data": [
-        {"gpu": 3, "asic": {"market_name": "N/A", "device_id": "0x75a3", "num_compute_units": 256},
-         "bus": {"bdf": "0000:65:00.0"}, "vram": {"size": {"value": 294896, "unit": "MB"}},
-         "driver": {"name": "amdgpu", "version": "6.16.13"}}]}))
+    (s,) = amdsmi.parse_static(
+        json.dumps(
+            {
+                "gpu_data": [
+                    {
+                        "gpu": 3,
+                        "asic": {"market_name": "N/A", "device_id": "0x75a3", "num_compute_units": 256},
+                        "bus": {"bdf": "0000:65:00.0"},
+                        "vram": {"size": {"value": 294896, "unit": "MB"}},
+                        "driver": {"name": "amdgpu", "version": "6.16.13"},
+                    }
+                ]
+            }
+        )
+    )
     assert s.gpu == 3 and s.market_name is None and s.device_id == 0x75A3 and s.compute_units == 256
-    assert s.pci_bus == 0x65 and s.vram_bytes == 294896 * 1024 ** 2 and s.driver_version == "6.16.13"
+    assert s.pci_bus == 0x65 and s.vram_bytes == 294896 * 1024**2 and s.driver_version == "6.16.13"
 
 
 def test_version_line():
     # the line the ROCm install docs show for `amd-smi version`
-    v = amdsmi.parse_version("AMDSMI Tool: 26.1.0+cd50d9e0 | AMDSMI Library version: 26.1.0 | ROCm version: 7.10.0 | "
-                             "amdgpu version: 6.16.6 | amd_hsmp version: N/A\n")
+    v = amdsmi.parse_version(
+        "AMDSMI Tool: 26.1.0+cd50d9e0 | AMDSMI Library version: 26.1.0 | ROCm version: 7.10.0 | "
+        "amdgpu version: 6.16.6 | amd_hsmp version: N/A\n"
+    )
     assert amdsmi.rocm_version(v) == "7.10.0"
     assert amdsmi.amdgpu_version(v) == "6.16.6"
     assert v["AMDSMI Tool"] == "26.1.0+cd50d9e0"
     assert "amd_hsmp version" not in v  # N/A dropped
-    assert amdsmi.rocm_version(amdsmi.parse_version("AMDSMI Tool: 24.5.1+c5106a9 | AMDSMI Library version: "
-                                                    "24.5.2.0 | ROCm version: 6.1.2")) == "6.1.2"
+    assert (
+        amdsmi.rocm_version(
+            amdsmi.parse_version("AMDSMI Tool: 24.5.1+c5106a9 | AMDSMI Library version: 24.5.2.0 | ROCm version: 6.1.2")
+        )
+        == "6.1.2"
+    )

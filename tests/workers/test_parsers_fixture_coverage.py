@@ -1,5 +1,6 @@
 """Every recorded tool output in tests/fixtures/tool-output/ is claimed by a parser here and parses to something
 non-empty, so a new fixture without a parser (or a parser that silently returns nothing) fails."""
+
 from pathlib import Path
 
 import pytest

@@ -1,4 +1,5 @@
 """Nsight Compute --csv parsers: details pages (2020 and 2025 layouts) and the raw page."""
+
 from pathlib import Path
 
 import pytest

@@ -1,4 +1,5 @@
 """nvidia-smi --query-gpu CSV, with and without header and units (recorded on an H200)."""
+
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,8 @@ def test_noheader_nounits_h200():
 def test_header_with_units_in_names_and_values():
     text = read("nvidia-smi_query-gpu_name-memtotal-driver_csv_h200.csv")
     assert nvidia_smi.parse_query(text) == [
-        {"name": "NVIDIA H200", "memory.total": "143771", "driver_version": "580.159.04"}]
+        {"name": "NVIDIA H200", "memory.total": "143771", "driver_version": "580.159.04"}
+    ]
     # the same file read with the fields given: the header is recognised, not taken for a GPU
     (gpu,) = nvidia_smi.parse_gpus(text, ["name", "memory.total", "driver_version"])
     assert gpu.name == "NVIDIA H200" and gpu.memory_total_mib == 143771 and gpu.index is None

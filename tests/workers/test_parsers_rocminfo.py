@@ -1,4 +1,5 @@
 """rocminfo parser on every recorded rocminfo output (values read from the files)."""
+
 from pathlib import Path
 
 import pytest
@@ -46,8 +47,10 @@ def test_gunrock_rocm711_marketing_name_lies_and_generic_isa():
     assert gpu.marketing_name == "AMD Radeon Graphics"  # an MI300-class part; identity comes from gfx + chip id
     assert gpu.name == "gfx942" and gpu.chip_id == 0x74A9 and gpu.compute_units == 304
     # nested ISA Name: lines are ISAs, never the agent name
-    assert gpu.isas == ["amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-",
-                        "amdgcn-amd-amdhsa--gfx9-4-generic:sramecc+:xnack-"]
+    assert gpu.isas == [
+        "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-",
+        "amdgcn-amd-amdhsa--gfx9-4-generic:sramecc+:xnack-",
+    ]
     assert r.agents[0].name == "Intel(R) Xeon(R) Platinum 8480C" and r.agents[0].compute_units == 112
 
 
@@ -86,8 +89,9 @@ def test_rx6700xt_rdna2():
 def test_marketing_name_with_a_colon_is_split_on_the_first_colon_only():
     text = (FIXTURES / "rocminfo_mi300x_gfx942_rocm6.2.2.txt").read_text()
     assert "Marketing Name:          AMD Instinct MI300X" in text
-    text = text.replace("Marketing Name:          AMD Instinct MI300X",
-                        "Marketing Name:          AMD Instinct MI300X OAM: 750W SKU")
+    text = text.replace(
+        "Marketing Name:          AMD Instinct MI300X", "Marketing Name:          AMD Instinct MI300X OAM: 750W SKU"
+    )
     (gpu,) = rocminfo.parse(text).gpus()
     assert gpu.marketing_name == "AMD Instinct MI300X OAM: 750W SKU"
 

@@ -1,4 +1,5 @@
 """rocm-smi parser: --json and the concise table (Instinct and Radeon column sets, ANSI, watch header)."""
+
 from pathlib import Path
 
 import pytest

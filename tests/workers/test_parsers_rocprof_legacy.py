@@ -1,4 +1,5 @@
 """Legacy rocprof (v1) results.stats.csv / results.csv (gunrock on gfx942)."""
+
 from pathlib import Path
 
 import pytest

@@ -1,4 +1,5 @@
 """rocprofv3 CSV/summary parsers on every recorded rocprofv3 file (values read from the files)."""
+
 from pathlib import Path
 
 import pytest
@@ -13,13 +14,16 @@ def read(name: str) -> str:
     return (FIXTURES / name).read_text()
 
 
-@pytest.mark.parametrize("name, layout, count", [
-    ("rocprofv3_rocm6.2.1_mi300a_openmp_kernel_trace.csv", "sdk0.4", 9),
-    ("rocprofv3_rocm6.3-6.4_jacobi-hip_kernel_trace.csv", "sdk0.5", 4),
-    ("rocprofv3_sdk0.5.0_docs_kernel_trace.csv", "sdk0.5", 7),
-    ("rocprofv3_sdk1.0.0_docs_kernel_trace.csv", "sdk1.0", 9),
-    ("rocprofv3_sdk1.0.0_docs_kernel_trace_truncated.csv", "sdk1.0", 4),
-])
+@pytest.mark.parametrize(
+    "name, layout, count",
+    [
+        ("rocprofv3_rocm6.2.1_mi300a_openmp_kernel_trace.csv", "sdk0.4", 9),
+        ("rocprofv3_rocm6.3-6.4_jacobi-hip_kernel_trace.csv", "sdk0.5", 4),
+        ("rocprofv3_sdk0.5.0_docs_kernel_trace.csv", "sdk0.5", 7),
+        ("rocprofv3_sdk1.0.0_docs_kernel_trace.csv", "sdk1.0", 9),
+        ("rocprofv3_sdk1.0.0_docs_kernel_trace_truncated.csv", "sdk1.0", 4),
+    ],
+)
 def test_kernel_trace_layouts_by_header(name, layout, count):
     text = read(name)
     assert rocprofv3.kernel_trace_layout(csv_rows(text)[0]) == layout
@@ -90,8 +94,10 @@ def test_stats_jacobi_rocm63():
     assert len(rows) == 7
     assert rows["__amd_rocclr_copyBuffer"].pct == pytest.approx(0.6173)
     assert rows["__amd_rocclr_fillBufferAligned"].pct == pytest.approx(4.671e-04)
-    assert rows["JacobiIterationKernel(int, double, double, double const*, double const*, double*, double*)"] \
-        .total_ns == 545275480
+    assert (
+        rows["JacobiIterationKernel(int, double, double, double const*, double const*, double*, double*)"].total_ns
+        == 545275480
+    )
 
 
 def test_stats_openmp_and_pytorch_names_with_commas():
@@ -162,7 +168,11 @@ def test_other_trace_domains_as_records():
 def test_summary_tables():
     sections = rocprofv3.parse_summary(read("rocprofv3_sdk1.0.0_docs_summary.txt"))
     assert {k: len(v) for k, v in sections.items()} == {
-        "HSA_API": 5, "KERNEL_DISPATCH": 4, "MEMORY_COPY": 2, "MEMORY_ALLOCATION": 2}
+        "HSA_API": 5,
+        "KERNEL_DISPATCH": 4,
+        "MEMORY_COPY": 2,
+        "MEMORY_ALLOCATION": 2,
+    }
     add = sections["KERNEL_DISPATCH"][0]
     assert add.name == "void addition_kernel<float>(float*, float const*, float const*, int, int)"
     assert (add.calls, add.total_ns, add.avg_ns) == (8, 184324, 23040.0)  # average printed as 2.304e+04

@@ -1,4 +1,5 @@
 """The shared value readers and KernelRow aggregation."""
+
 import pytest
 
 from workers.parsers import KernelRow, rows_from_durations

@@ -1,4 +1,5 @@
 """torch.profiler chrome traces (CUDA 2021-2026 forms and the ROCm form) and the key_averages table."""
+
 import json
 from pathlib import Path
 
@@ -86,9 +87,21 @@ def test_bare_event_list_and_rejects_non_traces():
 
 def test_key_averages_table():
     table = tp.parse_key_averages(
-        (FIXTURES / "torch-profiler_key_averages_table_h200_torch2.11.0+cu130.txt").read_text())
-    assert table.columns == ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg",
-                             "Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg", "# of Calls"]
+        (FIXTURES / "torch-profiler_key_averages_table_h200_torch2.11.0+cu130.txt").read_text()
+    )
+    assert table.columns == [
+        "Name",
+        "Self CPU %",
+        "Self CPU",
+        "CPU total %",
+        "CPU total",
+        "CPU time avg",
+        "Self CUDA",
+        "Self CUDA %",
+        "CUDA total",
+        "CUDA time avg",
+        "# of Calls",
+    ]
     assert len(table.rows) == 15
     assert table.totals_ns == {"CPU": pytest.approx(90.425e6), "CUDA": pytest.approx(233696.0)}
     launch = next(r for r in table.rows if r["Name"] == "cudaLaunchKernel")

@@ -1,5 +1,6 @@
 """The profile job: end to end on the CPU with the torch profiler, the rocprofv3 reduction on recorded rocprofv3
 output, the rocprofv3 child program, and (on a GPU) device kernels and the fence kernel."""
+
 import json
 import os
 import subprocess
@@ -24,8 +25,15 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or 
 
 
 def spec(**kw) -> JobSpec:
-    base = dict(kind="profile", kernel=ENTRY.name, shape=[64, 256], dtype="fp32",
-                impls=["eager", "fused", "gpu_only", "broken"], params={"iters": 4, "warmup": 2}, key="k-profile")
+    base = dict(
+        kind="profile",
+        kernel=ENTRY.name,
+        shape=[64, 256],
+        dtype="fp32",
+        impls=["eager", "fused", "gpu_only", "broken"],
+        params={"iters": 4, "warmup": 2},
+        key="k-profile",
+    )
     base.update(kw)
     return JobSpec(**base)
 
@@ -76,16 +84,19 @@ def test_default_impls_and_seeded_inputs(only_test_entry):
     assert sorted(result.details["profile_rows"]) == ["eager", "fused"]  # the entry's default_impls
 
 
-@pytest.mark.parametrize("change, status, words", [
-    (dict(kind="micro"), STATUS_ERROR, "'micro'"),
-    (dict(kernel="no_such_kernel"), STATUS_ERROR, "unknown kernel"),
-    (dict(shape=[64]), STATUS_ERROR, "shape [rows, C]"),
-    (dict(impls=["eager", "nope"]), STATUS_ERROR, "unknown implementation"),
-    (dict(params={"iters": 0}), STATUS_ERROR, "iters"),
-    (dict(params={"profiler": "nsys"}), STATUS_ERROR, "allowed: auto, torch, rocprofv3"),
-    (dict(impls=["broken"]), STATUS_ERROR, "every implementation failed"),
-    (dict(impls=["gpu_only"]), STATUS_SKIPPED, "no implementation can run"),
-])
+@pytest.mark.parametrize(
+    "change, status, words",
+    [
+        (dict(kind="micro"), STATUS_ERROR, "'micro'"),
+        (dict(kernel="no_such_kernel"), STATUS_ERROR, "unknown kernel"),
+        (dict(shape=[64]), STATUS_ERROR, "shape [rows, C]"),
+        (dict(impls=["eager", "nope"]), STATUS_ERROR, "unknown implementation"),
+        (dict(params={"iters": 0}), STATUS_ERROR, "iters"),
+        (dict(params={"profiler": "nsys"}), STATUS_ERROR, "allowed: auto, torch, rocprofv3"),
+        (dict(impls=["broken"]), STATUS_ERROR, "every implementation failed"),
+        (dict(impls=["gpu_only"]), STATUS_SKIPPED, "no implementation can run"),
+    ],
+)
 def test_bad_jobs_are_results(only_test_entry, change, status, words):
     if torch.cuda.is_available() and change.get("impls") == ["gpu_only"]:
         pytest.skip("gpu_only runs on a GPU machine")
@@ -120,6 +131,7 @@ def test_choose_profiler(monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------ rocprofv3 reduction
+
 
 def fenced(text: str, dispatch_ids: set[int]) -> str:
     """The recorded sdk 1.0 trace with the named dispatches renamed to the fence kernel, as a profile_target run
@@ -161,8 +173,12 @@ def test_rocprofv3_window_between_the_last_two_fences():
 
 
 def test_rocprofv3_per_call_split_when_calls_repeat():
-    ds = sorted(profile.rocprofv3.parse_kernel_trace(
-        (FIXTURES / "rocprofv3_rocm6.2.1_mi300a_openmp_kernel_trace.csv").read_text()), key=lambda d: d.start_ns)[:8]
+    ds = sorted(
+        profile.rocprofv3.parse_kernel_trace(
+            (FIXTURES / "rocprofv3_rocm6.2.1_mi300a_openmp_kernel_trace.csv").read_text()
+        ),
+        key=lambda d: d.start_ns,
+    )[:8]
     names, durs = [d.name for d in ds], [float(d.duration_ns) for d in ds]
     assert profile._periodic_calls(names, durs, 2) == [sum(durs[:4]), sum(durs[4:])]
     assert profile._periodic_calls(names, durs, 3) is None
@@ -203,13 +219,33 @@ def test_find_rocprofv3_csvs_prefers_the_fenced_process(tmp_path):
 
 # ------------------------------------------------------------------------------------------ the child program
 
+
 def run_target(spec_obj: JobSpec, impl: str, tmp_path: Path, device: str) -> tuple[int, dict]:
-    env = dict(os.environ, KERNELFLEET_PLUGINS=PLUGIN,
-               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ,
+        KERNELFLEET_PLUGINS=PLUGIN,
+        PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+    )
     manifest = tmp_path / f"{impl}.json"
-    proc = subprocess.run([sys.executable, "-m", "workers.profile_target", spec_obj.to_json(), "--impl", impl,
-                           "--device", device, "--manifest", str(manifest)],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workers.profile_target",
+            spec_obj.to_json(),
+            "--impl",
+            impl,
+            "--device",
+            device,
+            "--manifest",
+            str(manifest),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert manifest.is_file(), proc.stderr
     return proc.returncode, json.loads(manifest.read_text())
 
@@ -217,8 +253,15 @@ def run_target(spec_obj: JobSpec, impl: str, tmp_path: Path, device: str) -> tup
 def test_profile_target_child_on_cpu(tmp_path):
     rc, manifest = run_target(spec(), "fused", tmp_path, "cpu")
     assert rc == 0, manifest["error"]
-    assert manifest == {"impl": "fused", "iters": 4, "warmup": 2, "device": "cpu", "fence": None, "status": "ok",
-                        "error": None}
+    assert manifest == {
+        "impl": "fused",
+        "iters": 4,
+        "warmup": 2,
+        "device": "cpu",
+        "fence": None,
+        "status": "ok",
+        "error": None,
+    }
     rc, manifest = run_target(spec(), "broken", tmp_path, "cpu")
     assert rc == 1 and manifest["status"] == "error" and "fails on purpose" in manifest["error"]
     spec_file = tmp_path / "spec.json"
@@ -228,10 +271,12 @@ def test_profile_target_child_on_cpu(tmp_path):
 
 # ------------------------------------------------------------------------------------------ on a GPU
 
+
 @GPU
 def test_gpu_device_kernels(only_test_entry):
-    result = profile.run(spec(impls=["eager", "fused", "gpu_only"], params={"iters": 5, "warmup": 2}),
-                         torch.device("cuda", 0))
+    result = profile.run(
+        spec(impls=["eager", "fused", "gpu_only"], params={"iters": 5, "warmup": 2}), torch.device("cuda", 0)
+    )
     assert result.status == STATUS_OK, result.error
     m = by_metric(result)
     # x * w + b launches two elementwise kernels, addcmul one
@@ -246,7 +291,8 @@ def test_gpu_device_kernels(only_test_entry):
 
 @GPU
 def test_fence_kernel_name_in_a_gpu_trace():
-    from torch.profiler import ProfilerActivity, profile as torch_profile
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
 
     name, launch = profile_target.make_fence(torch.device("cuda", 0))
     assert name == profile_target.FENCE_KERNEL

@@ -1,5 +1,6 @@
 """`python -m workers run --resume` after a results file whose last line was cut off (issue 21, point 4): the
 partial line is removed first (and said so), so the file stays readable and the cut job runs again."""
+
 from __future__ import annotations
 
 import subprocess
@@ -32,21 +33,46 @@ def test_a_cut_off_last_line_is_an_error_when_read(tmp_path):
 
 def test_resume_after_a_cut_off_line_truncates_it_and_runs_the_job_again(tmp_path):
     plan, out = tmp_path / "plan.jsonl", tmp_path / "results.jsonl"
-    p = subprocess.run([sys.executable, "-m", "orchestrator", "+sweep=smoke", "dry_run=true", f"plan_out={plan}",
-                        "sweep.kernels=[rmsnorm]", "sweep.shapes=[[1,8,64]]", "sweep.dtypes=[bf16]",
-                        "sweep.kinds=[correctness]"], capture_output=True, text=True, timeout=300, cwd=REPO)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "+sweep=smoke",
+            "dry_run=true",
+            f"plan_out={plan}",
+            "sweep.kernels=[rmsnorm]",
+            "sweep.shapes=[[1,8,64]]",
+            "sweep.dtypes=[bf16]",
+            "sweep.kinds=[correctness]",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     header, specs = runner.read_plan(plan)
     # a results file as an interrupted `workers run` leaves it: the header, then half of the job's line
     complete = tmp_path / "complete.jsonl"
-    w = subprocess.run([sys.executable, "-m", "workers", "run", str(plan), "--out", str(complete)],
-                       capture_output=True, text=True, timeout=300, cwd=REPO)
+    w = subprocess.run(
+        [sys.executable, "-m", "workers", "run", str(plan), "--out", str(complete)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
     assert w.returncode == 0, w.stdout + w.stderr
     lines = complete.read_bytes().splitlines(keepends=True)
     assert len(lines) == 1 + len(specs) == 2
     out.write_bytes(lines[0] + lines[1][: len(lines[1]) // 2])
-    r = subprocess.run([sys.executable, "-m", "workers", "run", str(plan), "--out", str(out), "--resume"],
-                       capture_output=True, text=True, timeout=300, cwd=REPO)
+    r = subprocess.run(
+        [sys.executable, "-m", "workers", "run", str(plan), "--out", str(out), "--resume"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     said = " ".join(r.stderr.split())  # rich wraps long lines
     assert "its last line was cut off" in said and "removed it" in said

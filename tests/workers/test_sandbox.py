@@ -1,4 +1,5 @@
 """The sandbox keeps going through crashing, exiting and hanging jobs, and records each as what it was."""
+
 from __future__ import annotations
 
 import time
@@ -8,13 +9,27 @@ from workers.spec import JobSpec
 
 
 def _spec(kernel: str, key: str, timeout_s: float = 120.0) -> JobSpec:
-    return JobSpec(kind="correctness", kernel=kernel, shape=[16], dtype="fp32", impls=["boom"], key=key,
-                   params={"timeout_s": timeout_s, "seed": 1})
+    return JobSpec(
+        kind="correctness",
+        kernel=kernel,
+        shape=[16],
+        dtype="fp32",
+        impls=["boom"],
+        key=key,
+        params={"timeout_s": timeout_s, "seed": 1},
+    )
 
 
 def test_faults_are_recorded_and_the_rest_completes():
-    specs = [_spec("noop", "a"), _spec("fault_segv", "b"), _spec("noop", "c"), _spec("fault_hang", "d", 4.0),
-             _spec("fault_exit", "e"), _spec("fault_raise", "f"), _spec("noop", "g")]
+    specs = [
+        _spec("noop", "a"),
+        _spec("fault_segv", "b"),
+        _spec("noop", "c"),
+        _spec("fault_hang", "d", 4.0),
+        _spec("fault_exit", "e"),
+        _spec("fault_raise", "f"),
+        _spec("noop", "g"),
+    ]
     t0 = time.monotonic()
     results = list(runner.run(specs, node_id="test"))
     elapsed = time.monotonic() - t0
@@ -32,8 +47,15 @@ def test_faults_are_recorded_and_the_rest_completes():
 
 
 def test_unknown_kernel_is_an_error_result_not_a_crash():
-    spec = JobSpec(kind="micro", kernel="no_such_kernel", shape=[4], dtype="fp32", impls=["eager"], key="k",
-                   params={"timeout_s": 60})
+    spec = JobSpec(
+        kind="micro",
+        kernel="no_such_kernel",
+        shape=[4],
+        dtype="fp32",
+        impls=["eager"],
+        key="k",
+        params={"timeout_s": 60},
+    )
     (res,) = list(runner.run([spec]))
     assert res.status == "error"
     assert "unknown kernel 'no_such_kernel'" in res.error
@@ -54,10 +76,14 @@ def test_the_sandbox_dies_with_the_process_that_started_it(tmp_path):
         "spec = JobSpec(kind='correctness', kernel='fault_hang', shape=[16], dtype='fp32', impls=['boom'], key='h',"
         " params={'timeout_s': 600})\n"
         "for r in runner.run([spec]):\n"
-        "    pass\n")
+        "    pass\n"
+    )
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    parent = subprocess.Popen([sys.executable, str(script)], cwd=repo,
-                              env={**os.environ, "PYTHONPATH": repo, "KERNELFLEET_MEASURE_CEILING": "0"})
+    parent = subprocess.Popen(
+        [sys.executable, str(script)],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": repo, "KERNELFLEET_MEASURE_CEILING": "0"},
+    )
     child_pid = None
     deadline = time.monotonic() + 120
     while child_pid is None and time.monotonic() < deadline:
@@ -84,12 +110,33 @@ def test_a_child_that_profiled_runs_device_timed_jobs_and_is_retired_before_a_ho
     micro) go on in that child; a job that times host work (e2e, profile) gets a fresh one."""
     from workers import sandbox
 
-    prof = JobSpec(kind="profile", kernel="rmsnorm", shape=[4, 64], dtype="fp32", impls=["eager"], key="p",
-                   params={"iters": 2, "warmup": 1, "timeout_s": 120})
-    e2e = JobSpec(kind="e2e", model="no-such-model", shape=[9, 64, 64], dtype="bf16", impls=["eager"], key="e",
-                  params={"timeout_s": 120})
-    micro = JobSpec(kind="micro", kernel="noop", shape=[16], dtype="fp32", impls=["eager"], key="m",
-                    params={"warmup_ms": 1, "rep_ms": 2, "rounds": 1, "timeout_s": 120})
+    prof = JobSpec(
+        kind="profile",
+        kernel="rmsnorm",
+        shape=[4, 64],
+        dtype="fp32",
+        impls=["eager"],
+        key="p",
+        params={"iters": 2, "warmup": 1, "timeout_s": 120},
+    )
+    e2e = JobSpec(
+        kind="e2e",
+        model="no-such-model",
+        shape=[9, 64, 64],
+        dtype="bf16",
+        impls=["eager"],
+        key="e",
+        params={"timeout_s": 120},
+    )
+    micro = JobSpec(
+        kind="micro",
+        kernel="noop",
+        shape=[16],
+        dtype="fp32",
+        impls=["eager"],
+        key="m",
+        params={"warmup_ms": 1, "rep_ms": 2, "rounds": 1, "timeout_s": 120},
+    )
     specs = [_spec("noop", "a"), prof, _spec("noop", "b"), micro, e2e, _spec("noop", "c")]
     info = sandbox.ChildInfo()
     pids = []

@@ -1,4 +1,5 @@
 """workers.timing: samples per repeat, the flush modes, graph replay on a GPU."""
+
 import pytest
 import torch
 

@@ -13,6 +13,7 @@ Each parser takes the tool's text (never a path) and returns plain dataclasses/d
 
 Profiler parsers all produce :class:`KernelRow` lists, so a profile looks the same whichever tool measured it.
 """
+
 from workers.parsers.kernel_row import KernelRow, rows_from_durations
 
 __all__ = ["KernelRow", "rows_from_durations"]

@@ -8,6 +8,7 @@ work-item), ``.group_segment_fixed_size`` (LDS bytes per workgroup), ``.wavefron
 reads the access width of a global/buffer/flat load or store from its mnemonic, in both spellings: CDNA's
 (``global_load_dwordx4``, ``buffer_store_short``) and RDNA4's (``global_load_b128``, ``buffer_store_b16``).
 """
+
 from __future__ import annotations
 
 import re
@@ -18,13 +19,40 @@ from dataclasses import dataclass, field
 # not global traffic of the kind a memory-bound kernel is judged by; scratch_* is spilling).
 _VMEM = re.compile(r"^(global|buffer|flat)_(load|store)_(.+)$")
 _WIDTH_BITS = {
-    "dword": 32, "dwordx2": 64, "dwordx3": 96, "dwordx4": 128,
-    "b32": 32, "b64": 64, "b96": 96, "b128": 128,
-    "short": 16, "ushort": 16, "sshort": 16, "u16": 16, "i16": 16, "b16": 16,
-    "short_d16": 16, "short_d16_hi": 16, "d16_b16": 16, "d16_hi_b16": 16,
-    "byte": 8, "ubyte": 8, "sbyte": 8, "u8": 8, "i8": 8, "b8": 8,
-    "ubyte_d16": 8, "sbyte_d16": 8, "ubyte_d16_hi": 8, "sbyte_d16_hi": 8, "d16_u8": 8, "d16_i8": 8,
-    "d16_hi_u8": 8, "d16_hi_i8": 8, "d16_hi_b8": 8, "byte_d16_hi": 8,
+    "dword": 32,
+    "dwordx2": 64,
+    "dwordx3": 96,
+    "dwordx4": 128,
+    "b32": 32,
+    "b64": 64,
+    "b96": 96,
+    "b128": 128,
+    "short": 16,
+    "ushort": 16,
+    "sshort": 16,
+    "u16": 16,
+    "i16": 16,
+    "b16": 16,
+    "short_d16": 16,
+    "short_d16_hi": 16,
+    "d16_b16": 16,
+    "d16_hi_b16": 16,
+    "byte": 8,
+    "ubyte": 8,
+    "sbyte": 8,
+    "u8": 8,
+    "i8": 8,
+    "b8": 8,
+    "ubyte_d16": 8,
+    "sbyte_d16": 8,
+    "ubyte_d16_hi": 8,
+    "sbyte_d16_hi": 8,
+    "d16_u8": 8,
+    "d16_i8": 8,
+    "d16_hi_u8": 8,
+    "d16_hi_i8": 8,
+    "d16_hi_b8": 8,
+    "byte_d16_hi": 8,
 }
 # Transcendental and conversion instructions (VALU): v_exp_f32, v_log_f32, v_rsq_f32, v_rcp_f32, v_sqrt_f32,
 # v_sin/v_cos, and every v_cvt_*.
@@ -58,8 +86,11 @@ class AmdgcnKernel:
 
     def unknown_memory_ops(self) -> list[str]:
         """Global/buffer/flat loads and stores whose width this parser cannot read (atomics are not counted)."""
-        return sorted(m for m in self.instructions if _VMEM.match(m) and memory_width(m) is None
-                      and "atomic" not in m and "lds" not in m)
+        return sorted(
+            m
+            for m in self.instructions
+            if _VMEM.match(m) and memory_width(m) is None and "atomic" not in m and "lds" not in m
+        )
 
     def transcendentals(self) -> int:
         return sum(n for m, n in self.instructions.items() if _TRANSCENDENTAL.match(m))

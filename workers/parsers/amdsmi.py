@@ -6,6 +6,7 @@ Text: ``KEY: value`` blocks indented under ``GPU: N``; missing values print as `
 Keys are matched case-insensitively, so the text form (``MARKET_NAME``) and the JSON form (``market_name``) read the
 same.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ from typing import Any
 from workers.parsers.text_values import is_missing, leading_int, number, strip_ansi
 
 _GPU_HEADER = re.compile(r"^GPU:\s*(\d+)\s*$")
-_UNIT_BYTES = {"b": 1, "kb": 1024, "kib": 1024, "mb": 1024 ** 2, "mib": 1024 ** 2, "gb": 1024 ** 3, "gib": 1024 ** 3}
+_UNIT_BYTES = {"b": 1, "kb": 1024, "kib": 1024, "mb": 1024**2, "mib": 1024**2, "gb": 1024**3, "gib": 1024**3}
 
 
 def parse_json(text: str) -> list[dict[str, Any]]:
@@ -138,7 +139,7 @@ def static_info(gpu: dict[str, Any]) -> AmdGpuStatic:
             vram_value = parts[0] if parts else vram_value
         n = number(str(vram_value))
         if n is not None:
-            vram_bytes = int(n * _UNIT_BYTES.get(vram_unit.lower(), 1024 ** 2))  # amd-smi reports MB by default
+            vram_bytes = int(n * _UNIT_BYTES.get(vram_unit.lower(), 1024**2))  # amd-smi reports MB by default
 
     def text(*path: str) -> str | None:
         v, _ = leaf_value(lookup(gpu, *path))

@@ -1,4 +1,5 @@
 """The one per-kernel row every profiler adapter produces, whatever tool measured it."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -44,8 +45,17 @@ def rows_from_durations(durations: Iterable[tuple[str, float]]) -> list[KernelRo
         n = len(durs)
         mean = total / n
         var = sum((d - mean) ** 2 for d in durs) / n
-        rows.append(KernelRow(name=name, calls=n, total_ns=total, avg_ns=mean,
-                              pct=100.0 * total / grand if grand > 0 else 0.0,
-                              min_ns=min(durs), max_ns=max(durs), stddev_ns=var ** 0.5))
+        rows.append(
+            KernelRow(
+                name=name,
+                calls=n,
+                total_ns=total,
+                avg_ns=mean,
+                pct=100.0 * total / grand if grand > 0 else 0.0,
+                min_ns=min(durs),
+                max_ns=max(durs),
+                stddev_ns=var**0.5,
+            )
+        )
     rows.sort(key=lambda r: (-r.total_ns, r.name))
     return rows

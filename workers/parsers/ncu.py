@@ -9,6 +9,7 @@ header of metric names, then a units row (its first cells empty), then one row p
 ncu's ``Grid Size`` counts blocks (``launch__grid_size`` is their product); names are demangled in ncu's own style
 (``at::<unnamed>::``), which differs from CUPTI's/the torch profiler's (``at::(anonymous namespace)::``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -17,8 +18,19 @@ from workers.parsers.kernel_row import KernelRow, rows_from_durations
 from workers.parsers.text_values import csv_rows, int_triple, integer, number
 
 # Time units ncu prints, to nanoseconds.
-_TIME_TO_NS = {"ns": 1.0, "nsecond": 1.0, "nanosecond": 1.0, "us": 1e3, "usecond": 1e3, "microsecond": 1e3,
-               "ms": 1e6, "msecond": 1e6, "millisecond": 1e6, "s": 1e9, "second": 1e9}
+_TIME_TO_NS = {
+    "ns": 1.0,
+    "nsecond": 1.0,
+    "nanosecond": 1.0,
+    "us": 1e3,
+    "usecond": 1e3,
+    "microsecond": 1e3,
+    "ms": 1e6,
+    "msecond": 1e6,
+    "millisecond": 1e6,
+    "s": 1e9,
+    "second": 1e9,
+}
 _RAW_DURATION = "gpu__time_duration.sum"
 
 
@@ -66,9 +78,11 @@ class NcuKernel:
     @property
     def duration_ns(self) -> float | None:
         """GPU time of the kernel: raw ``gpu__time_duration.sum`` or the details page's Speed-Of-Light ``Duration``."""
-        m = self.metrics.get(_RAW_DURATION) or next(
-            (m for m in self.metrics.values() if m.name == "Duration" and "Speed Of Light" in m.section), None) \
+        m = (
+            self.metrics.get(_RAW_DURATION)
+            or next((m for m in self.metrics.values() if m.name == "Duration" and "Speed Of Light" in m.section), None)
             or self.metric("Duration")
+        )
         if m is None or m.value is None:
             return None
         scale = _TIME_TO_NS.get(m.unit.strip().lower())
@@ -113,13 +127,23 @@ def parse_details(text: str) -> list[NcuKernel]:
         if metric_name:
             text_value = rec.get("Metric Value", "")
             kernel.metrics[f"{section}/{metric_name}"] = NcuMetric(
-                section=section, name=metric_name, unit=rec.get("Metric Unit", ""), text=text_value,
-                value=number(text_value))
+                section=section,
+                name=metric_name,
+                unit=rec.get("Metric Unit", ""),
+                text=text_value,
+                value=number(text_value),
+            )
         elif rec.get("Rule Name"):
-            kernel.rules.append(NcuRule(
-                section=section, rule=rec["Rule Name"], rule_type=rec.get("Rule Type", ""),
-                description=rec.get("Rule Description", ""), speedup_type=rec.get("Estimated Speedup Type", ""),
-                speedup=number(rec.get("Estimated Speedup"))))
+            kernel.rules.append(
+                NcuRule(
+                    section=section,
+                    rule=rec["Rule Name"],
+                    rule_type=rec.get("Rule Type", ""),
+                    description=rec.get("Rule Description", ""),
+                    speedup_type=rec.get("Estimated Speedup Type", ""),
+                    speedup=number(rec.get("Estimated Speedup")),
+                )
+            )
     return list(kernels.values())
 
 
@@ -137,8 +161,20 @@ def parse_raw(text: str) -> list[NcuKernel]:
     if body and not body[0][0].strip():  # the units row: its ID cell (and the other identity cells) are empty
         units = body[0] + [""] * (len(header) - len(body[0]))
         body = body[1:]
-    identity = {"ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
-                "Grid Size", "Device", "CC", "Kernel Time"}
+    identity = {
+        "ID",
+        "Process ID",
+        "Process Name",
+        "Host Name",
+        "Kernel Name",
+        "Context",
+        "Stream",
+        "Block Size",
+        "Grid Size",
+        "Device",
+        "CC",
+        "Kernel Time",
+    }
     kernels = []
     for row in body:
         rec = dict(zip(header, row))

@@ -4,6 +4,7 @@ The separator is ``", "`` (comma and space).  With a header the names carry thei
 (``memory.total [MiB]``) and, without ``nounits``, every value carries its unit (``143771 MiB``).  Without a header the
 caller says which fields were queried.  Missing values print as ``[N/A]`` or ``N/A``.
 """
+
 from __future__ import annotations
 
 import csv
@@ -22,7 +23,8 @@ _UNIT_IN_NAME = re.compile(r"^(?P<name>[^\[]+?)\s*\[(?P<unit>[^\]]*)\]\s*$")
 def parse_query(text: str, fields: Sequence[str] | None = None) -> list[dict[str, str | None]]:
     """One dict per GPU line, keyed by field name (units stripped from names and values).
 
-    ``fields`` is needed for ``noheader`` output; with a header it may be left out.  If ``fields`` is given and the first
+    ``fields`` is needed for ``noheader`` output; with a header it may be left out.  If ``fields`` is given and the
+    first
     line is that header anyway, the header is recognised and skipped.
     """
     rows = [r for r in csv.reader(io.StringIO(text.strip()), skipinitialspace=True) if r and any(c.strip() for c in r)]
@@ -84,11 +86,13 @@ def parse_gpus(text: str, fields: Sequence[str] | None = DEVICE_QUERY_FIELDS) ->
     gpus = []
     for rec in parse_query(text, fields):
         mem = number(rec.get("memory.total"))
-        gpus.append(NvidiaGpu(
-            index=integer(rec.get("index")),
-            name=rec.get("name") or "",
-            memory_total_mib=None if mem is None else int(mem),
-            driver_version=rec.get("driver_version"),
-            compute_cap=rec.get("compute_cap"),
-        ))
+        gpus.append(
+            NvidiaGpu(
+                index=integer(rec.get("index")),
+                name=rec.get("name") or "",
+                memory_total_mib=None if mem is None else int(mem),
+                driver_version=rec.get("driver_version"),
+                compute_cap=rec.get("compute_cap"),
+            )
+        )
     return gpus

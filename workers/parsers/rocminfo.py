@@ -9,6 +9,7 @@ have a ``Compute Unit`` too, so GPUs are told apart by ``Device Type: GPU``); ne
 The agent ``Name`` is the gfx target and, with ``Chip ID``, what identifies the part: ``Marketing Name`` is not
 reliable (an MI300X shows ``AMD Radeon Graphics`` under ROCm 7.1.1).
 """
+
 from __future__ import annotations
 
 import re
@@ -213,5 +214,9 @@ def parse(text: str) -> RocminfoReport:
         elif current is not None:
             current.nested(stripped)
     finish()
-    return RocminfoReport(kernel_module_version=kernel_module, runtime_version=system.get("Runtime Version", ""),
-                          system=system, agents=agents)
+    return RocminfoReport(
+        kernel_module_version=kernel_module,
+        runtime_version=system.get("Runtime Version", ""),
+        system=system,
+        agents=agents,
+    )

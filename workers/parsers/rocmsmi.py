@@ -5,6 +5,7 @@ between options and versions, so they are kept as printed.  The concise table ha
 differs between Instinct and Radeon parts (``(Junction)``/``(Socket)`` vs ``(Edge)``/``(Avg)``), a second header line
 of sub-labels (may carry an ANSI italic escape), and may be preceded by ``watch``'s header.
 """
+
 from __future__ import annotations
 
 import json
@@ -71,7 +72,7 @@ def parse_concise(text: str) -> list[ConciseRow]:
     for col, label in zip([c for c in columns if c in ("IDs", "Temp", "Power", "Partitions")], sub_labels):
         sub_by_column[col] = label.strip()
     rows: list[ConciseRow] = []
-    for line in lines[header_at + 1:]:
+    for line in lines[header_at + 1 :]:
         if not line or not line.lstrip()[:1].isdigit():
             continue
         tokens = re.sub(r",\s+", ",", line.strip()).split()
@@ -81,25 +82,27 @@ def parse_concise(text: str) -> list[ConciseRow]:
         ids = cells.get("IDs", "").split(",")
         parts = cells.get("Partitions", "").split(",")
         part = [None if is_missing(p) else p for p in parts] + [None, None, None]
-        rows.append(ConciseRow(
-            device=int(cells["Device"]),
-            node=leading_int(cells.get("Node")),
-            device_id=leading_int(ids[0]) if ids and ids[0] else None,
-            guid=ids[1] if len(ids) > 1 and not is_missing(ids[1]) else None,
-            temp_c=_unit_number(cells.get("Temp")),
-            temp_sensor=sub_by_column.get("Temp", ""),
-            power_w=_unit_number(cells.get("Power")),
-            power_kind=sub_by_column.get("Power", ""),
-            memory_partition=part[0],
-            compute_partition=part[1],
-            partition_id=part[2],
-            sclk_mhz=_unit_number(cells.get("SCLK")),
-            mclk_mhz=_unit_number(cells.get("MCLK")),
-            fan_pct=_unit_number(cells.get("Fan")),
-            perf=None if is_missing(cells.get("Perf")) else cells.get("Perf"),
-            power_cap_w=_unit_number(cells.get("PwrCap")),
-            vram_pct=_unit_number(cells.get("VRAM%")),
-            gpu_pct=_unit_number(cells.get("GPU%")),
-            cells=cells,
-        ))
+        rows.append(
+            ConciseRow(
+                device=int(cells["Device"]),
+                node=leading_int(cells.get("Node")),
+                device_id=leading_int(ids[0]) if ids and ids[0] else None,
+                guid=ids[1] if len(ids) > 1 and not is_missing(ids[1]) else None,
+                temp_c=_unit_number(cells.get("Temp")),
+                temp_sensor=sub_by_column.get("Temp", ""),
+                power_w=_unit_number(cells.get("Power")),
+                power_kind=sub_by_column.get("Power", ""),
+                memory_partition=part[0],
+                compute_partition=part[1],
+                partition_id=part[2],
+                sclk_mhz=_unit_number(cells.get("SCLK")),
+                mclk_mhz=_unit_number(cells.get("MCLK")),
+                fan_pct=_unit_number(cells.get("Fan")),
+                perf=None if is_missing(cells.get("Perf")) else cells.get("Perf"),
+                power_cap_w=_unit_number(cells.get("PwrCap")),
+                vram_pct=_unit_number(cells.get("VRAM%")),
+                gpu_pct=_unit_number(cells.get("GPU%")),
+                cells=cells,
+            )
+        )
     return rows

@@ -5,6 +5,7 @@ Percentage a full double).  Names end in `` [clone .kd]`` (C++ kernels) or ``.kd
 ``clean_name`` removes that suffix so names compare with rocprofv3's.  ``results.csv`` has one row per dispatch;
 ``grd`` counts work-items.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,13 +27,15 @@ def parse_stats(text: str, strip_kd: bool = True) -> list[KernelRow]:
         missing = [c for c in ("Name", "Calls", "TotalDurationNs", "AverageNs", "Percentage") if c not in rec]
         if missing:
             raise ValueError(f"not a rocprof results.stats.csv: no column(s) {missing}")
-        rows.append(KernelRow(
-            name=clean_name(rec["Name"]) if strip_kd else rec["Name"],
-            calls=integer(rec["Calls"]) or 0,
-            total_ns=number(rec["TotalDurationNs"]) or 0.0,
-            avg_ns=number(rec["AverageNs"]) or 0.0,
-            pct=number(rec["Percentage"]) or 0.0,
-        ))
+        rows.append(
+            KernelRow(
+                name=clean_name(rec["Name"]) if strip_kd else rec["Name"],
+                calls=integer(rec["Calls"]) or 0,
+                total_ns=number(rec["TotalDurationNs"]) or 0.0,
+                avg_ns=number(rec["AverageNs"]) or 0.0,
+                pct=number(rec["Percentage"]) or 0.0,
+            )
+        )
     return rows
 
 
@@ -68,11 +71,25 @@ def parse_results(text: str, strip_kd: bool = True) -> list[LegacyDispatch]:
         begin, end, dur = i("BeginNs"), i("EndNs"), i("DurationNs")
         if dur is None and begin is not None and end is not None:
             dur = end - begin
-        out.append(LegacyDispatch(
-            index=i("Index"), name=clean_name(rec["KernelName"]) if strip_kd else rec["KernelName"],
-            gpu_id=i("gpu-id"), queue_id=i("queue-id"), grid_work_items=i("grd"), workgroup=i("wgr"),
-            lds_bytes=i("lds"), scratch_bytes=i("scr"), arch_vgpr=i("arch_vgpr"), accum_vgpr=i("accum_vgpr"),
-            sgpr=i("sgpr"), wave_size=i("wave_size"), begin_ns=begin, end_ns=end, duration_ns=dur))
+        out.append(
+            LegacyDispatch(
+                index=i("Index"),
+                name=clean_name(rec["KernelName"]) if strip_kd else rec["KernelName"],
+                gpu_id=i("gpu-id"),
+                queue_id=i("queue-id"),
+                grid_work_items=i("grd"),
+                workgroup=i("wgr"),
+                lds_bytes=i("lds"),
+                scratch_bytes=i("scr"),
+                arch_vgpr=i("arch_vgpr"),
+                accum_vgpr=i("accum_vgpr"),
+                sgpr=i("sgpr"),
+                wave_size=i("wave_size"),
+                begin_ns=begin,
+                end_ns=end,
+                duration_ns=dur,
+            )
+        )
     return out
 
 

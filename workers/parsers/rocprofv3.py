@@ -11,6 +11,7 @@ Columns are always found by header name, never by position:
   for small values (``5.384e-04``).
 * ``Grid_Size_*`` counts work-items (threads), not workgroups.
 """
+
 from __future__ import annotations
 
 import re
@@ -102,25 +103,27 @@ def parse_kernel_trace(text: str) -> list[KernelDispatch]:
             end = start + _int(rec, "Duration")  # type: ignore[operator]  # rocpd convert may add Duration
         if start is None or end is None:
             continue
-        out.append(KernelDispatch(
-            name=rec["Kernel_Name"],
-            start_ns=start,
-            end_ns=end,
-            agent=rec.get("Agent_Id", "").strip(),
-            queue_id=_int(rec, "Queue_Id"),
-            kernel_id=_int(rec, "Kernel_Id"),
-            correlation_id=_int(rec, "Correlation_Id"),
-            dispatch_id=_int(rec, "Dispatch_Id"),
-            thread_id=_int(rec, "Thread_Id"),
-            stream_id=_int(rec, "Stream_Id"),
-            workgroup=_triple(rec, "Workgroup_Size"),
-            grid_work_items=_triple(rec, "Grid_Size"),
-            lds_bytes=_int(rec, "LDS_Block_Size") if "LDS_Block_Size" in rec else _int(rec, "Group_Segment_Size"),
-            scratch_bytes=_int(rec, "Scratch_Size") if "Scratch_Size" in rec else _int(rec, "Private_Segment_Size"),
-            vgpr=_int(rec, "VGPR_Count"),
-            accum_vgpr=_int(rec, "Accum_VGPR_Count"),
-            sgpr=_int(rec, "SGPR_Count"),
-        ))
+        out.append(
+            KernelDispatch(
+                name=rec["Kernel_Name"],
+                start_ns=start,
+                end_ns=end,
+                agent=rec.get("Agent_Id", "").strip(),
+                queue_id=_int(rec, "Queue_Id"),
+                kernel_id=_int(rec, "Kernel_Id"),
+                correlation_id=_int(rec, "Correlation_Id"),
+                dispatch_id=_int(rec, "Dispatch_Id"),
+                thread_id=_int(rec, "Thread_Id"),
+                stream_id=_int(rec, "Stream_Id"),
+                workgroup=_triple(rec, "Workgroup_Size"),
+                grid_work_items=_triple(rec, "Grid_Size"),
+                lds_bytes=_int(rec, "LDS_Block_Size") if "LDS_Block_Size" in rec else _int(rec, "Group_Segment_Size"),
+                scratch_bytes=_int(rec, "Scratch_Size") if "Scratch_Size" in rec else _int(rec, "Private_Segment_Size"),
+                vgpr=_int(rec, "VGPR_Count"),
+                accum_vgpr=_int(rec, "Accum_VGPR_Count"),
+                sgpr=_int(rec, "SGPR_Count"),
+            )
+        )
     return out
 
 
@@ -137,16 +140,18 @@ def parse_stats(text: str) -> list[KernelRow]:
         missing = [c for c in STATS_COLUMNS[:5] if c not in rec]
         if missing:
             raise ValueError(f"not a rocprofv3 stats file: no column(s) {missing}")
-        rows.append(KernelRow(
-            name=rec["Name"],
-            calls=integer(rec["Calls"]) or 0,
-            total_ns=number(rec["TotalDurationNs"]) or 0.0,
-            avg_ns=number(rec["AverageNs"]) or 0.0,
-            pct=number(rec["Percentage"]) or 0.0,
-            min_ns=number(rec.get("MinNs")),
-            max_ns=number(rec.get("MaxNs")),
-            stddev_ns=number(rec.get("StdDev")),
-        ))
+        rows.append(
+            KernelRow(
+                name=rec["Name"],
+                calls=integer(rec["Calls"]) or 0,
+                total_ns=number(rec["TotalDurationNs"]) or 0.0,
+                avg_ns=number(rec["AverageNs"]) or 0.0,
+                pct=number(rec["Percentage"]) or 0.0,
+                min_ns=number(rec.get("MinNs")),
+                max_ns=number(rec.get("MaxNs")),
+                stddev_ns=number(rec.get("StdDev")),
+            )
+        )
     return rows
 
 
@@ -174,10 +179,18 @@ def parse_api_trace(text: str) -> list[ApiCall]:
         start, end = _int(rec, "Start_Timestamp"), _int(rec, "End_Timestamp")
         if start is None or end is None or "Function" not in rec:
             raise ValueError("not a rocprofv3 API trace: needs Function, Start_Timestamp and End_Timestamp")
-        calls.append(ApiCall(domain=rec.get("Domain", ""), function=rec["Function"],
-                             process_id=_int(rec, "Process_Id"), thread_id=_int(rec, "Thread_Id"),
-                             correlation_id=_int(rec, "Correlation_Id"), start_ns=start, end_ns=end,
-                             guid=rec.get("Guid")))
+        calls.append(
+            ApiCall(
+                domain=rec.get("Domain", ""),
+                function=rec["Function"],
+                process_id=_int(rec, "Process_Id"),
+                thread_id=_int(rec, "Thread_Id"),
+                correlation_id=_int(rec, "Correlation_Id"),
+                start_ns=start,
+                end_ns=end,
+                guid=rec.get("Guid"),
+            )
+        )
     return calls
 
 
@@ -202,12 +215,20 @@ def parse_counter_collection(text: str) -> list[CounterSample]:
     for rec in csv_records(text):
         if "Counter_Name" not in rec or "Counter_Value" not in rec:
             raise ValueError("not a rocprofv3 counter collection: needs Counter_Name and Counter_Value")
-        out.append(CounterSample(
-            dispatch_id=_int(rec, "Dispatch_Id"), correlation_id=_int(rec, "Correlation_Id"),
-            agent=rec.get("Agent_Id", ""), kernel_name=rec.get("Kernel_Name", ""), counter=rec["Counter_Name"],
-            value=number(rec["Counter_Value"]), grid_size=_int(rec, "Grid_Size"),
-            workgroup_size=_int(rec, "Workgroup_Size"), start_ns=_int(rec, "Start_Timestamp"),
-            end_ns=_int(rec, "End_Timestamp")))
+        out.append(
+            CounterSample(
+                dispatch_id=_int(rec, "Dispatch_Id"),
+                correlation_id=_int(rec, "Correlation_Id"),
+                agent=rec.get("Agent_Id", ""),
+                kernel_name=rec.get("Kernel_Name", ""),
+                counter=rec["Counter_Name"],
+                value=number(rec["Counter_Value"]),
+                grid_size=_int(rec, "Grid_Size"),
+                workgroup_size=_int(rec, "Workgroup_Size"),
+                start_ns=_int(rec, "Start_Timestamp"),
+                end_ns=_int(rec, "End_Timestamp"),
+            )
+        )
     return out
 
 
@@ -228,12 +249,21 @@ class ProfiledAgent:
 
 
 def parse_agent_info(text: str) -> list[ProfiledAgent]:
-    return [ProfiledAgent(
-        node_id=_int(rec, "Node_Id"), agent_type=rec.get("Agent_Type", ""), name=rec.get("Name", ""),
-        product_name=rec.get("Product_Name", ""), compute_units=_int(rec, "Cu_Count"),
-        wave_front_size=_int(rec, "Wave_Front_Size"), simd_count=_int(rec, "Simd_Count"),
-        device_id=_int(rec, "Device_Id"), gfx_target_version=_int(rec, "Gfx_Target_Version"), fields=rec)
-        for rec in csv_records(text)]
+    return [
+        ProfiledAgent(
+            node_id=_int(rec, "Node_Id"),
+            agent_type=rec.get("Agent_Type", ""),
+            name=rec.get("Name", ""),
+            product_name=rec.get("Product_Name", ""),
+            compute_units=_int(rec, "Cu_Count"),
+            wave_front_size=_int(rec, "Wave_Front_Size"),
+            simd_count=_int(rec, "Simd_Count"),
+            device_id=_int(rec, "Device_Id"),
+            gfx_target_version=_int(rec, "Gfx_Target_Version"),
+            fields=rec,
+        )
+        for rec in csv_records(text)
+    ]
 
 
 def parse_records(text: str) -> list[dict[str, Any]]:
@@ -265,8 +295,9 @@ class SummaryRow:
     stddev_ns: float | None
 
     def kernel_row(self) -> KernelRow:
-        return KernelRow(self.name, self.calls, self.total_ns, self.avg_ns, self.pct, self.min_ns, self.max_ns,
-                         self.stddev_ns)
+        return KernelRow(
+            self.name, self.calls, self.total_ns, self.avg_ns, self.pct, self.min_ns, self.max_ns, self.stddev_ns
+        )
 
 
 _SUMMARY_TITLE = re.compile(r"^ROCPROFV3\s+(\S+)\s+SUMMARY:\s*$")
@@ -300,9 +331,17 @@ def parse_summary(text: str) -> dict[str, list[SummaryRow]]:
         def col(prefix: str) -> str | None:
             return next((v for k, v in rec.items() if k.startswith(prefix)), None)
 
-        sections[current].append(SummaryRow(
-            name=rec.get("NAME", ""), domain=rec.get("DOMAIN", ""), calls=integer(col("CALLS")) or 0,
-            total_ns=number(col("DURATION")) or 0.0, avg_ns=number(col("AVERAGE")) or 0.0,
-            pct=number(col("PERCENT")) or 0.0, min_ns=number(col("MIN")), max_ns=number(col("MAX")),
-            stddev_ns=number(col("STDDEV"))))
+        sections[current].append(
+            SummaryRow(
+                name=rec.get("NAME", ""),
+                domain=rec.get("DOMAIN", ""),
+                calls=integer(col("CALLS")) or 0,
+                total_ns=number(col("DURATION")) or 0.0,
+                avg_ns=number(col("AVERAGE")) or 0.0,
+                pct=number(col("PERCENT")) or 0.0,
+                min_ns=number(col("MIN")),
+                max_ns=number(col("MAX")),
+                stddev_ns=number(col("STDDEV")),
+            )
+        )
     return sections

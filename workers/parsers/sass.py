@@ -6,6 +6,7 @@ listing gives the instruction mix: global loads and stores by width (``LDG.E.128
 ``LDG.E`` 32), ``MUFU.*`` (the transcendental unit: ex2, lg2, rsq, rcp, sqrt, sin, cos) and conversions
 (``F2F``, ``F2FP``, ``I2F``, ``F2I``).
 """
+
 from __future__ import annotations
 
 import re

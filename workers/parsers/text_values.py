@@ -4,6 +4,7 @@ Every tool-output parser in this package goes through these few functions, so th
 (ANSI colour codes, ``64(0x40)`` values, thousands separators, ``N/A``, CSV blocks mixed with log lines) are
 handled in one place.
 """
+
 from __future__ import annotations
 
 import csv
@@ -74,7 +75,8 @@ def int_triple(value: str | None) -> tuple[int, int, int] | None:
 
 
 def csv_rows(text: str) -> list[list[str]]:
-    """RFC-4180 rows (names with commas inside quotes stay whole); blank lines dropped; no newline at the end is fine."""
+    """RFC-4180 rows (names with commas inside quotes stay whole); blank lines dropped; no newline at the end is
+    fine."""
     reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
     return [row for row in reader if row and any(cell.strip() for cell in row)]
 

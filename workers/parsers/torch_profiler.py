@@ -10,6 +10,7 @@ Host ops are ``cpu_op`` (``Operator`` in 2021), ``record_function`` ranges ``use
 The table has fixed-width columns (the dashed rule above the header gives their extents), names cut to 55
 characters, times with unit suffixes, and ``Self CPU time total`` / ``Self CUDA time total`` footers.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -63,18 +64,20 @@ class ChromeTrace:
         out = []
         for e in self.complete_events(KERNEL_CATEGORIES):
             args = e.get("args") or {}
-            out.append(TraceKernel(
-                name=str(e.get("name", "")),
-                ts_us=float(e.get("ts", 0.0)),
-                dur_us=float(e.get("dur", 0.0)),
-                device=_opt_int(args.get("device", e.get("pid"))),
-                stream=_opt_int(args.get("stream", e.get("tid"))),
-                correlation=_opt_int(args.get("correlation")),
-                external_id=_opt_int(args.get("External id", args.get("external id"))),
-                grid=int_triple(args.get("grid")),
-                block=int_triple(args.get("block")),
-                registers_per_thread=_opt_int(args.get("registers per thread")),
-            ))
+            out.append(
+                TraceKernel(
+                    name=str(e.get("name", "")),
+                    ts_us=float(e.get("ts", 0.0)),
+                    dur_us=float(e.get("dur", 0.0)),
+                    device=_opt_int(args.get("device", e.get("pid"))),
+                    stream=_opt_int(args.get("stream", e.get("tid"))),
+                    correlation=_opt_int(args.get("correlation")),
+                    external_id=_opt_int(args.get("External id", args.get("external id"))),
+                    grid=int_triple(args.get("grid")),
+                    block=int_triple(args.get("block")),
+                    registers_per_thread=_opt_int(args.get("registers per thread")),
+                )
+            )
         out.sort(key=lambda k: k.ts_us)
         return out
 
@@ -139,8 +142,9 @@ def cpu_op_self_times(trace: ChromeTrace) -> list[SelfTimeOp]:
             ts, dur = float(e.get("ts", 0.0)), float(e.get("dur", 0.0))
             while stack and ts >= stack[-1].ts_us + stack[-1].dur_us:
                 stack.pop()
-            op = SelfTimeOp(name=str(e.get("name", "")), ts_us=ts, dur_us=dur, self_us=dur, pid=e.get("pid"),
-                            tid=e.get("tid"))
+            op = SelfTimeOp(
+                name=str(e.get("name", "")), ts_us=ts, dur_us=dur, self_us=dur, pid=e.get("pid"), tid=e.get("tid")
+            )
             if stack:
                 stack[-1].self_us -= dur
             stack.append(op)
@@ -179,10 +183,14 @@ def annotation_windows(trace: ChromeTrace, prefix: str) -> list[Window]:
     """The host ranges whose name starts with ``prefix``, in time order, each with the kernels *launched* inside it
     (matched through the launch event's ``correlation``; a kernel runs later than its launch) and the host ops that
     ran inside it.  With nested ranges an event belongs to the innermost one only."""
-    windows = sorted((Window(name=str(e.get("name", "")), ts_us=float(e.get("ts", 0.0)),
-                             dur_us=float(e.get("dur", 0.0)))
-                      for e in trace.complete_events(("user_annotation",))
-                      if str(e.get("name", "")).startswith(prefix)), key=lambda w: w.ts_us)
+    windows = sorted(
+        (
+            Window(name=str(e.get("name", "")), ts_us=float(e.get("ts", 0.0)), dur_us=float(e.get("dur", 0.0)))
+            for e in trace.complete_events(("user_annotation",))
+            if str(e.get("name", "")).startswith(prefix)
+        ),
+        key=lambda w: w.ts_us,
+    )
     if not windows:
         return []
     starts = [w.ts_us for w in windows]
@@ -234,14 +242,13 @@ class KeyAveragesTable:
         """The device column's label (``CUDA``; the same on ROCm, where HIP is exposed as cuda)."""
         for c in self.columns:
             if c.startswith("Self ") and c.endswith(" %") and "CPU" not in c:
-                return c[len("Self "):-2]
+                return c[len("Self ") : -2]
         return "CUDA"
 
 
 def parse_key_averages(text: str) -> KeyAveragesTable:
     lines = text.splitlines()
-    rule_at = next((i for i, l in enumerate(lines) if l.strip().startswith("-") and set(l.strip()) <= {"-", " "}),
-                   None)
+    rule_at = next((i for i, l in enumerate(lines) if l.strip().startswith("-") and set(l.strip()) <= {"-", " "}), None)
     if rule_at is None or rule_at + 1 >= len(lines):
         raise ValueError("not a key_averages table: no dashed rule")
     spans = [(m.start(), m.end()) for m in re.finditer(r"-+", lines[rule_at])]
@@ -254,7 +261,7 @@ def parse_key_averages(text: str) -> KeyAveragesTable:
     spaced = any(c in ("Input Shapes", "Source Location", "Stack") for c in columns[1:])
     rows: list[dict[str, str]] = []
     totals: dict[str, float] = {}
-    for line in lines[rule_at + 2:]:
+    for line in lines[rule_at + 2 :]:
         s = line.strip()
         if not s:
             continue
@@ -268,7 +275,7 @@ def parse_key_averages(text: str) -> KeyAveragesTable:
             continue
         if spaced:
             bounds = [0] + [b for _, b in spans]
-            cells = [line[bounds[i]:bounds[i + 1]].strip() for i in range(len(spans))]
+            cells = [line[bounds[i] : bounds[i + 1]].strip() for i in range(len(spans))]
         else:
             cells = [c.strip() for c in line.rstrip().rsplit(None, len(columns) - 1)]
             if len(cells) != len(columns):
@@ -290,7 +297,6 @@ def key_averages_kernel_rows(table: KeyAveragesTable) -> list[KernelRow]:
         if cpu_total != 0.0 or not self_dev or calls <= 0:
             continue
         pct = number(r.get(f"Self {dev} %", "").rstrip("%")) or 0.0
-        out.append(KernelRow(name=r.get("Name", ""), calls=calls, total_ns=self_dev, avg_ns=self_dev / calls,
-                             pct=pct))
+        out.append(KernelRow(name=r.get("Name", ""), calls=calls, total_ns=self_dev, avg_ns=self_dev / calls, pct=pct))
     out.sort(key=lambda k: (-k.total_ns, k.name))
     return out
