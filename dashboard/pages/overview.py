@@ -43,6 +43,14 @@ def build(src, params: Mapping[str, str]) -> PageView:
     impls = [i for i in choices["impls"] if i != metrics.BASELINE_IMPL]
     impl = choose(params, "impl", impls, metrics.DEFAULT_IMPL if metrics.DEFAULT_IMPL in impls else None)
     cells = queries.speedup_matrix(src, reading, impl) if impl else []
+    for c in cells:
+        if c["gpu_type"] == "cpu" and impl == "triton":  # timed in Triton's interpreter: a ratio no one would get
+            c.update(
+                {
+                    k: None
+                    for k in ("speedup_vs_eager", "speedup_vs_compile", "min_speedup_vs_eager", "max_speedup_vs_eager")
+                }
+            )
     view = PageView(page="overview", title="Overview", params={"reading": reading, "impl": impl})
     view.filters = [
         make_filter("reading", "reading", list(metrics.READINGS), reading, labels=metrics.READINGS),
@@ -54,7 +62,8 @@ def build(src, params: Mapping[str, str]) -> PageView:
         return view
     view.notes.append(
         "Each cell: geometric mean over the shapes and dtypes of the newest run that measured the "
-        "kernel on that GPU type; ✗ = failed correctness (no speed-up shown). Click a cell for its "
+        "kernel on that GPU type; ✗ = failed correctness (no speed-up shown); on a CPU Triton runs in its "
+        "interpreter, so its cells say so instead. Click a cell for its "
         "trend."
     )
     view.figures.append(Figure(HEATMAP_ID, _heatmaps(table.rows, impl, reading)))
@@ -83,6 +92,8 @@ def _heatmaps(rows: list[dict], impl: str, reading: str) -> go.Figure:
                 zr.append(value)
                 if r is None:
                     tr.append("")
+                elif g == "cpu" and impl == "triton":  # no speed-up on a CPU (build()): Triton's interpreter
+                    tr.append("interpreted")
                 elif r["correct"] is False:
                     tr.append("✗ incorrect")
                 else:

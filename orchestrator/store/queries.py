@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from orchestrator.store.migrate import check_schema  # SchemaOutOfDate: for readers to catch
+from orchestrator.store.migrate import SchemaOutOfDate, check_schema  # noqa: F401  SchemaOutOfDate: for readers to catch
 from orchestrator.store.models import (
     Artifact,
     Device,
