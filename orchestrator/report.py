@@ -171,24 +171,31 @@ E2E_COLUMNS = (
 )
 
 
+def _e2e_cells(r: dict) -> list[str]:
+    """An e2e row's cells before its status, as the terminal table and the Markdown page show them."""
+    return [
+        r["model"] or "?",
+        "x".join(str(s) for s in r["shape"]),
+        r["dtype"],
+        r["mode"],
+        _fmt(r.get("ms_per_step"), ".1f"),
+        _fmt(r.get("speedup_vs_eager"), ".2f", "x"),
+        _fmt(r.get("gpu_busy_ms_per_step"), ".1f"),
+        _fmt(r.get("sm_clock_mhz"), ".0f"),
+        _fmt(r.get("warmup_s"), ".1f"),
+        _fmt(r.get("peak_mem_gb"), ".2f"),
+        _fmt(r.get("max_abs_vs_eager"), ".3g"),
+        _fmt(r.get("cos_sim_vs_eager"), ".6f"),
+    ]
+
+
 def e2e_table(rows: Iterable[dict], title: str) -> Table:
     t = Table(title=title)
     for c in E2E_COLUMNS:
         t.add_column(c, justify="left" if c in ("model", "mode", "dtype", "status", "frames x H x W") else "right")
     for r in rows:
         t.add_row(
-            r["model"] or "?",
-            "x".join(str(s) for s in r["shape"]),
-            r["dtype"],
-            r["mode"],
-            _fmt(r.get("ms_per_step"), ".1f"),
-            _fmt(r.get("speedup_vs_eager"), ".2f", "x"),
-            _fmt(r.get("gpu_busy_ms_per_step"), ".1f"),
-            _fmt(r.get("sm_clock_mhz"), ".0f"),
-            _fmt(r.get("warmup_s"), ".1f"),
-            _fmt(r.get("peak_mem_gb"), ".2f"),
-            _fmt(r.get("max_abs_vs_eager"), ".3g"),
-            _fmt(r.get("cos_sim_vs_eager"), ".6f"),
+            *_e2e_cells(r),
             ("not run" if r.get("ms_per_step") is None and r.get("status") == "ok" else r.get("status")) or "–",
         )
     return t
@@ -305,18 +312,7 @@ def e2e_markdown(rows: Iterable[dict]) -> str:
             "| "
             + " | ".join(
                 [
-                    r["model"] or "?",
-                    "x".join(str(s) for s in r["shape"]),
-                    r["dtype"],
-                    r["mode"],
-                    _fmt(r.get("ms_per_step"), ".1f"),
-                    _fmt(r.get("speedup_vs_eager"), ".2f", "x"),
-                    _fmt(r.get("gpu_busy_ms_per_step"), ".1f"),
-                    _fmt(r.get("sm_clock_mhz"), ".0f"),
-                    _fmt(r.get("warmup_s"), ".1f"),
-                    _fmt(r.get("peak_mem_gb"), ".2f"),
-                    _fmt(r.get("max_abs_vs_eager"), ".3g"),
-                    _fmt(r.get("cos_sim_vs_eager"), ".6f"),
+                    *_e2e_cells(r),
                     r.get("status") or "–",
                 ]
             )

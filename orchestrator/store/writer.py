@@ -162,6 +162,40 @@ def _device_fields(info: DeviceInfo) -> dict[str, Any]:
     }
 
 
+def _add_run(
+    s: Session,
+    sweep: str,
+    config: dict[str, Any],
+    plan_key: str,
+    commit: str | None,
+    code_hash: str | None,
+    source: str,
+    source_digest: str | None,
+    started_at: dt.datetime | None,
+) -> int:
+    """A new run (status running, owned by this process), stamped with the current user, host and time; its id."""
+    now = utcnow()
+    run = Run(
+        sweep=sweep,
+        config=json_safe(dict(config or {})),
+        plan_key=plan_key,
+        commit=commit,
+        code_hash=code_hash,
+        user=_current_user(),
+        host=socket.gethostname(),
+        source=source,
+        source_digest=source_digest,
+        status="running",
+        started_at=started_at or now,
+        finished_at=None,
+        counts=None,
+    )
+    ownership.take(run, now)
+    s.add(run)
+    s.flush()
+    return run.id
+
+
 class StoreWriter:
     """Writes runs, jobs, results, devices and fleet snapshots.  Each method is one transaction."""
 
@@ -258,26 +292,7 @@ class StoreWriter:
         with self._tx(self._plan_lock(plan_key) if source == "sweep" else "write") as s:
             if source == "sweep":
                 self._refuse_if_held(s, plan_key)
-            now = utcnow()
-            run = Run(
-                sweep=sweep,
-                config=json_safe(dict(config or {})),
-                plan_key=plan_key,
-                commit=commit,
-                code_hash=code_hash,
-                user=_current_user(),
-                host=socket.gethostname(),
-                source=source,
-                source_digest=source_digest,
-                status="running",
-                started_at=started_at or now,
-                finished_at=None,
-                counts=None,
-            )
-            ownership.take(run, now)
-            s.add(run)
-            s.flush()
-            run_id = run.id
+            run_id = _add_run(s, sweep, config, plan_key, commit, code_hash, source, source_digest, started_at)
         if source == "sweep":
             self._keep_alive(run_id)
         return run_id
@@ -359,25 +374,7 @@ class StoreWriter:
             if run_id is not None:
                 ownership.take(self._run(s, run_id), now)
                 return run_id, True
-            run = Run(
-                sweep=sweep,
-                config=json_safe(dict(config or {})),
-                plan_key=plan_key,
-                commit=commit,
-                code_hash=code_hash,
-                user=_current_user(),
-                host=socket.gethostname(),
-                source="sweep",
-                source_digest=None,
-                status="running",
-                started_at=now,
-                finished_at=None,
-                counts=None,
-            )
-            ownership.take(run, now)
-            s.add(run)
-            s.flush()
-            return run.id, False
+            return _add_run(s, sweep, config, plan_key, commit, code_hash, "sweep", None, None), False
 
         run_id, resumed = self._while_held(plan_key, wait, on_wait, poll_s, take)
         self._keep_alive(run_id)
