@@ -131,7 +131,8 @@ def _specialise(launch: Launch, target: CompileTarget):
     kwargs = dict(launch.kwargs)
     kwargs["debug"] = kwargs.get("debug", fn.debug) or knobs.runtime.debug
     kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
-    kwargs["fpsan_homomorphic_casts"] = knobs.compilation.fpsan_homomorphic_casts
+    if hasattr(knobs.compilation, "fpsan_homomorphic_casts"):  # JITFunction.run passes it from Triton 3.9 on
+        kwargs["fpsan_homomorphic_casts"] = knobs.compilation.fpsan_homomorphic_casts
     backend = make_backend(target.gpu_target())
     binder = create_function_from_signature(fn.signature, fn.params, backend)
     bound, specialization, options = binder(*launch.args, **kwargs)

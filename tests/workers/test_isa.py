@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
+import triton
 import yaml
 
 from kernels import registry
@@ -67,6 +68,13 @@ KNOWN_SPILLS = {
         "for its WMMA operands, more than 256 VGPRs; LTX-Video's 64 x 128 tile does not spill",
     ),
 }
+if tuple(int(p) for p in triton.__version__.split(".")[:2]) < (3, 9):
+    # Triton before 3.9 (3.7.1 is the version torch 2.13 pins, so CI's): its AMD backend spills the 256-key tile on
+    # gfx950 too (56 VGPRs); Triton 3.9 compiles it without (docs/perf/amd-isa.md)
+    KNOWN_SPILLS[("cross_attention", "gfx950")] = (
+        lambda c: c["BLOCK_N"] > 128,
+        "256 keys on Triton before 3.9",
+    )
 
 
 CODE = code_version()
