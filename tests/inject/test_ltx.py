@@ -12,32 +12,11 @@ from diffusers.models.transformers.transformer_ltx import LTXVideoAttnProcessor
 from kernels.inject import inject, is_injected, resolve_kernels, restore
 from kernels.inject.ltx import LTXKernelAttnProcessor
 from tests.inject.conftest import BF16, KernelCalls, assert_close_bf16, assert_equal
+from workers.e2e import TINY_TRANSFORMER, TINY_VAE
 
-LAYERS = 2
-TRANSFORMER = dict(
-    in_channels=8,
-    out_channels=8,
-    patch_size=1,
-    patch_size_t=1,
-    num_attention_heads=4,
-    attention_head_dim=8,
-    cross_attention_dim=32,
-    num_layers=LAYERS,
-    caption_channels=32,
-)
-VAE = dict(
-    latent_channels=8,
-    block_out_channels=(8, 8, 8, 8),
-    decoder_block_out_channels=(8, 8, 8, 8),
-    layers_per_block=(1, 1, 1, 1, 1),
-    decoder_layers_per_block=(1, 1, 1, 1, 1),
-    spatio_temporal_scaling=(True, True, True, False),
-    decoder_spatio_temporal_scaling=(True, True, True, False),
-    patch_size=4,
-    patch_size_t=1,
-    encoder_causal=True,
-    decoder_causal=False,
-)
+# the e2e job's tiny configurations (2 blocks, width 32; a VAE of the real compression)
+TRANSFORMER, VAE = TINY_TRANSFORMER, TINY_VAE
+LAYERS = TRANSFORMER["num_layers"]
 FRAMES, HEIGHT, WIDTH = 9, 64, 96  # latent 2 x 2 x 3 = 12 tokens through the real 8x/32x compression
 TXT = 16
 PER_FORWARD = {
