@@ -22,6 +22,7 @@ _SHOWN_UNITS = {"us": "µs", "x": "×", "count": "", "kernels": ""}  # the catal
 # e2e metrics shown on the end-to-end page, with their labels
 E2E_SHOWN = {
     "ms_per_step": "ms per step",
+    "host_ms_per_step": "host ms per step",
     "rel_err_vs_eager": "latents: rel. error vs eager",
     "peak_mem_gb": "peak memory (GB)",
     "sm_clock_mhz": "SM clock (MHz)",

@@ -15,13 +15,15 @@ Modes (``workers.e2e_spec.MODES``), all on the same model object, the same input
 (every compile mode with ``kernels.inject.compile_options``: the mode's own options and Inductor's static launch of
 user-defined Triton kernels, which leaves a stock model's compiled code as it is);
 each also with ``+graph`` (``eager+graph``, ``triton+graph``, ...), where every transformer call replays a CUDA
-graph (:mod:`workers.e2e_graph`), so the step time is the device's and not the host's.  The model is put back
+graph (:mod:`kernels.inject.graphs`), so the step time is the device's and not the host's.  The model is put back
 between modes (graphs dropped, compiled call removed, ``torch._dynamo.reset()``, ``kernels.inject.restore``) so no
 mode sees another's code.
 
 Per mode: ``ms_per_step`` (median over repeats of the mean step time, every repeat kept as a sample; steps are
 timed by device events at each step's end, the first step (which carries the pipeline's set-up) excluded),
-``total_s`` (wall clock of one whole call, VAE decode included), ``warmup_s`` (the warm-up calls: compilation,
+``host_ms_per_step`` (one more call, the device drained at every step's end: the host's time to issue a step, its
+median; a mode whose host time is above its device time is host-bound in plain calls), ``total_s`` (wall clock of one
+whole call, VAE decode included), ``warmup_s`` (the warm-up calls: compilation,
 Triton JIT, autotuning), ``peak_mem_gb`` (GPU only), and the final latents against eager's: ``max_abs_vs_eager``,
 ``cos_sim_vs_eager``, ``rel_l2_vs_eager`` (relative to the latents) and ``rel_err_vs_eager`` (relative to what the
 denoising loop changed: ||out - eager|| / ||eager - initial noise||).  On an NVIDIA GPU the timed calls run beside
@@ -49,7 +51,7 @@ from typing import Any
 
 import torch
 
-from workers import e2e_graph, gpu_clocks
+from workers import gpu_clocks
 from workers.e2e_profile import profile_call
 from workers.e2e_spec import (
     DEFAULT_TOLERANCE,
@@ -240,22 +242,35 @@ class Call:
     total_s: float
     step_ms: list[float]  # steps 2..N (the first step carries the pipeline's set-up)
     latents: torch.Tensor  # final latents (packed, fp32)
+    host_ms: list[float] = field(default_factory=list)  # with host_probe: the host's time per step, steps 2..N
 
     @property
     def ms_per_step(self) -> float:
         return statistics.fmean(self.step_ms)
 
 
-def run_call(s: Setup, spec: JobSpec, p: dict, device: torch.device) -> Call:
+def run_call(s: Setup, spec: JobSpec, p: dict, device: torch.device, host_probe: bool = False) -> Call:
+    """One timed call of the pipeline.  With ``host_probe`` the device is drained at the end of every step and the
+    host's time to issue the next step is taken from there to the step's end on the host (``Call.host_ms``): what
+    the host needs per step when it never waits for the device, whatever the device needs."""
     clock = _Clock(device)
     steps = int(p["steps"])
     marks: list[Any] = []
     final: list[torch.Tensor] = []
+    host_ms: list[float] = []
+    issued = [0.0]  # the host clock when the current step began to be issued
 
     def on_step_end(pipe, i, t, kw):
+        if host_probe:
+            now = time.perf_counter()
+            if i > 0:
+                host_ms.append((now - issued[0]) * 1e3)
         marks.append(clock.mark())
         if i == steps - 1:
             final.append(kw["latents"].detach().float().clone())
+        if host_probe:
+            clock.sync()
+            issued[0] = time.perf_counter()
         return {}
 
     frames, height, width = spec.shape
@@ -285,7 +300,7 @@ def run_call(s: Setup, spec: JobSpec, p: dict, device: torch.device) -> Call:
         step_ms = [clock.ms(start, marks[0])]
     else:
         step_ms = [clock.ms(a, b) for a, b in zip(marks[:-1], marks[1:])]
-    return Call(total, step_ms, final[0])
+    return Call(total, step_ms, final[0], host_ms)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -320,14 +335,18 @@ def _enter(mode: str, transformer: torch.nn.Module) -> dict[str, Any]:
         info["compile_options"] = options = compile_options(comp)
         transformer.compile_repeated_blocks(fullgraph=True, options=options)
     if graph:
-        e2e_graph.install(transformer)
+        from kernels.inject.graphs import cuda_graphs
+
+        cuda_graphs(transformer)
     return info
 
 
 def _leave(mode: str, transformer: torch.nn.Module) -> None:
     triton, comp, graph = mode_parts(mode)
     if graph:
-        e2e_graph.uninstall(transformer)
+        from kernels.inject.graphs import remove_cuda_graphs
+
+        remove_cuda_graphs(transformer)
     if comp:
         _uncompile(transformer)
     if triton:
@@ -386,8 +405,11 @@ def _run_mode(
         with gpu_clocks.ClockLog.for_device(device) as clock_log:  # the SM clock and power the calls ran at
             calls = [run_call(s, spec, p, device) for _ in range(int(p["repeats"]))]
         clocks = clock_log.summary()
+        probe = run_call(s, spec, p, device, host_probe=True)
         graphed = vars(transformer).get("forward")
-        if isinstance(graphed, e2e_graph.GraphedForward):
+        from kernels.inject.graphs import GraphedForward
+
+        if isinstance(graphed, GraphedForward):
             if not graphed.replays:
                 raise RuntimeError("no transformer call replayed a CUDA graph")
             facts["graph"] = {"captures": graphed.captures, "replays": graphed.replays}
@@ -402,6 +424,8 @@ def _run_mode(
         Measurement(mode, "total_s", statistics.median(totals), "s", totals),
         Measurement(mode, "warmup_s", warmup_s, "s"),
     ]
+    if probe.host_ms:
+        out.append(Measurement(mode, "host_ms_per_step", statistics.median(probe.host_ms), "ms", probe.host_ms))
     if device.type == "cuda":
         out.append(Measurement(mode, "peak_mem_gb", torch.cuda.max_memory_allocated(device) / 1e9, "GB"))
     if clocks is not None:

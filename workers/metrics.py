@@ -69,6 +69,13 @@ _METRICS = (
     Metric("correct", "", ("correctness", "micro", "e2e"), True, "1.0 passed its tolerance, 0.0 failed"),
     # e2e, per mode (workers.e2e_spec.MODES)
     Metric("ms_per_step", "ms", ("e2e",), False, "median time of one denoising step"),
+    Metric(
+        "host_ms_per_step",
+        "ms",
+        ("e2e",),
+        False,
+        "median host time to issue one step, the device drained before each (above the device's: host-bound)",
+    ),
     Metric("total_s", "s", ("e2e",), False, "median time of the whole call"),
     Metric("warmup_s", "s", ("e2e",), False, "time of the warm-up calls (compilation, Triton JIT)"),
     Metric("peak_mem_gb", "GB", ("e2e",), False, "peak GPU memory allocated"),

@@ -68,7 +68,9 @@ def build(src, params: Mapping[str, str]) -> PageView:
         return view
     view.notes.append(
         "Error = rel_err_vs_eager: ||latents − eager's|| / ||eager's − the initial noise|| (a mode "
-        "past the tolerance fails the job). Idle = ms per step − the profiled device-busy time."
+        "past the tolerance fails the job). Idle = ms per step − the profiled device-busy time. Host ms per step = "
+        "the host's time to issue a step with the device drained before it (the dashes on the first panel): above "
+        "the device's time, plain calls of that mode are host-bound."
     )
     view.figures.append(Figure(FIGURE_ID, _figure(table.rows)))
     return view
@@ -107,6 +109,19 @@ def _figure(rows: list[dict]) -> go.Figure:
             row=1,
             col=1,
         )
+        if any(r["host_ms_per_step"] is not None for r in pts):  # the host's time to issue a step, drained
+            fig.add_trace(
+                go.Scatter(
+                    x=modes,
+                    y=[r["host_ms_per_step"] for r in pts],
+                    mode="markers",
+                    marker={"symbol": "line-ew-open", "size": 18, "line": {"width": 3}},
+                    name=f"{name}: host ms per step",
+                    legendgroup=j,
+                ),
+                row=1,
+                col=1,
+            )
         fig.add_trace(
             go.Bar(x=modes, y=[r["rel_err_vs_eager"] for r in pts], name=name, legendgroup=j, showlegend=False),
             row=1,

@@ -38,6 +38,8 @@ def test_cpu_job_runs_eager_and_triton_and_skips_compile_modes():
         step = m[(mode, "ms_per_step")]
         assert step.unit == "ms" and len(step.samples) == 2 and step.value > 0
         assert m[(mode, "total_s")].value > 0 and m[(mode, "warmup_s")].value > 0
+        host = m[(mode, "host_ms_per_step")]  # one probe call: steps - 1 host times
+        assert host.unit == "ms" and len(host.samples) == 1 and 0 < host.value
         assert m[(mode, "correct")].value == 1.0
         assert m[(mode, "max_abs_vs_eager")].value <= 0.05
         assert m[(mode, "cos_sim_vs_eager")].value > 0.999

@@ -1,20 +1,32 @@
-"""The e2e job's ``+graph`` modes: every call of a module's forward replayed from a CUDA graph.
+"""A module's calls replayed from CUDA graphs (HIP graphs on ROCm): the injected kernels without the host's cost.
 
-A denoising step's transformer call launches about a thousand kernels; from Python, on a busy host, enqueueing them
-can take longer than the device takes to run them, and then the step time measures the host.  A CUDA graph launches
-the whole forward at once, so a graphed mode's step time is the device's: what the kernels themselves are worth,
-whatever the host.  The same wrapper goes around every mode (eager, the kernels, torch.compile), so graphed modes
-compare with each other; the modes without ``graph`` are what a user gets from plain calls.
+A denoising step's transformer call launches hundreds of kernels; from Python, on a busy host, enqueueing them can
+take longer than the device takes to run them, and then the step time is the host's.  A CUDA graph launches the
+whole forward at once:
+
+    from kernels.inject import inject, cuda_graphs, remove_cuda_graphs
+    inject(pipe)
+    cuda_graphs(pipe.transformer)    # every later call of the transformer replays a graph
+    video = pipe(...)
+    remove_cuda_graphs(pipe.transformer)
 
 :class:`GraphedForward` stands in for ``module.forward``.  For each new call geometry (the tensors' shapes, strides,
 dtypes and devices, and the values of everything else) it copies the tensors into static buffers, runs the forward
 twice on a side stream (lazy initialisation, Triton JIT, torch.compile's compilation) and captures a third run; that
 call and every later one with the same geometry copy their tensors into the buffers and replay the graph.  Graphs
-share one memory pool.  The output is the graph's own (static) output: the next replay overwrites it, which suits a
-denoising loop (diffusers' pipelines turn the prediction into new tensors before the next call), not a caller that
-keeps outputs across calls.  Whatever the forward decides in Python (an injected processor's checks, torch.compile's
-guards) is decided once, at the capture: a model changed afterwards (weights replaced, kernels injected or
-restored) needs :func:`uninstall` and a new :func:`install`, which the e2e job does between modes.
+share one memory pool.  What it needs and costs:
+
+* **Static shapes.** Each geometry is a graph of its own (at most :data:`MAX_GRAPHS` per module, beyond that a call
+  runs the plain forward) and its memory stays reserved until :func:`remove_cuda_graphs`.
+* **Outputs are the graph's own.** The next replay overwrites them, which suits a denoising loop (diffusers'
+  pipelines turn the prediction into new tensors before the next call), not a caller that keeps outputs across
+  calls: clone what you keep.
+* **Decisions are frozen at the capture.** Whatever the forward decides in Python (an injected processor's checks,
+  torch.compile's guards) is decided once.  A model changed afterwards (weights replaced, kernels injected or
+  restored) needs :func:`remove_cuda_graphs` and a new :func:`cuda_graphs`.
+* CPU calls pass through unchanged (nothing to capture).
+
+The e2e job's ``+graph`` modes (``workers.e2e``) use it; ``docs/perf/ltx-e2e-h200.md`` has what it is worth on LTX-Video.
 """
 
 from __future__ import annotations
@@ -103,8 +115,9 @@ class GraphedForward:
         self.pool = None
 
 
-def install(module: torch.nn.Module) -> GraphedForward:
-    """Make ``module``'s calls replay CUDA graphs (an instance attribute over the class's ``forward``)."""
+def cuda_graphs(module: torch.nn.Module) -> GraphedForward:
+    """Make ``module``'s calls replay CUDA graphs (an instance attribute over the class's ``forward``); returns the
+    wrapper, whose ``captures`` and ``replays`` count."""
     if "forward" in vars(module):
         raise RuntimeError(f"{type(module).__name__} already has its own forward on the instance")
     graphed = GraphedForward(module.forward)
@@ -112,8 +125,8 @@ def install(module: torch.nn.Module) -> GraphedForward:
     return graphed
 
 
-def uninstall(module: torch.nn.Module) -> None:
-    """Undo :func:`install`: the class's ``forward`` again, the graphs' memory given back."""
+def remove_cuda_graphs(module: torch.nn.Module) -> None:
+    """Undo :func:`cuda_graphs`: the class's ``forward`` again, the graphs' memory given back."""
     graphed = vars(module).get("forward")
     if not isinstance(graphed, GraphedForward):
         return

@@ -1,10 +1,11 @@
-"""The e2e job's ``+graph`` modes (workers.e2e_graph): a forward replayed from CUDA graphs computes what the plain
+"""CUDA-graph replay of a module's calls (kernels.inject.graphs) and the e2e job's ``+graph`` modes: a forward replayed from CUDA graphs computes what the plain
 forward computes, once per call geometry; on the CPU the wrapper passes calls through and the modes are skipped."""
 
 import pytest
 import torch
 
-from workers import e2e, e2e_graph
+from kernels.inject import cuda_graphs, remove_cuda_graphs
+from workers import e2e
 from workers.spec import STATUS_OK, JobSpec
 
 
@@ -20,13 +21,13 @@ class _Net(torch.nn.Module):
 
 def test_cpu_calls_pass_through_and_install_is_undone():
     net = _Net()
-    graphed = e2e_graph.install(net)
+    graphed = cuda_graphs(net)
     x = torch.randn(3, 16)
     assert torch.equal(net(x, 2.0)[0], _Net.forward(net, x, 2.0)[0])
     assert graphed.captures == 0 and graphed.replays == 0  # no CUDA tensor: nothing captured
     with pytest.raises(RuntimeError, match="already has its own forward"):
-        e2e_graph.install(net)
-    e2e_graph.uninstall(net)
+        cuda_graphs(net)
+    remove_cuda_graphs(net)
     assert "forward" not in vars(net) and net.forward.__func__ is _Net.forward
 
 
@@ -40,7 +41,7 @@ def test_graph_modes_are_skipped_on_cpu(mode):
 def test_replays_match_the_forward_per_geometry():
     torch.manual_seed(0)
     net = _Net().cuda().eval()
-    graphed = e2e_graph.install(net)
+    graphed = cuda_graphs(net)
     try:
         with torch.no_grad():
             for shape, scale in [((4, 16), 1.0), ((4, 16), 1.0), ((8, 16), 1.0), ((4, 16), 0.5), ((4, 16), 1.0)]:
@@ -51,7 +52,7 @@ def test_replays_match_the_forward_per_geometry():
         # one graph per geometry: (4,16) at scale 1.0, (8,16), (4,16) at scale 0.5; every call a replay
         assert graphed.captures == 3 and graphed.replays == 5
     finally:
-        e2e_graph.uninstall(net)
+        remove_cuda_graphs(net)
 
 
 @pytest.mark.gpu
