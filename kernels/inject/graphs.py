@@ -26,7 +26,8 @@ share one memory pool.  What it needs and costs:
   restored) needs :func:`remove_cuda_graphs` and a new :func:`cuda_graphs`.
 * CPU calls pass through unchanged (nothing to capture).
 
-The e2e job's ``+graph`` modes (``workers.e2e``) use it; ``docs/perf/ltx-e2e-h200.md`` has what it is worth on LTX-Video.
+The e2e job's ``+graph`` modes (``workers.e2e``) use it; ``docs/perf/ltx-e2e-h200.md`` has what it is worth on
+LTX-Video.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""CUDA-graph replay of a module's calls (kernels.inject.graphs) and the e2e job's ``+graph`` modes: a forward replayed from CUDA graphs computes what the plain
-forward computes, once per call geometry; on the CPU the wrapper passes calls through and the modes are skipped."""
+"""CUDA-graph replay of a module's calls (kernels.inject.graphs) and the e2e job's ``+graph`` modes: a forward
+replayed from CUDA graphs computes what the plain forward computes, once per call geometry; on the CPU the wrapper
+passes calls through and the modes are skipped."""
 
 import pytest
 import torch
