@@ -313,7 +313,7 @@ def _uncompile(model: torch.nn.Module) -> None:
     torch._dynamo.reset()
 
 
-def _enter(mode: str, transformer: torch.nn.Module) -> dict[str, Any]:
+def enter_mode(mode: str, transformer: torch.nn.Module) -> dict[str, Any]:
     """Put the model into ``mode``; returns facts for the details (e.g. the injection report)."""
     info: dict[str, Any] = {}
     triton, comp, graph = mode_parts(mode)
@@ -341,7 +341,7 @@ def _enter(mode: str, transformer: torch.nn.Module) -> dict[str, Any]:
     return info
 
 
-def _leave(mode: str, transformer: torch.nn.Module) -> None:
+def leave_mode(mode: str, transformer: torch.nn.Module) -> None:
     triton, comp, graph = mode_parts(mode)
     if graph:
         from kernels.inject.graphs import remove_cuda_graphs
@@ -399,7 +399,7 @@ def _run_mode(
     facts: dict[str, Any] = {}
     t0 = time.perf_counter()
     try:
-        facts.update(_enter(mode, transformer))
+        facts.update(enter_mode(mode, transformer))
         warm = [run_call(s, spec, p, device) for _ in range(max(int(p["warmup"]), 0))]
         warmup_s = time.perf_counter() - t0
         with gpu_clocks.ClockLog.for_device(device) as clock_log:  # the SM clock and power the calls ran at
@@ -414,7 +414,7 @@ def _run_mode(
                 raise RuntimeError("no transformer call replayed a CUDA graph")
             facts["graph"] = {"captures": graphed.captures, "replays": graphed.replays}
     finally:
-        _leave(mode, transformer)
+        leave_mode(mode, transformer)
     if mode == "eager" and warm:
         facts["reference"] = warm[0].latents
     ms = [c.ms_per_step for c in calls]
@@ -445,12 +445,12 @@ def _profile_mode(mode: str, s: Setup, spec: JobSpec, p: dict, device: torch.dev
     n_prof = int(p["profile_steps"])
     short = {**p, "steps": n_prof}
     try:
-        _enter(mode, transformer)
+        enter_mode(mode, transformer)
         run_call(s, spec, short, device)
         mark_profiler_used()
         return profile_call(lambda: run_call(s, spec, short, device), n_prof, device)
     finally:
-        _leave(mode, transformer)
+        leave_mode(mode, transformer)
 
 
 def _profile_measurements(mode: str, prof: dict[str, Any]) -> list[Measurement]:
