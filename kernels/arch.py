@@ -41,6 +41,9 @@ class ArchLaunch:
     # and add in the half dtype itself, one correctly rounded op each, instead of in fp32 with a cast per op; only
     # where a GPU run compared the result with PyTorch's bit for bit and timed it
     native_half_math: bool = False
+    # cross_attention's key tiles (kernels/cross_attention.py, keys_per_step), in keys x head dims: the largest it
+    # takes in one pass, and one step of its loop over key blocks beyond that; (0, 0): always one pass
+    attn_tile: tuple[int, int] = (0, 0)
 
     def warps_for(self, block: int) -> int:
         """num_warps for a row kernel's block of ``block`` elements."""
@@ -49,6 +52,11 @@ class ArchLaunch:
                 return warps
         return self.row_warps[-1][1]
 
+
+# On AMD cross_attention takes at most 128 keys x 64 head dims in one pass (LTX-Video's tile), larger tiles in steps
+# of 64 x 64: each warp holds its whole key and value operand tiles in registers, and head dim 128 or 256 keys in one
+# pass spilled (kernels/cross_attention.py, keys_per_step; docs/perf/amd-isa.md).
+_AMD_ATTN_TILE = (128 * 64, 64 * 64)
 
 _TABLE: dict[str, ArchLaunch] = {
     # NVIDIA Hopper (H100/H200).
@@ -74,11 +82,11 @@ _TABLE: dict[str, ArchLaunch] = {
     # AMD CDNA3+/4 (MI300X gfx942, MI355X gfx950): wave64, so half the warps cover the same row (the generic rule's
     # lanes per row): 8 16-bit elements per lane, so rows load and store 128 bits a lane (dwordx4), where the
     # generic warps on wave64 gave 4 elements and 64-bit accesses (docs/perf/amd-isa.md).
-    "gfx950": ArchLaunch("gfx950", 64, ((1024, 2), (4096, 4), (1 << 30, 8)), 2048, False),
-    "gfx942": ArchLaunch("gfx942", 64, ((1024, 2), (4096, 4), (1 << 30, 8)), 2048, False),
+    "gfx950": ArchLaunch("gfx950", 64, ((1024, 2), (4096, 4), (1 << 30, 8)), 2048, False, attn_tile=_AMD_ATTN_TILE),
+    "gfx942": ArchLaunch("gfx942", 64, ((1024, 2), (4096, 4), (1 << 30, 8)), 2048, False, attn_tile=_AMD_ATTN_TILE),
     # AMD RDNA4 (R9700 gfx1201) and RDNA3 (gfx1100): wave32; nw=32 measured worst in the seed, so cap at 16.
-    "gfx1201": ArchLaunch("gfx1201", 32, ((1024, 4), (4096, 8), (1 << 30, 16)), 1024, False),
-    "gfx1100": ArchLaunch("gfx1100", 32, ((1024, 4), (4096, 8), (1 << 30, 16)), 1024, False),
+    "gfx1201": ArchLaunch("gfx1201", 32, ((1024, 4), (4096, 8), (1 << 30, 16)), 1024, False, attn_tile=_AMD_ATTN_TILE),
+    "gfx1100": ArchLaunch("gfx1100", 32, ((1024, 4), (4096, 8), (1 << 30, 16)), 1024, False, attn_tile=_AMD_ATTN_TILE),
 }
 # Anything else (other NVIDIA generations, the CPU interpreter): the generic row heuristic.
 _GENERIC = ArchLaunch("generic", 32, ((1024, 4), (4096, 8), (1 << 30, 16)), 1024, False)

@@ -3,9 +3,12 @@
 LTX-Video's ``attn2`` attends from every video token to the prompt's text tokens (128 at the seed setting, an
 additive padding mask of 0 / -10000 per text token).  With so few keys, the whole key and value sequence of a head
 fits in one tile, so each program loads a block of queries and all of its head's keys and values once, and computes
-``softmax(q @ k.T * scale + mask) @ v`` in one pass: no running maximum and no rescaling across key blocks.  Scores,
-the softmax and the normalisation are fp32; the probabilities are rounded to the inputs' dtype for the second
-product (as flash-attention kernels do), and the result is rounded once.
+``softmax(q @ k.T * scale + mask) @ v`` in one pass: no running maximum and no rescaling across key blocks.  On AMD,
+where every warp holds the whole key and value tiles in registers, tiles beyond LTX-Video's 128 keys x head dim 64
+are taken in steps of key blocks with a running maximum instead (:func:`keys_per_step`, the launch table's
+``attn_tile``); everywhere else, the H200 included, the kernel is the one pass.  Scores, the softmax and the
+normalisation are fp32; the probabilities are rounded to the inputs' dtype for the second product (as
+flash-attention kernels do), and the result is rounded once.
 
 Layouts are diffusers' attention-dispatch layout, ``[B, S, H, D]`` (what the processors hand to
 ``dispatch_attention_fn``), with any strides as long as the last dim is unit-stride: q straight from its projection,
@@ -27,7 +30,7 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from kernels.arch import interpreting
+from kernels.arch import arch_launch, interpreting
 from kernels.checks import check_device, check_float, check_out
 from kernels.fast_launch import direct_launcher
 from kernels.launch import cdiv, eager_direct, next_pow2, no_backward
@@ -42,6 +45,7 @@ LOG2E = 1.4426950408889634
 class AttnConfig(NamedTuple):
     block_m: int  # queries per program
     num_warps: int
+    block_k: int = 0  # keys per step (0: the launch table's choice, :func:`keys_per_step`)
 
 
 def attn_config(keys_block: int, head_block: int) -> AttnConfig:
@@ -52,8 +56,27 @@ def attn_config(keys_block: int, head_block: int) -> AttnConfig:
     slower, several query blocks per program against keys loaded once 27-60 % slower); again so with the mask loaded
     as one row (14.8 us at 1320 queries, the best of 4 configurations).  Larger tiles (256 keys or a
     head dim of 128) take 8 warps so that the fp32 score tile stays at 64 values per thread: not measured.  The same
-    rule on ROCm, not measured there."""
+    rule on ROCm for the keys of one step (:func:`keys_per_step`), not measured there."""
     return AttnConfig(64, 4 if keys_block * head_block <= 128 * 64 else 8)
+
+
+def keys_per_step(keys_block: int, head_block: int, tile: tuple[int, int]) -> int:
+    """Keys one step of the kernel holds, for a key tile of ``keys_block`` x ``head_block`` and the launch table's
+    ``attn_tile`` = (largest tile in one pass, keys x head dims a step beyond it), both 0 on sm_90 and every target
+    but AMD: all ``keys_block`` keys (one pass) up to the first bound, else as many as the step holds (at least 16,
+    the smallest product).
+
+    AMD (kernels/arch.py; docs/perf/amd-isa.md): the two products are chained, so Triton's AMD backend puts every
+    warp along the queries and each warp holds the whole key tile (the first product's operand) and the whole value
+    tile (the second's) in registers.  With Triton 3.7.1, 64 queries, bf16 and the mask row, one pass over 128 keys
+    at head dim 128 spilled 94 VGPRs on gfx1201 (16 to 128 queries, 4 to 16 warps: 48 to 125), one over 256 keys at
+    64 spilled 117 on gfx1201, 56 on gfx950 and 102 on gfx942; LTX-Video's 128 x 64 tile does not spill.  In steps
+    of 64 x 64 (32 keys at head dim 128) none spills; steps of 128 x 64 still spilled 4 VGPRs on gfx1201 (the loop
+    also carries the fp32 output tile).  Not measured on an AMD GPU."""
+    one_pass, step = tile
+    if not one_pass or keys_block * head_block <= one_pass:
+        return keys_block
+    return min(keys_block, max(16, step // head_block))
 
 
 @triton.jit
@@ -91,8 +114,12 @@ def _cross_attention_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
+    # keys per step: BLOCK_N holds all keys and values of the head in one tile (one pass; every target but AMD);
+    # fewer loop over key blocks with a running maximum (the launch table's attn_tile, AMD: kernels/arch.py)
+    BLOCK_K: tl.constexpr,
 ):
-    # One program: BLOCK_M queries of one (batch, head); all Sk keys and values of that head in one tile.
+    # One program: BLOCK_M queries of one (batch, head) against all Sk keys and values of that head, in one tile
+    # (BLOCK_K == BLOCK_N) or in blocks of BLOCK_K keys.
     pid_m = tl.program_id(0)
     bh = tl.program_id(1)
     b = (bh // H).to(tl.int64)
@@ -109,46 +136,102 @@ def _cross_attention_kernel(
         mask=m_ok[:, None] & d_ok[None, :],
         other=0.0,
     )
-    k = tl.load(
-        k_ptr + b * sk_b + h * sk_h + offs_n[:, None] * sk_s + offs_d[None, :],
-        mask=n_ok[:, None] & d_ok[None, :],
-        other=0.0,
-    )
-    v = tl.load(
-        v_ptr + b * sv_b + h * sv_h + offs_n[:, None] * sv_s + offs_d[None, :],
-        mask=n_ok[:, None] & d_ok[None, :],
-        other=0.0,
-    )
-    if UPCAST:
-        q, k, v = q.to(tl.float32), k.to(tl.float32), v.to(tl.float32)
-        s = tl.dot(q, tl.trans(k), input_precision="ieee")
-    else:
-        s = tl.dot(q, tl.trans(k))
-    # the softmax scale times log2(e): the softmax in base 2.  The cast matters under torch.compile: Inductor passes
-    # a Python float as an fp64 argument, which would make the score tile, the mask add and exp2 double precision
-    # (3.4x slower on the H200: docs/perf/kernels-h200.md); Triton's own launcher passes fp32.
-    s = s * tl.cast(qk_scale, tl.float32)
-    if HAS_MASK:
-        if MASK_ROW:  # one mask row for every query (LTX's [B, H, 1, Sk]): load it once, add it to every row
-            bias = tl.load(mask_ptr + b * sm_b + h * sm_h + offs_n, mask=n_ok, other=0.0)
-            s = s + (bias.to(tl.float32) * 1.4426950408889634)[None, :]
+    if BLOCK_K == BLOCK_N:
+        k = tl.load(
+            k_ptr + b * sk_b + h * sk_h + offs_n[:, None] * sk_s + offs_d[None, :],
+            mask=n_ok[:, None] & d_ok[None, :],
+            other=0.0,
+        )
+        v = tl.load(
+            v_ptr + b * sv_b + h * sv_h + offs_n[:, None] * sv_s + offs_d[None, :],
+            mask=n_ok[:, None] & d_ok[None, :],
+            other=0.0,
+        )
+        if UPCAST:
+            q, k, v = q.to(tl.float32), k.to(tl.float32), v.to(tl.float32)
+            s = tl.dot(q, tl.trans(k), input_precision="ieee")
         else:
-            bias = tl.load(
-                mask_ptr + b * sm_b + h * sm_h + rows[:, None] * sm_s + offs_n[None, :],
-                mask=m_ok[:, None] & n_ok[None, :],
+            s = tl.dot(q, tl.trans(k))
+        # the softmax scale times log2(e): the softmax in base 2.  The cast matters under torch.compile: Inductor
+        # passes a Python float as an fp64 argument, which would make the score tile, the mask add and exp2 double
+        # precision (3.4x slower on the H200: docs/perf/kernels-h200.md); Triton's own launcher passes fp32.
+        s = s * tl.cast(qk_scale, tl.float32)
+        if HAS_MASK:
+            if MASK_ROW:  # one mask row for every query (LTX's [B, H, 1, Sk]): load it once, add it to every row
+                bias = tl.load(mask_ptr + b * sm_b + h * sm_h + offs_n, mask=n_ok, other=0.0)
+                s = s + (bias.to(tl.float32) * 1.4426950408889634)[None, :]
+            else:
+                bias = tl.load(
+                    mask_ptr + b * sm_b + h * sm_h + rows[:, None] * sm_s + offs_n[None, :],
+                    mask=m_ok[:, None] & n_ok[None, :],
+                    other=0.0,
+                )
+                s = s + bias.to(tl.float32) * 1.4426950408889634
+        s = tl.where(n_ok[None, :], s, float("-inf"))
+        row_max = tl.max(s, axis=1)
+        p = tl.exp2(s - row_max[:, None])
+        denom = tl.sum(p, axis=1)
+        if UPCAST:
+            # the probabilities rounded to the inputs' dtype, as the half-precision product below does on a GPU
+            o = tl.dot(round_to(p, out_ptr.dtype.element_ty).to(tl.float32), v, input_precision="ieee")
+        else:
+            o = tl.dot(p.to(v.dtype), v)
+        o = o / denom[:, None]
+    else:
+        # Online softmax over key blocks: only BLOCK_K keys and values are held at a time (on AMD every warp holds
+        # the whole key and value operand tiles of its products in registers).  A row's running maximum m_i and sum
+        # l_i rescale what came before; m_ref keeps exp2 finite while a row has seen only -inf scores.
+        if UPCAST:
+            q = q.to(tl.float32)
+        offs_k = tl.arange(0, BLOCK_K)
+        m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+        l_i = tl.zeros([BLOCK_M], tl.float32)
+        acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+        # one stage: pipelining the loads (the AMD backend's default of 2) holds two blocks of keys and values and
+        # spilled (383 VGPRs in 64-key steps at head dim 128 on gfx1201, docs/perf/amd-isa.md)
+        for start in tl.range(0, Sk, BLOCK_K, num_stages=1):
+            cols = start + offs_k
+            c_ok = cols < Sk
+            k = tl.load(
+                k_ptr + b * sk_b + h * sk_h + cols[:, None] * sk_s + offs_d[None, :],
+                mask=c_ok[:, None] & d_ok[None, :],
                 other=0.0,
             )
-            s = s + bias.to(tl.float32) * 1.4426950408889634
-    s = tl.where(n_ok[None, :], s, float("-inf"))
-    row_max = tl.max(s, axis=1)
-    p = tl.exp2(s - row_max[:, None])
-    denom = tl.sum(p, axis=1)
-    if UPCAST:
-        # the probabilities rounded to the inputs' dtype, as the half-precision product below does on a GPU
-        o = tl.dot(round_to(p, out_ptr.dtype.element_ty).to(tl.float32), v, input_precision="ieee")
-    else:
-        o = tl.dot(p.to(v.dtype), v)
-    o = o / denom[:, None]
+            v = tl.load(
+                v_ptr + b * sv_b + h * sv_h + cols[:, None] * sv_s + offs_d[None, :],
+                mask=c_ok[:, None] & d_ok[None, :],
+                other=0.0,
+            )
+            if UPCAST:
+                k, v = k.to(tl.float32), v.to(tl.float32)
+                s = tl.dot(q, tl.trans(k), input_precision="ieee")
+            else:
+                s = tl.dot(q, tl.trans(k))
+            s = s * tl.cast(qk_scale, tl.float32)
+            if HAS_MASK:
+                if MASK_ROW:
+                    bias = tl.load(mask_ptr + b * sm_b + h * sm_h + cols, mask=c_ok, other=0.0)
+                    s = s + (bias.to(tl.float32) * 1.4426950408889634)[None, :]
+                else:
+                    bias = tl.load(
+                        mask_ptr + b * sm_b + h * sm_h + rows[:, None] * sm_s + cols[None, :],
+                        mask=m_ok[:, None] & c_ok[None, :],
+                        other=0.0,
+                    )
+                    s = s + bias.to(tl.float32) * 1.4426950408889634
+            s = tl.where(c_ok[None, :], s, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(s, axis=1))
+            m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)
+            alpha = tl.exp2(m_i - m_ref)
+            p = tl.exp2(s - m_ref[:, None])
+            l_i = l_i * alpha + tl.sum(p, axis=1)
+            acc = acc * alpha[:, None]
+            if UPCAST:
+                acc += tl.dot(round_to(p, out_ptr.dtype.element_ty).to(tl.float32), v, input_precision="ieee")
+            else:
+                acc = tl.dot(p.to(v.dtype), v, acc)
+            m_i = m_new
+        o = acc / l_i[:, None]
     tl.store(
         out_ptr + b * so_b + h * so_h + rows[:, None] * so_s + offs_d[None, :],
         o.to(out_ptr.dtype.element_ty),
@@ -242,7 +325,10 @@ def _launch(
     mask, mask_strides = _mask_strides(attn_mask, (b, h, sq, sk))
     block_n = max(16, next_pow2(sk))
     block_d = max(16, next_pow2(d))
-    cfg = config or attn_config(block_n, block_d)
+    block_k = keys_per_step(block_n, block_d, arch_launch(query.device).attn_tile)
+    cfg = config or attn_config(block_k, block_d)
+    if cfg.block_k:
+        block_k = min(block_n, cfg.block_k)
     softmax_scale = (1.0 / math.sqrt(d)) if scale is None else float(scale)
     kernel = direct_launcher(_cross_attention_kernel) if direct else wrap_triton(_cross_attention_kernel)
     kernel[(cdiv(sq, cfg.block_m), b * h)](
@@ -275,6 +361,7 @@ def _launch(
         BLOCK_M=cfg.block_m,
         BLOCK_N=block_n,
         BLOCK_D=block_d,
+        BLOCK_K=block_k,
         num_warps=cfg.num_warps,
     )
     return out

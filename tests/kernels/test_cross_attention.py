@@ -7,7 +7,8 @@ import torch.nn.functional as F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernels.cross_attention import MAX_KEYS, AttnConfig, cross_attention, cross_attention_into
+from kernels.arch import for_arch
+from kernels.cross_attention import MAX_KEYS, AttnConfig, cross_attention, cross_attention_into, keys_per_step
 from kernels.entries.cross_attention import ENTRIES
 from kernels.registry import DTYPES
 from tests.support.kernel_tests import FLOATS, assert_impls_match_reference, gpu_test, rand
@@ -78,6 +79,42 @@ def test_into_and_configs(device):
         assert_close(out, expected, torch.float16)
     with pytest.raises(TypeError, match="out has dtype torch.float32; expected torch.float16"):
         cross_attention_into(out.float(), q, k, v, mask)
+
+
+@pytest.mark.parametrize("block_k", [16, 32])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_key_blocks(block_k, dtype, device):
+    """The loop over key blocks with a running maximum (AMD's launch for tiles beyond 128 keys x 64 head dims), with a
+    last block partly past the keys, LTX's mask row, no mask and a full [B, H, Sq, Sk] mask."""
+    q, k, v, mask = make(sq=37, sk=70, d=40, dtype=dtype, device=device)
+    full = (rand((2, 3, 37, 70), seed=5) * 3).to(dtype).to(device)
+    for m in (mask, None, full):
+        out = torch.full_like(q, float("nan"))
+        cross_attention_into(out, q, k, v, m, _config=AttnConfig(64, 4, block_k))
+        assert_close(out, sdpa64(q, k, v, m), dtype)
+
+
+def test_key_blocks_with_a_block_of_minus_infinity(device):
+    """A row whose first key blocks are all -inf (an SDPA-style mask) is not NaN: the running maximum starts finite."""
+    q, k, v, _ = make(b=1, sq=20, h=2, d=32, sk=50, device=device)
+    mask = torch.zeros(1, 2, 20, 50)
+    mask[:, :, ::2, :40] = float("-inf")  # every other query sees keys 40-49 only: two whole blocks of -inf first
+    mask = mask.to(device)
+    out = torch.empty_like(q)
+    cross_attention_into(out, q, k, v, mask, _config=AttnConfig(16, 1, 16))
+    assert_close(out, sdpa64(q, k, v, mask), torch.float32)
+
+
+def test_keys_per_step_loops_only_on_amd_beyond_ltx_tile():
+    for arch in ("sm_90", "generic"):  # the H200's launch and every non-AMD target: one pass over all keys
+        tile = for_arch(arch).attn_tile
+        assert tile == (0, 0) and keys_per_step(256, 128, tile) == 256
+    for arch in ("gfx950", "gfx942", "gfx1201"):
+        tile = for_arch(arch).attn_tile
+        assert keys_per_step(128, 64, tile) == 128  # LTX-Video's tile: one pass
+        assert keys_per_step(256, 32, tile) == 256
+        assert keys_per_step(128, 128, tile) == keys_per_step(256, 128, tile) == 32
+        assert keys_per_step(256, 64, tile) == 64
 
 
 def test_zero_queries(device):

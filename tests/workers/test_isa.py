@@ -5,11 +5,12 @@ the sequence shrunk to 16 positions (the launch table keys on row widths, heads 
 length), plus widths that reach the table's other rows (rows packed per program below 2048, one row up to 4096,
 wider).  The jobs run as a sweep runs them: through workers.runner, in a compile-only sandbox, once per test session.
 
-Checks: every launch compiles; no spill and no scratch (but the spills in KNOWN_SPILLS, found and documented in
-docs/perf/amd-isa.md); the compiled wave size is the launch table's (wave64 on CDNA, wave32 on RDNA); on gfx950,
-every global/buffer store and every load of 16-bit rows (16-byte aligned, widths a multiple of 8 elements) is 128
-bits wide (dwordx4), but the broadcast vectors of a program that packs several rows (see PACKING) and the exceptions
-in NARROW_LOADS.  A failure names the kernel, shape, architecture and the offending instruction or count.
+Checks: every launch compiles; none spills or uses scratch (cross_attention's larger tiles included, which AMD's
+launch table takes in steps of key blocks); the compiled wave size is the launch table's (wave64 on CDNA, wave32 on
+RDNA); on gfx950, every global/buffer store and every load of 16-bit rows (16-byte aligned, widths a multiple of 8
+elements) is 128 bits wide (dwordx4), but the broadcast vectors of a program that packs several rows (see PACKING)
+and the exceptions in NARROW_LOADS.  A failure names the kernel, shape, architecture and the offending instruction or
+count.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import time
 from pathlib import Path
 
 import pytest
-import triton
 import yaml
 
 from kernels import registry
@@ -59,24 +59,6 @@ NARROW_LOADS = {
 # vectors (weight, scale/shift rows, cos/sin rows) once, spread over more lanes than they have 8-element groups, so
 # those loads may be narrower than 128 bits; the rows themselves must still load 128 bits and every store is a row.
 PACKING = ("ROWS", "BLOCK_R", "BLOCK_S", "BLOCK_H")
-# Spills found and not fixed (docs/perf/amd-isa.md): (kernel, arch) -> which launches, and why.  The test fails
-# when one of them stops spilling, so the entry goes when the kernel is fixed.
-KNOWN_SPILLS = {
-    ("cross_attention", "gfx1201"): (
-        lambda c: c["BLOCK_N"] * c["BLOCK_D"] > 128 * 64,
-        "head dim 128 or 256 keys (attn_config's 8-warp tiles): every wave32 warp holds the whole key and value tile "
-        "for its WMMA operands, more than 256 VGPRs; LTX-Video's 64 x 128 tile does not spill",
-    ),
-}
-if tuple(int(p) for p in triton.__version__.split(".")[:2]) < (3, 9):
-    # Triton before 3.9 (3.7.1 is the version torch 2.13 pins, so CI's): its AMD backend spills the 256-key tile on
-    # gfx950 too (56 VGPRs); Triton 3.9 compiles it without (docs/perf/amd-isa.md)
-    KNOWN_SPILLS[("cross_attention", "gfx950")] = (
-        lambda c: c["BLOCK_N"] > 128,
-        "256 keys on Triton before 3.9",
-    )
-
-
 CODE = code_version()
 
 
@@ -179,28 +161,22 @@ def test_every_launch_configuration_compiles(compiled, arch):
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_nothing_spills(compiled, arch):
-    bad, known = [], {key: 0 for key in KNOWN_SPILLS if key[1] == arch}
+    bad, key_steps = [], 0
     for (k, _sh, a), (s, r) in compiled.items():
         if a != arch or r.status != STATUS_OK:
             continue
         for launch in r.details["launches"]:
-            spilled = [
-                f"{field} = {launch[field]}"
-                for field in ("vgpr_spills", "sgpr_spills", "scratch_bytes")
-                if launch.get(field)
-            ]
-            expected = KNOWN_SPILLS.get((k, a))
-            if expected and expected[0](launch["constexprs"]):
-                known[(k, a)] += 1
-                if not spilled:
-                    bad.append(f"{_where(s)}: {launch['kernel']} no longer spills: drop it from KNOWN_SPILLS")
-            elif spilled:
+            spilled = [f"{f} = {launch[f]}" for f in ("vgpr_spills", "sgpr_spills", "scratch_bytes") if launch.get(f)]
+            if spilled:
                 bad.append(
                     f"{_where(s)}: {launch['kernel']} {', '.join(spilled)} "
                     f"({launch['vgprs']} VGPRs, {launch['num_warps']} warps)"
                 )
-    assert all(known.values()), f"KNOWN_SPILLS entries no compiled launch reached: {known}"
+            c = launch["constexprs"]
+            key_steps += k == "cross_attention" and c["BLOCK_K"] < c["BLOCK_N"]
     assert not bad, "\n".join(bad)
+    # head dim 128 and 256 keys (EXTRA_SHAPES) reach cross_attention's loop over key blocks, which spilled as one pass
+    assert key_steps == 2, f"{arch}: {key_steps} cross_attention launches in steps of key blocks; expected 2"
 
 
 @pytest.mark.parametrize("arch", ARCHS)
