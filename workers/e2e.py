@@ -35,8 +35,7 @@ the compile modes are skipped (``details["skipped"]``), the rest still runs.  Wi
 also runs one profiled call of that many steps (:mod:`workers.e2e_profile`): ``details["profile"][mode]`` and, on a
 GPU, ``gpu_busy_ms_per_step`` and ``kernels_per_step``.  The profiled calls come after every mode's timed calls, in a
 second pass (each mode entered again): once torch.profiler has captured CUDA activity, CUPTI stays attached to the
-process and every later launch costs more host time (pytorch/pytorch#144455; on an H200 host, one injected
-forward's host time went from 21.3 to 32.9 ms after one capture: docs/perf/ltx-e2e-h200.md).
+process and every later launch costs more host time (pytorch/pytorch#144455).
 """
 
 from __future__ import annotations
