@@ -209,9 +209,9 @@ def compose(overrides: Sequence[str]) -> DictConfig:
     from hydra.core.global_hydra import GlobalHydra
 
     schema.register()
-    register_kernel_grids()
     if not any(o.lstrip("+~").startswith("sweep=") for o in overrides):
         raise ConfigError(f"no sweep chosen: add +sweep=NAME; allowed: {', '.join(group_options('sweep'))}")
+    register_kernel_grids()
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
