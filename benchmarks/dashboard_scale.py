@@ -27,6 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import chromium  # noqa: E402
+from benchmarks.sample_devices import DEVICES, device_row  # noqa: E402
 from orchestrator.store import migrate, queries  # noqa: E402
 from orchestrator.store.session import dispose_engines, normalize_url, sqlite_path  # noqa: E402
 from orchestrator.store.writer import StoreWriter  # noqa: E402
@@ -46,28 +48,7 @@ KERNELS = (
 )
 SHAPES = ([1, 1024, 2048], [2, 1320, 2048], [2, 4096, 3072], [4, 4096, 2048], [2, 6336, 2048])
 IMPLS = ("triton", "eager", "compile", "compile_max", "F.rms_norm")
-DEVICES = {
-    "h200": ("nvidia", "NVIDIA H200", "sm_90", "cuda 13.0", 32, 4248.7),
-    "mi355x": ("amd", "AMD Instinct MI355X", "gfx950", "rocm 7.0.2", 64, 6100.0),
-}
 PER_JOB = len(IMPLS) * 8
-
-
-def _device(gpu: str) -> dict:
-    vendor, name, arch, runtime, warp, _ = DEVICES[gpu]
-    return DeviceInfo(
-        vendor=vendor,
-        name=name,
-        arch=arch,
-        warp_size=warp,
-        compute_units=132,
-        memory_bytes=141 * 2**30,
-        driver="580.65",
-        runtime=runtime,
-        torch="2.11.0",
-        triton="3.6.0",
-        gpu_type=gpu,
-    ).to_dict()
 
 
 def _measurements(rng: random.Random, level: dict[str, float], nbytes: float, samples: int) -> list[dict]:
@@ -144,7 +125,7 @@ def fill(url: str, measurements: int, samples: int, seed: int = 0) -> dict:
                     key=spec.key,
                     status="ok",
                     measurements=[Measurement.from_dict(m) for m in ms],
-                    device=DeviceInfo.from_dict(_device(g)),
+                    device=DeviceInfo.from_dict(device_row(g)),
                     node_id=f"node-{g}",
                     started_at=when,
                     duration_s=1.0,
@@ -154,7 +135,7 @@ def fill(url: str, measurements: int, samples: int, seed: int = 0) -> dict:
                 w.record_result(run_id, res)
                 written += len(ms)
             for g, (*_, bw) in DEVICES.items():
-                hw = w.record_device(_device(g))
+                hw = w.record_device(device_row(g))
                 if w.copy_bandwidth(hw) is None:
                     w.set_copy_bandwidth(hw, bw)
             w.finish_run(run_id, "complete", {"ok": len(specs)})
@@ -236,13 +217,10 @@ def time_store(url: str, repeats: int, browser: bool) -> dict:
 
 def _browser_times(url: str, views: dict, repeats: int) -> dict:
     """Full page loads in headless Chromium against a real `python -m dashboard` server."""
-    import shutil
     import socket
     import urllib.parse
     import urllib.request
 
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.support.ui import WebDriverWait
 
     with socket.socket() as so:
@@ -258,22 +236,7 @@ def _browser_times(url: str, views: dict, repeats: int) -> dict:
         stderr=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = shutil.which("chromium")
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tempfile.mkdtemp()}",
-        "--window-size=1280,900",
-    ):
-        opts.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+    driver = chromium.start(tempfile.mkdtemp())
     idle = (
         "return document.querySelector('#page h2') !== null && "
         "document.querySelector('[data-dash-is-loading=\"true\"]') === null"

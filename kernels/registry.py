@@ -5,8 +5,10 @@ The workers and the planner know kernels only through this module.  Each kernel 
 scanning that package (every module but ``common``), so a kernel exists when its entry says so.  Derived from the
 entries: ``kernels.__all__`` (each entry's public ``function``), the injection's kernel list (``kernels.inject``:
 the functions of the entries without a ``not_injected`` reason), the orchestrator's ``--help`` and its check that
-``conf/kernel/`` holds one grid per kernel (``orchestrator.validate.check_kernel_grids``).
-Adding a kernel = one kernel module + one entry module + one ``conf/kernel/<name>.yaml`` (README, "Add a kernel").
+``conf/kernel/`` names no unknown kernel (``orchestrator.validate.check_kernel_grids``), and the ``kernels`` sweep's
+list of kernels (every registered kernel with a grid, ``orchestrator.config``).  A kernel's default grid is its
+entry's ``grid`` (:class:`Grid`); a ``conf/kernel/<name>.yaml``, when present, overrides it.
+Adding a kernel = one kernel module + one entry module (README, "Add a kernel").
 
 Extra entries can be loaded from modules named in the environment variable ``KERNELFLEET_PLUGINS``
 (comma-separated module paths, each with an ``ENTRIES`` list); the test-suite uses this for kernels that crash
@@ -52,6 +54,15 @@ class Impl:
 
 
 @dataclass(frozen=True)
+class Grid:
+    """A kernel's default grid: what a sweep runs it on unless ``conf/kernel/<name>.yaml`` says otherwise."""
+
+    shapes: tuple[tuple[int, ...], ...]
+    dtypes: tuple[str, ...] = ("bf16",)
+    impls: tuple[str, ...] = ()  # empty: every implementation of the entry
+
+
+@dataclass(frozen=True)
 class KernelEntry:
     name: str
     description: str
@@ -78,9 +89,22 @@ class KernelEntry:
     function: Callable[..., Output] | None = None
     # Why kernels.inject never uses this kernel (empty: the injection may use it).
     not_injected: str = ""
+    # The default grid of sweeps (conf/kernel/<name>.yaml, when present, overrides it).
+    grid: Grid | None = None
 
     def impl_names(self) -> list[str]:
         return list(self.impls)
+
+    def default_grid(self) -> dict[str, Any] | None:
+        """The entry's grid as a sweep's kernel config (``name``, ``shapes``, ``dtypes``, ``impls``), or None."""
+        if self.grid is None:
+            return None
+        return {
+            "name": self.name,
+            "shapes": [list(s) for s in self.grid.shapes],
+            "dtypes": list(self.grid.dtypes),
+            "impls": list(self.grid.impls or self.impls),
+        }
 
 
 ENTRY_PACKAGE = "kernels.entries"

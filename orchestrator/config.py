@@ -35,9 +35,60 @@ def conf_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "conf"
 
 
-def group_options(group: str) -> list[str]:
+def conf_files(group: str) -> list[str]:
     d = conf_dir() / group
     return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
+
+
+def group_options(group: str) -> list[str]:
+    """The options of a config group: its files in conf/, and for ``kernel`` the grids the registry's entries
+    declare."""
+    if group == "kernel":
+        return sorted(kernel_grids())
+    return conf_files(group)
+
+
+# The config group whose one option, ``registry``, names every kernel that has a grid (conf/sweep/kernels.yaml).
+KERNEL_SET = "kernel_set"
+
+
+def kernel_grids() -> dict[str, dict[str, Any] | None]:
+    """Every kernel with a default grid, by name: None where conf/kernel/<name>.yaml gives it (the file wins),
+    else the grid its registry entry declares (``KernelEntry.grid``)."""
+    from kernels import registry
+
+    grids: dict[str, dict[str, Any] | None] = dict.fromkeys(conf_files("kernel"))
+    for name in registry.kernel_names():
+        if name not in grids:
+            grid = registry.get(name).default_grid()
+            if grid is not None:
+                grids[name] = grid
+    return dict(sorted(grids.items()))
+
+
+def kernel_grid(name: str) -> dict[str, Any] | None:
+    """A kernel's default grid (``name``, ``shapes``, ``dtypes``, ``impls``): conf/kernel/<name>.yaml when present,
+    else its entry's; None when it has neither."""
+    path = conf_dir() / "kernel" / f"{name}.yaml"
+    if path.is_file():
+        return OmegaConf.to_container(OmegaConf.load(path))  # type: ignore[return-value]
+    return kernel_grids().get(name)
+
+
+def register_kernel_grids() -> None:
+    """Make the registry's grids Hydra options: ``kernel/<name>`` for each grid an entry declares (a file of
+    conf/kernel/ of the same name takes its place), and ``kernel_set/registry`` placing every kernel's grid at
+    ``kernels.<name>``, so the ``kernels`` sweep follows the registry."""
+    from hydra.core.config_store import ConfigStore
+
+    cs = ConfigStore.instance()
+    for group in ("kernel", KERNEL_SET):  # the grids of an earlier composition (another conf dir) are forgotten
+        cs.repo.pop(group, None)
+    grids = kernel_grids()
+    for name, grid in grids.items():
+        if grid is not None:
+            cs.store(group="kernel", name=name, node=schema.KernelCfg(**grid))
+    cs.store(group=KERNEL_SET, name="registry", node={"defaults": [{f"/kernel@kernels.{n}": n} for n in grids]})
 
 
 def _schema_fields(path: str) -> list[str] | None:
@@ -160,6 +211,7 @@ def compose(overrides: Sequence[str]) -> DictConfig:
     schema.register()
     if not any(o.lstrip("+~").startswith("sweep=") for o in overrides):
         raise ConfigError(f"no sweep chosen: add +sweep=NAME; allowed: {', '.join(group_options('sweep'))}")
+    register_kernel_grids()
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):

@@ -308,6 +308,172 @@ def _python_matches(head: str, mine: str) -> bool:
     return head.split(".")[:parts] == mine.split(".")[:parts]
 
 
+def _gpu_checks(facts: NodeFacts, num_gpus: int | None) -> list[Check]:
+    """GPUs detected, one GPU type per node, and a --num-gpus the node has."""
+    gpus = facts.gpus
+    if not gpus:
+        return [
+            Check(
+                "GPUs",
+                "fail",
+                f"no GPU detected ({facts.source})",
+                "a fleet node needs a GPU that torch sees (torch.cuda.is_available()); check the driver "
+                "and that this Python's torch is a CUDA or ROCm build",
+            )
+        ]
+    checks = [Check("GPUs", "ok", f"{len(gpus)} detected: {gpu_summary(gpus)} ({facts.source})")]
+    types = sorted({d.gpu_type for d in gpus})
+    if len(types) > 1:
+        checks.append(
+            Check(
+                "one GPU type",
+                "fail",
+                f"this node mixes {', '.join(types)}",
+                "a node carries one GPU type; restrict it with HIP_VISIBLE_DEVICES (ROCm) or "
+                "CUDA_VISIBLE_DEVICES (CUDA) to one type",
+            )
+        )
+    if num_gpus is not None and not 1 <= num_gpus <= len(gpus):
+        checks.append(
+            Check(
+                "--num-gpus",
+                "fail",
+                f"--num-gpus {num_gpus} but {len(gpus)} GPU(s) detected",
+                f"give a number from 1 to {len(gpus)}",
+            )
+        )
+    return checks
+
+
+def _amd_checks(facts: NodeFacts) -> list[Check]:
+    """On AMD: Ray's GPU manager (amdsmi) importable, and a device mask Ray accepts."""
+    if facts.vendor != "amd":
+        return []
+    if facts.amdsmi_importable is None:
+        checks = [Check("amdsmi", "skip", "not known for this recorded node")]
+    elif facts.amdsmi_importable:
+        checks = [Check("amdsmi", "ok", "the amdsmi Python package is importable (Ray's AMD GPU manager)")]
+    else:
+        checks = [Check("amdsmi", "fail", "the amdsmi Python package is not importable", AMDSMI_FIX)]
+    rocr, hip = facts.env.get("ROCR_VISIBLE_DEVICES"), facts.env.get("HIP_VISIBLE_DEVICES")
+    if rocr is not None and hip is None:
+        checks.append(
+            Check(
+                "visible devices",
+                "fail",
+                f"ROCR_VISIBLE_DEVICES={rocr} is set without "
+                "HIP_VISIBLE_DEVICES: Ray raises 'Please use HIP_VISIBLE_DEVICES instead of "
+                "ROCR_VISIBLE_DEVICES' when it assigns a GPU",
+                f"unset ROCR_VISIBLE_DEVICES and set HIP_VISIBLE_DEVICES={rocr} instead",
+            )
+        )
+    else:
+        checks.append(
+            Check(
+                "visible devices",
+                "ok",
+                f"HIP_VISIBLE_DEVICES={hip}" if hip is not None else "no device mask (all GPUs)",
+            )
+        )
+    return checks
+
+
+def _label_checks(labels: Mapping[str, str]) -> list[Check]:
+    """The node's labels pass Ray's own syntax check."""
+    if not labels:
+        return []
+    try:
+        from ray._private.label_utils import validate_node_label_syntax
+
+        validate_node_label_syntax(dict(labels))
+        return [Check("labels", "ok", f"{len(labels)} labels in the {LABEL_NS}/ namespace")]
+    except ValueError as exc:
+        return [Check("labels", "fail", str(exc), "report this: label values are derived from detection")]
+
+
+def _head_reach_check(probe: HeadProbe | None, mine_ray: str, mine_py: str) -> Check | None:
+    """Why the head cannot be checked (not reachable, or it did not answer); None when it answered."""
+    if probe is None or not probe.reachable:
+        why = probe.error if probe else "no head address"
+        return Check(
+            "head",
+            "skip",
+            f"head not reachable ({why}): Ray/Python versions and token not "
+            f"checked; this node runs Ray {mine_ray}, Python {mine_py}",
+        )
+    if probe.error and probe.auth is None:
+        return Check(
+            "head",
+            "fail",
+            f"the head at {probe.address} did not answer: {probe.error}",
+            "check the address (HOST:PORT of `cluster up`) and that the head is running",
+        )
+    return None
+
+
+def _token_check(probe: HeadProbe, token: Token | None, insecure: bool) -> Check:
+    """The head uses token authentication (or --insecure accepts that it does not) and takes this node's token."""
+    if probe.auth == "disabled" and insecure:
+        return Check(
+            "token auth",
+            "ok",
+            "the head does not use token authentication; joining anyway "
+            "(--insecure): anyone who reaches it can join and run code, so keep "
+            "it on a private network",
+        )
+    if probe.auth == "disabled":
+        return Check(
+            "token auth",
+            "fail",
+            "the head does not use token authentication: anyone who reaches it can join and run code on every node",
+            "restart the head with `python -m orchestrator cluster up` (token authentication), or "
+            "join anyway with --insecure on a network only trusted machines reach",
+        )
+    if probe.token_accepted is None:
+        return Check("token auth", "fail", "the head uses token authentication and this node has no token", TOKEN_FIX)
+    if probe.token_accepted is False:
+        return Check(
+            "token auth",
+            "fail",
+            f"the head rejected the token from {token.describe()}",
+            "the token differs from the head's; " + TOKEN_FIX,
+        )
+    return Check("token auth", "ok", f"the head accepted the token from {token.describe()}")
+
+
+def _version_checks(probe: HeadProbe, mine_ray: str, mine_py: str) -> list[Check]:
+    """This node runs the head's Ray and a Python Ray accepts beside the head's."""
+    if probe.ray_version is None:
+        if probe.auth == "token" and not probe.token_accepted:
+            return [Check("versions", "skip", "the head's versions cannot be read without its token")]
+        return []
+    if probe.ray_version == mine_ray:
+        checks = [Check("Ray version", "ok", f"{mine_ray}, as on the head")]
+    else:
+        checks = [
+            Check(
+                "Ray version",
+                "fail",
+                f"head runs Ray {probe.ray_version}, this node {mine_ray}",
+                f"install the head's version: `python -m pip install 'ray[default]=={probe.ray_version}'`",
+            )
+        ]
+    if probe.python_version is None or _python_matches(probe.python_version, mine_py):
+        checks.append(Check("Python version", "ok", f"{mine_py}, as on the head"))
+    else:
+        checks.append(
+            Check(
+                "Python version",
+                "fail",
+                f"head runs Python {probe.python_version}, this node {mine_py}; Ray refuses a different Python",
+                f"use Python {probe.python_version} on this node (a venv or conda env), or set "
+                f"RAY_DEFAULT_PYTHON_VERSION_MATCH_LEVEL=minor on every node if only the patch "
+                f"level differs",
+            )
+        )
+    return checks
+
+
 def join_checks(
     facts: NodeFacts,
     probe: HeadProbe | None,
@@ -318,160 +484,12 @@ def join_checks(
 ) -> list[Check]:
     """Everything a node needs to work in the fleet, in the order a user would fix it.  A head without token
     authentication fails the check unless ``insecure`` (``node join --insecure``)."""
-    checks: list[Check] = []
-    gpus = facts.gpus
-    if not gpus:
-        checks.append(
-            Check(
-                "GPUs",
-                "fail",
-                f"no GPU detected ({facts.source})",
-                "a fleet node needs a GPU that torch sees (torch.cuda.is_available()); check the driver "
-                "and that this Python's torch is a CUDA or ROCm build",
-            )
-        )
-    else:
-        checks.append(Check("GPUs", "ok", f"{len(gpus)} detected: {gpu_summary(gpus)} ({facts.source})"))
-        types = sorted({d.gpu_type for d in gpus})
-        if len(types) > 1:
-            checks.append(
-                Check(
-                    "one GPU type",
-                    "fail",
-                    f"this node mixes {', '.join(types)}",
-                    "a node carries one GPU type; restrict it with HIP_VISIBLE_DEVICES (ROCm) or "
-                    "CUDA_VISIBLE_DEVICES (CUDA) to one type",
-                )
-            )
-        if num_gpus is not None and not 1 <= num_gpus <= len(gpus):
-            checks.append(
-                Check(
-                    "--num-gpus",
-                    "fail",
-                    f"--num-gpus {num_gpus} but {len(gpus)} GPU(s) detected",
-                    f"give a number from 1 to {len(gpus)}",
-                )
-            )
-    if facts.vendor == "amd":
-        if facts.amdsmi_importable is None:
-            checks.append(Check("amdsmi", "skip", "not known for this recorded node"))
-        elif facts.amdsmi_importable:
-            checks.append(Check("amdsmi", "ok", "the amdsmi Python package is importable (Ray's AMD GPU manager)"))
-        else:
-            checks.append(Check("amdsmi", "fail", "the amdsmi Python package is not importable", AMDSMI_FIX))
-        rocr, hip = facts.env.get("ROCR_VISIBLE_DEVICES"), facts.env.get("HIP_VISIBLE_DEVICES")
-        if rocr is not None and hip is None:
-            checks.append(
-                Check(
-                    "visible devices",
-                    "fail",
-                    f"ROCR_VISIBLE_DEVICES={rocr} is set without "
-                    "HIP_VISIBLE_DEVICES: Ray raises 'Please use HIP_VISIBLE_DEVICES instead of "
-                    "ROCR_VISIBLE_DEVICES' when it assigns a GPU",
-                    f"unset ROCR_VISIBLE_DEVICES and set HIP_VISIBLE_DEVICES={rocr} instead",
-                )
-            )
-        else:
-            checks.append(
-                Check(
-                    "visible devices",
-                    "ok",
-                    f"HIP_VISIBLE_DEVICES={hip}" if hip is not None else "no device mask (all GPUs)",
-                )
-            )
-    if labels:
-        try:
-            from ray._private.label_utils import validate_node_label_syntax
-
-            validate_node_label_syntax(dict(labels))
-            checks.append(Check("labels", "ok", f"{len(labels)} labels in the {LABEL_NS}/ namespace"))
-        except ValueError as exc:
-            checks.append(Check("labels", "fail", str(exc), "report this: label values are derived from detection"))
+    checks = _gpu_checks(facts, num_gpus) + _amd_checks(facts) + _label_checks(labels)
     mine_ray, mine_py = local_versions()
-    if probe is None or not probe.reachable:
-        why = probe.error if probe else "no head address"
-        checks.append(
-            Check(
-                "head",
-                "skip",
-                f"head not reachable ({why}): Ray/Python versions and token not "
-                f"checked; this node runs Ray {mine_ray}, Python {mine_py}",
-            )
-        )
-        return checks
-    if probe.error and probe.auth is None:
-        checks.append(
-            Check(
-                "head",
-                "fail",
-                f"the head at {probe.address} did not answer: {probe.error}",
-                "check the address (HOST:PORT of `cluster up`) and that the head is running",
-            )
-        )
-        return checks
-    if probe.auth == "disabled" and insecure:
-        checks.append(
-            Check(
-                "token auth",
-                "ok",
-                "the head does not use token authentication; joining anyway "
-                "(--insecure): anyone who reaches it can join and run code, so keep "
-                "it on a private network",
-            )
-        )
-    elif probe.auth == "disabled":
-        checks.append(
-            Check(
-                "token auth",
-                "fail",
-                "the head does not use token authentication: anyone who reaches it can join and run code on every node",
-                "restart the head with `python -m orchestrator cluster up` (token authentication), or "
-                "join anyway with --insecure on a network only trusted machines reach",
-            )
-        )
-    elif probe.token_accepted is None:
-        checks.append(
-            Check("token auth", "fail", "the head uses token authentication and this node has no token", TOKEN_FIX)
-        )
-    elif probe.token_accepted is False:
-        checks.append(
-            Check(
-                "token auth",
-                "fail",
-                f"the head rejected the token from {token.describe()}",
-                "the token differs from the head's; " + TOKEN_FIX,
-            )
-        )
-    else:
-        checks.append(Check("token auth", "ok", f"the head accepted the token from {token.describe()}"))
-    if probe.ray_version is not None:
-        if probe.ray_version == mine_ray:
-            checks.append(Check("Ray version", "ok", f"{mine_ray}, as on the head"))
-        else:
-            checks.append(
-                Check(
-                    "Ray version",
-                    "fail",
-                    f"head runs Ray {probe.ray_version}, this node {mine_ray}",
-                    f"install the head's version: `python -m pip install 'ray[default]=={probe.ray_version}'`",
-                )
-            )
-        if probe.python_version is None or _python_matches(probe.python_version, mine_py):
-            checks.append(Check("Python version", "ok", f"{mine_py}, as on the head"))
-        else:
-            checks.append(
-                Check(
-                    "Python version",
-                    "fail",
-                    f"head runs Python {probe.python_version}, this node {mine_py}; Ray refuses a different Python",
-                    f"use Python {probe.python_version} on this node (a venv or conda env), or set "
-                    f"RAY_DEFAULT_PYTHON_VERSION_MATCH_LEVEL=minor on every node if only the patch "
-                    f"level differs",
-                )
-            )
-    elif probe.auth == "token" and not probe.token_accepted:
-        checks.append(Check("versions", "skip", "the head's versions cannot be read without its token"))
-    return checks
+    unreachable = _head_reach_check(probe, mine_ray, mine_py)
+    if unreachable is not None:
+        return checks + [unreachable]
+    return checks + [_token_check(probe, token, insecure)] + _version_checks(probe, mine_ray, mine_py)
 
 
 def failed(checks: list[Check]) -> list[Check]:

@@ -261,6 +261,160 @@ def _ray_failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]
 
 
+def _group_key(spec: JobSpec, selector_of: Callable[[JobSpec], dict[str, str]], has_gpus: bool) -> tuple:
+    """A job's group: (its selector, whether it takes a whole node, whether it runs on a GPU).  Compile-only jobs
+    take a CPU slot even on a GPU cluster."""
+    return (tuple(sorted(selector_of(spec).items())), takes_whole_node(spec), has_gpus and needs_gpu(spec))
+
+
+class _Execution:
+    """The driver's loop of :func:`execute`: a queue of (group, batch) waiting for a slot, the batches in flight (Ray
+    streaming generators), and the fleet as last seen.  Each spec ends in exactly one on_result or on_lost call."""
+
+    def __init__(
+        self,
+        cluster: RayCluster,
+        specs: list[JobSpec],
+        selector_of: Callable[[JobSpec], dict[str, str]],
+        on_result: Callable[[JobResult], None],
+        on_lost: Callable[[JobSpec, str], None],
+        batch_size: int,
+        max_retries: int,
+        no_node_grace_s: float,
+    ):
+        import ray
+
+        self.ray, self.cluster, self.on_result, self.on_lost = ray, cluster, on_result, on_lost
+        self.max_retries, self.no_node_grace_s = max_retries, no_node_grace_s
+        self.has_gpus = cluster.has_gpus()
+        self.nodes = cluster.nodes()  # the latest look at the fleet (check_nodes refreshes it)
+        self.queue, total_slots = self._batches(specs, selector_of, batch_size)
+        self.remote = ray.remote(_run_batch)
+        self.inflight: dict = {}  # generator -> (group key, {key: spec} still to come)
+        self.limit = max(2 * total_slots, 2)
+        self.no_node_since: dict[tuple, float] = {}
+
+    def _batches(
+        self, specs: list[JobSpec], selector_of: Callable[[JobSpec], dict[str, str]], batch_size: int
+    ) -> tuple[list[tuple[tuple, list[JobSpec]]], int]:
+        """The queue of (group key, batch), each group split to keep its matching slots busy; and the slots."""
+        groups: dict[tuple, list[JobSpec]] = {}
+        for s in specs:
+            groups.setdefault(_group_key(s, selector_of, self.has_gpus), []).append(s)
+        queue: list[tuple[tuple, list[JobSpec]]] = []
+        total_slots = 0
+        for gkey, group in groups.items():
+            slots = self.cluster.slots(dict(gkey[0]), gkey[2])
+            total_slots += slots
+            queue += [(gkey, b) for b in make_batches(group, batch_size, slots)]
+        return queue, total_slots
+
+    def share(self, sel: dict[str, str], gpu: bool) -> bool:
+        """A sliver of the node resource only where every candidate node has it (nodes started by hand may not)."""
+        matching = [n for n in self.nodes if can_run(n, sel, False, gpu)]
+        return bool(matching) and all(n.resources.get(NODE_RESOURCE, 0) > 0 for n in matching)
+
+    def submit(self) -> None:
+        """Start queued batches while fewer than the limit are in flight."""
+        while self.queue and len(self.inflight) < self.limit:
+            gkey, batch = self.queue.pop(0)
+            sel, whole, gpu = dict(gkey[0]), gkey[1], gkey[2]
+            opts = task_options(sel, whole, gpu, self.share(sel, gpu), self.max_retries)
+            gen = self.remote.options(**opts).remote([s.to_dict() for s in batch])
+            self.inflight[gen] = (gkey, {s.key: s for s in batch})
+
+    def _lose(self, specs: Iterable[JobSpec], reason: str) -> None:
+        for spec in specs:
+            self.on_lost(spec, reason)
+
+    def cancel(self, gen) -> None:
+        try:
+            self.ray.cancel(gen, force=True)
+        except Exception:
+            pass
+
+    def lose_group(self, gkey: tuple, reason: str) -> None:
+        """Every job of a group, queued or in flight, ends as lost with the reason."""
+        for entry in [e for e in self.queue if e[0] == gkey]:
+            self.queue.remove(entry)
+            self._lose(entry[1], reason)
+        for gen in [g for g, (k, _) in self.inflight.items() if k == gkey]:
+            self.cancel(gen)
+            self._lose(self.inflight.pop(gen)[1].values(), reason)
+
+    def receive(self, gen) -> None:
+        """The next result of a ready batch; when the batch ended or failed, its jobs still to come are lost."""
+        from ray.exceptions import RayError
+
+        remaining = self.inflight[gen][1]
+        try:
+            result = JobResult.from_dict(self.ray.get(next(gen)))
+        except StopIteration:
+            self._lose(remaining.values(), "its batch ended without a result for it")
+            del self.inflight[gen]
+            return
+        except RayError as exc:  # node died and retries ran out, worker crashed, task cancelled
+            self._lose(remaining.values(), _ray_failure(exc))
+            del self.inflight[gen]
+            return
+        if result.key in remaining:  # a retried batch re-yields jobs already stored: ignore those
+            del remaining[result.key]
+            self.on_result(result)
+
+    def check_nodes(self) -> None:
+        """Lose the jobs that no live node can run (after the grace); let new nodes raise the in-flight limit."""
+        self.nodes = self.cluster.nodes()
+        now = time.monotonic()
+        waiting = {k for k, _ in self.queue} | {k for k, _ in self.inflight.values()}
+        for gkey in waiting:
+            sel, whole, gpu = dict(gkey[0]), gkey[1], gkey[2]
+            if any(can_run(n, sel, whole, gpu) for n in self.nodes):
+                self.no_node_since.pop(gkey, None)
+                continue
+            since = self.no_node_since.setdefault(gkey, now)
+            if now - since >= self.no_node_grace_s:
+                need = f" with the {NODE_RESOURCE} resource (a whole-node job)" if whole else ""
+                self.lose_group(
+                    gkey,
+                    f"no live node matches {describe_selector(sel)}{need}: the last one left the "
+                    f"cluster or none joined (waited {self.no_node_grace_s:g} s)",
+                )
+                self.no_node_since.pop(gkey, None)
+        self.limit = max(self.limit, 2 * self._slots_now())
+
+    def _slots_now(self) -> int:
+        has_gpus = self.has_gpus
+        return sum(
+            n.gpus if has_gpus else 1
+            for n in self.nodes
+            if n.alive and (n.gpus > 0 if has_gpus else n.resources.get("CPU", 0) > 0)
+        )
+
+    def run(self, poll_s: float, on_tick: Callable[[], None] | None) -> None:
+        """Submit, wait for results, look at the fleet every second, until every job has ended."""
+        next_check = time.monotonic() + 1.0
+        try:
+            self.submit()
+            while self.inflight or self.queue:
+                if self.inflight:
+                    ready, _ = self.ray.wait(list(self.inflight), num_returns=1, timeout=poll_s)
+                else:
+                    ready = []
+                    time.sleep(poll_s)
+                if on_tick:
+                    on_tick()
+                for gen in ready:
+                    self.receive(gen)
+                if time.monotonic() >= next_check:
+                    self.check_nodes()
+                    next_check = time.monotonic() + 1.0
+                self.submit()
+        except BaseException:
+            for gen in self.inflight:
+                self.cancel(gen)
+            raise
+
+
 def execute(
     cluster: RayCluster,
     specs: list[JobSpec],
@@ -279,123 +433,9 @@ def execute(
     Jobs that no live node can run any more (the last node of their type left or died) wait ``no_node_grace_s``
     for one to join, then end as lost with the reason; the rest of the sweep goes on.
     """
-    import ray
-    from ray.exceptions import RayError
-
-    has_gpus = cluster.has_gpus()
-    nodes = cluster.nodes()
-    # group key: (selector, whole node, on a GPU); compile-only jobs take a CPU slot even on a GPU cluster
-    groups: dict[tuple, list[JobSpec]] = {}
-    for s in specs:
-        groups.setdefault(
-            (tuple(sorted(selector_of(s).items())), takes_whole_node(s), has_gpus and needs_gpu(s)), []
-        ).append(s)
-    queue: list[tuple[tuple, list[JobSpec]]] = []
-    total_slots = 0
-    for gkey, group in groups.items():
-        slots = cluster.slots(dict(gkey[0]), gkey[2])
-        total_slots += slots
-        queue += [(gkey, b) for b in make_batches(group, batch_size, slots)]
-    view = {"nodes": nodes}  # the latest look at the fleet (check_nodes refreshes it)
-
-    def share(sel: dict[str, str], gpu: bool) -> bool:
-        """A sliver of the node resource only where every candidate node has it (nodes started by hand may not)."""
-        matching = [n for n in view["nodes"] if can_run(n, sel, False, gpu)]
-        return bool(matching) and all(n.resources.get(NODE_RESOURCE, 0) > 0 for n in matching)
-
-    remote = ray.remote(_run_batch)
-    inflight: dict = {}  # generator -> (group key, {key: spec} still to come)
-    limit = max(2 * total_slots, 2)
-    no_node_since: dict[tuple, float] = {}
-    next_check = time.monotonic() + 1.0
-
-    def submit() -> None:
-        while queue and len(inflight) < limit:
-            gkey, batch = queue.pop(0)
-            opts = task_options(dict(gkey[0]), gkey[1], gkey[2], share(dict(gkey[0]), gkey[2]), max_retries)
-            gen = remote.options(**opts).remote([s.to_dict() for s in batch])
-            inflight[gen] = (gkey, {s.key: s for s in batch})
-
-    def lose_group(gkey: tuple, reason: str) -> None:
-        for entry in [e for e in queue if e[0] == gkey]:
-            queue.remove(entry)
-            for spec in entry[1]:
-                on_lost(spec, reason)
-        for gen in [g for g, (k, _) in inflight.items() if k == gkey]:
-            try:
-                ray.cancel(gen, force=True)
-            except Exception:
-                pass
-            for spec in inflight.pop(gen)[1].values():
-                on_lost(spec, reason)
-
-    def check_nodes() -> None:
-        """Lose the jobs that no live node can run (after the grace); let new nodes raise the in-flight limit."""
-        nonlocal limit
-        now_nodes = view["nodes"] = cluster.nodes()
-        now = time.monotonic()
-        waiting = {k for k, _ in queue} | {k for k, _ in inflight.values()}
-        for gkey in waiting:
-            sel, whole, gpu = dict(gkey[0]), gkey[1], gkey[2]
-            if any(can_run(n, sel, whole, gpu) for n in now_nodes):
-                no_node_since.pop(gkey, None)
-                continue
-            since = no_node_since.setdefault(gkey, now)
-            if now - since >= no_node_grace_s:
-                need = f" with the {NODE_RESOURCE} resource (a whole-node job)" if whole else ""
-                lose_group(
-                    gkey,
-                    f"no live node matches {describe_selector(sel)}{need}: the last one left the "
-                    f"cluster or none joined (waited {no_node_grace_s:g} s)",
-                )
-                no_node_since.pop(gkey, None)
-        slots_now = sum(
-            n.gpus if has_gpus else 1
-            for n in now_nodes
-            if n.alive and (n.gpus > 0 if has_gpus else n.resources.get("CPU", 0) > 0)
-        )
-        limit = max(limit, 2 * slots_now)
-
-    try:
-        submit()
-        while inflight or queue:
-            if inflight:
-                ready, _ = ray.wait(list(inflight), num_returns=1, timeout=poll_s)
-            else:
-                ready = []
-                time.sleep(poll_s)
-            if on_tick:
-                on_tick()
-            for gen in ready:
-                remaining = inflight[gen][1]
-                try:
-                    ref = next(gen)
-                    result = JobResult.from_dict(ray.get(ref))
-                except StopIteration:
-                    for spec in remaining.values():
-                        on_lost(spec, "its batch ended without a result for it")
-                    del inflight[gen]
-                    continue
-                except RayError as exc:  # node died and retries ran out, worker crashed, task cancelled
-                    reason = _ray_failure(exc)
-                    for spec in remaining.values():
-                        on_lost(spec, reason)
-                    del inflight[gen]
-                    continue
-                if result.key in remaining:  # a retried batch re-yields jobs already stored: ignore those
-                    del remaining[result.key]
-                    on_result(result)
-            if time.monotonic() >= next_check:
-                check_nodes()
-                next_check = time.monotonic() + 1.0
-            submit()
-    except BaseException:
-        for gen in inflight:
-            try:
-                ray.cancel(gen, force=True)
-            except Exception:
-                pass
-        raise
+    _Execution(cluster, specs, selector_of, on_result, on_lost, batch_size, max_retries, no_node_grace_s).run(
+        poll_s, on_tick
+    )
 
 
 def wait_for_match(cluster: RayCluster, selector: dict[str, str], timeout_s: float) -> bool:

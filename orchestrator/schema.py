@@ -16,7 +16,7 @@ from omegaconf import MISSING
 
 @dataclass
 class KernelCfg:
-    """One kernel's default grid (conf/kernel/<name>.yaml)."""
+    """One kernel's default grid (conf/kernel/<name>.yaml, or the grid its registry entry declares)."""
 
     name: str = MISSING
     shapes: List[List[int]] = field(default_factory=list)

@@ -230,208 +230,231 @@ def _nothing_to_run(writer, url: str, cfg: dict, header: dict, specs: list[JobSp
     return EXIT_OK
 
 
+def _dry_run(cfg: dict, console: Console) -> int:
+    if cfg["target"].get("per_gpu_type"):
+        raise ConfigError(
+            f"target={cfg['target']['name']}: a dry run cannot know which GPU types the fleet "
+            "has; plan for a named target instead (e.g. target=h200)"
+        )
+    return write_dry_run(cfg, planner.plan(cfg), console)
+
+
+def _stop_calibration(calibration) -> None:
+    if calibration is not None:
+        calibration.kill()
+        calibration.communicate()
+
+
+class _Sweep:
+    """One sweep past its dry-run check: the store it writes, the fleet it runs on, its plan, and its run."""
+
+    def __init__(self, cfg: dict, console: Console):
+        self.cfg, self.console = cfg, console
+        self.name = cfg["sweep"]["name"]
+        self.embedded = not (cfg["cluster"].get("address") or os.environ.get("RAY_ADDRESS"))
+        self.selector = dict(cfg["target"].get("label_selector") or {})
+        self.wait = bool(cfg.get("wait_for_run"))
+        self.cluster: schedule.RayCluster | None = None
+        self.run_id: int | None = None
+
+    def open(self):
+        """Open the store and plan (a target=all plan asks the fleet first); returns the CPU price calibration
+        started meanwhile (None with a GPU or a cluster)."""
+        calibration = None
+        if self.embedded and not _local_gpu():  # priced before Ray starts, so the answer comes in seconds
+            from orchestrator.cpu_price import start_calibration
+
+            calibration = start_calibration()
+        try:
+            _check_writable(self.cfg["store"].get("url"))
+            self.writer, self.url = open_writer(self.cfg["store"].get("url"), self.console)
+            if self.cfg["target"].get("per_gpu_type"):
+                self.cluster = _start_cluster(self.cfg)
+            try:
+                self.specs = _plan(self.cfg, self.cluster)
+            except BaseException:
+                self.stop_cluster()
+                raise
+        except BaseException:
+            _stop_calibration(calibration)
+            raise
+        self.header = plan_header(self.cfg, self.specs)
+        self.keys = [s.key for s in self.specs]
+        return calibration
+
+    def stop_cluster(self) -> None:
+        if self.cluster is not None:
+            self.cluster.stop()
+
+    def find_resumable(self) -> None:
+        """A run of this plan to resume; another live sweep holding it: exit 2 naming it, or wait
+        (wait_for_run=true)."""
+        try:
+            self.run_id = self.writer.find_resumable_run(self.header["plan_key"], self.wait, self.console.print)
+        except RunHeld as exc:
+            raise ConfigError(str(exc)) from None
+        self.resumed = self.run_id is not None
+
+    def what_is_done(self) -> set[str]:
+        if self.cfg.get("rerun"):  # run everything again; a resumed forced run skips only what it already redid
+            return self.writer.done_keys(self.keys, run_id=self.run_id) if self.resumed else set()
+        return self.writer.done_keys(self.keys)
+
+    def take_stock(self) -> None:
+        self.done = self.what_is_done()
+        self.todo = [s for s in self.specs if s.key not in self.done]
+
+    def connect(self) -> bool:
+        """Start Ray (or join the cluster) and check a live node matches the target, before the run is written;
+        False when interrupted meanwhile (nothing written)."""
+        try:
+            self.cluster = self.cluster or _start_cluster(self.cfg)
+            _check_target(self.cluster, self.cfg["target"], self.selector, self.console)
+            if not self.embedded and not any(n.gpus > 0 for n in self.cluster.matching(self.selector)):
+                where = f"no node matching {schedule.describe_selector(self.selector)}"
+                _check_cpu_price(self.cfg, self.todo, where, self.console)
+        except BaseException as exc:
+            self.stop_cluster()
+            if isinstance(exc, KeyboardInterrupt):
+                self.console.print("interrupted before any job was scheduled; nothing was written")
+                return False
+            raise
+        return True
+
+    def claim(self, signals: _Signals) -> None:
+        """This process takes the run (owner, heartbeat) and records its jobs; RunHeld if another sweep took the
+        plan meanwhile."""
+        try:
+            try:
+                claimed, resumed = self.writer.claim_run(
+                    self.name,
+                    self.cfg,
+                    self.header["plan_key"],
+                    self.header["commit"],
+                    self.header["code_hash"],
+                    self.wait,
+                    self.console.print,
+                )
+            except RunHeld as exc:
+                raise ConfigError(str(exc)) from None
+            if claimed != self.run_id and not self.cfg.get("rerun"):  # another sweep of the plan ran meanwhile
+                self.take_stock()
+            self.run_id = claimed
+            if resumed:
+                self.console.print(f"resuming interrupted run {self.run_id}")
+            self.writer.add_jobs(self.run_id, [s.to_dict() for s in self.specs])
+        except BaseException:
+            signals.shield()
+            self.stop_cluster()
+            raise
+
+    def selector_of(self, spec: JobSpec) -> dict[str, str]:
+        if self.cfg["target"].get("per_gpu_type"):
+            return {**self.selector, f"{schedule.LABEL_NS}/gpu": spec.target}
+        return self.selector
+
+    def execute(self) -> Counter[str]:
+        """Record the fleet, then run the jobs to do on it with a progress bar; the count of each job status."""
+        nodes = self.cluster.nodes()
+        self.writer.record_nodes(
+            {"node_id": n.node_id, "alive": n.alive, "labels": n.labels, "resources": n.resources}  # the fleet page's
+            for n in nodes
+        )
+        self.console.print(f"fleet: {schedule.fleet_summary(nodes)}")
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[state]}"),
+            TimeElapsedColumn(),
+            _EtaColumn(),
+            console=self.console,
+            transient=False,
+        ) as progress:
+            task = progress.add_task(self.name, total=len(self.todo), state="")
+            labels = {s.key: s.label() for s in self.todo}
+            rec = _Recorder(self.writer, self.run_id, bool(self.cfg.get("rerun")), progress, task, labels, self.console)
+            schedule.execute(
+                self.cluster,
+                self.todo,
+                self.selector_of,
+                rec.result,
+                rec.lost,
+                batch_size=self.cfg["sweep"]["batch_size"],
+                max_retries=self.cfg["sweep"]["max_retries"],
+                no_node_grace_s=(
+                    float("inf") if self.cfg["target"].get("wait_for_nodes") else schedule.NO_NODE_GRACE_S
+                ),
+            )
+            return rec.counts
+
+    def run(self, signals: _Signals) -> int:
+        """Claim the run, execute what is to do, mark the run (even when interrupted) and summarise it."""
+        self.claim(signals)
+        self.console.print(
+            f"sweep {self.name}: {len(self.specs)} jobs, {len(self.done)} done earlier, "
+            f"{len(self.todo)} to run (run {self.run_id}, store {self.url})"
+        )
+        counts: Counter[str] = Counter()
+        interrupted: Interrupted | None = None
+        t0 = time.perf_counter()
+        try:
+            if self.todo:
+                counts = self.execute()
+        except KeyboardInterrupt as exc:
+            # Ray's own wait loop can turn the handler's Interrupted into a plain KeyboardInterrupt: the first
+            # signal seen decides the exit code
+            interrupted = exc if isinstance(exc, Interrupted) else Interrupted(signals.first or signal.SIGINT)
+        finally:
+            signals.shield()  # a second Ctrl-C or SIGTERM from here on cannot stop the run being marked
+            self.stop_cluster()
+        return self.finish(counts, time.perf_counter() - t0, interrupted)
+
+    def finish(self, counts: Counter[str], wall_s: float, interrupted: Interrupted | None) -> int:
+        """Mark the run with its status and counts, print its summary; the exit code."""
+        final = self.writer.job_statuses(self.keys)
+        n_bad = sum(1 for st in final.values() if st not in (STATUS_OK, STATUS_SKIPPED))
+        status = "interrupted" if interrupted else "failed" if n_bad else "complete"
+        by_status = {f"status_{k}": v for k, v in Counter(final.values()).items()}
+        summary = {
+            "planned": len(self.specs),
+            "ran": sum(counts.values()),
+            "done_earlier": len(self.done),
+            "wall_s": round(wall_s, 3),
+            **by_status,
+        }
+        self.writer.finish_run(self.run_id, status, summary)
+        title = f"run {self.run_id} · {self.name}"
+        report.print_run_summary(self.console, self.url, self.run_id, title, wide=bool(self.cfg.get("wide")))
+        self.console.print(
+            f"run {self.run_id}: {status}; {report.counts_in_words({'planned': len(self.specs), **by_status})}; "
+            f"store: {self.url}",
+            highlight=False,
+        )
+        if interrupted:
+            self.console.print(f"interrupted: run the same command again to complete run {self.run_id}")
+            return interrupted.exit_code
+        return EXIT_FAILED if n_bad else EXIT_OK
+
+
 def run_sweep(cfg: dict, console: Console) -> int:
     from orchestrator.validate import validate
 
     validate(cfg)
-    per_gpu_type = bool(cfg["target"].get("per_gpu_type"))
     if cfg.get("dry_run"):
-        if per_gpu_type:
-            raise ConfigError(
-                f"target={cfg['target']['name']}: a dry run cannot know which GPU types the fleet "
-                "has; plan for a named target instead (e.g. target=h200)"
-            )
-        return write_dry_run(cfg, planner.plan(cfg), console)
-
-    embedded = not (cfg["cluster"].get("address") or os.environ.get("RAY_ADDRESS"))
-    calibration = None
-    if embedded and not _local_gpu():  # priced before Ray starts, so the answer comes in seconds
-        from orchestrator.cpu_price import start_calibration
-
-        calibration = start_calibration()
-    try:
-        _check_writable(cfg["store"].get("url"))
-        writer, url = open_writer(cfg["store"].get("url"), console)
-        cluster = _start_cluster(cfg) if per_gpu_type else None
-        try:
-            specs = _plan(cfg, cluster)
-        except BaseException:
-            if cluster is not None:
-                cluster.stop()
-            raise
-    except BaseException:
-        if calibration is not None:
-            calibration.kill()
-            calibration.communicate()
-        raise
-    header = plan_header(cfg, specs)
-    keys = [s.key for s in specs]
-    wait = bool(cfg.get("wait_for_run"))
-    try:  # a run of this plan that another live sweep holds: exit 2 naming it, or wait (wait_for_run=true)
-        run_id = writer.find_resumable_run(header["plan_key"], wait, console.print)
-    except RunHeld as exc:
-        raise ConfigError(str(exc)) from None
-    resumed = run_id is not None
-
-    def what_is_done() -> set[str]:
-        if cfg.get("rerun"):  # run everything again; a resumed forced run skips only what it already redid
-            return writer.done_keys(keys, run_id=run_id) if resumed else set()
-        return writer.done_keys(keys)
-
-    done = what_is_done()
-    todo = [s for s in specs if s.key not in done]
+        return _dry_run(cfg, console)
+    sweep = _Sweep(cfg, console)
+    calibration = sweep.open()
+    sweep.find_resumable()
+    sweep.take_stock()
     if calibration is not None:
-        _check_cpu_price(cfg, todo, "this machine", console, calibration)
-    if not todo and not resumed:
-        return _nothing_to_run(writer, url, cfg, header, specs, console)
-    selector = dict(cfg["target"].get("label_selector") or {})
-    if todo:  # a target no live node matches fails here, before the run is written
-        try:
-            cluster = cluster or _start_cluster(cfg)
-            _check_target(cluster, cfg["target"], selector, console)
-            if not embedded and not any(n.gpus > 0 for n in cluster.matching(selector)):
-                _check_cpu_price(cfg, todo, f"no node matching {schedule.describe_selector(selector)}", console)
-        except BaseException as exc:
-            if cluster is not None:
-                cluster.stop()
-            if isinstance(exc, KeyboardInterrupt):
-                console.print("interrupted before any job was scheduled; nothing was written")
-                return EXIT_INTERRUPTED
-            raise
+        _check_cpu_price(cfg, sweep.todo, "this machine", console, calibration)
+    if not sweep.todo and not sweep.resumed:
+        return _nothing_to_run(sweep.writer, sweep.url, cfg, sweep.header, sweep.specs, console)
+    if sweep.todo and not sweep.connect():  # a target no live node matches fails here, before the run is written
+        return EXIT_INTERRUPTED
     with _Signals(console) as signals:
-        return _run(
-            cfg, writer, url, cluster, specs, header, todo, done, run_id, selector, signals, console, what_is_done, wait
-        )
-
-
-def _run(
-    cfg: dict,
-    writer,
-    url: str,
-    cluster,
-    specs: list[JobSpec],
-    header: dict,
-    todo: list[JobSpec],
-    done: set[str],
-    run_id: int | None,
-    selector: dict[str, str],
-    signals: _Signals,
-    console: Console,
-    what_is_done,
-    wait: bool,
-) -> int:
-    per_gpu_type = bool(cfg["target"].get("per_gpu_type"))
-    interrupted: Interrupted | None = None
-    try:
-        try:  # this process takes the run (owner, heartbeat); RunHeld if another sweep took the plan meanwhile
-            claimed, resumed = writer.claim_run(
-                cfg["sweep"]["name"],
-                cfg,
-                header["plan_key"],
-                header["commit"],
-                header["code_hash"],
-                wait,
-                console.print,
-            )
-        except RunHeld as exc:
-            raise ConfigError(str(exc)) from None
-        if claimed != run_id and not cfg.get("rerun"):  # another sweep of the plan ran meanwhile: not run again
-            done = what_is_done()
-            todo = [s for s in specs if s.key not in done]
-        run_id = claimed
-        if resumed:
-            console.print(f"resuming interrupted run {run_id}")
-        writer.add_jobs(run_id, [s.to_dict() for s in specs])
-    except BaseException:
-        signals.shield()
-        if cluster is not None:
-            cluster.stop()
-        raise
-    console.print(
-        f"sweep {cfg['sweep']['name']}: {len(specs)} jobs, {len(done)} done earlier, "
-        f"{len(todo)} to run (run {run_id}, store {url})"
-    )
-    status = "complete"
-    counts: Counter[str] = Counter()
-    t0 = time.perf_counter()
-    try:
-        if todo:
-
-            def selector_of(spec: JobSpec) -> dict[str, str]:
-                if per_gpu_type:
-                    return {**selector, f"{schedule.LABEL_NS}/gpu": spec.target}
-                return selector
-
-            nodes = cluster.nodes()
-            writer.record_nodes(
-                {
-                    "node_id": n.node_id,
-                    "alive": n.alive,
-                    "labels": n.labels,  # the fleet page's
-                    "resources": n.resources,
-                }
-                for n in nodes
-            )
-            console.print(f"fleet: {schedule.fleet_summary(nodes)}")
-            with Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[state]}"),
-                TimeElapsedColumn(),
-                _EtaColumn(),
-                console=console,
-                transient=False,
-            ) as progress:
-                task = progress.add_task(cfg["sweep"]["name"], total=len(todo), state="")
-                rec = _Recorder(
-                    writer, run_id, bool(cfg.get("rerun")), progress, task, {s.key: s.label() for s in todo}, console
-                )
-                schedule.execute(
-                    cluster,
-                    todo,
-                    selector_of,
-                    rec.result,
-                    rec.lost,
-                    batch_size=cfg["sweep"]["batch_size"],
-                    max_retries=cfg["sweep"]["max_retries"],
-                    no_node_grace_s=(float("inf") if cfg["target"].get("wait_for_nodes") else schedule.NO_NODE_GRACE_S),
-                )
-                counts = rec.counts
-    except KeyboardInterrupt as exc:
-        # Ray's own wait loop can turn the handler's Interrupted into a plain KeyboardInterrupt: the first
-        # signal seen decides the exit code
-        interrupted = exc if isinstance(exc, Interrupted) else Interrupted(signals.first or signal.SIGINT)
-        status = "interrupted"
-    finally:
-        signals.shield()  # a second Ctrl-C or SIGTERM from here on cannot stop the run being marked
-        if cluster is not None:
-            cluster.stop()
-    final = writer.job_statuses([s.key for s in specs])
-    n_bad = sum(1 for st in final.values() if st not in (STATUS_OK, STATUS_SKIPPED))
-    if not interrupted and n_bad:
-        status = "failed"
-    by_status = {f"status_{k}": v for k, v in Counter(final.values()).items()}
-    writer.finish_run(
-        run_id,
-        status,
-        {
-            "planned": len(specs),
-            "ran": sum(counts.values()),
-            "done_earlier": len(done),
-            "wall_s": round(time.perf_counter() - t0, 3),
-            **by_status,
-        },
-    )
-    report.print_run_summary(console, url, run_id, f"run {run_id} · {cfg['sweep']['name']}", wide=bool(cfg.get("wide")))
-    console.print(
-        f"run {run_id}: {status}; {report.counts_in_words({'planned': len(specs), **by_status})}; store: {url}",
-        highlight=False,
-    )
-    if interrupted:
-        console.print(f"interrupted: run the same command again to complete run {run_id}")
-        return interrupted.exit_code
-    return EXIT_FAILED if n_bad else EXIT_OK
+        return sweep.run(signals)
 
 
 def _local_labels() -> dict[str, str]:

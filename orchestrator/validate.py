@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from orchestrator.config import ConfigError, conf_dir, group_options
+from orchestrator.config import ConfigError, conf_dir, conf_files, kernel_grids
 from orchestrator.plan_e2e import validate_e2e
 from workers import isa_targets
 from workers.spec import FLUSH_MODES, JOB_KINDS
@@ -50,20 +50,21 @@ def _check_members(where: str, values: list, allowed: list, what: str) -> None:
 
 
 def check_kernel_grids() -> None:
-    """conf/kernel/ holds one grid per kernel of the registry's kernels/entries/, each file named after its kernel."""
+    """Every file of conf/kernel/ names a kernel of the registry's kernels/entries/, and every such kernel has a
+    default grid: its entry's ``grid``, or conf/kernel/<name>.yaml."""
     from kernels import registry
 
-    kernels, grids = set(registry.builtin()), set(group_options("kernel"))
+    kernels, files = set(registry.builtin()), set(conf_files("kernel"))
     folder = conf_dir() / "kernel"
-    for name in sorted(grids - kernels):
+    for name in sorted(files - kernels):
         raise ConfigError(
             f"{folder / name}.yaml: no kernel {name!r} is registered (kernels/entries/); registered "
             f"kernels: {', '.join(sorted(kernels))}"
         )
-    for name in sorted(kernels - grids):
+    for name in sorted(kernels - set(kernel_grids())):
         raise ConfigError(
-            f"kernel {name!r} (kernels/entries/) has no grid: add {folder / name}.yaml with its name, "
-            f"shapes, dtypes and impls"
+            f"kernel {name!r} (kernels/entries/) has no grid: declare grid=Grid(shapes=...) in its entry, or add "
+            f"{folder / name}.yaml with its name, shapes, dtypes and impls"
         )
 
 

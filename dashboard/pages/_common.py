@@ -7,6 +7,9 @@ from collections.abc import Mapping, Sequence
 from dashboard.view import Filter
 
 ALL = ""  # the value of "no filter"
+# The columns that name one series of points (a kernel's shape, dtype and implementation on one device, per-call or
+# another reading): the first columns of the tables of the pages that plot series.
+SERIES_COLUMNS = ["kernel", "shape", "dtype", "impl", "gpu_type", "hardware_key", "reading"]
 
 
 def choose(params: Mapping[str, str], name: str, allowed: Sequence[str], default: str | None = None) -> str:

@@ -12,16 +12,10 @@ from dashboard import metrics
 from dashboard.view import Figure, PageView, short
 from orchestrator.store import queries
 
-from ._common import ALL, choose, make_filter
+from ._common import ALL, SERIES_COLUMNS, choose, make_filter
 
 COLUMNS = [
-    "kernel",
-    "shape",
-    "dtype",
-    "impl",
-    "gpu_type",
-    "hardware_key",
-    "reading",
+    *SERIES_COLUMNS,
     "time_us",
     "gbs",
     "mbytes",

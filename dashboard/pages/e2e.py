@@ -122,22 +122,14 @@ def _figure(rows: list[dict]) -> go.Figure:
                 row=1,
                 col=1,
             )
-        fig.add_trace(
-            go.Bar(x=modes, y=[r["rel_err_vs_eager"] for r in pts], name=name, legendgroup=j, showlegend=False),
-            row=1,
-            col=2,
-        )
-        fig.add_trace(
-            go.Bar(x=modes, y=[r["peak_mem_gb"] for r in pts], name=name, legendgroup=j, showlegend=False), row=2, col=2
-        )
-        fig.add_trace(
-            go.Bar(x=modes, y=[r["sm_clock_mhz"] for r in pts], name=name, legendgroup=j, showlegend=False),
-            row=3,
-            col=1,
-        )
-        fig.add_trace(
-            go.Bar(x=modes, y=[r["power_w"] for r in pts], name=name, legendgroup=j, showlegend=False), row=3, col=2
-        )
+        for column, row, col in (
+            ("rel_err_vs_eager", 1, 2),
+            ("peak_mem_gb", 2, 2),
+            ("sm_clock_mhz", 3, 1),
+            ("power_w", 3, 2),
+        ):
+            bar = go.Bar(x=modes, y=[r[column] for r in pts], name=name, legendgroup=j, showlegend=False)
+            fig.add_trace(bar, row=row, col=col)
     tol = next((r["tolerance"] for r in rows if r["tolerance"] is not None), None)
     if tol is not None:
         fig.add_hline(y=tol, line_dash="dash", line_color="#d62728", row=1, col=2)

@@ -22,23 +22,13 @@ from typing import Iterator
 import pytest
 from rich.console import Console
 
+from benchmarks import chromium
 from orchestrator.store import migrate, session
 
 REPO = Path(__file__).resolve().parents[2]
 # The raw H200 results imported into the test store.  One constant: where the import-ready files live.
 H200_RESULTS = REPO / "results" / "h200"
 KERNEL_FILES = 7  # kernel results files imported (spread over the dates), so trends have history
-CHROME_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--window-size=1280,900",
-)
 SMOKE = ["+sweep=smoke", "sweep.kinds=[correctness,micro,profile]", "sweep.seed=0"]
 
 
@@ -141,35 +131,15 @@ def server(filled_store: str) -> Iterator[str]:
     stop_server(proc)
 
 
-def chromium_missing() -> str | None:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = shutil.which("chromedriver")
-    if not browser or not driver:
-        return "headless Chromium is not installed (apt-get install chromium chromium-driver)"
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "selenium is not installed (the dev extra)"
-    return None
-
-
 @pytest.fixture(scope="session")
 def browser() -> Iterator:
-    missing = chromium_missing()
+    missing = chromium.missing()
     if missing:
         if in_ci():
             pytest.fail(f"{missing} (CI=true: the browser tests must run)")
         pytest.skip(missing)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium") or shutil.which("chromium-browser")
     profile = tempfile.mkdtemp(prefix="kf-chromium-")
-    for flag in CHROME_FLAGS + (f"--user-data-dir={profile}",):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    driver = chromium.start(profile)
     driver.set_page_load_timeout(60)
     yield driver
     driver.quit()

@@ -1,5 +1,5 @@
-"""The registry and conf/kernel/ agree: every kernel has its grid file, every grid file names a kernel, and every
-grid is valid for its kernel (keys, implementations, dtypes, shapes)."""
+"""The registry and the grids agree: every kernel has a default grid (its entry's, or conf/kernel/<name>.yaml), every
+grid file names a kernel, and every grid is valid for its kernel (keys, implementations, dtypes, shapes)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from kernels import registry
+from orchestrator.config import kernel_grid
 from tests.support.kernel_tests import CONF_DIR
 
 ROOT = CONF_DIR.parents[1]
@@ -16,21 +17,20 @@ ROOT = CONF_DIR.parents[1]
 # LTX-Video's real shapes: 25x480x704 with guidance, and 121 frames.
 LTX_SHAPES = ([2, 1320, 2048], [2, 6336, 2048])
 LTX_KERNELS = ("rmsnorm", "adaln", "rope", "qk_norm_rope", "add_rms_norm_modulate")
-NAMES = registry.kernel_names()
-BUILTIN = [n for n in NAMES if (CONF_DIR / f"{n}.yaml").exists() or not n.startswith(("fault_", "noop"))]
+BUILTIN = sorted(registry.builtin())
 
 
-def test_every_conf_file_names_a_registered_kernel():
+def test_every_conf_file_names_a_registered_kernel_and_every_kernel_has_a_grid():
     files = sorted(p.stem for p in CONF_DIR.glob("*.yaml"))
     assert files and all(yaml.safe_load((CONF_DIR / f"{f}.yaml").read_text())["name"] == f for f in files)
-    assert set(files) <= set(NAMES)
-    assert set(BUILTIN) <= set(files), "a registered kernel without conf/kernel/<name>.yaml"
+    assert set(files) <= set(BUILTIN)
+    assert not [n for n in BUILTIN if kernel_grid(n) is None], "a registered kernel without a grid"
 
 
 @pytest.mark.parametrize("name", BUILTIN)
-def test_conf_grid_is_valid_for_its_kernel(name):
+def test_the_default_grid_is_valid_for_its_kernel(name):
     entry = registry.get(name)
-    conf = yaml.safe_load((CONF_DIR / f"{name}.yaml").read_text())
+    conf = kernel_grid(name)
     assert set(conf) == {"name", "shapes", "dtypes", "impls"} and conf["name"] == name
     assert conf["impls"] and set(conf["impls"]) <= set(entry.impls)
     assert conf["dtypes"] and set(conf["dtypes"]) <= set(entry.dtypes)
@@ -47,7 +47,6 @@ def test_the_registry_finds_every_entry_module():
     modules = registry.entry_modules()
     files = sorted(p.stem for p in (ROOT / "kernels" / "entries").glob("*.py") if p.stem not in ("__init__", "common"))
     assert modules == [f"kernels.entries.{f}" for f in files]
-    assert set(registry.builtin()) == {p.stem for p in CONF_DIR.glob("*.yaml")}
 
 
 def test_kernels_all_and_the_injection_list_come_from_the_entries():
@@ -78,10 +77,10 @@ def test_conf_grids_and_registered_kernels_must_match(tmp_path, monkeypatch):
     ):
         check_kernel_grids()
     (conf / "kernel" / "nosuch.yaml").unlink()
-    (conf / "kernel" / "gated_residual.yaml").unlink()
+    (conf / "kernel" / "gated_residual.yaml").unlink()  # and its entry declares no grid
     with pytest.raises(
         ConfigError,
-        match=r"kernel 'gated_residual' \(kernels/entries/\) has no grid: add .*"
-        r"gated_residual.yaml",
+        match=r"kernel 'gated_residual' \(kernels/entries/\) has no grid: declare grid=Grid\(shapes=...\) in its "
+        r"entry, or add .*gated_residual.yaml",
     ):
         check_kernel_grids()

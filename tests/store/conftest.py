@@ -19,6 +19,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from benchmarks.sample_devices import device_row
 from orchestrator.store import migrate, session
 from orchestrator.store.writer import StoreWriter
 from workers.spec import DeviceInfo, JobResult, JobSpec, Measurement
@@ -133,24 +134,7 @@ class Factories:
         return s.to_dict()
 
     def device(self, gpu_type: str = "h200", torch: str = "2.9.0") -> dict[str, Any]:
-        names = {
-            "h200": ("nvidia", "NVIDIA H200", "sm_90", "cuda 13.0", 32),
-            "mi355x": ("amd", "AMD Instinct MI355X", "gfx950", "rocm 7.0.2", 64),
-        }
-        vendor, name, arch, runtime, warp = names[gpu_type]
-        return DeviceInfo(
-            vendor=vendor,
-            name=name,
-            arch=arch,
-            warp_size=warp,
-            compute_units=132,
-            memory_bytes=141 * 2**30,
-            driver="580.65",
-            runtime=runtime,
-            torch=torch,
-            triton="3.5.0",
-            gpu_type=gpu_type,
-        ).to_dict()
+        return device_row(gpu_type, torch=torch)
 
     def timing(self, impl: str, samples: list[float], gbs: float | None = None) -> list[dict[str, Any]]:
         """time_us (median + every repeat), iqr_us and optionally gbs for one implementation."""

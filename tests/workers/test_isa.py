@@ -1,8 +1,8 @@
 """The isa job (workers/isa.py) on every registered Triton kernel, compiled for gfx950 (MI355X) and gfx1201 (R9700).
 
-Every kernel is compiled at every launch configuration its launch table picks: its default grid (conf/kernel/) with
-the sequence shrunk to 16 positions (the launch table keys on row widths, heads and batch, never on the sequence
-length), plus widths that reach the table's other rows (rows packed per program below 2048, one row up to 4096,
+Every kernel is compiled at every launch configuration its launch table picks: its default grid (conf/kernel/ or its
+entry's) with the sequence shrunk to 16 positions (the launch table keys on row widths, heads and batch, never on the
+sequence length), plus widths that reach the table's other rows (rows packed per program below 2048, one row up to 4096,
 wider).  The jobs run as a sweep runs them: through workers.runner, in a compile-only sandbox, once per test session.
 
 Checks: every launch compiles; none spills or uses scratch (cross_attention's larger tiles included, which AMD's
@@ -23,10 +23,10 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from kernels import registry
 from kernels.arch import _TABLE
+from orchestrator.config import kernel_grid
 from orchestrator.plan import code_version, job_key
 from workers import isa, runner
 from workers.parsers import amdgcn, sass
@@ -34,7 +34,6 @@ from workers.spec import STATUS_OK, JobSpec
 
 ARCHS = ("gfx950", "gfx1201")
 REPO = Path(__file__).resolve().parents[2]
-CONF = REPO / "conf" / "kernel"
 # Shapes beyond the default grids that reach the launch table's other entries.
 EXTRA_SHAPES = {
     "rmsnorm": [[1, 16, 256], [1, 16, 1024], [1, 16, 8192]],
@@ -68,7 +67,7 @@ def registered_kernels() -> list[str]:
 
 
 def shapes_for(kernel: str) -> list[list[int]]:
-    grid = yaml.safe_load((CONF / f"{kernel}.yaml").read_text())["shapes"]
+    grid = kernel_grid(kernel)["shapes"]
     shapes = [[s[0], 48, *s[2:]] for s in grid] + EXTRA_SHAPES.get(kernel, [])
     return [list(s) for s in dict.fromkeys(tuple(s) for s in shapes)]
 
@@ -138,8 +137,8 @@ def _where(spec: JobSpec) -> str:
 def test_every_registered_kernel_has_a_default_grid_to_compile():
     names = registered_kernels()
     assert len(names) >= 11
-    missing = [n for n in names if not (CONF / f"{n}.yaml").exists()]
-    assert not missing, f"kernels without conf/kernel/<name>.yaml: {missing}"
+    missing = [n for n in names if kernel_grid(n) is None]
+    assert not missing, f"kernels without a default grid (entry or conf/kernel/<name>.yaml): {missing}"
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -1,0 +1,148 @@
+"""The README's "Add a kernel" recipe, followed: one kernel module and one entry module, no conf file.
+
+The two files are written to temporary folders added to the ``kernels`` and ``kernels.entries`` packages, as if they
+were ``kernels/twice.py`` and ``kernels/entries/twice.py``; the registry, ``kernels``' public functions, the
+injection's list, ``python -m orchestrator --help``, the ``kernels`` sweep's plan and ``+kernel@kernels.NAME=NAME``
+all pick the kernel up.  A ``conf/kernel/<name>.yaml`` then overrides the grid its entry declares.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import kernels
+import kernels.entries
+from kernels import registry
+from orchestrator import config
+from orchestrator.__main__ import main
+from tests.support.kernel_tests import CONF_DIR
+
+KERNEL_MODULE = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _twice_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+def twice_into(out: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    n = x.numel()
+    _twice_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
+    return out
+
+
+def twice(x: torch.Tensor) -> torch.Tensor:
+    return twice_into(torch.empty_like(x), x)
+"""
+
+ENTRY_MODULE = """
+import torch
+
+from kernels.entries.common import numel, randn, standard_impls
+from kernels.registry import Grid, KernelEntry
+from kernels.twice import twice, twice_into
+
+
+def triton_twice(x, out=None):
+    return twice(x) if out is None else twice_into(out, x)
+
+
+def eager_twice(x):
+    return x * 2
+
+
+def check_shape(shape):
+    if not shape or any(s < 1 for s in shape):
+        raise ValueError(f"twice expects a shape of positive sizes; got {list(shape)}")
+
+
+ENTRIES = [
+    KernelEntry(
+        name="twice",
+        description="x * 2",
+        check_shape=check_shape,
+        make_inputs=lambda shape, dtype, device, gen: {"x": randn(shape, dtype, device, gen)},
+        reference=lambda inputs: inputs["x"].double() * 2,
+        alloc_out=lambda inputs: torch.empty_like(inputs["x"]),
+        impls=standard_impls(triton_twice, "Triton", eager_twice, "x * 2"),
+        bytes_moved=lambda shape, dtype: 2 * numel(shape) * dtype.itemsize,
+        flops=numel,
+        tolerances={"fp32": (1e-6, 1e-6), "bf16": (1e-2, 1e-2), "fp16": (1e-3, 1e-3)},
+        function=twice,
+        grid=Grid(shapes=((4, 1000), (2, 64, 256)), dtypes=("bf16", "fp32"), impls=("triton", "eager")),
+    )
+]
+"""
+
+
+@pytest.fixture
+def twice_kernel(tmp_path, monkeypatch):
+    """kernels/twice.py and kernels/entries/twice.py, in temporary folders the two packages search too."""
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "entries").mkdir()
+    (tmp_path / "kernels" / "twice.py").write_text(textwrap.dedent(KERNEL_MODULE))
+    (tmp_path / "entries" / "twice.py").write_text(textwrap.dedent(ENTRY_MODULE))
+    monkeypatch.setattr(kernels, "__path__", [*kernels.__path__, str(tmp_path / "kernels")])
+    monkeypatch.setattr(kernels.entries, "__path__", [*kernels.entries.__path__, str(tmp_path / "entries")])
+    monkeypatch.setattr(registry, "_BUILTIN", None)  # found again, with the new entry
+    monkeypatch.setattr(registry, "_REGISTRY", None)
+    yield tmp_path
+    for name in ("kernels.twice", "kernels.entries.twice"):
+        sys.modules.pop(name, None)
+
+
+def test_a_kernel_and_its_entry_are_all_it_takes(twice_kernel, tmp_path, capsys):
+    assert not (CONF_DIR / "twice.yaml").exists()
+    assert "kernels.entries.twice" in registry.entry_modules()
+    assert "twice" in registry.builtin() and "twice" in registry.kernel_names()
+    assert "twice" in registry.public_functions()  # kernels.__all__
+    assert "twice" in registry.injectable_functions()  # kernels.inject.KERNEL_NAMES (no not_injected reason)
+    entry = registry.get("twice")
+    inputs = entry.make_inputs((4, 1000), torch.float32, torch.device("cpu"), torch.Generator().manual_seed(0))
+    assert torch.equal(entry.impls["triton"].make()(**inputs), entry.reference(inputs).float())
+    assert config.kernel_grid("twice") == {
+        "name": "twice",
+        "shapes": [[4, 1000], [2, 64, 256]],
+        "dtypes": ["bf16", "fp32"],
+        "impls": ["triton", "eager"],
+    }
+
+    assert main(["--help"]) == 0
+    kernels_line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("kernels:"))
+    assert "twice" in kernels_line.split(": ", 1)[1].split(", ")
+
+    plan = tmp_path / "plan.jsonl"
+    assert main(["+sweep=kernels", "dry_run=true", f"plan_out={plan}"]) == 0
+    jobs = [json.loads(line) for line in plan.read_text().splitlines()[1:]]
+    twice_jobs = {(j["kind"], tuple(j["shape"]), j["dtype"]) for j in jobs if j["kernel"] == "twice"}
+    assert twice_jobs == {
+        (kind, shape, dtype)
+        for kind in ("correctness", "micro")
+        for shape in ((4, 1000), (2, 64, 256))
+        for dtype in ("bf16", "fp32")
+    }
+    assert {"rmsnorm", "rope", "geglu"} <= {j["kernel"] for j in jobs}  # the kernels of conf/kernel/ as before
+
+    smoke = config.to_plain(config.compose(["+sweep=smoke", "+kernel@kernels.twice=twice"]))
+    assert smoke["kernels"]["twice"]["shapes"] == [[4, 1000], [2, 64, 256]]
+
+
+def test_a_conf_file_overrides_the_grid_of_the_entry(twice_kernel, tmp_path, monkeypatch):
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF_DIR.parent, conf)
+    (conf / "kernel" / "twice.yaml").write_text("name: twice\nshapes: [[8, 8]]\ndtypes: [fp32]\nimpls: [eager]\n")
+    monkeypatch.setenv("KERNELFLEET_CONF", str(conf))
+    assert config.kernel_grid("twice")["shapes"] == [[8, 8]]
+    cfg = config.to_plain(config.compose(["+sweep=kernels", "sweep.kernels=[twice]"]))
+    assert cfg["kernels"]["twice"] == {"name": "twice", "shapes": [[8, 8]], "dtypes": ["fp32"], "impls": ["eager"]}
