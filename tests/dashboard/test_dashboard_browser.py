@@ -114,14 +114,24 @@ def test_overview_marks_failed_correctness_and_clicks_through_to_the_trend(brows
                 assert heat["z"][i][j] is None  # marked, never coloured as a win
     from selenium.webdriver.common.action_chains import ActionChains
 
+    # a real click on a cell that holds a speed-up (which cell lies under the area's centre depends on the data)
+    i, j = next((i, j) for i, row in enumerate(heat["z"]) for j, z in enumerate(row) if z is not None)
     plot = browser.find_element("css selector", "#overview-heatmap .nsewdrag")  # the first heat-map's area
-    ActionChains(browser).move_to_element(plot).click().perform()
+    px, py = browser.execute_script(
+        "var gd = document.querySelector('#overview-heatmap .js-plotly-plot'), L = gd._fullLayout;"
+        "return [L.xaxis.l2p(arguments[0]), L.yaxis.l2p(arguments[1])];",
+        j,
+        i,
+    )
+    ActionChains(browser).move_to_element_with_offset(
+        plot, int(px - plot.size["width"] / 2), int(py - plot.size["height"] / 2)
+    ).click().perform()
     from selenium.webdriver.support.ui import WebDriverWait
 
     WebDriverWait(browser, 60).until(lambda d: "/trends?" in d.current_url)
     wait_idle(browser)
     params = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(browser.current_url).query))
-    assert params["kernel"] in heat["y"] and params["gpu_type"] in heat["x"] and params["impl"] == "triton"
+    assert (params["kernel"], params["gpu_type"], params["impl"]) == (heat["y"][i], heat["x"][j], "triton")
     assert filter_value(browser, "kernel") == params["kernel"]
     assert wait_figure(browser, "trend-figure")
 
