@@ -20,6 +20,10 @@ from dashboard.pages import PAGES
 from .conftest import REPO, h200_files, import_files, start_server, stop_server
 from .pagetools import choose, console_errors, filter_value, load, wait_figure, wait_idle
 
+# Every test here shares the session's filled store, server and browser: one worker builds them once
+# (README: `--dist loadgroup`), instead of each worker building its own (a smoke sweep and imports, minutes on 2 cores).
+pytestmark = pytest.mark.xdist_group("dashboard-browser")
+
 PAGE_PATHS = list(PAGES)
 # The README's two screenshots: written to docs/img/ when KERNELFLEET_UPDATE_DOCS_SCREENSHOTS=1 (else only to the
 # artifacts folder, so a test run leaves the checkout as it was).
