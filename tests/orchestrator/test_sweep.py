@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -100,23 +101,28 @@ def test_second_run_has_nothing_to_do(smoke_db):
     assert con.execute("select count(*) from job_attempts").fetchone()[0] == 16
 
 
-def test_rerun_true_runs_again_and_keeps_history(tmp_path):
+def test_rerun_true_runs_again_and_keeps_history(smoke_db, tmp_path):
+    first_db, first, _ = smoke_db
+    assert first.returncode == 0
     db = tmp_path / "kf.db"
+    shutil.copyfile(first_db, db)  # the smoke sweep's store: one of its 16 jobs is run again
     args = [
         "+sweep=smoke",
         f"store.url=sqlite:///{db}",
         "sweep.kernels=[rmsnorm]",
-        "sweep.shapes=[[1,8,64]]",
+        "sweep.shapes=[[1,16,256]]",
         "sweep.dtypes=[fp32]",
         "sweep.kinds=[correctness]",
     ]
-    assert cli(*args).returncode == 0
     p = cli(*args, "rerun=true")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "1 jobs, 0 done earlier, 1 to run" in p.stdout
     con = sqlite3.connect(db)
-    assert con.execute("select count(*) from jobs").fetchone()[0] == 1
-    assert con.execute("select count(*) from job_attempts").fetchone()[0] == 2
+    assert con.execute("select count(*) from jobs").fetchone()[0] == 16
+    assert con.execute("select count(*) from job_attempts").fetchone()[0] == 17
+    (rerun,) = con.execute("select job_id from job_attempts group by job_id having count(*) = 2").fetchall()
+    assert con.execute("select count(*) from runs").fetchone()[0] == 2  # the rerun is a run of its own
+    assert con.execute("select kind, kernel from jobs where id = ?", rerun).fetchone() == ("correctness", "rmsnorm")
 
 
 @pytest.mark.slow
