@@ -121,7 +121,9 @@ class Measurement:
             )
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        # as dataclasses.asdict, without its deep copy of every sample (results hold many thousands of them)
+        samples = None if self.samples is None else list(self.samples)
+        return {"impl": self.impl, "metric": self.metric, "value": self.value, "unit": self.unit, "samples": samples}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Measurement":

@@ -102,6 +102,9 @@ def _storable(at: str, text: str) -> None:
         raise Invalid(f"{at}: not valid Unicode text (a lone surrogate)") from None
 
 
+_TEXT_OR_CONTAINER = (str, dict, list)
+
+
 def plain_text(where: str, value: Any) -> None:
     """Refuse, in any string (key or value) of a JSON-like value, what a database cannot store as text: a NUL byte
     (PostgreSQL) or a lone surrogate (neither)."""
@@ -114,9 +117,11 @@ def plain_text(where: str, value: Any) -> None:
             for k, x in v.items():
                 if isinstance(k, str):
                     _storable(f"{at} (a key)", k)
-                stack.append((f"{at}.{k}", x))
+                if isinstance(x, _TEXT_OR_CONTAINER):
+                    stack.append((f"{at}.{k}", x))
         elif isinstance(v, list):
-            stack.extend((f"{at}[{i}]", x) for i, x in enumerate(v))
+            # only what can hold text is visited (a list of many thousands of samples is skipped quickly)
+            stack.extend((f"{at}[{i}]", x) for i, x in enumerate(v) if isinstance(x, _TEXT_OR_CONTAINER))
 
 
 def check_spec(d: Any, strict: bool = True, where: str = "spec") -> JobSpec:
@@ -242,7 +247,8 @@ def check_result(d: Any, strict: bool = True, where: str = "result") -> JobResul
         samples = raw.get("samples")
         if samples is not None:
             for j, x in enumerate(_list(f"{at}.samples", samples)):
-                _number(f"{at}.samples[{j}]", x)
+                if type(x) is not float:  # a float always passes; results hold many thousands of them
+                    _number(f"{at}.samples[{j}]", x)
     _text(f"{where}.error", d.get("error"), optional=True)
     if d.get("device") is not None:
         check_device(d["device"], strict, f"{where}.device")

@@ -101,7 +101,9 @@ def _finite_or_none(value: float | None) -> float | None:
 def _samples(samples: Sequence[float | None] | None) -> list[float | None] | None:
     if samples is None:
         return None
-    return json_safe([None if x is None else float(x) for x in samples])
+    # json_safe of the floats, in one pass: NaN and infinities become None
+    floats = (None if x is None else float(x) for x in samples)
+    return [x if x is None or math.isfinite(x) else None for x in floats]
 
 
 def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]:

@@ -20,6 +20,10 @@ from dashboard.pages import PAGES
 from .conftest import REPO, h200_files, import_files, start_server, stop_server
 from .pagetools import choose, console_errors, filter_value, load, wait_figure, wait_idle
 
+# Every test here shares the session's filled store, server and browser: one worker builds them once
+# (README: `--dist loadgroup`), instead of each worker building its own (a smoke sweep and imports, minutes on 2 cores).
+pytestmark = pytest.mark.xdist_group("dashboard-browser")
+
 PAGE_PATHS = list(PAGES)
 # The README's two screenshots: written to docs/img/ when KERNELFLEET_UPDATE_DOCS_SCREENSHOTS=1 (else only to the
 # artifacts folder, so a test run leaves the checkout as it was).
@@ -114,24 +118,30 @@ def test_overview_marks_failed_correctness_and_clicks_through_to_the_trend(brows
                 assert heat["z"][i][j] is None  # marked, never coloured as a win
     from selenium.webdriver.common.action_chains import ActionChains
 
-    # a real click on a cell that holds a speed-up (which cell lies under the area's centre depends on the data)
-    i, j = next((i, j) for i, row in enumerate(heat["z"]) for j, z in enumerate(row) if z is not None)
-    plot = browser.find_element("css selector", "#overview-heatmap .nsewdrag")  # the first heat-map's area
-    px, py = browser.execute_script(
-        "var gd = document.querySelector('#overview-heatmap .js-plotly-plot'), L = gd._fullLayout;"
-        "return [L.xaxis.l2p(arguments[0]), L.yaxis.l2p(arguments[1])];",
-        j,
-        i,
+    # a cell with a timing (which cell lies at the area's centre depends on the kernels the store holds)
+    kernel, gpu_type = next(
+        (k, g)
+        for i, k in enumerate(heat["y"])
+        for j, g in enumerate(heat["x"])
+        if heat["text"][i][j] != "" and heat["z"][i][j] is not None
     )
+    plot = browser.find_element("css selector", "#overview-heatmap .nsewdrag")  # the first heat-map's area
+    x, y = browser.execute_script(
+        "var gd = document.querySelector('#overview-heatmap .js-plotly-plot'), L = gd._fullLayout;"
+        "return [L.xaxis.d2p(arguments[0]), L.yaxis.d2p(arguments[1])];",
+        gpu_type,
+        kernel,
+    )
+    size = plot.size
     ActionChains(browser).move_to_element_with_offset(
-        plot, int(px - plot.size["width"] / 2), int(py - plot.size["height"] / 2)
+        plot, int(x - size["width"] / 2), int(y - size["height"] / 2)
     ).click().perform()
     from selenium.webdriver.support.ui import WebDriverWait
 
     WebDriverWait(browser, 60).until(lambda d: "/trends?" in d.current_url)
     wait_idle(browser)
     params = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(browser.current_url).query))
-    assert (params["kernel"], params["gpu_type"], params["impl"]) == (heat["y"][i], heat["x"][j], "triton")
+    assert (params["kernel"], params["gpu_type"], params["impl"]) == (kernel, gpu_type, "triton"), params
     assert filter_value(browser, "kernel") == params["kernel"]
     assert wait_figure(browser, "trend-figure")
 

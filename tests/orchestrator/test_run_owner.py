@@ -18,7 +18,14 @@ from orchestrator.store.writer import StoreWriter
 from tests.store.conftest import _isolated_env, empty_url, pg_unreachable, pg_url, sqlite_url, store_url  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
-TINY = ["+sweep=smoke", "sweep.kernels=[rmsnorm]", "sweep.shapes=[[1,8,64],[2,4,32]]", "sweep.dtypes=[bf16,fp32]"]
+# 8 jobs with a short timing budget: the first sweep still holds its run for seconds after a second one checks
+TINY = [
+    "+sweep=smoke",
+    "sweep.kernels=[rmsnorm]",
+    "sweep.shapes=[[1,8,64],[2,4,32]]",
+    "sweep.dtypes=[bf16,fp32]",
+    "sweep.rep_ms=5",
+]
 
 
 def _sweep(url: str, *extra: str) -> subprocess.Popen:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -100,23 +101,28 @@ def test_second_run_has_nothing_to_do(smoke_db):
     assert con.execute("select count(*) from job_attempts").fetchone()[0] == 16
 
 
-def test_rerun_true_runs_again_and_keeps_history(tmp_path):
+def test_rerun_true_runs_again_and_keeps_history(smoke_db, tmp_path):
+    first_db, first, _ = smoke_db
+    assert first.returncode == 0
     db = tmp_path / "kf.db"
+    shutil.copyfile(first_db, db)  # the smoke sweep's store: one of its 16 jobs is run again
     args = [
         "+sweep=smoke",
         f"store.url=sqlite:///{db}",
         "sweep.kernels=[rmsnorm]",
-        "sweep.shapes=[[1,8,64]]",
+        "sweep.shapes=[[1,16,256]]",
         "sweep.dtypes=[fp32]",
         "sweep.kinds=[correctness]",
     ]
-    assert cli(*args).returncode == 0
     p = cli(*args, "rerun=true")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "1 jobs, 0 done earlier, 1 to run" in p.stdout
     con = sqlite3.connect(db)
-    assert con.execute("select count(*) from jobs").fetchone()[0] == 1
-    assert con.execute("select count(*) from job_attempts").fetchone()[0] == 2
+    assert con.execute("select count(*) from jobs").fetchone()[0] == 16
+    assert con.execute("select count(*) from job_attempts").fetchone()[0] == 17
+    (rerun,) = con.execute("select job_id from job_attempts group by job_id having count(*) = 2").fetchall()
+    assert con.execute("select count(*) from runs").fetchone()[0] == 2  # the rerun is a run of its own
+    assert con.execute("select kind, kernel from jobs where id = ?", rerun).fetchone() == ("correctness", "rmsnorm")
 
 
 @pytest.mark.slow
@@ -166,9 +172,15 @@ def test_crashing_and_hanging_jobs_do_not_stop_the_sweep(tmp_path):
 @pytest.mark.slow
 def test_ctrl_c_marks_the_run_interrupted_and_a_rerun_completes_it(tmp_path):
     db = tmp_path / "kf.db"
-    # two jobs per task (one sandbox start for two jobs; an interrupt can fall between them) and a short timing
-    # budget: the same 16 jobs in about half the time of one job per task
-    args = ["+sweep=smoke", f"store.url=sqlite:///{db}", "sweep.batch_size=2", "sweep.rep_ms=5"]
+    # two jobs per task (one sandbox start for two jobs; an interrupt can fall between them), a short timing budget
+    # and one kernel: 8 jobs (test_sweep_signals interrupts one job per task with SIGTERM)
+    args = [
+        "+sweep=smoke",
+        f"store.url=sqlite:///{db}",
+        "sweep.batch_size=2",
+        "sweep.rep_ms=5",
+        "sweep.kernels=[rmsnorm]",
+    ]
     # SIGINT's default action in the sweep even where pytest runs as a background job (which ignores SIGINT)
     proc = subprocess.Popen(
         [sys.executable, "-m", "orchestrator", *args],
@@ -196,18 +208,18 @@ def test_ctrl_c_marks_the_run_interrupted_and_a_rerun_completes_it(tmp_path):
     con = sqlite3.connect(db)
     assert con.execute("select status from runs").fetchall() == [("interrupted",)]
     finished = con.execute("select count(*) from jobs where status='ok'").fetchone()[0]
-    assert 3 <= finished < 16, out
+    assert 3 <= finished < 8, out
 
     p = cli(*args)
     out2 = p.stdout + p.stderr
     assert p.returncode == 0, out2
     assert "resuming interrupted run 1" in out2
-    assert f"16 jobs, {finished} done earlier, {16 - finished} to run" in out2
+    assert f"8 jobs, {finished} done earlier, {8 - finished} to run" in out2
     con = sqlite3.connect(db)
     assert con.execute("select id, status from runs").fetchall() == [(1, "complete")]
-    assert con.execute("select count(*) from jobs").fetchone()[0] == 16
-    assert con.execute("select count(*) from job_attempts").fetchone()[0] == 16
-    assert con.execute("select count(*) from run_jobs").fetchone()[0] == 16
+    assert con.execute("select count(*) from jobs").fetchone()[0] == 8
+    assert con.execute("select count(*) from job_attempts").fetchone()[0] == 8
+    assert con.execute("select count(*) from run_jobs").fetchone()[0] == 8
     dup = con.execute(
         "select count(*) from (select job_id, attempt, impl, metric, count(*) c from measurements "
         "group by 1,2,3,4 having c > 1)"

@@ -59,7 +59,8 @@ def test_sigterm_mid_sweep_marks_the_run_interrupted_and_a_rerun_completes_it(tm
         f"store.url={db}",
         "sweep.batch_size=1",
         "sweep.kernels=[rmsnorm]",
-    ]  # 8 jobs, one Ray task each
+        "sweep.rep_ms=5",
+    ]  # 8 jobs, one Ray task each, a short timing budget
     proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline, sockets = time.monotonic() + 240, []
     while time.monotonic() < deadline and proc.poll() is None:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -124,12 +125,16 @@ def test_the_heartbeat_is_written_while_the_run_is_held(writer, store_url, monke
 def test_waiting_for_a_held_run_ends_when_its_owner_does(writer, store_url):
     run_id = _claim(writer)
     short = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
+    # reaped as soon as it exits, as a sweep's own parent (a shell) would: an unreaped child stays a zombie whose
+    # pid still answers, and the wait would then end only when the heartbeat goes stale (STALE_AFTER_S)
+    threading.Thread(target=short.wait, daemon=True).start()
     try:
         _set_owner(store_url, run_id, owner_pid=short.pid, owner_since=_at(store_url, utcnow()))
         said: list[str] = []
         t0 = time.monotonic()
         assert writer.find_resumable_run("plan-p", wait=True, on_wait=said.append, poll_s=0.3) == run_id
-        assert time.monotonic() - t0 > 1.0
+        waited = time.monotonic() - t0
+        assert 1.0 < waited < ownership.STALE_AFTER_S / 2, waited  # ended by the owner's exit, not by staleness
         assert len(said) == 1 and f"pid {short.pid}" in said[0] and said[0].startswith("waiting")
     finally:
         short.kill()
@@ -137,35 +142,43 @@ def test_waiting_for_a_held_run_ends_when_its_owner_does(writer, store_url):
 
 
 CLAIM = """
-import sys, time
+import os, sys, time
 from orchestrator.store.ownership import RunHeld
 from orchestrator.store.writer import StoreWriter
-url, start = sys.argv[1], float(sys.argv[2])
+url, ready, go = sys.argv[1:4]
 w = StoreWriter(url)
-time.sleep(max(0.0, start - time.time()))
+open(ready, "w").close()  # imported and connected: waits for the others, then all claim at once
+while not os.path.exists(go):
+    time.sleep(0.005)
 try:
     run_id, resumed = w.claim_run("smoke", {}, "plan-race", "c", "h")
 except RunHeld as exc:
     print(exc)
     sys.exit(3)
-time.sleep(4)  # holds the run a while, as a sweep would
+time.sleep(3)  # holds the run a while, as a sweep would
 w.finish_run(run_id, "complete", {})
 w.close()
 """
 
 
-def test_of_sweeps_claiming_one_plan_at_once_exactly_one_gets_it(store_url):
-    start = time.time() + 8.0
+def test_of_sweeps_claiming_one_plan_at_once_exactly_one_gets_it(store_url, tmp_path):
+    go = tmp_path / "go"
+    ready = [tmp_path / f"ready-{i}" for i in range(3)]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", textwrap.dedent(CLAIM), store_url, str(start)],
+            [sys.executable, "-c", textwrap.dedent(CLAIM), store_url, str(r), str(go)],
             cwd=REPO,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for _ in range(3)
+        for r in ready
     ]
+    deadline = time.monotonic() + 120
+    while not all(r.exists() for r in ready) and time.monotonic() < deadline:
+        assert all(p.poll() is None for p in procs), [p.communicate() for p in procs]
+        time.sleep(0.05)
+    go.touch()
     results = [(p.wait(timeout=120), p.stdout.read(), p.stderr.read()) for p in procs]
     codes = sorted(rc for rc, _, _ in results)
     assert codes == [0, 3, 3], results

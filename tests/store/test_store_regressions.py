@@ -21,8 +21,15 @@ from orchestrator.store.regression_rule import (
 )
 from workers.spec import DeviceInfo, Measurement
 
-RNG = np.random.default_rng(20261201)
+SEED = 20261201
+RNG = np.random.default_rng(SEED)
 SHAPE = [4, 1024, 2048]
+
+
+@pytest.fixture(autouse=True)
+def _same_draws_in_any_order():
+    """Each test draws the same numbers whichever tests ran before it on its worker (pytest-xdist spreads them)."""
+    RNG.bit_generator.state = np.random.default_rng(SEED).bit_generator.state
 
 
 def tight(center: float, n: int = 40) -> list[float]:
