@@ -24,7 +24,7 @@ from workers.spec import JobSpec
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.e2e_host_profile", description=__doc__.split("\n\n")[0])
     ap.add_argument("--modes", default="triton,triton+compile", help=f"comma-separated, of: {', '.join(MODES)}")
     ap.add_argument("--frames", type=int, default=25)
     ap.add_argument("--height", type=int, default=480)

@@ -20,6 +20,7 @@ def test_every_script_is_listed():
         "call_probe",
         "copy_calibration",
         "dashboard_scale",
+        "e2e_host_profile",
         "fleet_bench",
         "norm_launch_knobs",
         "overhead",

@@ -71,7 +71,9 @@ def test_e2e_job_profiles_each_mode_on_request(monkeypatch):
     events = []
     run_call, profile_call = e2e.run_call, e2e.profile_call
     monkeypatch.setattr(
-        e2e, "run_call", lambda s, spec, p, d: events.append(("call", p["steps"])) or run_call(s, spec, p, d)
+        e2e,
+        "run_call",
+        lambda s, spec, p, d, **kw: events.append(("call", p["steps"])) or run_call(s, spec, p, d, **kw),
     )
     monkeypatch.setattr(e2e, "profile_call", lambda *a: events.append(("profile",)) or profile_call(*a))
     monkeypatch.setattr(e2e, "mark_profiler_used", lambda: None)  # this test process goes on timing
@@ -85,10 +87,10 @@ def test_e2e_job_profiles_each_mode_on_request(monkeypatch):
         params={"steps": 2, "repeats": 1, "tiny": True, "profile_steps": 1},
     )
     res = e2e.run(spec, torch.device("cpu"))
-    # every timed call (2 steps: warm-up + repeat, per mode) comes before the first capture; each capture is a
-    # warm-up call of 1 step, then the profiled one
-    assert events[:4] == [("call", 2)] * 4
-    assert events[4:] == [("call", 1), ("profile",), ("call", 1)] * 2
+    # every timed call (2 steps: warm-up, repeat and the host-time probe, per mode) comes before the first capture;
+    # each capture is a warm-up call of 1 step, then the profiled one
+    assert events[:6] == [("call", 2)] * 6
+    assert events[6:] == [("call", 1), ("profile",), ("call", 1)] * 2
     assert res.status == STATUS_OK, res.error
     prof = res.details["profile"]
     assert set(prof) == {"eager", "triton"}
