@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             e2e.leave_mode(mode, transformer)
         host = sum(plain.host_ms) / len(plain.host_ms)
         host_prof = sum(profiled.host_ms) / len(profiled.host_ms)
-        print(f"\n=== {mode}: host {host:.2f} ms/step ({host_prof:.2f} under cProfile), call {wall:.2f} s ===")
+        print(f"\n=== {mode}: host {host:.2f} ms/step, mean ({host_prof:.2f} under cProfile), call {wall:.2f} s ===")
         for order in ("tottime", "cumulative"):
             out = io.StringIO()
             stats = pstats.Stats(prof, stream=out)
