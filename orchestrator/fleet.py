@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from orchestrator.schedule import LABEL_NS, NODE_RESOURCE
+from workers import rehearsal
 from workers.spec import DeviceInfo
 
 DEFAULT_PORT = 6379
@@ -132,6 +133,75 @@ def derive_labels(facts: NodeFacts) -> dict[str, str]:
     if host:
         out[HOST_LABEL] = host
     return out
+
+
+def override_labels(labels: Mapping[str, str], overrides: list[str]) -> dict[str, str]:
+    """``labels`` with ``--label KEY=VALUE`` overrides applied (each may hold several, comma-separated; a key without
+    the ``kernelfleet.io/`` prefix gets it).  Overriding the GPU type makes the node a rehearsal: it also gets
+    ``kernelfleet.io/rehearsal-of=<the detected type>``, which every listing, page and stored result shows."""
+    out = dict(labels)
+    detected = labels.get(rehearsal.GPU_LABEL)
+    for item in overrides:
+        for part in filter(None, (p.strip() for p in item.split(","))):
+            key, sep, value = part.partition("=")
+            key = key.strip()
+            if not sep or not key or not value.strip():
+                raise FleetError(f"--label {part!r}: expected KEY=VALUE, e.g. --label {rehearsal.GPU_LABEL}=rehearsal")
+            if "/" not in key:
+                key = f"{LABEL_NS}/{key}"
+            if not key.startswith(LABEL_NS + "/"):
+                raise FleetError(f"--label {part!r}: only labels in the {LABEL_NS}/ namespace can be set")
+            if key == rehearsal.REHEARSAL_LABEL:
+                raise FleetError(f"--label {part!r}: {key} is set by node join itself when the GPU type is overridden")
+            out[key] = value.strip()
+    tag = out.get(rehearsal.GPU_LABEL)
+    if tag and tag != detected:
+        if not detected:
+            raise FleetError(f"--label {rehearsal.GPU_LABEL}={tag}: this machine has no GPU to rehearse with")
+        out[rehearsal.REHEARSAL_LABEL] = detected
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+def _raylets_here() -> int:
+    """How many raylet processes run on this machine (any user we can see): another Ray node is already here."""
+    count = 0
+    for pid in filter(str.isdigit, os.listdir("/proc") if os.path.isdir("/proc") else []):
+        try:
+            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0]
+        except OSError:
+            continue
+        if argv0.endswith(b"/raylet"):
+            count += 1
+    return count
+
+
+def same_host_args(extra: list[str], temp_root: str | None = None) -> tuple[list[str], str]:
+    """More `ray start` arguments for a node that joins on a machine where another Ray node (the head, or a node of
+    a rehearsal) already runs, and why; none for the first node.  Such a node needs a dashboard-agent port, a
+    metrics port and a temp dir of its own, and worker ports the OS picks (Ray's default range would hand the same
+    ports to both nodes' workers).  Options the user passed (``--ray-start-arg``) are kept."""
+    if not _raylets_here():
+        return [], ""
+    given = {a.split("=", 1)[0] for a in extra}
+    add: list[str] = []
+    if "--dashboard-agent-listen-port" not in given:
+        add.append(f"--dashboard-agent-listen-port={_free_port()}")
+    if "--metrics-export-port" not in given:
+        add.append(f"--metrics-export-port={_free_port()}")
+    if not given & {"--min-worker-port", "--max-worker-port", "--worker-port-list"}:
+        add += ["--min-worker-port=0", "--max-worker-port=0"]
+    if "--temp-dir" not in given:
+        import tempfile
+
+        root = Path(temp_root or tempfile.gettempdir())
+        add.append(f"--temp-dir={root / f'ray-kf-{os.getpid()}'}")
+    return add, "another Ray node runs on this machine: this node gets ports and a temp dir of its own"
 
 
 def gpu_summary(devices: list[DeviceInfo]) -> str:

@@ -21,6 +21,7 @@ from rich.table import Table
 
 from orchestrator import fleet
 from orchestrator.schedule import LABEL_NS, NODE_RESOURCE
+from workers import rehearsal
 
 EXIT_OK, EXIT_RAY_FAILED, EXIT_REFUSED = 0, 1, 2
 ADDRESS_ENV = ("KERNELFLEET_HEAD", "RAY_ADDRESS")
@@ -49,6 +50,15 @@ def add_parsers(sub) -> None:
         "default: $RAY_AUTH_TOKEN_PATH, $RAY_AUTH_TOKEN, ~/.ray/auth_token",
     )
     join.add_argument("--num-gpus", type=int, help="GPUs to give the fleet (default: all detected)")
+    join.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set or override a kernelfleet.io/ label (repeatable). Overriding the GPU type (--label gpu=rehearsal) "
+        "makes a rehearsal node: it is tagged rehearsal-of=<its real GPU type> in node list, the store and the "
+        "dashboard, so its results never pass for that hardware",
+    )
     join.add_argument(
         "--insecure",
         action="store_true",
@@ -171,9 +181,16 @@ def _exec_or_run(cmd: fleet.StartCommand, block: bool) -> int:
 def node_join(args, console: Console) -> int:
     address = _address(args)
     facts = fleet.detect_node(args.from_fixtures)
-    labels = fleet.derive_labels(facts)
+    labels = fleet.override_labels(fleet.derive_labels(facts), args.label)
     token = fleet.find_token(args.token_file)
     console.print(f"node join: {facts.hostname} -> head {address}", highlight=False)
+    real = rehearsal.rehearsal_of(labels)
+    if real:
+        console.print(
+            f"[yellow]rehearsal:[/] this node is tagged gpu={escape(labels[rehearsal.GPU_LABEL])} but is really "
+            f"{escape(real)}; its results are stored under that tag, marked as a rehearsal of {escape(real)}",
+            highlight=False,
+        )
     probe = fleet.probe_head(address, token)
     if not probe.reachable and not args.dry_run:
         raise fleet.FleetError(
@@ -184,8 +201,11 @@ def node_join(args, console: Console) -> int:
     console.print("checks:")
     _print_checks(console, checks)
     num_gpus = args.num_gpus or len(facts.gpus)
+    own, why = fleet.same_host_args(args.ray_start_arg)
+    if why:
+        console.print(f"{why}: {' '.join(own)}", highlight=False, soft_wrap=True, markup=False)
     cmd = fleet.ray_start_command(
-        address, labels, num_gpus, block=args.block, probe_auth=probe.auth, token=token, extra=args.ray_start_arg
+        address, labels, num_gpus, block=args.block, probe_auth=probe.auth, token=token, extra=args.ray_start_arg + own
     )
     if labels:
         console.print("labels:")
@@ -238,7 +258,7 @@ def node_list(args, console: Console) -> int:
     table = Table(title=f"fleet at {address}")
     for col in ("node", "state", "address", "gpu", "arch", "GPUs", "in use", "jobs running", "other labels"):
         table.add_column(col, overflow="fold")
-    main = {f"{LABEL_NS}/gpu", f"{LABEL_NS}/arch"}
+    main = {f"{LABEL_NS}/gpu", f"{LABEL_NS}/arch", rehearsal.REHEARSAL_LABEL}
     for r in rows:
         others = ", ".join(
             f"{k.removeprefix(LABEL_NS + '/')}={v}"
@@ -253,7 +273,7 @@ def node_list(args, console: Console) -> int:
             r.node_id[:12],
             state,
             r.address,
-            r.labels.get(f"{LABEL_NS}/gpu", "-"),
+            rehearsal.describe(r.labels),
             r.labels.get(f"{LABEL_NS}/arch", "-"),
             str(r.gpus),
             "-" if r.gpus_in_use is None else str(r.gpus_in_use),
@@ -263,6 +283,13 @@ def node_list(args, console: Console) -> int:
         table.add_row(*[escape(c) for c in cells])
     console.print(table)
     alive = [r for r in rows if r.alive]
+    rehearsals = [r for r in alive if rehearsal.rehearsal_of(r.labels)]
+    if rehearsals:
+        console.print(
+            f"[yellow]{len(rehearsals)} rehearsal node(s):[/] their GPU type is a tag set at `node join --label`, "
+            f"not their hardware",
+            highlight=False,
+        )
     console.print(
         f"{len(alive)} alive, {len(rows) - len(alive)} dead; "
         f"{sum(r.gpus for r in alive)} GPUs; jobs running counted from "

@@ -37,6 +37,7 @@ RUNTIME_EXCLUDES = [
     "**/__pycache__",
     "tests",
     "docs",
+    "results",
     "outputs",
     "*.db",
     "*.jsonl",
@@ -96,10 +97,12 @@ def _run_batch(spec_dicts: list[dict]):
     """The Ray task body: run a batch in the sandbox, yield one result dict per job as it ends."""
     import ray
 
-    from workers import runner
+    from workers import rehearsal, runner
 
-    node_id = ray.get_runtime_context().get_node_id()
+    context = ray.get_runtime_context()
+    node_id, labels = context.get_node_id(), context.get_node_labels()
     for result in runner.run([JobSpec.from_dict(d) for d in spec_dicts], node_id=node_id):
+        result.device = rehearsal.relabel(result.device, labels)  # a rehearsal node's results keep its tag
         yield result.to_dict()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -42,6 +43,27 @@ def write_dry_run(cfg: dict, specs: list[JobSpec], console: Console) -> int:
     return EXIT_OK
 
 
+def open_results_out(path: str, header: dict):
+    """The sweep's ``results_out`` file, open for appending result lines: a new file gets the results header; an
+    existing one of the same plan is continued (a line its interrupted writer cut off is removed first)."""
+    out = Path(path)
+    if out.exists() and out.stat().st_size:
+        try:
+            runner.cut_partial_line(out)
+            held, _ = runner.read_results(out)
+        except ValueError as exc:
+            raise ConfigError(f"results_out={path}: not a results file this sweep can continue ({exc})") from None
+        if held.get("plan", {}).get("plan_key") != header["plan_key"]:
+            raise ConfigError(f"results_out={path}: it holds the results of another plan; name another file")
+        return open(out, "a")
+    if not out.parent.is_dir():
+        raise ConfigError(f"results_out={path}: the folder {out.parent} does not exist")
+    f = open(out, "w")
+    f.write(runner.results_header(header))
+    f.flush()
+    return f
+
+
 class _Recorder:
     """The driver's side of the results stream: the only writer to the store."""
 
@@ -52,6 +74,8 @@ class _Recorder:
         self.progress, self.task, self.labels, self.console = progress, task, labels, console
         self.counts: Counter[str] = Counter()
         self.known_ceiling: set[str] = set()
+        self.results_file = None  # the sweep's results_out, when it has one
+        self.specs: dict[str, JobSpec] = {}
 
     def _advance(self, status: str) -> None:
         self.counts[status] += 1
@@ -68,6 +92,10 @@ class _Recorder:
                     self.writer.set_copy_bandwidth(hw, float(gbs))
                 self.known_ceiling.add(hw)
         self.writer.record_result(self.run_id, res.to_dict(), force=self.force)
+        if self.results_file is not None:
+            line = {"spec": self.specs[res.key].to_dict(), "result": res.to_dict()}
+            self.results_file.write(json.dumps(line, sort_keys=True) + "\n")
+            self.results_file.flush()
         if res.status not in (STATUS_OK, STATUS_SKIPPED):
             self.console.print(
                 f"[yellow]{self.labels.get(res.key, res.key)}[/]: {res.status}: {(res.error or '').strip()[:300]}"
@@ -374,18 +402,26 @@ class _Sweep:
             task = progress.add_task(self.name, total=len(self.todo), state="")
             labels = {s.key: s.label() for s in self.todo}
             rec = _Recorder(self.writer, self.run_id, bool(self.cfg.get("rerun")), progress, task, labels, self.console)
-            schedule.execute(
-                self.cluster,
-                self.todo,
-                self.selector_of,
-                rec.result,
-                rec.lost,
-                batch_size=self.cfg["sweep"]["batch_size"],
-                max_retries=self.cfg["sweep"]["max_retries"],
-                no_node_grace_s=(
-                    float("inf") if self.cfg["target"].get("wait_for_nodes") else schedule.NO_NODE_GRACE_S
-                ),
-            )
+            results_out = self.cfg.get("results_out")
+            if results_out:
+                rec.results_file = open_results_out(results_out, self.header)
+                rec.specs = {s.key: s for s in self.todo}
+            try:
+                schedule.execute(
+                    self.cluster,
+                    self.todo,
+                    self.selector_of,
+                    rec.result,
+                    rec.lost,
+                    batch_size=self.cfg["sweep"]["batch_size"],
+                    max_retries=self.cfg["sweep"]["max_retries"],
+                    no_node_grace_s=(
+                        float("inf") if self.cfg["target"].get("wait_for_nodes") else schedule.NO_NODE_GRACE_S
+                    ),
+                )
+            finally:
+                if rec.results_file is not None:
+                    rec.results_file.close()
             return rec.counts
 
     def run(self, signals: _Signals) -> int:

@@ -307,6 +307,8 @@ def _detect_nvidia(props: Mapping[str, Any], tools: Mapping[str, str], env: Mapp
     for key in ("uuid", "pci_bus_id", "L2_cache_size"):
         if key in props:
             extra[key] = props[key]
+    if env.get("CUDA_VISIBLE_DEVICES"):  # the GPU(s) Ray (or the user) gave this process: which one a job ran on
+        extra["visible_devices"] = env["CUDA_VISIBLE_DEVICES"]
     return DeviceInfo(
         vendor="nvidia",
         name=name,
@@ -414,6 +416,8 @@ def _detect_amd(props: Mapping[str, Any], tools: Mapping[str, str], env: Mapping
             extra["l2_cache_kb"] = agent.cache_kb["L2"]
     if static is not None and static.compute_partition:
         extra["compute_partition"] = static.compute_partition
+    if env.get("HIP_VISIBLE_DEVICES"):  # the GPU(s) Ray (or the user) gave this process
+        extra["visible_devices"] = env["HIP_VISIBLE_DEVICES"]
     return DeviceInfo(
         vendor="amd",
         name=name,
