@@ -148,13 +148,13 @@ def test_training_step_has_the_stock_gradients(family, checkpointing):
     assert loss2 == pytest.approx(loss_ref2, rel=1e-5) and loss2 != pytest.approx(loss_ref, rel=1e-6)
     _assert_same_grads(ref, model, rtol=1e-4, atol=1e-5)
 
-    # the same model, its parameters still requiring grad, in training mode: no_grad and inference_mode use kernels
-    for ctx in (torch.no_grad, torch.inference_mode):
-        with ctx(), KernelCalls() as kc:
-            out = fam.loss(model, kw)
-            ref_out = fam.loss(ref, kw)
-        assert sum(kc.calls.values()) > 0 and set(kc.calls) <= set(rep.kernels_used()) | {"linear_gelu"}
-        assert out.item() == pytest.approx(ref_out.item(), rel=1e-4)
+    # the same model, its parameters still requiring grad, in training mode: no_grad (inference_mode with
+    # checkpointing on, to keep the interpreted calls few) uses the kernels
+    with (torch.inference_mode if checkpointing else torch.no_grad)(), KernelCalls() as kc:
+        out = fam.loss(model, kw)
+        ref_out = fam.loss(ref, kw)
+    assert sum(kc.calls.values()) > 0 and set(kc.calls) <= set(rep.kernels_used())
+    assert out.item() == pytest.approx(ref_out.item(), rel=1e-4)
 
 
 def test_reentrant_checkpointing_runs_kernels_forward_and_stock_code_in_the_recompute():
@@ -204,6 +204,7 @@ def test_only_the_calls_that_want_gradients_fall_back():
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["llama", "ltx"])
 def test_compile_in_training_mode_traces_the_model_code(family):
     """torch.compile (fullgraph, AOTAutograd) of an injected model in training mode: the graph holds no kernelfleet
