@@ -64,9 +64,10 @@ class _Family:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)  # the deprecated name the peers' tests call
                 model.gradient_checkpointing_enable({"use_reentrant": reentrant})
+            assert model.is_activation_checkpointing
         else:
             model.enable_gradient_checkpointing()
-        assert model.is_gradient_checkpointing
+            assert model.is_gradient_checkpointing
 
 
 def _pair(fam: _Family, **inject_kw):
