@@ -35,7 +35,9 @@ working.  attn2's per-head mask is made once per forward and reused by the later
 (:func:`kernels.inject.attention.prepared_mask`; the stock processor makes the same copy in every block), and so are
 the blocks' modulation values (:class:`AdaValues`: one add of ``temb`` to every block's ``scale_shift_table`` where
 each block made its own).  Everything here is traceable: decisions depend only on module types, dtypes, shapes and
-devices; the two per-forward reuses apply to eager calls only.
+devices; the two per-forward reuses apply to eager calls only.  A call that autograd wants a gradient from takes the
+model's own code for that kernel (the fused projections included: their concatenated weight carries no gradient to
+the modules' own), :mod:`kernels.inject.grad`.
 """
 
 from __future__ import annotations
