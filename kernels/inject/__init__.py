@@ -22,6 +22,11 @@ instance (a module's ``forward`` or a diffusers attention processor), so other m
   injected kernels the way it launches its own (static launch), which takes host time off every call.
 * ``cuda_graphs(pipe.transformer)`` (:mod:`kernels.inject.graphs`) replays every later call from a CUDA graph: no
   host cost per kernel at all, for static shapes; remove it before ``restore`` or any change to the model.
+* The kernels are forward-only.  A call that autograd records (``torch.is_grad_enabled()``) with an input or weight
+  that requires grad takes the model's own code for that kernel (``grad="fallback"``, the default), so an injected
+  model trains, checkpoints and compiles for training as the stock one does; ``grad="error"`` raises at the first
+  such call instead (:mod:`kernels.inject.grad`).  Under ``torch.no_grad()``/``inference_mode()`` (diffusers'
+  pipelines run so) every kernel is used.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ import torch.nn as nn
 
 from kernels import registry
 from kernels.inject.compile_options import compile_options
+from kernels.inject.grad import MODES as GRAD_MODES
+from kernels.inject.grad import GradNotSupported, check_mode, refuse_grad
 from kernels.inject.graphs import GraphedForward, cuda_graphs, remove_cuda_graphs
 from kernels.inject.report import InjectionReport, Left, Replaced
 from kernels.inject.state import STATE_ATTR, InjectionState, Session, get_state, undo
@@ -60,6 +67,8 @@ __all__ = [
     "Left",
     "KERNEL_NAMES",
     "REWRITES",
+    "GRAD_MODES",
+    "GradNotSupported",
 ]
 
 
@@ -139,20 +148,29 @@ def _sweep_left(s: Session, root: nn.Module) -> None:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-def _inject_root(prefix: str, root: nn.Module, names: tuple[str, ...]) -> InjectionReport:
+def _refuse_grad(s: Session, root: nn.Module) -> None:
+    """grad="error": the modules whose work the injected code took over raise when asked for a gradient."""
+    paths = {mod: s.path(name) for name, mod in root.named_modules() if s.is_covered(mod)}
+    if paths:
+        s.on_undo(root, refuse_grad(paths))
+
+
+def _inject_root(prefix: str, root: nn.Module, names: tuple[str, ...], grad: str) -> InjectionReport:
     state = get_state(root)
     if state is not None:
-        if state.kernels == names:
+        if state.kernels == names and state.report.grad == grad:
             rep = state.report
             return InjectionReport(
-                rep.target, rep.kernels, rep.families, list(rep.replaced), list(rep.left), already_injected=True
+                rep.target, rep.kernels, rep.families, list(rep.replaced), list(rep.left), True, rep.grad
             )
         undo(root)
-    report = InjectionReport(type(root).__name__, names)
+    report = InjectionReport(type(root).__name__, names, grad=grad)
     s = Session(root, prefix, names, report)
     try:
         for fam in _families():
             fam.inject(s, root)
+        if grad == "error":
+            _refuse_grad(s, root)
     except BaseException:
         # leave nothing half-done
         root.__dict__[STATE_ATTR] = InjectionState(names, report, s.undo)
@@ -164,20 +182,26 @@ def _inject_root(prefix: str, root: nn.Module, names: tuple[str, ...]) -> Inject
     return report
 
 
-def inject(model_or_pipeline: Any, kernels: str | Iterable[str] = "all") -> InjectionReport:
+def inject(model_or_pipeline: Any, kernels: str | Iterable[str] = "all", grad: str = "fallback") -> InjectionReport:
     """Replace the parts of ``model_or_pipeline`` that kernelfleet's kernels compute; returns the report.
 
     ``kernels``: ``"all"`` or the kernel names allowed (see :data:`KERNEL_NAMES`); a replacement needing only
     kernels that are not allowed is not made (and the report says why).
+
+    ``grad``: what a kernel call does when autograd records it and an input or weight requires grad (the kernels
+    are forward-only): ``"fallback"`` computes that call with the model's own code, ``"error"`` raises
+    :class:`GradNotSupported` naming the module (:mod:`kernels.inject.grad`).  Injecting again with another
+    ``grad`` restores first and injects again.
     """
+    grad = check_mode(grad)
     names = resolve_kernels(kernels)
     roots = _roots(model_or_pipeline)
     if len(roots) == 1 and roots[0][0] == "":
-        return _inject_root("", roots[0][1], names)
-    merged = InjectionReport(type(model_or_pipeline).__name__, names)
+        return _inject_root("", roots[0][1], names, grad)
+    merged = InjectionReport(type(model_or_pipeline).__name__, names, grad=grad)
     already = True
     for name, root in roots:
-        rep = _inject_root(name, root, names)
+        rep = _inject_root(name, root, names, grad)
         merged.replaced += rep.replaced
         merged.left += rep.left
         merged.families = tuple(dict.fromkeys(merged.families + rep.families))

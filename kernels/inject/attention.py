@@ -20,6 +20,7 @@ from diffusers.models.attention_dispatch import AttentionBackendName, _Attention
 from kernels.arch import INTERPRETED
 from kernels.checks import FLOAT_DTYPES
 from kernels.cross_attention import MAX_HEAD_DIM, MAX_KEYS
+from kernels.inject.grad import grad_enabled
 from kernels.inject.memo import LastResult
 
 
@@ -64,7 +65,7 @@ def cross_attention_ok(
     """:func:`kernels.cross_attention` computes the native backend's ``F.scaled_dot_product_attention`` on these
     ``[B, S, H, D]`` tensors (dropout 0, not causal, default scale): one float dtype and device, a unit-stride
     last dim, at most ``MAX_KEYS`` keys and ``MAX_HEAD_DIM`` per head, an additive float mask that broadcasts to
-    ``[B, H, Sq, Sk]`` or none, and no gradient wanted (the kernel is forward-only; training keeps SDPA).  Plain
+    ``[B, H, Sq, Sk]`` or none (whether autograd wants a gradient the caller asks :mod:`kernels.inject.grad`).  Plain
     comparisons only: this runs before every attn2 call, and ``torch.broadcast_shapes`` and generator expressions
     made it cost ~20 us of host time per call on the development machine."""
     if query.dim() != 4 or key.dim() != 4 or key.shape != value.shape:
@@ -91,13 +92,6 @@ def cross_attention_ok(
         for have, full in zip(shape, (b, h, sq, sk)[4 - len(shape) :]):
             if have != 1 and have != full:
                 return False
-    if torch.is_grad_enabled() and (
-        query.requires_grad
-        or key.requires_grad
-        or value.requires_grad
-        or (attn_mask is not None and attn_mask.requires_grad)
-    ):
-        return False
     return True
 
 
@@ -121,6 +115,8 @@ def prepared_mask(attn, attention_mask: torch.Tensor | None, sequence_length: in
         not torch.compiler.is_compiling()
         and "prepare_attention_mask" not in vars(attn)
         and LastResult.usable(attention_mask)
+        # a mask that autograd follows makes a result tied to this forward's graph
+        and not (attention_mask.requires_grad and grad_enabled())
     )
     key = (type(attn).prepare_attention_mask, attn.heads, sequence_length, batch_size)
     if cacheable:

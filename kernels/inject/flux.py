@@ -34,6 +34,7 @@ from diffusers.models.transformers.transformer_flux import (
 from kernels import rope_interleaved
 from kernels.inject import norms
 from kernels.inject.attention import attend
+from kernels.inject.grad import grad_enabled, stock_for_grad
 from kernels.inject.linear_gelu import inject_gelu_projections
 from kernels.inject.report import KIND_BLOCK_FORWARD, KIND_NORM_FORWARD
 from kernels.inject.state import Session, mark
@@ -64,8 +65,8 @@ def _rope_ok(x: torch.Tensor, rope) -> bool:
     )
 
 
-def _rope(x: torch.Tensor, rope, use_kernel: bool) -> torch.Tensor:
-    if use_kernel and _rope_ok(x, rope):
+def _rope(attn: nn.Module, x: torch.Tensor, rope, use_kernel: bool) -> torch.Tensor:
+    if use_kernel and _rope_ok(x, rope) and not (grad_enabled() and stock_for_grad(attn, "rope_interleaved", x, *rope)):
         cos, sin = rope
         return rope_interleaved(x, cos, sin, layout="bshd")
     return apply_rotary_emb(x, rope, sequence_dim=1)
@@ -135,8 +136,8 @@ class FluxKernelAttnProcessor:
             value = torch.cat([encoder_value, value], dim=1)
 
         if image_rotary_emb is not None:
-            query = _rope(query, image_rotary_emb, self.rope)
-            key = _rope(key, image_rotary_emb, self.rope)
+            query = _rope(attn, query, image_rotary_emb, self.rope)
+            key = _rope(attn, key, image_rotary_emb, self.rope)
 
         hidden_states = attend(query, key, value, attention_mask, self._attention_backend, self._parallel_config)
         hidden_states = hidden_states.flatten(2, 3)

@@ -67,6 +67,11 @@ class FusedLinear:
             return True
         return not torch.compiler.is_compiling() and self.intact()
 
+    def parameters(self) -> list[torch.Tensor]:
+        """The modules' weights and biases as they are now (for the gradient check: the concatenation itself
+        carries no gradient to them, so a call that must give them one takes the separate projections)."""
+        return [p for m in self.linears for p in m._parameters.values() if p is not None]
+
     def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """``tuple(m(x) for m in linears)`` as one GEMM (views of its output)."""
         return F.linear(x, self.weight, self.bias).split(self.sizes, dim=-1)

@@ -25,6 +25,11 @@ share one memory pool.  What it needs and costs:
   torch.compile's guards) is decided once.  A model changed afterwards (weights replaced, kernels injected or
   restored) needs :func:`remove_cuda_graphs` and a new :func:`cuda_graphs`.
 * CPU calls pass through unchanged (nothing to capture).
+* **Inference only.** A graph replays kernels, not autograd: a call made with autograd recording and an input or a
+  parameter of the module that requires grad (training, a LoRA step) runs the plain forward (no capture, no replay),
+  whose injected kernels themselves take the model's own code for such calls (:mod:`kernels.inject.grad`).  Calls
+  under ``torch.no_grad()``/``inference_mode()`` (diffusers' pipelines) or with nothing requiring grad are captured
+  and replayed.
 
 The e2e job's ``+graph`` modes (``workers.e2e``) use it; ``docs/perf/ltx-e2e-h200.md`` has what it is worth on
 LTX-Video.
@@ -36,6 +41,8 @@ from typing import Any, Callable
 
 import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
+
+from kernels.inject.grad import grad_enabled, wants_grad
 
 WARMUP_CALLS = 2  # forwards before a capture, on a side stream
 MAX_GRAPHS = 4  # geometries kept per module; beyond that a call runs the forward as it is
@@ -66,15 +73,20 @@ class _Graph:
 class GraphedForward:
     """``module.forward`` replayed from CUDA graphs (see the module doc); ``replays`` and ``captures`` count."""
 
-    def __init__(self, forward: Callable[..., Any]):
+    def __init__(self, forward: Callable[..., Any], module: torch.nn.Module | None = None):
         self.forward = forward
+        self.module = module  # whose parameters a call's gradient check looks at
         self.graphs: dict[tuple, _Graph] = {}
         self.pool = None
         self.replays = 0
         self.captures = 0
+        self.plain_for_grad = 0  # calls run plainly because autograd wanted a gradient
 
     def __call__(self, *args, **kwargs):
         leaves, spec = tree_flatten((args, kwargs))
+        if grad_enabled() and self._wants_grad(leaves):
+            self.plain_for_grad += 1
+            return self.forward(*args, **kwargs)
         geometry = _geometry(leaves)
         if geometry is None:
             return self.forward(*args, **kwargs)
@@ -89,6 +101,11 @@ class GraphedForward:
         g.graph.replay()
         self.replays += 1
         return g.output
+
+    def _wants_grad(self, leaves: list) -> bool:
+        if self.module is not None:
+            return wants_grad(self.module, leaves)
+        return any(isinstance(a, torch.Tensor) and a.requires_grad for a in leaves)
 
     def _capture(self, leaves: list, spec) -> _Graph:
         slots = [i for i, a in enumerate(leaves) if isinstance(a, torch.Tensor)]
@@ -121,7 +138,7 @@ def cuda_graphs(module: torch.nn.Module) -> GraphedForward:
     wrapper, whose ``captures`` and ``replays`` count."""
     if "forward" in vars(module):
         raise RuntimeError(f"{type(module).__name__} already has its own forward on the instance")
-    graphed = GraphedForward(module.forward)
+    graphed = GraphedForward(module.forward, module)
     module.forward = graphed
     return graphed
 

@@ -33,6 +33,7 @@ import torch.nn as nn
 from diffusers.models.activations import GELU
 
 from kernels.inject.calls import plain
+from kernels.inject.grad import grad_enabled, stock_for_grad
 from kernels.inject.report import KIND_ACTIVATION_FORWARD
 from kernels.inject.state import Session, mark
 
@@ -58,7 +59,7 @@ def _addmm_gelu_tanh_cpu(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Ten
 # compiled LTX-Video block cost 53 us of host time more than calling the function itself, a plain op 13 us more;
 # with the reshape, transpose and view inside the op's Python function the op still cost more host time than
 # Inductor's addmm + GELU kernel (docs/perf/ltx-e2e-h200.md, host cost of compiled injected blocks).  No autograd
-# kernel: linear_gelu_ok admits no call that wants a gradient.
+# kernel: the callers take the model's own code for a call that wants a gradient (kernels.inject.grad).
 _LIB = torch.library.Library("kernelfleet", "FRAGMENT")
 _LIB.define("addmm_gelu_tanh(Tensor bias, Tensor mat1, Tensor mat2) -> Tensor")
 _LIB.impl("addmm_gelu_tanh", _ADDMM_GELU_TANH, "CUDA")
@@ -72,16 +73,15 @@ def _(bias, mat1, mat2):
 
 def linear_gelu_ok(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> bool:
     """Whether :func:`linear_gelu` computes ``F.gelu(F.linear(x, weight, bias), approximate="tanh")`` here: a
-    bias, one floating dtype and one device for all three (CUDA, ROCm or CPU), no gradient wanted."""
+    bias, one floating dtype and one device for all three (CUDA, ROCm or CPU).  Whether autograd wants a gradient
+    through the call the caller asks :mod:`kernels.inject.grad` (the compiled op has no backward)."""
     if bias is None or x.dim() < 2 or weight.dim() != 2 or bias.dim() != 1:
         return False
     if not (x.dtype == weight.dtype == bias.dtype and x.dtype in (torch.bfloat16, torch.float16, torch.float32)):
         return False
     if not (x.device == weight.device == bias.device and x.device.type in ("cuda", "cpu")):
         return False
-    if x.shape[-1] != weight.shape[1] or bias.shape[0] != weight.shape[0] or x.numel() == 0:
-        return False
-    return not (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or bias.requires_grad))
+    return x.shape[-1] == weight.shape[1] and bias.shape[0] == weight.shape[0] and x.numel() != 0
 
 
 def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
@@ -109,7 +109,11 @@ def gelu_projection_forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
     """diffusers ``GELU.forward`` (projection, then GELU-tanh) as one GEMM where :func:`linear_gelu_ok`; otherwise
     the class's own forward."""
     proj = self.proj
-    if plain(proj, nn.Linear) and linear_gelu_ok(hidden_states, proj.weight, proj.bias):
+    if (
+        plain(proj, nn.Linear)
+        and linear_gelu_ok(hidden_states, proj.weight, proj.bias)
+        and not (grad_enabled() and stock_for_grad(self, "linear_gelu", hidden_states, proj.weight, proj.bias))
+    ):
         return linear_gelu(hidden_states, proj.weight, proj.bias)
     return GELU.forward(self, hidden_states)
 

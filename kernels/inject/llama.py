@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import sys
 import textwrap
 import types
 from typing import Any, Callable
@@ -31,6 +32,8 @@ import torch.nn as nn
 
 from kernels import rms_norm, rope_rotate_half
 from kernels.checks import FLOAT_DTYPES
+from kernels.inject import grad
+from kernels.inject.grad import grad_enabled, stock_for_grad
 from kernels.inject.report import KIND_ATTENTION_FORWARD, KIND_NORM_FORWARD
 from kernels.inject.state import MARK, Session, mark
 
@@ -90,7 +93,9 @@ def llama_rms_norm_ok(norm: nn.Module, x: torch.Tensor) -> bool:
 @mark
 def llama_rms_norm_forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
     """``LlamaRMSNorm.forward`` through rms_norm(numerics='llama')."""
-    if llama_rms_norm_ok(self, hidden_states):
+    if llama_rms_norm_ok(self, hidden_states) and not (
+        grad_enabled() and stock_for_grad(self, "rms_norm", hidden_states, self.weight)
+    ):
         return rms_norm(hidden_states, self.weight, float(self.variance_epsilon), numerics="llama")
     return type(self).forward(self, hidden_states)
 
@@ -129,11 +134,25 @@ def rope_ok(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, unsqueeze_dim
     )
 
 
+def _calling_module() -> nn.Module | None:
+    """The attention module whose forward called ``apply_rotary_pos_emb`` (its ``self``), for the message of
+    ``grad="error"``: the function is shared by every instance of the class, so only the caller's frame knows."""
+    owner = sys._getframe(2).f_locals.get("self")
+    return owner if isinstance(owner, nn.Module) else None
+
+
 def make_apply_rotary_pos_emb(stock: Callable) -> Callable:
     """A drop-in ``apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)`` through rope_rotate_half."""
 
     def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
-        if rope_ok(q, cos, sin, unsqueeze_dim) and rope_ok(k, cos, sin, unsqueeze_dim):
+        if (
+            rope_ok(q, cos, sin, unsqueeze_dim)
+            and rope_ok(k, cos, sin, unsqueeze_dim)
+            and not (
+                grad_enabled()
+                and stock_for_grad(_calling_module() if grad.refusing() else None, "rope_rotate_half", q, k, cos, sin)
+            )
+        ):
             layout = "bhsd" if unsqueeze_dim == 1 else "bshd"
             return rope_rotate_half(q, cos, sin, layout=layout), rope_rotate_half(k, cos, sin, layout=layout)
         return stock(q, k, cos, sin, unsqueeze_dim)

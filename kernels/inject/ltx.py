@@ -35,7 +35,9 @@ working.  attn2's per-head mask is made once per forward and reused by the later
 (:func:`kernels.inject.attention.prepared_mask`; the stock processor makes the same copy in every block), and so are
 the blocks' modulation values (:class:`AdaValues`: one add of ``temb`` to every block's ``scale_shift_table`` where
 each block made its own).  Everything here is traceable: decisions depend only on module types, dtypes, shapes and
-devices; the two per-forward reuses apply to eager calls only.
+devices; the two per-forward reuses apply to eager calls only.  A call that autograd wants a gradient from takes the
+model's own code for that kernel (the fused projections included: their concatenated weight carries no gradient to
+the modules' own), :mod:`kernels.inject.grad`.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from kernels import add_rms_norm_modulate, cross_attention, gated_residual, qk_n
 from kernels.inject import fused_linear
 from kernels.inject.attention import attend, cross_attention_ok, native_default, prepared_mask
 from kernels.inject.calls import call, plain
+from kernels.inject.grad import grad_enabled, stock_for_grad
 from kernels.inject.linear_gelu import gelu_projection_ok, linear_gelu, linear_gelu_ok
 from kernels.inject.memo import LastResult
 from kernels.inject.norms import (
@@ -135,9 +138,19 @@ class LTXKernelAttnProcessor:
     def _project(self, attn, hidden_states, encoder_hidden_states):
         """query, key, value: one GEMM for the projections that share an input where they are fused and the
         weights still are (:meth:`~kernels.inject.fused_linear.FusedLinear.usable`), else one per projection."""
-        if encoder_hidden_states is None and self.qkv is not None and self.qkv.usable():
+        if (
+            encoder_hidden_states is None
+            and self.qkv is not None
+            and self.qkv.usable()
+            and not (grad_enabled() and stock_for_grad(attn, "fused_qkv", hidden_states, *self.qkv.parameters()))
+        ):
             return self.qkv(hidden_states)
-        if encoder_hidden_states is not None and self.kv is not None and self.kv.usable():
+        if (
+            encoder_hidden_states is not None
+            and self.kv is not None
+            and self.kv.usable()
+            and not (grad_enabled() and stock_for_grad(attn, "fused_qkv", encoder_hidden_states, *self.kv.parameters()))
+        ):
             return (call(attn.to_q, hidden_states),) + self.kv(encoder_hidden_states)
         if encoder_hidden_states is None:
             encoder_hidden_states = hidden_states
@@ -161,7 +174,17 @@ class LTXKernelAttnProcessor:
         attention_mask = prepared_mask(attn, attention_mask, sequence_length, batch_size)
         query, key, value = self._project(attn, hidden_states, encoder_hidden_states)
 
-        if image_rotary_emb is not None and self.fuse_qk_rope and _fused_qk_rope_ok(attn, query, key, image_rotary_emb):
+        if (
+            image_rotary_emb is not None
+            and self.fuse_qk_rope
+            and _fused_qk_rope_ok(attn, query, key, image_rotary_emb)
+            and not (
+                grad_enabled()
+                and stock_for_grad(
+                    attn, "qk_norm_rope", query, key, attn.norm_q.weight, attn.norm_k.weight, *image_rotary_emb
+                )
+            )
+        ):
             cos, sin = image_rotary_emb
             query, key = qk_norm_rope(
                 query, key, attn.norm_q.weight, attn.norm_k.weight, cos, sin, torch_eps(attn.norm_q, query)
@@ -182,6 +205,7 @@ class LTXKernelAttnProcessor:
             and encoder_hidden_states is not None
             and native_default(self._attention_backend, self._parallel_config)
             and cross_attention_ok(query, key, value, attention_mask)
+            and not (grad_enabled() and stock_for_grad(attn, "cross_attention", query, key, value, attention_mask))
         ):
             hidden_states = cross_attention(query, key, value, attention_mask)
         else:
@@ -211,7 +235,9 @@ def _attend(attn: nn.Module, hidden_states, encoder_hidden_states, attention_mas
     )
 
 
-def _gated_add(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor, use_gate: bool) -> torch.Tensor:
+def _gated_add(
+    block: nn.Module, residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor, use_gate: bool
+) -> torch.Tensor:
     """``residual + x * gate`` (the block's line), through :func:`kernels.gated_residual` in eager calls where it
     computes exactly that: one dtype for all three, x shaped like the residual, the gate broadcast or per token.
     While torch.compile traces, the line stays PyTorch: Inductor fuses it into one kernel with its neighbours,
@@ -226,6 +252,7 @@ def _gated_add(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor, use_
         and x.device == residual.device
         and residual.device.type in ("cuda", "cpu")
         and modulation_ok(gate, residual)
+        and not (grad_enabled() and stock_for_grad(block, "gated_residual", residual, x, gate))
     ):
         return gated_residual(residual, x, gate)
     return residual + x * gate
@@ -237,12 +264,14 @@ def _ff_fusable(ff: nn.Module) -> bool:
     return plain(ff, FeedForward) and len(ff.net) >= 2 and plain(ff.net[0], GELU) and gelu_projection_ok(ff.net[0])
 
 
-def _feed_forward(ff: nn.Module, x: torch.Tensor, fuse: bool) -> torch.Tensor:
+def _feed_forward(block: nn.Module, ff: nn.Module, x: torch.Tensor, fuse: bool) -> torch.Tensor:
     """``ff(x)``; with ``fuse``, where the modules are still as injected and the tensors suit it, the first
     projection and its GELU as one GEMM (:func:`kernels.inject.linear_gelu.linear_gelu`)."""
     if fuse and _ff_fusable(ff):
         proj = ff.net[0].proj
-        if linear_gelu_ok(x, proj.weight, proj.bias):
+        if linear_gelu_ok(x, proj.weight, proj.bias) and not (
+            grad_enabled() and stock_for_grad(block, "linear_gelu", x, proj.weight, proj.bias)
+        ):
             x = linear_gelu(x, proj.weight, proj.bias)
             for sub in ff.net[1:]:
                 x = call(sub, x)
@@ -344,7 +373,7 @@ def _block_forward(use_adaln: bool, use_add_norm: bool, use_gate: bool, use_ff: 
         norm_hidden_states = rms_modulate(self.norm1, hidden_states, scale_msa, shift_msa, use_adaln)
 
         attn_hidden_states = _attend(self.attn1, norm_hidden_states, None, None, image_rotary_emb)
-        hidden_states = _gated_add(hidden_states, attn_hidden_states, gate_msa, use_gate)
+        hidden_states = _gated_add(self, hidden_states, attn_hidden_states, gate_msa, use_gate)
 
         attn_hidden_states = _attend(self.attn2, hidden_states, encoder_hidden_states, encoder_attention_mask, None)
         # residual add + norm2 + modulate (one kernel writing both the new residual and the FF input)
@@ -354,6 +383,12 @@ def _block_forward(use_adaln: bool, use_add_norm: bool, use_gate: bool, use_ff: 
             and attn_hidden_states.shape == hidden_states.shape
             and attn_hidden_states.dtype == hidden_states.dtype
             and rms_modulate_ok(self.norm2, hidden_states, scale_mlp, shift_mlp)
+            and not (
+                grad_enabled()
+                and stock_for_grad(
+                    self, "add_rms_norm_modulate", attn_hidden_states, hidden_states, scale_mlp, shift_mlp
+                )
+            )
         ):
             hidden_states, norm_hidden_states = add_rms_norm_modulate(
                 attn_hidden_states, hidden_states, scale_mlp, shift_mlp, float(self.norm2.eps)
@@ -362,8 +397,8 @@ def _block_forward(use_adaln: bool, use_add_norm: bool, use_gate: bool, use_ff: 
             hidden_states = hidden_states + attn_hidden_states
             norm_hidden_states = rms_modulate(self.norm2, hidden_states, scale_mlp, shift_mlp, use_adaln)
 
-        ff_output = _feed_forward(self.ff, norm_hidden_states, use_ff)
-        return _gated_add(hidden_states, ff_output, gate_mlp, use_gate)
+        ff_output = _feed_forward(self, self.ff, norm_hidden_states, use_ff)
+        return _gated_add(self, hidden_states, ff_output, gate_mlp, use_gate)
 
     return forward
 

@@ -2,8 +2,9 @@
 
 Every helper here takes the module it stands in for and decides, from static facts (module type, dtypes, shapes,
 devices: all known while tracing, so ``torch.compile(fullgraph=True)`` sees no data-dependent branch), whether
-the kernel computes exactly what the module computes; if not, it runs the module's own code.  Nothing reads a
-tensor's values and nothing is cached on the Python side.
+the kernel computes exactly what the module computes, and whether autograd wants a gradient through the call
+(:mod:`kernels.inject.grad`); if not, or if it does, it runs the module's own code.  Nothing reads a tensor's
+values and nothing is cached on the Python side.
 
 Replacement forwards for diffusers' adaptive norms (``AdaLayerNormZero``, ``AdaLayerNormZeroSingle``,
 ``AdaLayerNormContinuous``, ``SD35AdaLayerNormZeroX``: LayerNorm + ``* (1 + scale) + shift``), shared by SD3 and
@@ -18,6 +19,7 @@ from diffusers.models.normalization import RMSNorm as DiffusersRMSNorm
 
 from kernels import adaln_layer_norm, adaln_rms, rms_norm
 from kernels.checks import FLOAT_DTYPES
+from kernels.inject.grad import grad_enabled, stock_for_grad
 from kernels.inject.state import mark
 
 
@@ -72,7 +74,11 @@ def rows_rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float, nume
 
 def torch_rms_norm(norm: nn.Module, x: torch.Tensor, use_kernel: bool) -> torch.Tensor:
     """``norm(x)`` for a ``torch.nn.RMSNorm``, through the kernel when it matches."""
-    if use_kernel and torch_rms_norm_ok(norm, x):
+    if (
+        use_kernel
+        and torch_rms_norm_ok(norm, x)
+        and not (grad_enabled() and stock_for_grad(norm, "rms_norm", x, norm.weight))
+    ):
         return rows_rms_norm(x, norm.weight, torch_eps(norm, x), "torch")
     return norm(x)
 
@@ -91,7 +97,9 @@ def diffusers_rms_norm_ok(norm: nn.Module, x: torch.Tensor) -> bool:
 @mark
 def diffusers_rms_norm_forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
     """Replacement forward of diffusers ``RMSNorm`` (SD3.5's per-head q/k norms)."""
-    if diffusers_rms_norm_ok(self, hidden_states):
+    if diffusers_rms_norm_ok(self, hidden_states) and not (
+        grad_enabled() and stock_for_grad(self, "rms_norm", hidden_states, self.weight)
+    ):
         return rows_rms_norm(hidden_states, self.weight, float(self.eps), "diffusers")
     return type(self).forward(self, hidden_states)
 
@@ -99,7 +107,7 @@ def diffusers_rms_norm_forward(self, hidden_states: torch.Tensor) -> torch.Tenso
 @mark
 def torch_rms_norm_forward(self, x: torch.Tensor) -> torch.Tensor:
     """Replacement forward of ``torch.nn.RMSNorm``."""
-    if torch_rms_norm_ok(self, x):
+    if torch_rms_norm_ok(self, x) and not (grad_enabled() and stock_for_grad(self, "rms_norm", x, self.weight)):
         return rows_rms_norm(x, self.weight, torch_eps(self, x), "torch")
     return type(self).forward(self, x)
 
@@ -125,7 +133,11 @@ def rms_modulate_ok(norm: nn.Module, x: torch.Tensor, scale: torch.Tensor, shift
 def rms_modulate(
     norm: nn.Module, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, use_kernel: bool
 ) -> torch.Tensor:
-    if use_kernel and rms_modulate_ok(norm, x, scale, shift):
+    if (
+        use_kernel
+        and rms_modulate_ok(norm, x, scale, shift)
+        and not (grad_enabled() and stock_for_grad(norm, "adaln_rms", x, scale, shift, norm.weight))
+    ):
         return adaln_rms(x, scale, shift, norm.weight, float(norm.eps))
     return norm(x) * (1 + scale) + shift
 
@@ -151,7 +163,11 @@ def layer_norm_modulate(
     norm: nn.Module, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, use_kernel: bool = True
 ) -> torch.Tensor:
     """``norm(x) * (1 + scale) + shift`` (scale/shift [B, 1, C] or [B, S, C]) through adaln_layer_norm if it matches."""
-    if use_kernel and layer_norm_modulate_ok(norm, x, scale, shift):
+    if (
+        use_kernel
+        and layer_norm_modulate_ok(norm, x, scale, shift)
+        and not (grad_enabled() and stock_for_grad(norm, "adaln_layer_norm", x, scale, shift, norm.weight, norm.bias))
+    ):
         return adaln_layer_norm(x, scale, shift, norm.weight, norm.bias, float(norm.eps))
     return norm(x) * (1 + scale) + shift
 
@@ -210,7 +226,11 @@ def sd35_ada_layer_norm_zero_x_forward(self, hidden_states, emb=None):
     (shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp, shift_msa2, scale_msa2, gate_msa2) = emb.chunk(
         9, dim=1
     )
-    if layer_norm_modulate_ok(self.norm, hidden_states, scale_msa[:, None], shift_msa[:, None]):
+    norm = self.norm
+    # (emb holds every scale and shift: one of them requires grad only if it does)
+    if layer_norm_modulate_ok(norm, hidden_states, scale_msa[:, None], shift_msa[:, None]) and not (
+        grad_enabled() and stock_for_grad(norm, "adaln_layer_norm", hidden_states, emb, norm.weight, norm.bias)
+    ):
         out = layer_norm_modulate(self.norm, hidden_states, scale_msa[:, None], shift_msa[:, None])
         out2 = layer_norm_modulate(self.norm, hidden_states, scale_msa2[:, None], shift_msa2[:, None])
     else:

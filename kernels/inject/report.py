@@ -49,6 +49,7 @@ class InjectionReport:
     replaced: list[Replaced] = field(default_factory=list)
     left: list[Left] = field(default_factory=list)
     already_injected: bool = False  # True when inject() found its own earlier injection and changed nothing
+    grad: str = "fallback"  # a call that autograd wants a gradient from: "fallback" (the model's code) or "error"
 
     def counts(self) -> dict[str, int]:
         """Number of replacements per kind."""
@@ -70,7 +71,7 @@ class InjectionReport:
     def summary(self) -> str:
         parts = [f"{n} {k}" for k, n in sorted(self.counts().items())] or ["nothing"]
         fam = ",".join(self.families) or "no known family"
-        line = f"{self.target} ({fam}): replaced {', '.join(parts)}; left {len(self.left)}"
+        line = f"{self.target} ({fam}): replaced {', '.join(parts)}; left {len(self.left)}; grad={self.grad}"
         if self.already_injected:
             line += " (already injected; unchanged)"
         return line
@@ -83,6 +84,7 @@ class InjectionReport:
             "replaced": [dataclasses.asdict(r) | {"kernels": list(r.kernels)} for r in self.replaced],
             "left": [dataclasses.asdict(x) for x in self.left],
             "already_injected": self.already_injected,
+            "grad": self.grad,
             "counts": self.counts(),
         }
 

@@ -40,7 +40,7 @@ def test_refuses_masks_it_does_not_compute(mask):
     assert not cross_attention_ok(q, k, v, mask)
 
 
-def test_refuses_shapes_dtypes_layouts_and_gradients():
+def test_refuses_shapes_dtypes_and_layouts():
     q, k, v = qkv()
     assert not cross_attention_ok(q, *qkv(sk=MAX_KEYS + 1)[1:], None)
     assert cross_attention_ok(q, *qkv(sk=MAX_KEYS)[1:], None)
@@ -51,7 +51,5 @@ def test_refuses_shapes_dtypes_layouts_and_gradients():
     assert not cross_attention_ok(q, k[:, :, :2], v[:, :, :2], None)
     assert not cross_attention_ok(q.transpose(2, 3).contiguous().transpose(2, 3), k, v, None)  # last dim strided
     assert not cross_attention_ok(q[:, :0], k, v, None)
-    q.requires_grad_()
-    assert not cross_attention_ok(q, k, v, None)
-    with torch.no_grad():
-        assert cross_attention_ok(q, k, v, None)
+    # whether a gradient is wanted is the processor's question (kernels.inject.grad; tests/inject/test_grad.py)
+    assert cross_attention_ok(q.requires_grad_(), k, v, None)

@@ -305,7 +305,7 @@ def test_cross_attention_kernel_where_the_native_backend_would_run(monkeypatch):
         model(**kw)
         for p in model.parameters():
             p.requires_grad_(False)
-    assert "cross_attention" not in kc.calls and kc.calls["qk_norm_rope"] == LAYERS
+    assert "cross_attention" not in kc.calls and "qk_norm_rope" not in kc.calls  # the model's code for autograd
     try:
         model.set_attention_backend("_native_math")
         with KernelCalls() as kc:
