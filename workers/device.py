@@ -107,20 +107,12 @@ def collect_tool_outputs(backend: str) -> dict[str, str]:
 
 
 def triton_version() -> str:
-    try:
-        import triton
+    """The imported Triton as device records hold it (:attr:`kernels.triton_dist.TritonDist.recorded`: the bare
+    version for upstream ``triton``, ``pytorch-triton-rocm 3.5.1`` for ROCm's build), or "" without Triton."""
+    from kernels.triton_dist import triton_distribution
 
-        return str(triton.__version__)
-    except Exception:  # noqa: BLE001 - a broken triton install must not break detection
-        pass
-    from importlib import metadata
-
-    for dist in ("triton", "pytorch-triton-rocm", "pytorch-triton"):
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    return ""
+    dist = triton_distribution()
+    return dist.recorded if dist.version else ""
 
 
 def _cpu_model() -> str:
