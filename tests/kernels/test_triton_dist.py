@@ -50,9 +50,7 @@ def _site(tmp_path: Path, module_version: str, dist: tuple[str, str] | None, top
 
 def _probe(site: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
+    out = subprocess.run([sys.executable, "-c", PROBE], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
