@@ -49,6 +49,9 @@ class LaunchPath:
 
 
 def _backend() -> str:
+    """``hip`` or ``cuda`` where torch sees a GPU of that kind, else ``cpu``."""
+    if not torch.cuda.is_available():
+        return "cpu"
     return "hip" if torch.version.hip else "cuda"
 
 
@@ -64,6 +67,8 @@ def decide_path(dist: str, version: str, backend: str, has_knobs: bool = True) -
     """The launch path for a Triton build (pure: the gate's rule, tested without the build)."""
     if not version:
         return LaunchPath(False, "triton is not importable")
+    if backend == "cpu":
+        return LaunchPath(False, f"{dist} {version}, no GPU: Triton's interpreter runs the kernels")
     if not has_knobs:
         return LaunchPath(False, f"{dist} {version} has no triton.knobs (older than 3.4)")
     if not checked(dist, version, backend):

@@ -40,6 +40,11 @@ def test_the_gate_takes_checked_builds_only(dist, version, backend, fast):
     assert f"{dist} {version} on {backend}" in path.reason
 
 
+def test_without_a_gpu_the_interpreter_runs_the_kernels():
+    path = fast_launch.decide_path("triton", "3.7.1", "cpu")
+    assert not path.fast and path.reason == "triton 3.7.1, no GPU: Triton's interpreter runs the kernels"
+
+
 def test_the_gate_without_triton_or_its_knobs():
     assert fast_launch.decide_path("none", "", "cuda").reason == "triton is not importable"
     assert not fast_launch.decide_path("triton", "3.6.0", "cuda", has_knobs=False).fast
