@@ -6,10 +6,12 @@ a profiler and reduce the capture to :class:`~workers.parsers.KernelRow` rows (n
 * CUDA (and the CPU, for tests): ``torch.profiler`` with CPU+CUDA activities; each call is a ``record_function``
   range, kernels are attributed to the call that launched them; the chrome trace is kept (gzipped) as an artifact.
   On the CPU there are no device kernels: the rows are host ops by self time, and the result says so.
-* ROCm: ``rocprofv3 --kernel-trace --stats --output-format csv`` runs :mod:`workers.profile_target` in a child
-  process; the dispatches between its two fence kernels are the timed calls.  Without rocprofv3 on PATH the job falls
-  back to torch.profiler and says so in ``details["profiler_note"]``.  **The rocprofv3 path has not run on AMD
-  hardware**: its parsing is tested on recorded rocprofv3 output only.
+* ROCm: ``rocprofv3 --kernel-trace --stats`` runs :mod:`workers.profile_target` in a child process, in rocprofv3's
+  default output format: the ``rocpd`` SQLite database on ROCm >= 7.0 (read with :mod:`workers.parsers.rocpd`, the
+  database kept as an artifact), CSV before it (:mod:`workers.parsers.rocprofv3`); the dispatches between its two
+  fence kernels are the timed calls.  Without rocprofv3 on PATH the job falls back to torch.profiler and says so in
+  ``details["profiler_note"]``.  **The rocprofv3 path has not run on AMD hardware**: its parsing is tested on
+  recorded rocprofv3 CSV output and on databases built from the documented rocpd schema only.
 
 Result: measurements per implementation ``kernel_time_us`` (device kernel time per call; every call's value in
 ``samples`` when the capture can split calls) and ``kernels_per_call``; ``details["profile_rows"][impl]`` (row dicts),
@@ -35,7 +37,7 @@ from typing import Any, Callable
 import torch
 
 from workers.device import find_tool
-from workers.parsers import rocprofv3, torch_profiler
+from workers.parsers import rocpd, rocprofv3, torch_profiler
 from workers.parsers.kernel_row import KernelRow, rows_from_durations
 from workers.profile_target import DEFAULT_ITERS, DEFAULT_WARMUP
 from workers.spec import STATUS_ERROR, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec, Measurement
@@ -173,9 +175,15 @@ def _periodic_calls(names: list[str], durations: list[float], iters: int) -> lis
 
 
 def summarize_rocprofv3(
-    impl: str, trace_text: str | None, stats_text: str | None, manifest: dict[str, Any]
+    impl: str,
+    trace_text: str | None,
+    stats_text: str | None,
+    manifest: dict[str, Any],
+    dispatches: list[rocprofv3.KernelDispatch] | None = None,
+    database: bytes | None = None,
 ) -> ImplProfile:
-    """Reduce rocprofv3 output of one :mod:`workers.profile_target` run to an ImplProfile.
+    """Reduce rocprofv3 output of one :mod:`workers.profile_target` run to an ImplProfile: its CSV kernel trace and
+    stats, or the ``dispatches`` read from its rocpd database (whose bytes, ``database``, are kept as an artifact).
 
     With a fence in the manifest, the timed calls are the dispatches strictly between the last two fence dispatches
     (on the fences' agent).  Without a pair of fences, or without a trace, the whole run is used: per-call values are
@@ -189,13 +197,16 @@ def summarize_rocprofv3(
         return bool(fence) and fence in name
 
     artifacts = []
+    if database is not None:
+        artifacts.append(artifact("rocprofv3_rocpd", f"{impl}.results.db.gz", database))
     if trace_text:
         artifacts.append(artifact("rocprofv3_kernel_trace", f"{impl}.kernel_trace.csv.gz", trace_text.encode()))
     if stats_text:
         artifacts.append(artifact("rocprofv3_kernel_stats", f"{impl}.kernel_stats.csv.gz", stats_text.encode()))
-    dispatches = (
-        sorted(rocprofv3.parse_kernel_trace(trace_text), key=lambda d: (d.start_ns, d.end_ns)) if trace_text else []
-    )
+    trace = "rocprofv3 rocpd database" if dispatches is not None else "rocprofv3 kernel trace"
+    if dispatches is None:
+        dispatches = rocprofv3.parse_kernel_trace(trace_text) if trace_text else []
+    dispatches = sorted(dispatches, key=lambda d: (d.start_ns, d.end_ns))
     fences = [d for d in dispatches if is_fence(d.name)]
     if len(fences) >= 2:
         opening, closing = fences[-2], fences[-1]
@@ -215,7 +226,7 @@ def summarize_rocprofv3(
             kernel_ns_total=sum(durations),
             kernels_total=len(window),
             per_call_ns=_periodic_calls([d.name for d in window], durations, iters),
-            source="rocprofv3 kernel trace: dispatches between the fence kernels",
+            source=f"{trace}: dispatches between the fence kernels",
             artifacts=artifacts,
         )
     whole_run = (
@@ -231,7 +242,7 @@ def summarize_rocprofv3(
             kernel_ns_total=float(sum(d.duration_ns for d in window)),
             kernels_total=len(window),
             per_call_ns=None,
-            source="rocprofv3 kernel trace: whole run",
+            source=f"{trace}: whole run",
             artifacts=artifacts,
             notes=[f"no pair of fence kernels in the trace: {whole_run}"],
         )
@@ -249,6 +260,17 @@ def summarize_rocprofv3(
             notes=[f"no kernel trace, only rocprofv3's stats: {whole_run}"],
         )
     raise RuntimeError("rocprofv3 wrote neither a kernel trace nor kernel stats")
+
+
+def find_rocpd_database(out_dir: Path, fence: str | None) -> Path | None:
+    """The rocpd database (``<pid>_results.db``) under a rocprofv3 output directory; where several processes wrote
+    one (compile workers), the one whose dispatches include the fence kernel."""
+    found = sorted(out_dir.rglob("*.db"))
+    if fence is not None:
+        for path in found:
+            if rocpd.holds_kernel(path, fence):
+                return path
+    return found[0] if found else None
 
 
 def find_rocprofv3_csvs(out_dir: Path, fence: str | None) -> tuple[str | None, str | None]:
@@ -279,7 +301,8 @@ def find_rocprofv3_csvs(out_dir: Path, fence: str | None) -> tuple[str | None, s
 def profile_with_rocprofv3(
     spec: JobSpec, impl: str, device: torch.device, rocprofv3_exe: str, timeout_s: float
 ) -> ImplProfile:
-    """Run :mod:`workers.profile_target` for one implementation under rocprofv3 and reduce its CSV output."""
+    """Run :mod:`workers.profile_target` for one implementation under rocprofv3 and reduce its output: the rocpd
+    database where rocprofv3 wrote one (its default since ROCm 7.0), else its CSV files."""
     with tempfile.TemporaryDirectory(prefix="kf-rocprof-") as tmp:
         tmp_path = Path(tmp)
         spec_path, manifest_path, out_dir = tmp_path / "spec.json", tmp_path / "manifest.json", tmp_path / "out"
@@ -288,8 +311,6 @@ def profile_with_rocprofv3(
             rocprofv3_exe,
             "--kernel-trace",
             "--stats",
-            "--output-format",
-            "csv",
             "-d",
             str(out_dir),
             "--",
@@ -323,8 +344,13 @@ def profile_with_rocprofv3(
         if manifest.get("status") != "ok":
             reason = manifest.get("error") or f"rocprofv3 exited {proc.returncode}: {proc.stderr[-2000:]}"
             raise RuntimeError(f"profile target failed for {impl}: {reason}")
-        trace_text, stats_text = find_rocprofv3_csvs(out_dir, manifest.get("fence"))
-        result = summarize_rocprofv3(impl, trace_text, stats_text, manifest)
+        database = find_rocpd_database(out_dir, manifest.get("fence"))
+        if database is not None:
+            dispatches = rocpd.read_kernel_dispatches(database)
+            result = summarize_rocprofv3(impl, None, None, manifest, dispatches, database.read_bytes())
+        else:
+            trace_text, stats_text = find_rocprofv3_csvs(out_dir, manifest.get("fence"))
+            result = summarize_rocprofv3(impl, trace_text, stats_text, manifest)
         if proc.returncode != 0:
             result.notes.append(f"rocprofv3 exited {proc.returncode} after the target finished")
         return result
