@@ -22,6 +22,7 @@ def test_every_script_is_listed():
         "dashboard_scale",
         "e2e_host_profile",
         "fleet_bench",
+        "launch_paths",
         "norm_launch_knobs",
         "overhead",
     ]
