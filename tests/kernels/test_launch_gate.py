@@ -109,9 +109,9 @@ def test_launches_triton_must_prepare_keep_its_path():
     assert fast_launch._raw_launch(_kernel(hip)) is None
 
 
-def test_a_37_launch_passes_the_arguments_as_one_sequence(monkeypatch):
+def test_a_37_launch_passes_the_arguments_as_one_sequence(monkeypatch, device):
     log = fake_launch.install(monkeypatch.setattr, packed=True)
-    x, w = torch.randn(4, 64), torch.randn(64)
+    x, w = torch.randn(4, 64, device=device), torch.randn(64, device=device)
     with torch.no_grad():
         kernels.rms_norm(x, w)  # Triton's launch (faked: not logged), kept
         out = kernels.rms_norm(x, w)  # the cached (or replayed) launch
