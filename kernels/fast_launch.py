@@ -8,8 +8,10 @@ added to the recording so that the call can be replayed.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import threading
+from dataclasses import dataclass
 
 import torch
 
@@ -19,22 +21,110 @@ from kernels.arch import INTERPRETED, compiling_for
 # subclass goes through the op so that its __torch_dispatch__/__torch_function__ sees the call.
 PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
 
-# Triton versions whose launch path the fast launcher was checked against (on an H200: tests/kernels/test_dispatch.py
-# compares every kernel's fast launch with Triton's own).  Elsewhere every launch takes Triton's path.
-FAST_LAUNCH_TRITON = ("3.6",)
+# The Triton builds whose launch internals the fast launcher was checked against, as (distribution, version
+# prefix, backend): each on a GPU of that backend, where tests/kernels/test_dispatch.py compares every kernel's fast
+# launch with Triton's own bit for bit.  triton 3.6: on an H200 (docs/perf/kernels-h200.md).  triton 3.7: its
+# launcher read in Triton 3.7.1's source (below: _raw_launch), listed on condition that test_dispatch.py passes with
+# it on an H200 (remove it if not).  ROCm's pytorch-triton-rocm has run on no AMD GPU: none of its versions is
+# checked.  Anything else takes Triton's own launch path; tests/kernels/test_launch_gate.py fails when the lock's
+# Triton is outside this table.
+CHECKED_TRITON = (
+    ("triton", "3.6", "cuda"),
+    ("triton", "3.7", "cuda"),
+)
+# KERNELFLEET_FAST_LAUNCH=0 forces Triton's own launch path (for comparing the two paths: benchmarks/launch_paths.py)
 FAST_LAUNCH = os.environ.get("KERNELFLEET_FAST_LAUNCH", "1") not in ("", "0")
 
+log = logging.getLogger(__name__)
 
-def _fast_launch_supported() -> bool:
+
+@dataclass(frozen=True)
+class LaunchPath:
+    """Which launch path eager calls take in this process, and why."""
+
+    fast: bool
+    reason: str
+
+    @property
+    def name(self) -> str:
+        return "fast" if self.fast else "triton"
+
+
+def _backend() -> str:
+    """``hip`` or ``cuda`` where torch sees a GPU of that kind, else ``cpu``."""
+    if not torch.cuda.is_available():
+        return "cpu"
+    return "hip" if torch.version.hip else "cuda"
+
+
+def checked(dist: str, version: str, backend: str) -> bool:
+    """Whether Triton ``dist`` at ``version`` on ``backend`` is one the fast launcher was checked against."""
+    return any(
+        dist == d and (version == prefix or version.startswith(prefix + ".")) and backend == b
+        for d, prefix, b in CHECKED_TRITON
+    )
+
+
+def decide_path(dist: str, version: str, backend: str, has_knobs: bool = True) -> LaunchPath:
+    """The launch path for a Triton build (pure: the gate's rule, tested without the build)."""
+    if not version:
+        return LaunchPath(False, "triton is not importable")
+    if backend == "cpu":
+        return LaunchPath(False, f"{dist} {version}, no GPU: Triton's interpreter runs the kernels")
+    if not has_knobs:
+        return LaunchPath(False, f"{dist} {version} has no triton.knobs (older than 3.4)")
+    if not checked(dist, version, backend):
+        return LaunchPath(
+            False,
+            f"{dist} {version} on {backend} is not among the builds the fast launch was checked on "
+            f"({', '.join(f'{d} {p}.x on {b}' for d, p, b in CHECKED_TRITON)}): Triton's own launch path",
+        )
+    return LaunchPath(True, f"{dist} {version} on {backend} was checked against the fast launch")
+
+
+def _this_path() -> LaunchPath:
+    from kernels.triton_dist import triton_distribution
+
+    dist = triton_distribution()
     try:
-        import triton
         from triton import knobs  # noqa: F401  (3.4+)
-    except Exception:
-        return False
-    return ".".join(triton.__version__.split(".")[:2]) in FAST_LAUNCH_TRITON
+
+        has_knobs = True
+    except Exception:  # noqa: BLE001 - a broken or old triton takes Triton's own path (or none)
+        has_knobs = False
+    return decide_path(dist.name, dist.version, _backend(), has_knobs)
 
 
-_FAST_SUPPORTED = _fast_launch_supported()
+_BUILD: LaunchPath | None = None  # this Triton build's verdict, decided once (on the first launch or question)
+_FAST_SUPPORTED = False  # _BUILD.fast, for the per-launch check
+
+
+def _build_path() -> LaunchPath:
+    global _BUILD, _FAST_SUPPORTED
+    if _BUILD is None:
+        _BUILD = _this_path()
+        _FAST_SUPPORTED = _BUILD.fast
+        path = launch_path()
+        (log.info if _BUILD.fast or not _BUILD.reason.endswith("own launch path") else log.warning)(
+            "launch path: %s (%s)", path.name, path.reason
+        )
+    return _BUILD
+
+
+def launch_path() -> LaunchPath:
+    """The launch path eager calls take in this process, and why: this Triton build's verdict (decided once, and
+    logged once per process, a warning where the build is unchecked), unless the fast path is switched off
+    (``KERNELFLEET_FAST_LAUNCH=0``) or the interpreter runs the kernels."""
+    build = _build_path()
+    if not build.fast:
+        return build
+    if not FAST_LAUNCH:
+        return LaunchPath(False, "KERNELFLEET_FAST_LAUNCH=0")
+    if INTERPRETED:
+        return LaunchPath(False, "TRITON_INTERPRET=1: the interpreter runs every launch")
+    return build
+
+
 _I32_LO, _I32_HI = -(1 << 31), (1 << 31) - 1
 
 
@@ -67,25 +157,34 @@ def _specialise(args):
 
 
 def _raw_launch(kernel):
-    """The compiled kernel's C launch function and its leading arguments, where Triton's Python launcher would add
-    nothing to them (no scratch memory to allocate, no tensor descriptors); else None."""
+    """``(fn, leading, packed)``: the compiled kernel's C launch function, the arguments that lead the kernel's own,
+    and whether the kernel's arguments go as one sequence (``packed``) or spread; None where Triton's Python launcher
+    would add something to them (scratch memory to allocate, tensor descriptors to build) or where its layout is not
+    one of the two below.  Read from Triton's ``backends/nvidia/driver.py`` (``CudaLauncher``):
+
+    - 3.6: a C module compiled per signature, ``launch(gx, gy, gz, stream, function, cooperative, pdl,
+      global_scratch, profile_scratch, packed_metadata, launch_metadata, enter_hook, exit_hook, *args)``;
+    - 3.7: one shared ``cuda_utils.launch(gx, gy, gz, stream, function, cooperative, pdl, packed_metadata,
+      launch_metadata, enter_hook, exit_hook, global_scratch, profile_scratch, arg_annotations, kernel_signature,
+      args)``, the launcher's ``arg_annotations`` telling it which of ``args`` are constexprs to skip.
+
+    Both take a pointer argument as a plain int.  ROCm's ``HIPLauncher`` (another layout: cooperative first, a warp
+    size, no global scratch) has no ``global_scratch_size`` and so gets None here: its launches go through the
+    launcher object (``kernel.run``), whose call is the same in 3.6 and 3.7."""
     run = kernel.run
     fn = getattr(run, "launch", None)
     if fn is None or getattr(run, "global_scratch_size", 1) or getattr(run, "profile_scratch_size", 1):
         return None
     if getattr(fn, "__name__", "") != "launch":  # wrapped (tensor descriptors): keep Triton's path
         return None
-    return fn, (
-        kernel.function,
-        run.launch_cooperative_grid,
-        run.launch_pdl,
-        None,
-        None,
-        kernel.packed_metadata,
-        None,
-        None,
-        None,
-    )
+    coop, pdl, meta = run.launch_cooperative_grid, run.launch_pdl, kernel.packed_metadata
+    annotations = getattr(run, "arg_annotations", None)
+    signature = getattr(run, "kernel_signature", None)
+    if annotations is None and signature is None:  # 3.6
+        return fn, (kernel.function, coop, pdl, None, None, meta, None, None, None), False
+    if annotations is not None and signature is not None:  # 3.7
+        return fn, (kernel.function, coop, pdl, meta, None, None, None, None, None, annotations, signature), True
+    return None
 
 
 class DirectLauncher:
@@ -130,6 +229,8 @@ class DirectLauncher:
             kernel.run(
                 g0, g1, g2, stream, kernel.function, kernel.packed_metadata, None, None, None, *values, *constexprs
             )
+        elif raw[2]:
+            raw[0](g0, g1, g2, stream, *raw[1], (*values, *constexprs))
         else:
             raw[0](g0, g1, g2, stream, *raw[1], *values, *constexprs)
         if _RECORDING.launches is not None:
@@ -151,13 +252,25 @@ def _current_stream(device: int) -> int:
 
 
 def fast_launch_active() -> bool:
-    return FAST_LAUNCH and _FAST_SUPPORTED and not INTERPRETED and compiling_for() is None and not _launch_hooks_set()
+    return (
+        (_FAST_SUPPORTED if _BUILD is not None else _build_path().fast)
+        and FAST_LAUNCH
+        and not INTERPRETED
+        and compiling_for() is None
+        and not _launch_hooks_set()
+    )
 
 
 def _launch_hooks_set() -> bool:
-    """Whether a launch hook is installed (None, or an empty ``HookChain`` in newer Triton, means none)."""
+    """Whether a launch hook (or a pipeline-stages hook) is installed (None, or an empty ``HookChain`` in newer
+    Triton, means none)."""
     runtime = _triton_runtime_knobs()
-    return _hook_set(runtime.launch_enter_hook) or _hook_set(runtime.launch_exit_hook)
+    return (
+        _hook_set(runtime.launch_enter_hook)
+        or _hook_set(runtime.launch_exit_hook)
+        # 3.7's JITFunction.run adds the hook's pipeline hash to the kernel's cache key, which ours does not hold
+        or getattr(runtime, "add_stages_inspection_hook", None) is not None
+    )
 
 
 @functools.lru_cache(maxsize=None)

@@ -26,7 +26,8 @@ def plan_key(*items) -> tuple:
 
 
 class _Plan:
-    """The launches of one call: for each, the C launch function and its leading arguments, the grid, the argument
+    """The launches of one call: for each, the C launch function, its leading arguments and whether the kernel's
+    arguments go packed in one sequence (:func:`kernels.fast_launch._raw_launch`), the grid, the argument
     values with the tensors' addresses left to fill in (slot -> index of the call's tensor), and the constexprs."""
 
     __slots__ = ("launches",)
@@ -36,11 +37,14 @@ class _Plan:
 
     def __call__(self, tensors) -> None:
         stream = fast_launch._current_stream(fast_launch._current_device())
-        for (fn, prefix), (g0, g1, g2), values, slots, constexprs in self.launches:
+        for (fn, prefix, packed), (g0, g1, g2), values, slots, constexprs in self.launches:
             values = values.copy()
             for slot, i in slots:
                 values[slot] = tensors[i].data_ptr()
-            fn(g0, g1, g2, stream, *prefix, *values, *constexprs)
+            if packed:
+                fn(g0, g1, g2, stream, *prefix, (*values, *constexprs))
+            else:
+                fn(g0, g1, g2, stream, *prefix, *values, *constexprs)
 
 
 MAX_PLANS = 1024  # per function

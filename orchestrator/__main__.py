@@ -9,6 +9,7 @@ python -m orchestrator report [RUN] [--markdown F]      show a run again (newest
 python -m orchestrator regressions [RUN..] [--baseline B..] changes beyond the between-run spread (exit 1: confirmed)
 python -m orchestrator node join|list|leave ...         the fleet (see docs/fleet.md)
 python -m orchestrator cluster up ...                   start a Ray head for a lab
+python -m orchestrator --version                        torch, Triton (and its distribution), launch path, device
 """
 
 from __future__ import annotations
@@ -65,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
         print("sweeps:", ", ".join(group_options("sweep")))
         print("targets:", ", ".join(group_options("target")))
         print("kernels:", ", ".join(sorted(registry.builtin())))
+        return 0
+    if argv[0] == "--version":
+        from workers.stack import format_stack, stack
+
+        print(format_stack(stack()))
         return 0
     if argv[0] in SUBCOMMANDS:
         from orchestrator import cli

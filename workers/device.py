@@ -1,9 +1,11 @@
 """Device detection: what GPU (or CPU) a worker runs on, as a :class:`workers.spec.DeviceInfo`, and the fleet's Ray
 node labels derived from it.
 
-Detection = facts from torch (name, arch, CUs, memory, versions) completed by the vendor tools: ``nvidia-smi`` on
+Detection = facts from torch (name, arch, CUs, memory, versions) completed by the vendors' libraries where they
+are installed (NVML, amdsmi: :mod:`workers.gpu_libs`, in-process) and by their tools where not: ``nvidia-smi`` on
 CUDA (driver version), ``rocminfo`` and ``amd-smi`` on ROCm (wave size, chip id, marketing name, driver and ROCm
-versions).  Every external command goes through :func:`run_tool`, which never raises.
+versions; amdsmi replaces ``amd-smi static``).  Every external command goes through :func:`run_tool`, which never
+raises.
 
 The work is split so that every path is testable on a CPU machine: :func:`torch_props` and
 :func:`collect_tool_outputs` gather raw facts, and :func:`detect_from` turns raw facts into a DeviceInfo without
@@ -20,7 +22,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from workers import gpu_types
+from workers import gpu_libs, gpu_types
 from workers.parsers import amdsmi, nvidia_smi, rocminfo
 from workers.spec import DeviceInfo
 
@@ -34,6 +36,9 @@ ROCMINFO = "rocminfo"
 AMD_SMI_STATIC = "amd-smi static"  # amd-smi static --json
 AMD_SMI_VERSION = "amd-smi version"
 ROCM_VERSION_FILE = "rocm-version-file"  # contents of $ROCM_PATH/.info/version
+# Keys of the library facts mapping (collect_library_facts) that detect_from reads.
+NVML = "nvml"  # list[nvidia_smi.NvidiaGpu] from NVML
+AMDSMI = "amdsmi"  # list[amdsmi.AmdGpuStatic] from the amdsmi library
 
 LABEL_PREFIX = "kernelfleet.io/"
 
@@ -86,17 +91,33 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-def collect_tool_outputs(backend: str) -> dict[str, str]:
-    """The vendor tools' outputs detection needs, for ``backend`` ``cuda`` or ``hip``; tools that are missing or fail
-    are simply absent from the result."""
+def collect_library_facts(backend: str) -> dict[str, list]:
+    """The GPUs' static facts from the vendor library of ``backend`` (``cuda``: NVML, ``hip``: amdsmi), keyed
+    :data:`NVML`/:data:`AMDSMI`; empty where the library is missing or fails."""
+    name, lib = gpu_libs.library_for(backend)
+    if lib is None:
+        return {}
+    read = gpu_libs.nvml_gpus if backend == "cuda" else gpu_libs.amdsmi_gpus
+    try:
+        gpus = read(lib)
+    except Exception:  # noqa: BLE001 - a library that fails leaves detection to the tools
+        return {}
+    return {name: gpus} if gpus else {}
+
+
+def collect_tool_outputs(backend: str, libs: Mapping[str, list] | None = None) -> dict[str, str]:
+    """The vendor tools' outputs detection needs, for ``backend`` ``cuda`` or ``hip``, less those the library facts
+    ``libs`` (:func:`collect_library_facts`) already hold; tools that are missing or fail are simply absent."""
+    libs = libs or {}
     outputs: dict[str, str | None] = {}
-    if backend == "cuda":
+    if backend == "cuda" and NVML not in libs:
         outputs[NVIDIA_SMI] = run_tool(
             ["nvidia-smi", "--query-gpu=" + ",".join(nvidia_smi.DEVICE_QUERY_FIELDS), "--format=csv,noheader,nounits"]
         )
     elif backend == "hip":
         outputs[ROCMINFO] = run_tool(["rocminfo"])
-        outputs[AMD_SMI_STATIC] = run_tool(["amd-smi", "static", "--json"])
+        if AMDSMI not in libs:
+            outputs[AMD_SMI_STATIC] = run_tool(["amd-smi", "static", "--json"])
         outputs[AMD_SMI_VERSION] = run_tool(["amd-smi", "version"])
         root = os.environ.get("ROCM_PATH") or "/opt/rocm"
         outputs[ROCM_VERSION_FILE] = _read_text(Path(root) / ".info" / "version")
@@ -107,20 +128,12 @@ def collect_tool_outputs(backend: str) -> dict[str, str]:
 
 
 def triton_version() -> str:
-    try:
-        import triton
+    """The imported Triton as device records hold it (:attr:`kernels.triton_dist.TritonDist.recorded`: the bare
+    version for upstream ``triton``, ``pytorch-triton-rocm 3.5.1`` for ROCm's build), or "" without Triton."""
+    from kernels.triton_dist import triton_distribution
 
-        return str(triton.__version__)
-    except Exception:  # noqa: BLE001 - a broken triton install must not break detection
-        pass
-    from importlib import metadata
-
-    for dist in ("triton", "pytorch-triton-rocm", "pytorch-triton"):
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    return ""
+    dist = triton_distribution()
+    return dist.recorded if dist.version else ""
 
 
 def _cpu_model() -> str:
@@ -285,14 +298,16 @@ def _detect_cpu(props: Mapping[str, Any]) -> DeviceInfo:
     )
 
 
-def _detect_nvidia(props: Mapping[str, Any], tools: Mapping[str, str], env: Mapping[str, str]) -> DeviceInfo:
+def _detect_nvidia(
+    props: Mapping[str, Any], tools: Mapping[str, str], env: Mapping[str, str], libs: Mapping[str, list]
+) -> DeviceInfo:
     index = int(props.get("index") or 0)
     sources = ["torch"]
-    gpus = _safe(lambda t: nvidia_smi.parse_gpus(t), tools.get(NVIDIA_SMI), [])
+    gpus = libs.get(NVML) or _safe(lambda t: nvidia_smi.parse_gpus(t), tools.get(NVIDIA_SMI), [])
     physical = _visible_index(index, env, ("CUDA_VISIBLE_DEVICES",))
     smi = next((g for g in gpus if g.index == physical), gpus[physical] if physical < len(gpus) else None)
     if gpus:
-        sources.append("nvidia-smi")
+        sources.append(NVML if libs.get(NVML) else "nvidia-smi")
     name = str(props.get("name") or (smi.name if smi else "") or "NVIDIA GPU")
     if "major" in props and "minor" in props:
         arch = f"sm_{props['major']}{props['minor']}"
@@ -326,7 +341,9 @@ def _detect_nvidia(props: Mapping[str, Any], tools: Mapping[str, str], env: Mapp
     )
 
 
-def _detect_amd(props: Mapping[str, Any], tools: Mapping[str, str], env: Mapping[str, str]) -> DeviceInfo:
+def _detect_amd(
+    props: Mapping[str, Any], tools: Mapping[str, str], env: Mapping[str, str], libs: Mapping[str, list]
+) -> DeviceInfo:
     index = int(props.get("index") or 0)
     sources = ["torch"]
     report = _safe(rocminfo.parse, tools.get(ROCMINFO), None)
@@ -339,10 +356,10 @@ def _detect_amd(props: Mapping[str, Any], tools: Mapping[str, str], env: Mapping
         if agent in gpus
         else _visible_index(index, env, ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"))
     )
-    statics = _safe(amdsmi.parse_static, tools.get(AMD_SMI_STATIC), [])
+    statics = libs.get(AMDSMI) or _safe(amdsmi.parse_static, tools.get(AMD_SMI_STATIC), [])
     static = _match_static(statics, agent, physical)
     if static is not None:
-        sources.append("amd-smi static")
+        sources.append(AMDSMI if libs.get(AMDSMI) else "amd-smi static")
     version = _safe(amdsmi.parse_version, tools.get(AMD_SMI_VERSION), {})
     if version:
         sources.append("amd-smi version")
@@ -436,20 +453,26 @@ def _detect_amd(props: Mapping[str, Any], tools: Mapping[str, str], env: Mapping
 
 
 def detect_from(
-    props: Mapping[str, Any], tool_outputs: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None
+    props: Mapping[str, Any],
+    tool_outputs: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+    libs: Mapping[str, list] | None = None,
 ) -> DeviceInfo:
     """A DeviceInfo from raw facts: ``props`` as :func:`torch_props` returns them (``backend`` ``cuda``/``hip``/
     ``cpu``), ``tool_outputs`` keyed by ``NVIDIA_SMI``/``ROCMINFO``/``AMD_SMI_STATIC``/``AMD_SMI_VERSION``/
-    ``ROCM_VERSION_FILE``, and the environment (for ``*_VISIBLE_DEVICES``; default ``os.environ``).  Pure."""
+    ``ROCM_VERSION_FILE``, the vendor library's facts ``libs`` keyed by ``NVML``/``AMDSMI`` (preferred over the
+    tools' text where both are given), and the environment (for ``*_VISIBLE_DEVICES``; default ``os.environ``).
+    Pure."""
     tools = dict(tool_outputs or {})
+    libs = dict(libs or {})
     env = os.environ if env is None else env
     backend = props.get("backend")
     if backend == "cpu":
         return _detect_cpu(props)
     if backend == "hip":
-        return _detect_amd(props, tools, env)
+        return _detect_amd(props, tools, env, libs)
     if backend == "cuda":
-        return _detect_nvidia(props, tools, env)
+        return _detect_nvidia(props, tools, env, libs)
     raise ValueError(f"unknown backend {backend!r}; expected cuda, hip or cpu")
 
 
@@ -458,7 +481,8 @@ def detect(index: int = 0) -> DeviceInfo:
     props = torch_props(index)
     if props["backend"] == "cpu":
         return detect_from(props)
-    return detect_from(props, collect_tool_outputs(props["backend"]))
+    libs = collect_library_facts(props["backend"])
+    return detect_from(props, collect_tool_outputs(props["backend"], libs), libs=libs)
 
 
 def detect_all() -> list[DeviceInfo]:
@@ -466,10 +490,11 @@ def detect_all() -> list[DeviceInfo]:
     first = torch_props(0)
     if first["backend"] == "cpu":
         return [detect_from(first)]
-    tools = collect_tool_outputs(first["backend"])
-    infos = [detect_from(first, tools)]
+    libs = collect_library_facts(first["backend"])
+    tools = collect_tool_outputs(first["backend"], libs)
+    infos = [detect_from(first, tools, libs=libs)]
     for i in range(1, int(first.get("device_count") or 1)):
-        infos.append(detect_from(torch_props(i), tools))
+        infos.append(detect_from(torch_props(i), tools, libs=libs))
     return infos
 
 

@@ -2,9 +2,9 @@
 
 That is the job itself (``JobSpec.content()``: kind, kernel or model, shape, dtype, implementations, target,
 parameters), the content of the code that runs it (every ``.py`` under ``kernels/`` and ``workers/``, hashed by
-path and bytes) and the software it runs on (python, torch, triton).  The git commit is recorded with a run as
-provenance but is not part of the key, so a commit that changes only docs, the README, the orchestrator or the tests
-plans the same keys, and the store's results stay reusable across it.
+path and bytes) and the software it runs on (python, torch, triton: :func:`software_versions`).  The git commit is
+recorded with a run as provenance but is not part of the key, so a commit that changes only docs, the README, the
+orchestrator or the tests plans the same keys, and the store's results stay reusable across it.
 
 The planner (``orchestrator.plan``) keys the jobs it plans with :func:`job_key`; a plan file's header carries the
 code version (:meth:`CodeVersion.to_dict`), so whoever reads the plan or its results again (``python -m workers
@@ -26,7 +26,7 @@ from workers.spec import JobSpec
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 KEYED_SOURCES = ("kernels", "workers")  # the code a job runs; its content is part of every key
-KEYED_SOFTWARE = ("torch", "triton")  # with python: the versions part of every key
+KEYED_SOFTWARE = ("torch", "triton")  # with python: the versions part of every key (software_versions)
 KEY_SCHEME = 2  # 1: the key hashed the git commit; 2: the content of KEYED_SOURCES and the software versions
 
 
@@ -90,13 +90,19 @@ def code_hash(root: Path = REPO_ROOT) -> str:
 
 
 def software_versions() -> dict[str, str]:
-    """python, torch and triton versions of this environment (read from the installed metadata, not imported)."""
+    """python, torch and triton versions of this environment.  torch's is read from its installed metadata (not
+    imported); triton's from the imported module and the distribution that provides it
+    (:func:`kernels.triton_dist.triton_distribution`): the bare version for upstream ``triton``, as keys always
+    held it, ``pytorch-triton-rocm 3.5.1`` and the like for ROCm's and PyTorch's own builds (whose keys held
+    ``none`` while the version was read from the ``triton`` distribution's metadata alone)."""
+    from kernels.triton_dist import triton_distribution
+
     versions = {"python": platform.python_version()}
-    for name in KEYED_SOFTWARE:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "none"
+    try:
+        versions["torch"] = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        versions["torch"] = "none"
+    versions["triton"] = triton_distribution().recorded
     return versions
 
 

@@ -6,16 +6,22 @@ a profiler and reduce the capture to :class:`~workers.parsers.KernelRow` rows (n
 * CUDA (and the CPU, for tests): ``torch.profiler`` with CPU+CUDA activities; each call is a ``record_function``
   range, kernels are attributed to the call that launched them; the chrome trace is kept (gzipped) as an artifact.
   On the CPU there are no device kernels: the rows are host ops by self time, and the result says so.
-* ROCm: ``rocprofv3 --kernel-trace --stats --output-format csv`` runs :mod:`workers.profile_target` in a child
-  process; the dispatches between its two fence kernels are the timed calls.  Without rocprofv3 on PATH the job falls
-  back to torch.profiler and says so in ``details["profiler_note"]``.  **The rocprofv3 path has not run on AMD
-  hardware**: its parsing is tested on recorded rocprofv3 output only.
+* ROCm: ``rocprofv3 --kernel-trace --stats`` runs :mod:`workers.profile_target` in a child process, in rocprofv3's
+  default output format: the ``rocpd`` SQLite database on ROCm >= 7.0 (read with :mod:`workers.parsers.rocpd`, the
+  database kept as an artifact), CSV before it (:mod:`workers.parsers.rocprofv3`); the dispatches between its two
+  fence kernels are the timed calls.  Without rocprofv3 on PATH the job falls back to torch.profiler and says so in
+  ``details["profiler_note"]``.  **The rocprofv3 path has not run on AMD hardware**: its parsing is tested on
+  recorded rocprofv3 CSV output and on databases built from the documented rocpd schema only.
+* NVIDIA, on request (``profiler=ncu``): Nsight Compute (``ncu --csv --page raw --metrics gpu__time_duration.sum``)
+  runs :mod:`workers.profile_target` the same way; each kernel is serialised and replayed, so its rows are
+  isolated-kernel times.  Its parsing is tested on an H200's recorded ``ncu`` output; the job's run under ncu has
+  not run on a GPU.
 
 Result: measurements per implementation ``kernel_time_us`` (device kernel time per call; every call's value in
 ``samples`` when the capture can split calls) and ``kernels_per_call``; ``details["profile_rows"][impl]`` (row dicts),
 ``details["profile_source"][impl]``, ``details["artifacts"]`` (``{kind, name, data_b64, size}``, gzipped), and
 ``details["unavailable"]`` / ``details["impl_errors"]``.  ``spec.params``: ``warmup`` (5), ``iters`` (10), ``seed``
-(0), ``profiler`` (``auto`` | ``torch`` | ``rocprofv3``), ``profile_timeout_s`` (600, per rocprofv3 child).
+(0), ``profiler`` (``auto`` | ``torch`` | ``rocprofv3`` | ``ncu``), ``profile_timeout_s`` (600, per profiler child).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from typing import Any, Callable
 import torch
 
 from workers.device import find_tool
-from workers.parsers import rocprofv3, torch_profiler
+from workers.parsers import ncu, rocpd, rocprofv3, torch_profiler
 from workers.parsers.kernel_row import KernelRow, rows_from_durations
 from workers.profile_target import DEFAULT_ITERS, DEFAULT_WARMUP
 from workers.spec import STATUS_ERROR, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec, Measurement
@@ -173,9 +179,15 @@ def _periodic_calls(names: list[str], durations: list[float], iters: int) -> lis
 
 
 def summarize_rocprofv3(
-    impl: str, trace_text: str | None, stats_text: str | None, manifest: dict[str, Any]
+    impl: str,
+    trace_text: str | None,
+    stats_text: str | None,
+    manifest: dict[str, Any],
+    dispatches: list[rocprofv3.KernelDispatch] | None = None,
+    database: bytes | None = None,
 ) -> ImplProfile:
-    """Reduce rocprofv3 output of one :mod:`workers.profile_target` run to an ImplProfile.
+    """Reduce rocprofv3 output of one :mod:`workers.profile_target` run to an ImplProfile: its CSV kernel trace and
+    stats, or the ``dispatches`` read from its rocpd database (whose bytes, ``database``, are kept as an artifact).
 
     With a fence in the manifest, the timed calls are the dispatches strictly between the last two fence dispatches
     (on the fences' agent).  Without a pair of fences, or without a trace, the whole run is used: per-call values are
@@ -189,13 +201,16 @@ def summarize_rocprofv3(
         return bool(fence) and fence in name
 
     artifacts = []
+    if database is not None:
+        artifacts.append(artifact("rocprofv3_rocpd", f"{impl}.results.db.gz", database))
     if trace_text:
         artifacts.append(artifact("rocprofv3_kernel_trace", f"{impl}.kernel_trace.csv.gz", trace_text.encode()))
     if stats_text:
         artifacts.append(artifact("rocprofv3_kernel_stats", f"{impl}.kernel_stats.csv.gz", stats_text.encode()))
-    dispatches = (
-        sorted(rocprofv3.parse_kernel_trace(trace_text), key=lambda d: (d.start_ns, d.end_ns)) if trace_text else []
-    )
+    trace = "rocprofv3 rocpd database" if dispatches is not None else "rocprofv3 kernel trace"
+    if dispatches is None:
+        dispatches = rocprofv3.parse_kernel_trace(trace_text) if trace_text else []
+    dispatches = sorted(dispatches, key=lambda d: (d.start_ns, d.end_ns))
     fences = [d for d in dispatches if is_fence(d.name)]
     if len(fences) >= 2:
         opening, closing = fences[-2], fences[-1]
@@ -215,7 +230,7 @@ def summarize_rocprofv3(
             kernel_ns_total=sum(durations),
             kernels_total=len(window),
             per_call_ns=_periodic_calls([d.name for d in window], durations, iters),
-            source="rocprofv3 kernel trace: dispatches between the fence kernels",
+            source=f"{trace}: dispatches between the fence kernels",
             artifacts=artifacts,
         )
     whole_run = (
@@ -231,7 +246,7 @@ def summarize_rocprofv3(
             kernel_ns_total=float(sum(d.duration_ns for d in window)),
             kernels_total=len(window),
             per_call_ns=None,
-            source="rocprofv3 kernel trace: whole run",
+            source=f"{trace}: whole run",
             artifacts=artifacts,
             notes=[f"no pair of fence kernels in the trace: {whole_run}"],
         )
@@ -249,6 +264,17 @@ def summarize_rocprofv3(
             notes=[f"no kernel trace, only rocprofv3's stats: {whole_run}"],
         )
     raise RuntimeError("rocprofv3 wrote neither a kernel trace nor kernel stats")
+
+
+def find_rocpd_database(out_dir: Path, fence: str | None) -> Path | None:
+    """The rocpd database (``<pid>_results.db``) under a rocprofv3 output directory; where several processes wrote
+    one (compile workers), the one whose dispatches include the fence kernel."""
+    found = sorted(out_dir.rglob("*.db"))
+    if fence is not None:
+        for path in found:
+            if rocpd.holds_kernel(path, fence):
+                return path
+    return found[0] if found else None
 
 
 def find_rocprofv3_csvs(out_dir: Path, fence: str | None) -> tuple[str | None, str | None]:
@@ -276,70 +302,159 @@ def find_rocprofv3_csvs(out_dir: Path, fence: str | None) -> tuple[str | None, s
     return (chosen[1] if chosen else None), stats_text
 
 
+def _run_target_under(
+    tool: str, tool_args: list[str], spec: JobSpec, impl: str, device: torch.device, timeout_s: float, tmp_path: Path
+) -> tuple[subprocess.CompletedProcess, dict[str, Any]]:
+    """Run :mod:`workers.profile_target` for one implementation under a profiler (``tool_args`` lead the command)
+    in ``tmp_path``; the completed process and the target's manifest.  RuntimeError when it times out or the target
+    did not finish."""
+    spec_path, manifest_path = tmp_path / "spec.json", tmp_path / "manifest.json"
+    spec_path.write_text(spec.to_json())
+    cmd = [
+        *tool_args,
+        sys.executable,
+        "-m",
+        "workers.profile_target",
+        str(spec_path),
+        "--impl",
+        impl,
+        "--device",
+        str(device),
+        "--manifest",
+        str(manifest_path),
+    ]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    try:
+        proc = subprocess.run(
+            cmd,
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{tool} run of {impl} passed its {timeout_s:.0f} s timeout") from None
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    if manifest.get("status") != "ok":
+        reason = manifest.get("error") or f"{tool} exited {proc.returncode}: {proc.stderr[-2000:]}"
+        raise RuntimeError(f"profile target failed for {impl}: {reason}")
+    return proc, manifest
+
+
 def profile_with_rocprofv3(
     spec: JobSpec, impl: str, device: torch.device, rocprofv3_exe: str, timeout_s: float
 ) -> ImplProfile:
-    """Run :mod:`workers.profile_target` for one implementation under rocprofv3 and reduce its CSV output."""
+    """Run :mod:`workers.profile_target` for one implementation under rocprofv3 and reduce its output: the rocpd
+    database where rocprofv3 wrote one (its default since ROCm 7.0), else its CSV files."""
     with tempfile.TemporaryDirectory(prefix="kf-rocprof-") as tmp:
-        tmp_path = Path(tmp)
-        spec_path, manifest_path, out_dir = tmp_path / "spec.json", tmp_path / "manifest.json", tmp_path / "out"
-        spec_path.write_text(spec.to_json())
-        cmd = [
-            rocprofv3_exe,
-            "--kernel-trace",
-            "--stats",
-            "--output-format",
-            "csv",
-            "-d",
-            str(out_dir),
-            "--",
-            sys.executable,
-            "-m",
-            "workers.profile_target",
-            str(spec_path),
-            "--impl",
-            impl,
-            "--device",
-            str(device),
-            "--manifest",
-            str(manifest_path),
-        ]
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
-        try:
-            proc = subprocess.run(
-                cmd,
-                cwd=REPO_ROOT,
-                env=env,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=timeout_s,
-                stdin=subprocess.DEVNULL,
-            )
-        except subprocess.TimeoutExpired:
-            raise RuntimeError(f"rocprofv3 run of {impl} passed its {timeout_s:.0f} s timeout") from None
-        manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
-        if manifest.get("status") != "ok":
-            reason = manifest.get("error") or f"rocprofv3 exited {proc.returncode}: {proc.stderr[-2000:]}"
-            raise RuntimeError(f"profile target failed for {impl}: {reason}")
-        trace_text, stats_text = find_rocprofv3_csvs(out_dir, manifest.get("fence"))
-        result = summarize_rocprofv3(impl, trace_text, stats_text, manifest)
+        out_dir = Path(tmp) / "out"
+        args = [rocprofv3_exe, "--kernel-trace", "--stats", "-d", str(out_dir), "--"]
+        proc, manifest = _run_target_under("rocprofv3", args, spec, impl, device, timeout_s, Path(tmp))
+        database = find_rocpd_database(out_dir, manifest.get("fence"))
+        if database is not None:
+            dispatches = rocpd.read_kernel_dispatches(database)
+            result = summarize_rocprofv3(impl, None, None, manifest, dispatches, database.read_bytes())
+        else:
+            trace_text, stats_text = find_rocprofv3_csvs(out_dir, manifest.get("fence"))
+            result = summarize_rocprofv3(impl, trace_text, stats_text, manifest)
         if proc.returncode != 0:
             result.notes.append(f"rocprofv3 exited {proc.returncode} after the target finished")
+        return result
+
+
+# ------------------------------------------------------------------------------------------------ ncu
+
+NCU_METRICS = ("gpu__time_duration.sum",)  # the kernel's GPU time: one replay pass per kernel
+
+
+def summarize_ncu(impl: str, text: str, manifest: dict[str, Any]) -> ImplProfile:
+    """Reduce ``ncu --csv --page raw`` output of one :mod:`workers.profile_target` run to an ImplProfile: the kernels
+    strictly between the last two fence kernels (of the fences' process), in launch order; without a pair of fences
+    the whole run.  ncu serialises and replays every kernel, so these are isolated-kernel times."""
+    iters = int(manifest.get("iters") or DEFAULT_ITERS)
+    whole_run_calls = iters + int(manifest.get("warmup") or 0)
+    fence = manifest.get("fence")
+    kernels = [k for k in sorted(ncu.parse(text), key=lambda k: k.id) if k.duration_ns is not None]
+    if not kernels:
+        raise RuntimeError("ncu reported no kernel with a GPU duration")
+    artifacts = [artifact("ncu_raw", f"{impl}.ncu_raw.csv.gz", text.encode())]
+
+    def is_fence(k) -> bool:
+        return bool(fence) and fence in k.name
+
+    fences = [i for i, k in enumerate(kernels) if is_fence(k)]
+    if len(fences) >= 2:
+        pid = kernels[fences[-1]].process_id
+        window = [k for k in kernels[fences[-2] + 1 : fences[-1]] if k.process_id == pid and not is_fence(k)]
+        durations = [float(k.duration_ns) for k in window]
+        return ImplProfile(
+            impl=impl,
+            rows=ncu.kernel_rows(window),
+            iters=iters,
+            kernel_ns_total=sum(durations),
+            kernels_total=len(window),
+            per_call_ns=_periodic_calls([k.name for k in window], durations, iters),
+            source="ncu raw page: kernels between the fence kernels",
+            artifacts=artifacts,
+        )
+    window = [k for k in kernels if not is_fence(k)]
+    return ImplProfile(
+        impl=impl,
+        rows=ncu.kernel_rows(window),
+        iters=whole_run_calls,
+        kernel_ns_total=sum(float(k.duration_ns) for k in window),
+        kernels_total=len(window),
+        per_call_ns=None,
+        source="ncu raw page: whole run",
+        artifacts=artifacts,
+        notes=[
+            f"no pair of fence kernels: rows cover the whole run ({whole_run_calls} calls with warm-up, input setup "
+            f"included); kernel_time_us and kernels_per_call are divided by {whole_run_calls}"
+        ],
+    )
+
+
+def profile_with_ncu(spec: JobSpec, impl: str, device: torch.device, ncu_exe: str, timeout_s: float) -> ImplProfile:
+    """Run :mod:`workers.profile_target` for one implementation under Nsight Compute (``--page raw`` with the GPU
+    duration only, every process) and reduce its CSV, which ncu prints on stdout among its own lines."""
+    with tempfile.TemporaryDirectory(prefix="kf-ncu-") as tmp:
+        args = [ncu_exe, "--csv", "--page", "raw", "--metrics", ",".join(NCU_METRICS), "--target-processes", "all"]
+        proc, manifest = _run_target_under("ncu", args, spec, impl, device, timeout_s, Path(tmp))
+        try:
+            result = summarize_ncu(impl, proc.stdout, manifest)
+        except ValueError as exc:
+            raise RuntimeError(f"unreadable ncu output ({exc}): {proc.stderr[-2000:]}") from None
+        if proc.returncode != 0:
+            result.notes.append(f"ncu exited {proc.returncode} after the target finished")
         return result
 
 
 # ------------------------------------------------------------------------------------------------ the job
 
 
+PROFILERS = ("auto", "torch", "rocprofv3", "ncu")
+
+
 def choose_profiler(device: torch.device, requested: str) -> tuple[str, str | None, str | None]:
-    """(``torch`` | ``rocprofv3``, the rocprofv3 executable, a note for the result)."""
-    if requested not in ("auto", "torch", "rocprofv3"):
-        raise ValueError(f"params.profiler={requested!r}; allowed: auto, torch, rocprofv3")
+    """(``torch`` | ``rocprofv3`` | ``ncu``, the profiler's executable, a note for the result).  ``auto``: rocprofv3
+    on ROCm, torch.profiler elsewhere; ``ncu`` (Nsight Compute) only when asked for, on NVIDIA."""
+    if requested not in PROFILERS:
+        raise ValueError(f"params.profiler={requested!r}; allowed: {', '.join(PROFILERS)}")
     on_rocm = device.type == "cuda" and torch.version.hip is not None
+    on_nvidia = device.type == "cuda" and torch.version.hip is None
     if requested == "torch" or (requested == "auto" and not on_rocm):
         return "torch", None, None
+    if requested == "ncu":
+        if not on_nvidia:
+            return "torch", None, "ncu profiles NVIDIA devices only; used torch.profiler instead"
+        exe = find_tool("ncu")
+        if exe is None:
+            return "torch", None, "ncu not found on this node; used torch.profiler instead"
+        return "ncu", exe, None
     if not on_rocm:
         return "torch", None, "rocprofv3 profiles ROCm devices only; used torch.profiler instead"
     exe = find_tool("rocprofv3")
@@ -366,7 +481,7 @@ def profile_entry(spec: JobSpec, entry: Any, device: torch.device) -> JobResult:
         if iters < 1 or warmup < 0:
             raise ValueError(f"params.iters must be >= 1 and params.warmup >= 0 (got {iters}, {warmup})")
         timeout_s = float(params.get("profile_timeout_s", DEFAULT_TIMEOUT_S))
-        which, rocprof_exe, note = choose_profiler(device, str(params.get("profiler", "auto")))
+        which, tool_exe, note = choose_profiler(device, str(params.get("profiler", "auto")))
         entry.check_shape(spec.shape)
         dtype = registry.dtype_of(spec.dtype)
         names = list(spec.impls) or list(entry.default_impls) or entry.impl_names()
@@ -375,7 +490,7 @@ def profile_entry(spec: JobSpec, entry: Any, device: torch.device) -> JobResult:
             raise ValueError(f"unknown implementation(s) {unknown} of {entry.name}; known: {entry.impl_names()}")
     except Exception as exc:  # noqa: BLE001 - a bad job is a result, not a crash
         return JobResult(key=spec.key, status=STATUS_ERROR, error=f"{type(exc).__name__}: {exc}", details=details)
-    details.update(profiler="rocprofv3" if which == "rocprofv3" else "torch.profiler", warmup=warmup, iters=iters)
+    details.update(profiler="torch.profiler" if which == "torch" else which, warmup=warmup, iters=iters)
     if note:
         details["profiler_note"] = note
 
@@ -408,7 +523,9 @@ def profile_entry(spec: JobSpec, entry: Any, device: torch.device) -> JobResult:
     for name in runnable:
         try:
             if which == "rocprofv3":
-                prof = profile_with_rocprofv3(spec, name, device, rocprof_exe, timeout_s)  # type: ignore[arg-type]
+                prof = profile_with_rocprofv3(spec, name, device, tool_exe, timeout_s)  # type: ignore[arg-type]
+            elif which == "ncu":
+                prof = profile_with_ncu(spec, name, device, tool_exe, timeout_s)  # type: ignore[arg-type]
             else:
                 fn = entry.impls[name].make()
                 prof = profile_with_torch(name, lambda: fn(**inputs), device, warmup, iters)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-HELPERS = ("__init__", "cli_args", "chromium", "sample_devices")  # modules the scripts (and tests) import
+HELPERS = ("__init__", "cli_args", "chromium", "sample_devices", "spin_kernel")  # modules the scripts (and tests) import
 SCRIPTS = sorted(p.stem for p in (REPO / "benchmarks").glob("*.py") if p.stem not in HELPERS)
 
 
@@ -22,7 +22,9 @@ def test_every_script_is_listed():
         "dashboard_scale",
         "e2e_host_profile",
         "fleet_bench",
+        "fleet_real",
         "grad_check_overhead",
+        "launch_paths",
         "norm_launch_knobs",
         "overhead",
     ]

@@ -60,9 +60,11 @@ CALLS = {
 
 
 def _roles(entry, tensors: dict):
-    """A logged launch with every device address replaced by the name of the tensor at that address."""
+    """A logged launch with every device address replaced by the name of the tensor at that address (the kernel's
+    arguments flattened where the launch takes them as one sequence, as Triton 3.7's does)."""
     at = {t.data_ptr(): name for name, t in tensors.items()}
-    return tuple(at.get(a, a) if isinstance(a, int) and not isinstance(a, bool) else a for a in entry)
+    flat = entry[:-1] + entry[-1] if isinstance(entry[-1], tuple) else entry
+    return tuple(at.get(a, a) if isinstance(a, int) and not isinstance(a, bool) else a for a in flat)
 
 
 def _outs(out):
@@ -70,11 +72,11 @@ def _outs(out):
     return {f"out{i}": t for i, t in enumerate(out)}
 
 
-@pytest.fixture()
-def log(monkeypatch):
+@pytest.fixture(params=["triton 3.6 launcher", "triton 3.7 launcher"])
+def log(monkeypatch, request):
     for plans in launch_plans.PLANS.values():  # every test starts with no plans, and leaves none behind
         monkeypatch.setattr(plans, "plans", {})
-    return fake_launch.install(monkeypatch.setattr)
+    return fake_launch.install(monkeypatch.setattr, packed="3.7" in request.param)
 
 
 @pytest.mark.parametrize("name", list(CALLS))

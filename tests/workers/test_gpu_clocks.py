@@ -74,7 +74,7 @@ def test_log_runs_the_tool_beside_the_work_and_stops_it(tmp_path):
         "-i",
         "GPU-e4109b10",
     ]
-    assert log.summary() == summarize(parse_samples("\n".join(lines[:6]) + "\n"))
+    assert log.summary() == {**summarize(parse_samples("\n".join(lines[:6]) + "\n")), "source": "nvidia-smi"}
     assert log.summary()["samples"] == 5
 
 

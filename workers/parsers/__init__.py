@@ -1,13 +1,12 @@
 """Parsers for what GPU tools print, one module per tool.
 
-Each parser takes the tool's text (never a path) and returns plain dataclasses/dicts:
+Each parser takes the tool's text (never a path; the rocpd database aside) and returns plain dataclasses/dicts:
 
 * ``rocminfo`` - HSA agents (gfx target, chip id, CUs, wave size, memory pools, ISAs)
 * ``amdsmi`` - ``amd-smi`` JSON (with and without ``gpu_data``), text blocks, ``amd-smi version``
-* ``rocmsmi`` - ``rocm-smi --json`` and the concise table
 * ``nvidia_smi`` - ``nvidia-smi --query-gpu --format=csv`` with or without header/units
 * ``rocprofv3`` - rocprofv3 kernel traces (all three layouts), stats, API/counter/agent CSVs, summary tables
-* ``rocprof_legacy`` - legacy ``rocprof`` ``results.stats.csv`` / ``results.csv``
+* ``rocpd`` - rocprofv3's rocpd SQLite database (its default output since ROCm 7.0; takes a path)
 * ``ncu`` - Nsight Compute ``--csv`` details and raw pages
 * ``torch_profiler`` - PyTorch profiler chrome traces and ``key_averages().table()``
 
