@@ -595,6 +595,8 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
         details.setdefault("step_ms", {})[mode] = facts["step_ms"]
         if facts.get("graph"):
             details.setdefault("graph", {})[mode] = facts["graph"]
+        if facts.get("compile_graphs"):
+            details.setdefault("compile_graphs", {})[mode] = facts["compile_graphs"]
         if facts.get("clocks"):
             details.setdefault("clocks", {})[mode] = facts["clocks"]
         del latents

@@ -189,6 +189,28 @@ def test_seed_setting_on_gpu():
     }
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (CUDA graphs)")
+def test_graph_enabled_modes_on_gpu_replay_graphs():
+    """Every graph-enabled mode on the tiny model: torch.compile's reduce-overhead and max-autotune on the whole
+    transformer with and without the kernels (Inductor's CUDA graph trees, none skipped) and the kernels under
+    kernels.inject.cuda_graphs; latents within tolerance of eager."""
+    from kernels.arch import interpreting
+
+    if interpreting():
+        pytest.skip("TRITON_INTERPRET=1 is set (tests/conftest.py sets it by default); run with TRITON_INTERPRET=0")
+    modes = ["eager", "compile-ro", "triton+compile-ro", "compile-max-cg", "triton+compile-max-cg", "triton+graph"]
+    res = e2e.run(_spec(impls=modes, steps=3), torch.device("cuda"))
+    assert res.status == STATUS_OK, res.error
+    assert res.details["skipped"] == {}
+    m = _metrics(res)
+    for mode in modes:
+        assert m[(mode, "correct")].value == 1.0, mode
+    for mode in modes[1:5]:
+        assert res.details.get("compile_graphs", {}).get(mode) == {"cudagraph_skips": 0}, mode
+    assert res.details["graph"]["triton+graph"]["replays"] > 0
+
+
 @pytest.mark.parametrize("layout", ["pipeline", "transformer"])
 def test_model_path_loads_a_local_diffusers_folder(tmp_path, layout):
     """model_path: a saved pipeline (model_index.json) or a transformer folder; loaded offline, nothing downloaded."""
