@@ -20,8 +20,8 @@ ANCHOR_COLUMNS = (
 )
 FLOOR_NOTE = (
     "floor ms: the device's GEMM + attention time per step (the profile's gemm and attention classes), work the "
-    "injected kernels do not replace; rest ms: every other kernel's device time per step; over floor ms: ms/step - "
-    "floor (other kernels, and the device idle waiting for the host)"
+    "injected norm, modulation, RoPE and activation kernels do not replace; rest ms: every other kernel's device "
+    "time per step; over floor ms: ms/step - floor (other kernels, and the device idle waiting for the host)"
 )
 ANCHOR_NOTE = (
     "anchors: each injected mode against the fastest torch.compile mode of its own kind that ran and passed "

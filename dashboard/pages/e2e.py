@@ -82,7 +82,8 @@ def build(src, params: Mapping[str, str]) -> PageView:
         "past the tolerance fails the job). Idle = ms per step − the profiled device-busy time. Host ms per step = "
         "the host's time to issue a step with the device drained before it (the dashes on the first panel): above "
         "the device's time, plain calls of that mode are host-bound. Floor = the device's GEMM + attention ms per "
-        "step (work the injected kernels do not replace); over floor = ms per step − floor."
+        "step (work the injected norm, modulation, RoPE and activation kernels do not replace); over floor = ms per "
+        "step − floor."
     )
     view.figures.append(Figure(FIGURE_ID, _figure(table.rows)))
     return view
