@@ -8,6 +8,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from orchestrator.report_e2e import anchor_markdown, anchor_table, e2e_notes
 from workers.errors import UserError
 
 COLUMNS = (
@@ -163,6 +164,9 @@ E2E_COLUMNS = (
     "vs eager",
     "host ms",
     "device busy ms",
+    "floor ms",
+    "rest ms",
+    "over floor ms",
     "SM MHz",
     "warm-up s",
     "peak GB",
@@ -183,12 +187,25 @@ def _e2e_cells(r: dict) -> list[str]:
         _fmt(r.get("speedup_vs_eager"), ".2f", "x"),
         _fmt(r.get("host_ms_per_step"), ".1f"),
         _fmt(r.get("gpu_busy_ms_per_step"), ".1f"),
+        _fmt(r.get("floor_ms"), ".2f"),
+        _fmt(r.get("rest_ms"), ".2f"),
+        _fmt(r.get("over_floor_ms"), ".2f"),
         _fmt(r.get("sm_clock_mhz"), ".0f"),
         _fmt(r.get("warmup_s"), ".1f"),
         _fmt(r.get("peak_mem_gb"), ".2f"),
         _fmt(r.get("max_abs_vs_eager"), ".3g"),
         _fmt(r.get("cos_sim_vs_eager"), ".6f"),
     ]
+
+
+def e2e_status(r: dict) -> str:
+    """A mode's status: "not run" (skipped here, why under the table), "error" (it failed in that mode), else
+    the job's."""
+    if r.get("not_run") or (r.get("ms_per_step") is None and r.get("status") == "ok"):
+        return "not run"
+    if r.get("mode_error"):
+        return "error"
+    return r.get("status") or "–"
 
 
 def e2e_table(rows: Iterable[dict], title: str) -> Table:
@@ -198,7 +215,7 @@ def e2e_table(rows: Iterable[dict], title: str) -> Table:
     for r in rows:
         t.add_row(
             *_e2e_cells(r),
-            ("not run" if r.get("ms_per_step") is None and r.get("status") == "ok" else r.get("status")) or "–",
+            e2e_status(r),
         )
     return t
 
@@ -219,6 +236,11 @@ def print_summary(
             console.print(line, highlight=False, markup=False)
     if e2e_rows:
         console.print(e2e_table(e2e_rows, f"{title} · end to end"))
+        anchors = anchor_table(e2e_rows, f"{title} · end to end against torch.compile, kind against kind")
+        if anchors is not None:
+            console.print(anchors)
+        for line in e2e_notes(e2e_rows):
+            console.print(line, highlight=False, markup=False)
     if isa_rows:
         console.print(isa_table(isa_rows, f"{title} · compiled for target architectures (no GPU ran)"))
     if not rows and not e2e_rows and not isa_rows:
@@ -308,6 +330,7 @@ def isa_markdown(rows: Iterable[dict]) -> str:
 
 
 def e2e_markdown(rows: Iterable[dict]) -> str:
+    rows = list(rows)
     lines = ["| " + " | ".join(E2E_COLUMNS) + " |", "|" + "---|" * len(E2E_COLUMNS)]
     for r in rows:
         lines.append(
@@ -315,11 +338,17 @@ def e2e_markdown(rows: Iterable[dict]) -> str:
             + " | ".join(
                 [
                     *_e2e_cells(r),
-                    r.get("status") or "–",
+                    e2e_status(r),
                 ]
             )
             + " |"
         )
+    anchors = anchor_markdown(rows)
+    if anchors:
+        lines += ["", anchors.rstrip("\n")]
+    below = e2e_notes(rows)
+    if below:
+        lines += [""] + [f"- {n}" for n in below]
     return "\n".join(lines) + "\n"
 
 

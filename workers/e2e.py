@@ -15,7 +15,10 @@ Modes (``workers.e2e_spec.MODES``), all on the same model object, the same input
 (every compile mode with ``kernels.inject.compile_options``: the mode's own options and Inductor's static launch of
 user-defined Triton kernels, which leaves a stock model's compiled code as it is);
 each also with ``+graph`` (``eager+graph``, ``triton+graph``, ...), where every transformer call replays a CUDA
-graph (:mod:`kernels.inject.graphs`), so the step time is the device's and not the host's.  The model is put back
+graph (:mod:`kernels.inject.graphs`), so the step time is the device's and not the host's; and torch.compile's own
+CUDA-graph modes, ``compile-ro`` (``reduce-overhead``) and ``compile-max-cg`` (``max-autotune``), with and without
+the kernels, which compile the whole transformer (``transformer.compile(fullgraph=True)``) so that one call replays
+one graph tree (a mode in which Inductor skipped its CUDA graphs fails with the count of skips).  The model is put back
 between modes (graphs dropped, compiled call removed, ``torch._dynamo.reset()``, ``kernels.inject.restore``) so no
 mode sees another's code.
 
@@ -54,12 +57,14 @@ from workers import gpu_clocks
 from workers.e2e_profile import profile_call
 from workers.e2e_spec import (
     DEFAULT_TOLERANCE,
+    GRAPH_COMPILE_MODES,
     MODEL,
     MODES,
     PARAM_DEFAULTS,
     SPATIAL,
     TEMPORAL,
     check_shape,
+    compiles_whole_model,
     latent_shape,
     mode_parts,
 )
@@ -102,6 +107,8 @@ def skip_reason(mode: str, device: torch.device, params: dict) -> str | None:
     triton, comp, graph = mode_parts(mode)
     if graph:
         return "replays CUDA graphs; runs on a CUDA GPU"
+    if comp in GRAPH_COMPILE_MODES:
+        return f"torch.compile's {comp} mode replays CUDA graphs; runs on a CUDA GPU"
     if triton and comp:
         return (
             "needs Triton kernels under torch.compile: on the CPU they run in Triton's interpreter "
@@ -331,7 +338,10 @@ def enter_mode(mode: str, transformer: torch.nn.Module) -> dict[str, Any]:
         from kernels.inject.compile_options import compile_options
 
         info["compile_options"] = options = compile_options(comp)
-        transformer.compile_repeated_blocks(fullgraph=True, options=options)
+        if compiles_whole_model(mode):
+            transformer.compile(fullgraph=True, options=options)
+        else:
+            transformer.compile_repeated_blocks(fullgraph=True, options=options)
     if graph:
         from kernels.inject.graphs import cuda_graphs
 
@@ -395,6 +405,7 @@ def _run_mode(
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
     facts: dict[str, Any] = {}
+    skips_before = _cudagraph_skips()
     t0 = time.perf_counter()
     try:
         facts.update(enter_mode(mode, transformer))
@@ -409,6 +420,14 @@ def _run_mode(
             if not graphed.replays:
                 raise RuntimeError("no transformer call replayed a CUDA graph")
             facts["graph"] = {"captures": graphed.captures, "replays": graphed.replays}
+        if mode_parts(mode)[1] in GRAPH_COMPILE_MODES:
+            skipped = _cudagraph_skips() - skips_before
+            if skipped:
+                raise RuntimeError(
+                    f"torch.compile skipped its CUDA graphs {skipped} time(s) (TORCH_LOGS=perf_hints says why): "
+                    f"the mode's calls launched from the host"
+                )
+            facts["compile_graphs"] = {"cudagraph_skips": 0}
     finally:
         leave_mode(mode, transformer)
     if mode == "eager" and warm:
@@ -432,6 +451,13 @@ def _run_mode(
             out.append(Measurement(mode, "power_w", clocks["power_w_median"], "W"))
     facts["step_ms"] = [round(x, 4) for c in calls for x in c.step_ms]
     return out, facts, calls[-1].latents
+
+
+def _cudagraph_skips() -> int:
+    """How many times Inductor has declined to use CUDA graphs for a compiled graph in this process."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["inductor"]["cudagraph_skips"])
 
 
 def _profile_mode(mode: str, s: Setup, spec: JobSpec, p: dict, device: torch.device) -> dict[str, Any]:
@@ -569,6 +595,8 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
         details.setdefault("step_ms", {})[mode] = facts["step_ms"]
         if facts.get("graph"):
             details.setdefault("graph", {})[mode] = facts["graph"]
+        if facts.get("compile_graphs"):
+            details.setdefault("compile_graphs", {})[mode] = facts["compile_graphs"]
         if facts.get("clocks"):
             details.setdefault("clocks", {})[mode] = facts["clocks"]
         del latents

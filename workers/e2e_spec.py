@@ -6,10 +6,21 @@ from __future__ import annotations
 from typing import Any
 
 MODEL = "ltx-video"
-# A mode is "+"-joined parts: "triton" (the kernels injected), one of COMPILE_MODES (compile_repeated_blocks of the
-# blocks, fullgraph, in that torch.compile mode) and "graph" (each transformer call replayed from a CUDA graph:
+# A mode is "+"-joined parts: "triton" (the kernels injected), one of COMPILE_MODES (torch.compile in that mode,
+# fullgraph) and "graph" (each transformer call replayed from a CUDA graph by kernels.inject.cuda_graphs:
 # launch-free, so the step time is the device's); no part at all is "eager" (and "eager+graph" with graph alone).
-COMPILE_MODES = {"compile": "default", "compile-max": "max-autotune-no-cudagraphs"}
+# "compile" and "compile-max" compile the repeated blocks (compile_repeated_blocks); "compile-ro" and
+# "compile-max-cg" are torch.compile's own CUDA-graph modes (Inductor's CUDA graph trees) and compile the whole
+# transformer, as a user who wants speed writes it (torch.compile(transformer, mode="reduce-overhead")): one call,
+# one graph tree.  They take no "+graph" (a graph inside a graph capture).
+COMPILE_MODES = {
+    "compile": "default",
+    "compile-max": "max-autotune-no-cudagraphs",
+    "compile-ro": "reduce-overhead",
+    "compile-max-cg": "max-autotune",
+}
+# torch.compile modes whose compiled code replays CUDA graphs (Inductor's "triton.cudagraphs"), compiled whole-model
+GRAPH_COMPILE_MODES = ("reduce-overhead", "max-autotune")
 MODES = (
     "eager",
     "triton",
@@ -23,20 +34,53 @@ MODES = (
     "triton+compile+graph",
     "compile-max+graph",
     "triton+compile-max+graph",
+    "compile-ro",
+    "triton+compile-ro",
+    "compile-max-cg",
+    "triton+compile-max-cg",
 )
-# What a sweep runs unless told: eager, the kernels, and torch.compile in its default mode and in
-# max-autotune-no-cudagraphs, each with and without the kernels (all with host launches, as a user runs them).
-DEFAULT_MODES = ("eager", "triton", "compile", "triton+compile", "compile-max", "triton+compile-max")
+# What a sweep runs unless told: eager and the kernels; torch.compile in its default mode and in
+# max-autotune-no-cudagraphs, each with and without the kernels, in plain calls (host launches, as a user runs
+# them); and the graph-enabled modes side by side: torch.compile's reduce-overhead, the compiled blocks under
+# kernels.inject.cuda_graphs, and the kernels under cuda_graphs with and without compile.  compile-max-cg
+# (max-autotune with CUDA graphs) is left out: it autotunes the whole model's GEMMs and Inductor templates first
+# (compile-max's blocks alone took 110-117 s of warm-up on the H200), so it runs only when asked.
+DEFAULT_MODES = (
+    "eager",
+    "triton",
+    "compile",
+    "triton+compile",
+    "compile-max",
+    "triton+compile-max",
+    "compile-ro",
+    "compile+graph",
+    "triton+graph",
+    "triton+compile+graph",
+)
 
 
 def mode_parts(mode: str) -> tuple[bool, str | None, bool]:
     """``(triton, compile, graph)`` of a mode name: whether the kernels are injected, the torch.compile mode
-    (``"default"``, ``"max-autotune-no-cudagraphs"`` or None) and whether calls replay a CUDA graph."""
+    (``"default"``, ``"max-autotune-no-cudagraphs"``, ``"reduce-overhead"``, ``"max-autotune"`` or None) and
+    whether calls replay a CUDA graph of kernels.inject.cuda_graphs."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; allowed: {', '.join(MODES)}")
     parts = mode.split("+")
     comp = [COMPILE_MODES[p] for p in parts if p in COMPILE_MODES]
     return "triton" in parts, (comp[0] if comp else None), "graph" in parts
+
+
+def compiles_whole_model(mode: str) -> bool:
+    """Whether ``mode`` compiles the whole transformer (torch.compile's CUDA-graph modes) rather than its
+    repeated blocks."""
+    return mode_parts(mode)[1] in GRAPH_COMPILE_MODES
+
+
+def graph_enabled(mode: str) -> bool:
+    """Whether a step of ``mode`` replays CUDA graphs: kernels.inject.cuda_graphs ("+graph") or torch.compile's
+    own (reduce-overhead, max-autotune).  The other modes launch every kernel from the host (plain calls)."""
+    _, comp, graph = mode_parts(mode)
+    return graph or comp in GRAPH_COMPILE_MODES
 
 
 DTYPE_NAMES = ("fp32", "bf16", "fp16")

@@ -1,5 +1,7 @@
 """End to end: LTX-Video ms per step per mode per device, the latents' error against eager and the tolerance, peak
-memory, SM clock and power where recorded, and the device time per step by kernel class (stacked, idle on top)."""
+memory, SM clock and power where recorded, the device time per step by kernel class (stacked, idle on top) and the
+device floor (GEMM + attention), and each injected mode beside the fastest torch.compile mode of its own kind (CUDA
+graphs against CUDA graphs, plain calls against plain calls: queries.e2e_comparisons)."""
 
 from __future__ import annotations
 
@@ -17,10 +19,11 @@ from ._common import ALL, choose, make_filter
 COLUMNS = (
     ["job", "run_id", "commit", "gpu_type", "shape", "dtype", "mode", "status"]
     + list(metrics.E2E_SHOWN)
-    + ["tolerance", "speedup_vs_eager", "gpu_busy_ms"]
+    + ["tolerance", "speedup_vs_eager", "gpu_busy_ms", "floor_ms", "rest_ms", "over_floor_ms"]
     + [f"class_{c}_ms" for c in metrics.KERNEL_CLASSES]
     + [f"{metrics.IDLE}_ms", "measured_at", "job_key"]
 )
+ANCHOR_COLUMNS = ["job", "kind_label", "anchor", "anchor_ms", "mode", "ms", "speedup"]
 FIGURE_ID = "e2e-figure"
 MAX_JOBS = 30
 
@@ -66,11 +69,21 @@ def build(src, params: Mapping[str, str]) -> PageView:
     if not records:
         view.notes.append("No end-to-end (ltx_e2e) job in the store: python -m orchestrator +sweep=ltx_e2e")
         return view
+    anchors = [{**c, "job": labels[str(c["job_id"])]} for c in queries.e2e_comparisons(shown)]
+    view.add_table(
+        "anchors",
+        "each injected mode against the fastest torch.compile mode of its own kind (CUDA graphs: +graph, compile-ro, "
+        "compile-max-cg; plain calls), speed-up = anchor ms / ms",
+        ANCHOR_COLUMNS,
+        anchors,
+    )
     view.notes.append(
         "Error = rel_err_vs_eager: ||latents − eager's|| / ||eager's − the initial noise|| (a mode "
         "past the tolerance fails the job). Idle = ms per step − the profiled device-busy time. Host ms per step = "
         "the host's time to issue a step with the device drained before it (the dashes on the first panel): above "
-        "the device's time, plain calls of that mode are host-bound."
+        "the device's time, plain calls of that mode are host-bound. Floor = the device's GEMM + attention ms per "
+        "step (work the injected norm, modulation, RoPE and activation kernels do not replace); over floor = ms per "
+        "step − floor."
     )
     view.figures.append(Figure(FIGURE_ID, _figure(table.rows)))
     return view

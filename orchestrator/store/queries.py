@@ -26,6 +26,8 @@ from typing import Any
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
+from orchestrator.store import e2e_anchors
+from orchestrator.store.e2e_anchors import floor_figures
 from orchestrator.store.migrate import SchemaOutOfDate, check_schema  # noqa: F401  SchemaOutOfDate: for readers to catch
 from orchestrator.store.models import (
     Artifact,
@@ -686,7 +688,10 @@ def e2e_results(src: Source, run_id: int | None = None, limit: int = 100) -> lis
     (newest first, at most ``limit`` jobs).
 
     Keys: run_id, job_id, job_key, attempt, model, shape, dtype, hardware_key, gpu_type, mode, the E2E_METRICS,
-    speedup_vs_eager (eager ms_per_step / this mode's), status, error, measured_at.
+    speedup_vs_eager (eager ms_per_step / this mode's), floor_ms, rest_ms and over_floor_ms (the device floor from
+    the mode's profile: orchestrator.store.e2e_anchors.floor_figures), not_run (why the job did not run the mode:
+    the worker's ``details["skipped"]``; None when it ran), mode_error (the mode's error, if it failed), status,
+    error, measured_at.  Anchors and speed-ups by kind: e2e_comparisons(rows).
     """
     with _reading(src) as s:
         if run_id is not None:
@@ -714,6 +719,8 @@ def e2e_results(src: Source, run_id: int | None = None, limit: int = 100) -> lis
         modes = [m for m in MODES if m in measured or m in planned]
         modes += [m for m in planned if m not in modes] + sorted(measured - set(modes) - set(planned))
         eager_ms = p.value("eager", "ms_per_step")
+        details = (p.attempt.details if p.attempt else None) or {}
+        profile = details.get("profile") or {}
         for mode in modes:
             row = {
                 "run_id": p.attempt.run_id if p.attempt else run_id,
@@ -732,8 +739,34 @@ def e2e_results(src: Source, run_id: int | None = None, limit: int = 100) -> lis
                 "measured_at": (p.attempt.started_at or p.attempt.recorded_at) if p.attempt else None,
             }
             row["speedup_vs_eager"] = _ratio(eager_ms, row["ms_per_step"])
+            classes = {c: v.get("ms") for c, v in ((profile.get(mode) or {}).get("classes") or {}).items()}
+            row.update(floor_figures(row["ms_per_step"], classes))
+            row["not_run"] = (details.get("skipped") or {}).get(mode)
+            row["mode_error"] = (details.get("errors") or {}).get(mode)
             rows.append(row)
     return rows
+
+
+def e2e_comparisons(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each injected mode beside the best torch.compile anchor of its own kind (CUDA graphs against CUDA graphs,
+    plain calls against plain calls; orchestrator.store.e2e_anchors), per job of e2e_results() or e2e_view() rows.
+
+    One dict per comparison: job_id, kind (``graphs`` | ``plain``), kind_label, anchor, anchor_ms, mode (None:
+    the kind has an anchor but no injected mode ran), ms, speedup (anchor_ms / ms)."""
+    flat = [
+        {
+            "job_id": r["job_id"],
+            "mode": r.get("mode"),
+            "ms_per_step": r["metrics"].get("ms_per_step") if "metrics" in r else r.get("ms_per_step"),
+            "correct": r["metrics"].get("correct") if "metrics" in r else r.get("correct"),
+        }
+        for r in rows
+    ]
+    out = []
+    for job, comps in e2e_anchors.job_comparisons(flat).items():
+        for c in comps:
+            out.append({"job_id": job, "kind_label": e2e_anchors.KIND_LABELS[c.kind], **c.as_dict()})
+    return out
 
 
 def _job_attempt(s: Session, job: int | str, attempt: int | None) -> tuple[Job, JobAttempt] | None:
@@ -1493,7 +1526,7 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
 
     Keys: job_id, job_key, attempt, run_id, commit, model, shape_key, dtype, hardware_key, gpu_type, status,
     error, measured_at, mode, metrics (name -> value), units (name -> unit), tolerance, profile_classes (class ->
-    ms per step), gpu_busy_ms, profile_top (rows).
+    ms per step), gpu_busy_ms, floor_ms, rest_ms, over_floor_ms (e2e_anchors.floor_figures), profile_top (rows).
     """
     newest = (
         select(JobAttempt.job_id, func.max(JobAttempt.attempt).label("attempt"))
@@ -1540,6 +1573,8 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
         for mode in planned or [None]:
             got = per_mode.get(mode, {}) if mode else {}
             prof = profile.get(mode) or {} if mode else {}
+            classes = {c: v.get("ms") for c, v in (prof.get("classes") or {}).items()}
+            ms_per_step = got.get("ms_per_step", (None, None))[0]
             rows.append(
                 {
                     "job_id": a.job_id,
@@ -1559,8 +1594,9 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
                     "metrics": {k: v for k, (v, _) in got.items()},
                     "units": {k: u for k, (_, u) in got.items()},
                     "tolerance": tolerance,
-                    "profile_classes": {c: v.get("ms") for c, v in (prof.get("classes") or {}).items()},
+                    "profile_classes": classes,
                     "gpu_busy_ms": prof.get("gpu_busy_ms"),
+                    **floor_figures(ms_per_step, classes),
                     "profile_top": list(prof.get("top") or []),
                 }
             )

@@ -39,11 +39,33 @@ def test_default_is_the_seed_setting():
     assert len(specs) == 1
     s = specs[0]
     assert (s.kind, s.model, s.shape, s.dtype) == ("e2e", "ltx-video", [25, 480, 704], "bf16")
-    assert s.impls == ["eager", "triton", "compile", "triton+compile", "compile-max", "triton+compile-max"]
+    # plain calls, then the graph-enabled modes: torch.compile's reduce-overhead and the compiled blocks under
+    # cuda_graphs (the anchors), the kernels under cuda_graphs with and without compile
+    assert s.impls == [
+        "eager",
+        "triton",
+        "compile",
+        "triton+compile",
+        "compile-max",
+        "triton+compile-max",
+        "compile-ro",
+        "compile+graph",
+        "triton+graph",
+        "triton+compile+graph",
+    ]
     assert s.params["steps"] == 30 and s.params["repeats"] == 3 and s.params["tiny"] is False
     assert s.params["model_path"] is None and s.params["pipeline"] is False
     assert s.key and s.sweep == "ltx_e2e"
     assert json.loads(s.to_json()) == s.to_dict()
+
+
+def test_the_compile_graph_modes_are_planned_when_asked():
+    c = _cfg("sweep.e2e.modes=[eager,compile-ro,triton+compile-ro,compile-max-cg,triton+compile-max-cg]")
+    (s,) = plan.plan(c, CODE)
+    assert s.impls == ["eager", "compile-ro", "triton+compile-ro", "compile-max-cg", "triton+compile-max-cg"]
+    # torch.compile's own graphs take no kernels.inject.cuda_graphs on top
+    with pytest.raises(ConfigError, match="sweep.e2e.modes: unknown mode 'compile-ro\\+graph'"):
+        validate_e2e({"e2e": {"modes": ["compile-ro+graph"]}})
 
 
 def test_grid_varies_frames_resolution_steps_dtype():
@@ -134,6 +156,9 @@ def test_tiny_sweep_end_to_end_on_cpu(tmp_path):
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
     assert "1 job: 1 ok" in out
+    # the summary says which modes did not run here and why
+    assert "not run: compile-ro: torch.compile's reduce-overhead mode replays CUDA graphs; runs on a CUDA GPU" in out
+    assert "not run: triton+graph: replays CUDA graphs; runs on a CUDA GPU" in out
 
     from sqlalchemy import create_engine, select
     from sqlalchemy.orm import Session
@@ -148,9 +173,21 @@ def test_tiny_sweep_end_to_end_on_cpu(tmp_path):
         assert (job.kind, job.model, job.status, job.shape) == ("e2e", "ltx-video", "ok", [9, 64, 96])
         assert job.spec["params"]["tiny"] is True
         skipped = job.details["skipped"]
-        assert set(skipped) == {"compile", "triton+compile", "compile-max", "triton+compile-max"}
+        assert set(skipped) == {
+            "compile",
+            "triton+compile",
+            "compile-max",
+            "triton+compile-max",
+            "compile-ro",
+            "compile+graph",
+            "triton+graph",
+            "triton+compile+graph",
+        }
         assert "runs on a GPU" in skipped["compile"] and "cannot trace" in skipped["triton+compile"]
         assert "runs on a GPU" in skipped["compile-max"] and "cannot trace" in skipped["triton+compile-max"]
+        assert skipped["compile-ro"] == "torch.compile's reduce-overhead mode replays CUDA graphs; runs on a CUDA GPU"
+        for mode in ("compile+graph", "triton+graph", "triton+compile+graph"):
+            assert skipped[mode] == "replays CUDA graphs; runs on a CUDA GPU"
         assert job.details["injection"]["triton"]["counts"] == {
             "attn_processor": 4,
             "block_forward": 2,

@@ -239,6 +239,34 @@ def test_e2e_results(writer, store_url, factories):
     assert [r["mode"] for r in queries.e2e_results(store_url)] == list(ms)
 
 
+def test_e2e_results_say_why_a_mode_did_not_run_and_how_far_each_is_from_its_floor(writer, store_url, factories):
+    """A mode the worker skipped carries its reason; a profiled mode its GEMM + attention floor, the rest of its
+    device time and its distance from the floor; e2e_comparisons sets the injected modes against their kind."""
+    run_id = writer.start_run("ltx", {}, "p", "c", "h")
+    modes = ["eager", "triton", "compile", "compile-ro", "compile+graph", "triton+graph"]
+    spec = factories.spec(kind="e2e", kernel=None, model="ltx-video", shape=[25, 480, 704], impls=modes)
+    writer.add_jobs(run_id, [spec])
+    ms = {"eager": 40.0, "triton": 30.0, "compile": 22.0, "compile+graph": 21.0, "triton+graph": 19.0}
+    measurements = [Measurement(m, "ms_per_step", v, "ms").to_dict() for m, v in ms.items()]
+    measurements += [Measurement(m, "correct", 1.0).to_dict() for m in ms]
+    why = "torch.compile's reduce-overhead mode replays CUDA graphs; runs on a CUDA GPU"
+    classes = {"gemm": {"ms": 12.5, "kernels": 203}, "attention": {"ms": 2.75, "kernels": 28}}
+    classes["kernelfleet"] = {"ms": 2.0, "kernels": 224}
+    details = {"skipped": {"compile-ro": why}, "profile": {"triton+graph": {"gpu_busy_ms": 17.25, "classes": classes}}}
+    writer.record_result(run_id, factories.result(spec, measurements, details=details))
+    rows = {r["mode"]: r for r in queries.e2e_results(store_url, run_id)}
+    assert list(rows) == ["eager", "triton", "compile", "triton+graph", "compile+graph", "compile-ro"]
+    assert rows["compile-ro"]["not_run"] == why and rows["compile-ro"]["ms_per_step"] is None
+    assert rows["triton"]["not_run"] is None and rows["triton"]["floor_ms"] is None  # no profile of it
+    g = rows["triton+graph"]
+    assert (g["floor_ms"], g["rest_ms"], g["over_floor_ms"]) == (15.25, 2.0, 19.0 - 15.25)
+    comps = queries.e2e_comparisons(list(rows.values()))
+    assert [(c["kind"], c["anchor"], c["mode"], c["speedup"]) for c in comps] == [
+        ("graphs", "compile+graph", "triton+graph", 21.0 / 19.0),
+        ("plain", "compile", "triton", 22.0 / 30.0),
+    ]
+
+
 def test_profile_rows_by_id_and_key(writer, store_url, factories):
     run_id = writer.start_run("s", {}, "p", "c", "h")
     spec = factories.spec(kind="profile", impls=["triton"])

@@ -51,6 +51,11 @@ def test_cpu_job_runs_eager_and_triton_and_skips_compile_modes():
     assert "cannot trace" in skipped["triton+compile"] and "cannot trace" in skipped["triton+compile-max"]
     assert "runs on a GPU" in skipped["compile"] and "runs on a GPU" in skipped["compile-max"]
     assert all("CUDA graphs" in skipped[mode] for mode in MODES if mode.endswith("+graph"))
+    # torch.compile's own CUDA-graph modes, with and without the kernels, are GPU-only whatever cpu_compile says
+    for mode, torch_mode in (("compile-ro", "reduce-overhead"), ("compile-max-cg", "max-autotune")):
+        reason = f"torch.compile's {torch_mode} mode replays CUDA graphs; runs on a CUDA GPU"
+        assert skipped[mode] == reason and skipped[f"triton+{mode}"] == reason
+        assert e2e.skip_reason(mode, CPU, {"cpu_compile": True}) == reason
     assert {k[0] for k in m} == {"eager", "triton"}
     cfg = res.details["config"]
     assert cfg["latent"] == [2, 2, 3] and cfg["tokens"] == 12 and cfg["batch"] == 2 and cfg["pipeline"]
@@ -87,8 +92,35 @@ def test_a_mode_that_drifts_is_incorrect(monkeypatch):
 
 
 def test_only_compile_modes_on_cpu_is_skipped():
-    res = e2e.run(_spec(impls=["compile", "triton+compile", "compile-max", "eager+graph"]), CPU)
+    res = e2e.run(_spec(impls=["compile", "triton+compile", "compile-max", "eager+graph", "compile-ro"]), CPU)
     assert res.status == STATUS_SKIPPED and "no mode can run here" in res.error
+    assert "compile-ro: torch.compile's reduce-overhead mode replays CUDA graphs" in res.error
+
+
+def test_graph_compile_modes_compile_the_whole_transformer(monkeypatch):
+    """compile-ro and compile-max-cg: transformer.compile(fullgraph=True) with the mode's options (CUDA graphs on);
+    the other compile modes compile the repeated blocks.  Leaving the mode removes the compiled call."""
+    from kernels.inject.compile_options import STATIC_LAUNCH_ENV, compile_options
+
+    monkeypatch.setenv(STATIC_LAUNCH_ENV, "1")  # compile_options sets it for the process; undone after the test
+    spec = _spec(impls=["eager"], repeats=1)
+    p = e2e._params(spec)
+    s = e2e.setup(spec, CPU, p)
+    t = s.pipe.transformer
+    calls = []
+    monkeypatch.setattr(type(t), "compile", lambda self, **kw: calls.append(("model", kw)), raising=False)
+    monkeypatch.setattr(type(t), "compile_repeated_blocks", lambda self, **kw: calls.append(("blocks", kw)))
+    for mode, scope, torch_mode in (
+        ("compile-ro", "model", "reduce-overhead"),
+        ("compile-max-cg", "model", "max-autotune"),
+        ("compile", "blocks", None),
+        ("compile-max", "blocks", "max-autotune-no-cudagraphs"),
+    ):
+        calls.clear()
+        info = e2e.enter_mode(mode, t)
+        assert calls == [(scope, {"fullgraph": True, "options": compile_options(torch_mode)})], mode
+        assert info["compile_options"].get("triton.cudagraphs", False) is (scope == "model")
+        e2e.leave_mode(mode, t)
 
 
 @pytest.mark.parametrize(
@@ -155,6 +187,28 @@ def test_seed_setting_on_gpu():
         "block_forward": 28,
         "rope_forward": 1,
     }
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (CUDA graphs)")
+def test_graph_enabled_modes_on_gpu_replay_graphs():
+    """Every graph-enabled mode on the tiny model: torch.compile's reduce-overhead and max-autotune on the whole
+    transformer with and without the kernels (Inductor's CUDA graph trees, none skipped) and the kernels under
+    kernels.inject.cuda_graphs; latents within tolerance of eager."""
+    from kernels.arch import interpreting
+
+    if interpreting():
+        pytest.skip("TRITON_INTERPRET=1 is set (tests/conftest.py sets it by default); run with TRITON_INTERPRET=0")
+    modes = ["eager", "compile-ro", "triton+compile-ro", "compile-max-cg", "triton+compile-max-cg", "triton+graph"]
+    res = e2e.run(_spec(impls=modes, steps=3), torch.device("cuda"))
+    assert res.status == STATUS_OK, res.error
+    assert res.details["skipped"] == {}
+    m = _metrics(res)
+    for mode in modes:
+        assert m[(mode, "correct")].value == 1.0, mode
+    for mode in modes[1:5]:
+        assert res.details.get("compile_graphs", {}).get(mode) == {"cudagraph_skips": 0}, mode
+    assert res.details["graph"]["triton+graph"]["replays"] > 0
 
 
 @pytest.mark.parametrize("layout", ["pipeline", "transformer"])

@@ -1,0 +1,91 @@
+"""The end-to-end part of a run's summary beyond its per-mode table: each injected mode beside the best
+torch.compile anchor of its own kind (CUDA graphs against CUDA graphs, plain calls against plain calls), and the
+lines under the tables (modes not run and why, what the device floor is).  The anchors come from
+orchestrator.store.queries.e2e_comparisons, as on the dashboard's end-to-end page."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.table import Table
+
+ANCHOR_COLUMNS = (
+    "frames x H x W",
+    "kind",
+    "anchor (fastest torch.compile)",
+    "anchor ms/step",
+    "injected mode",
+    "ms/step",
+    "speed-up",
+)
+FLOOR_NOTE = (
+    "floor ms: the device's GEMM + attention time per step (the profile's gemm and attention classes), work the "
+    "injected norm, modulation, RoPE and activation kernels do not replace; rest ms: every other kernel's device "
+    "time per step; over floor ms: ms/step - floor (other kernels, and the device idle waiting for the host)"
+)
+ANCHOR_NOTE = (
+    "anchors: each injected mode against the fastest torch.compile mode of its own kind that ran and passed "
+    "correctness: CUDA graphs (+graph, compile-ro, compile-max-cg) against CUDA graphs, plain calls against plain calls"
+)
+
+
+def _ms(v: float | None) -> str:
+    return "–" if v is None else f"{v:.2f}"
+
+
+def anchor_rows(e2e_rows: Iterable[dict]) -> list[list[str]]:
+    """The anchor table's cells: per job, per kind, each injected mode beside its kind's anchor."""
+    from orchestrator.store import queries
+
+    rows = list(e2e_rows)
+    shapes = {r["job_id"]: "x".join(str(s) for s in r["shape"]) for r in rows}
+    out = []
+    for c in queries.e2e_comparisons(rows):
+        out.append(
+            [
+                shapes[c["job_id"]],
+                c["kind_label"],
+                c["anchor"] or "none ran",
+                _ms(c["anchor_ms"]),
+                c["mode"] or "none ran",
+                _ms(c["ms"]),
+                "–" if c["speedup"] is None else f"{c['speedup']:.3f}x",
+            ]
+        )
+    return out
+
+
+def anchor_table(e2e_rows: Iterable[dict], title: str) -> Table | None:
+    cells = anchor_rows(e2e_rows)
+    if not cells:
+        return None
+    t = Table(title=title)
+    for c in ANCHOR_COLUMNS:
+        t.add_column(c, justify="right" if "ms" in c or c == "speed-up" else "left")
+    for row in cells:
+        t.add_row(*row)
+    return t
+
+
+def anchor_markdown(e2e_rows: Iterable[dict]) -> str:
+    cells = anchor_rows(e2e_rows)
+    if not cells:
+        return ""
+    lines = ["| " + " | ".join(ANCHOR_COLUMNS) + " |", "|" + "---|" * len(ANCHOR_COLUMNS)]
+    lines += ["| " + " | ".join(row) + " |" for row in cells]
+    return "\n".join(lines) + "\n"
+
+
+def e2e_notes(e2e_rows: Iterable[dict]) -> list[str]:
+    """Lines under the e2e tables: each mode not run with why, and what the floor and the anchors are."""
+    rows = list(e2e_rows)
+    why: dict[str, set[str]] = {}
+    for r in rows:
+        if r.get("ms_per_step") is None and r.get("not_run"):
+            why.setdefault(r["mode"], set()).add(r["not_run"])
+    out = [f"not run: {mode}: {'; '.join(sorted(reasons))}" for mode, reasons in why.items()]
+    if any(r.get("floor_ms") is not None for r in rows):
+        out.append(FLOOR_NOTE)
+    if anchor_rows(rows):
+        out.append(ANCHOR_NOTE)
+    return out

@@ -1,0 +1,46 @@
+"""The dashboard's end-to-end page names, per job, each injected mode's anchor of its own kind (CUDA graphs against
+CUDA graphs, plain calls against plain calls) and each mode's floor, over the H200's recorded seed-setting job
+(results/h200/2026-12-01-1647-ltx-e2e.jsonl.gz)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from dashboard import pages
+from orchestrator.importer import import_results
+from orchestrator.store import queries, session
+
+REPO = Path(__file__).resolve().parents[2]
+RECORDED = REPO / "results" / "h200" / "2026-12-01-1647-ltx-e2e.jsonl.gz"
+
+
+def test_e2e_page_shows_each_injected_mode_beside_its_kinds_anchor(tmp_path):
+    url = f"sqlite:///{tmp_path / 'kf.db'}"
+    assert import_results([str(RECORDED)], url, Console(file=io.StringIO())) == 0
+    session.dispose_engines()
+    engine = queries.open_read_only(url)
+    try:
+        view = pages.build(engine, "/e2e", {}, url)
+    finally:
+        engine.dispose()
+    rows = view.table("anchors").rows
+    assert [(r["kind_label"], r["anchor"], r["mode"]) for r in rows] == [
+        ("CUDA graphs", "compile+graph", "triton+graph"),
+        ("CUDA graphs", "compile+graph", "triton+compile+graph"),
+        ("plain calls", "compile", "triton"),
+        ("plain calls", "compile", "triton+compile"),
+        ("plain calls", "compile", "triton+compile-max"),
+    ]
+    # speed-up = the anchor's ms per step over the mode's (docs/perf/ltx-e2e-h200.md, host A)
+    ms = {"compile+graph": 21.29, "compile": 21.72, "triton+graph": 18.87, "triton+compile+graph": 19.01}
+    ms |= {"triton": 35.52, "triton+compile": 19.65, "triton+compile-max": 26.18}
+    for r in rows:
+        assert r["speedup"] == pytest.approx(ms[r["anchor"]] / ms[r["mode"]], abs=1e-3), r
+    modes = {r["mode"]: r for r in view.table("modes").rows}
+    assert modes["triton+graph"]["floor_ms"] == pytest.approx(12.5024 + 2.7713, abs=1e-3)  # GEMM + attention
+    assert modes["triton+graph"]["over_floor_ms"] == pytest.approx(18.87 - 15.27, abs=0.01)
+    assert any("Floor = the device's GEMM + attention" in n for n in view.notes)
