@@ -26,6 +26,7 @@ import pytest
 
 from orchestrator import fleet, schedule
 from orchestrator.schedule import NODE_RESOURCE
+from tests.orchestrator.test_sweep_signals import _ok_jobs
 from workers.spec import JobSpec
 
 pytestmark = pytest.mark.slow
@@ -147,13 +148,6 @@ def test_a_rehearsal_nodes_results_are_stored_under_its_tag_and_marked(fleet_of_
     assert res.node_id == nodes["r1"].node_id
     assert res.device.gpu_type == "rehearsal" and res.device.extra["rehearsal_of"]  # the detected type, kept
     assert "rehearsal" in res.device.hardware_key
-
-
-def _ok_jobs(db: Path) -> int:
-    try:
-        return sqlite3.connect(db).execute("select count(*) from jobs where status='ok'").fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0
 
 
 def test_a_driver_killed_mid_sweep_is_resumed_by_the_same_command(tmp_path):
