@@ -63,20 +63,23 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
     try:
         if args.cmd == "db":
             from orchestrator.store import migrate
-            from orchestrator.store.session import resolve_url
+            from orchestrator.store.session import display_url, resolve_url
 
             url = resolve_url(args.url)
+            shown = display_url(url)
             if args.action == "upgrade":
                 from orchestrator.pg_database import ensure_database
 
                 if ensure_database(url):
-                    console.print(f"created the database of {url}")
+                    console.print(f"created the database of {shown}", markup=False)
                 before = migrate.current(url)
                 migrate.upgrade(url)
-                console.print(f"store {url}: schema {before or 'empty'} -> {migrate.current(url)} (head)")
+                console.print(
+                    f"store {shown}: schema {before or 'empty'} -> {migrate.current(url)} (head)", markup=False
+                )
             else:
                 cur = migrate.current(url)
-                console.print(f"store {url}: schema {cur or 'empty'}; head {migrate.head()}")
+                console.print(f"store {shown}: schema {cur or 'empty'}; head {migrate.head()}", markup=False)
             return 0
         if args.cmd == "report":
             from orchestrator.report import show_run

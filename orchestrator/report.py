@@ -7,6 +7,7 @@ from typing import Iterable
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from workers.errors import UserError
 
@@ -135,12 +136,18 @@ def notes(rows: Iterable[dict], unavailable: dict | None = None) -> list[str]:
     return out + ([INTERPRETER_NOTE] if interp else [])
 
 
+def plain(values: Iterable) -> list[Text]:
+    """Table cells shown as they are: names from the store (a kernel called ``[/]k``) are never read as markup."""
+    return [Text(str(v)) for v in values]
+
+
 def summary_table(rows: Iterable[dict], title: str, unavailable: dict | None = None, wide: bool = False) -> Table:
+    title = Text(title)
     t = Table(title=title, show_lines=False) if wide else Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0))
     for c in COLUMNS if wide else COMPACT_COLUMNS:
         t.add_column(c, justify="left" if c in LEFT else "right", no_wrap=True)
     for r in shown_rows(rows):
-        t.add_row(*_cells(r, unavailable, wide))
+        t.add_row(*plain(_cells(r, unavailable, wide)))
     return t
 
 
@@ -192,13 +199,17 @@ def _e2e_cells(r: dict) -> list[str]:
 
 
 def e2e_table(rows: Iterable[dict], title: str) -> Table:
-    t = Table(title=title)
+    t = Table(title=Text(title))
     for c in E2E_COLUMNS:
         t.add_column(c, justify="left" if c in ("model", "mode", "dtype", "status", "frames x H x W") else "right")
     for r in rows:
         t.add_row(
-            *_e2e_cells(r),
-            ("not run" if r.get("ms_per_step") is None and r.get("status") == "ok" else r.get("status")) or "–",
+            *plain(
+                [
+                    *_e2e_cells(r),
+                    ("not run" if r.get("ms_per_step") is None and r.get("status") == "ok" else r.get("status")) or "–",
+                ]
+            )
         )
     return t
 
@@ -222,7 +233,7 @@ def print_summary(
     if isa_rows:
         console.print(isa_table(isa_rows, f"{title} · compiled for target architectures (no GPU ran)"))
     if not rows and not e2e_rows and not isa_rows:
-        console.print(f"{title}: no measurements in this run")
+        console.print(f"{title}: no measurements in this run", markup=False, highlight=False)
 
 
 ISA_COLUMNS = (
@@ -287,7 +298,7 @@ def _isa_cells(r: dict) -> list[str]:
 
 
 def isa_table(rows: Iterable[dict], title: str) -> Table:
-    t = Table(title=title)
+    t = Table(title=Text(title))
     for c in ISA_COLUMNS:
         t.add_column(
             c,
@@ -296,7 +307,7 @@ def isa_table(rows: Iterable[dict], title: str) -> Table:
             else "right",
         )
     for r in rows:
-        t.add_row(*_isa_cells(r))
+        t.add_row(*plain(_isa_cells(r)))
     return t
 
 
@@ -402,17 +413,17 @@ def show_run(
     url: str | None, run_id: int | None, markdown_path: str | None, console: Console, wide: bool = False
 ) -> int:
     from orchestrator.store import queries
-    from orchestrator.store.session import resolve_url
+    from orchestrator.store.session import display_url, resolve_url
 
     url = resolve_url(url)
     if run_id is None:
         runs = queries.list_runs(url, limit=1)
         if not runs:
-            raise ValueError(f"the store {url} holds no run yet")
+            raise ValueError(f"the store {display_url(url)} holds no run yet")
         run_id = runs[0]["id"]
     info = queries.run_info(url, run_id)
     if info is None:
-        raise UserError(f"no run {run_id} in {url}; list the runs with `python -m orchestrator runs`")
+        raise UserError(f"no run {run_id} in {display_url(url)}; list the runs with `python -m orchestrator runs`")
     rows, e2e_rows = queries.run_summary(url, run_id), queries.e2e_results(url, run_id)
     isa_rows = queries.isa_results(url, run_id)
     measured = queries.run_measured(url, run_id)
@@ -428,5 +439,5 @@ def show_run(
     if markdown_path:
         with open(markdown_path, "w") as f:
             f.write(run_markdown(info, rows, e2e_rows, queries.devices(url), measured, isa_rows))
-        console.print(f"wrote {markdown_path}")
+        console.print(f"wrote {markdown_path}", markup=False, highlight=False)
     return 0

@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
@@ -17,6 +18,7 @@ from orchestrator import plan as planner
 from orchestrator import report, schedule
 from orchestrator.config import ConfigError
 from orchestrator.store.ownership import RunHeld
+from orchestrator.store.session import display_url
 from orchestrator.store_access import open_writer
 from workers import runner
 from workers.spec import STATUS_LOST, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec
@@ -24,9 +26,22 @@ from workers.spec import STATUS_LOST, STATUS_OK, STATUS_SKIPPED, JobResult, JobS
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
 
+def public_config(cfg: dict) -> dict:
+    """The config as it may be stored and written to plan files: the store URL without its password."""
+    store = dict(cfg.get("store") or {})
+    if store.get("url"):
+        store["url"] = display_url(str(store["url"]))
+    return {**cfg, "store": store}
+
+
 def plan_header(cfg: dict, specs: list[JobSpec]) -> dict:
     code = planner.code_version()
-    return {"sweep": cfg["sweep"]["name"], "config": cfg, "plan_key": planner.plan_key(specs), **code.to_dict()}
+    return {
+        "sweep": cfg["sweep"]["name"],
+        "config": public_config(cfg),
+        "plan_key": planner.plan_key(specs),
+        **code.to_dict(),
+    }
 
 
 def write_dry_run(cfg: dict, specs: list[JobSpec], console: Console) -> int:
@@ -35,7 +50,7 @@ def write_dry_run(cfg: dict, specs: list[JobSpec], console: Console) -> int:
         raise ConfigError(f"plan_out={out}: the folder {out.parent} does not exist; create it or name another file")
     runner.write_plan(out, plan_header(cfg, specs), specs)
     console.print(
-        f"planned {len(specs)} jobs, nothing scheduled: {out}\n"
+        f"planned {len(specs)} jobs, nothing scheduled: {escape(str(out))}\n"
         f"run them on any machine with `python -m workers run {out} --out results.jsonl`, "
         f"then `python -m orchestrator import results.jsonl`"
     )
@@ -70,13 +85,14 @@ class _Recorder:
         self.writer.record_result(self.run_id, res.to_dict(), force=self.force)
         if res.status not in (STATUS_OK, STATUS_SKIPPED):
             self.console.print(
-                f"[yellow]{self.labels.get(res.key, res.key)}[/]: {res.status}: {(res.error or '').strip()[:300]}"
+                f"[yellow]{escape(self.labels.get(res.key, res.key))}[/]: {res.status}: "
+                f"{escape((res.error or '').strip()[:300])}"
             )
         self._advance(res.status)
 
     def lost(self, spec: JobSpec, reason: str) -> None:
         self.writer.mark_lost(self.run_id, spec.key, reason)
-        self.console.print(f"[red]{spec.label()}[/]: lost: {reason}")
+        self.console.print(f"[red]{escape(spec.label())}[/]: lost: {escape(reason)}")
         self._advance(STATUS_LOST)
 
 
@@ -179,10 +195,10 @@ def _check_cpu_price(cfg: dict, todo: list[JobSpec], where: str, console: Consol
         f"not included)"
     )
     if p.small or cfg.get("allow_cpu"):
-        console.print(what, highlight=False)
+        console.print(what, highlight=False, markup=False)
         return
     name = cfg["sweep"]["name"]
-    console.print(what, highlight=False)
+    console.print(what, highlight=False, markup=False)
     console.print(
         f"nothing was scheduled or stored. Instead:\n"
         f"  python -m orchestrator +sweep=smoke                      small shapes, minutes on a CPU\n"
@@ -192,6 +208,7 @@ def _check_cpu_price(cfg: dict, todo: list[JobSpec], where: str, console: Consol
         f"python -m workers run plan.jsonl --out results.jsonl\n"
         f"  python -m orchestrator +sweep={name} allow_cpu=true      run it here anyway",
         highlight=False,
+        markup=False,
     )
     raise ConfigError(
         f"sweep {name} is GPU-sized: estimated {cpu_price.duration(p.estimate_s)} on this CPU "
@@ -209,7 +226,9 @@ def _check_writable(explicit_url: str | None) -> None:
         return
     for p in (path, path.parent):
         if not os.access(p, os.W_OK):
-            raise ConfigError(f"store {url}: {p} is read-only; make it writable or use another store (store.url=...)")
+            raise ConfigError(
+                f"store {display_url(url)}: {p} is read-only; make it writable or use another store (store.url=...)"
+            )
 
 
 def _nothing_to_run(writer, url: str, cfg: dict, header: dict, specs: list[JobSpec], console: Console) -> int:
@@ -224,8 +243,9 @@ def _nothing_to_run(writer, url: str, cfg: dict, header: dict, specs: list[JobSp
     where = f"; newest run of this plan: {same[0]['id']}" if same else ""
     console.print(
         f"sweep {cfg['sweep']['name']}: all {len(specs)} jobs have good results in the store{where}; "
-        f"nothing to run, no run recorded (rerun=true runs them again; store {url})",
+        f"nothing to run, no run recorded (rerun=true runs them again; store {display_url(url)})",
         highlight=False,
+        markup=False,
     )
     return EXIT_OK
 
@@ -328,7 +348,7 @@ class _Sweep:
             try:
                 claimed, resumed = self.writer.claim_run(
                     self.name,
-                    self.cfg,
+                    self.header["config"],
                     self.header["plan_key"],
                     self.header["commit"],
                     self.header["code_hash"],
@@ -371,7 +391,7 @@ class _Sweep:
             console=self.console,
             transient=False,
         ) as progress:
-            task = progress.add_task(self.name, total=len(self.todo), state="")
+            task = progress.add_task(escape(self.name), total=len(self.todo), state="")
             labels = {s.key: s.label() for s in self.todo}
             rec = _Recorder(self.writer, self.run_id, bool(self.cfg.get("rerun")), progress, task, labels, self.console)
             schedule.execute(
@@ -393,7 +413,8 @@ class _Sweep:
         self.claim(signals)
         self.console.print(
             f"sweep {self.name}: {len(self.specs)} jobs, {len(self.done)} done earlier, "
-            f"{len(self.todo)} to run (run {self.run_id}, store {self.url})"
+            f"{len(self.todo)} to run (run {self.run_id}, store {display_url(self.url)})",
+            markup=False,
         )
         counts: Counter[str] = Counter()
         interrupted: Interrupted | None = None
@@ -428,8 +449,9 @@ class _Sweep:
         report.print_run_summary(self.console, self.url, self.run_id, title, wide=bool(self.cfg.get("wide")))
         self.console.print(
             f"run {self.run_id}: {status}; {report.counts_in_words({'planned': len(self.specs), **by_status})}; "
-            f"store: {self.url}",
+            f"store: {display_url(self.url)}",
             highlight=False,
+            markup=False,
         )
         if interrupted:
             self.console.print(f"interrupted: run the same command again to complete run {self.run_id}")
