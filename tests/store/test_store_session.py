@@ -39,7 +39,7 @@ def test_default_file_under_home_without_xdg(monkeypatch, tmp_path):
     url = session.resolve_url("")
     expected = (tmp_path / "home" / ".local" / "share" / "kernelfleet" / "kernelfleet.db").resolve()
     assert url == "sqlite:///" + str(expected)
-    assert expected.parent.is_dir()
+    assert not expected.parent.exists(), "resolving the URL creates no folder (readers must not)"
 
 
 def test_bare_path_means_sqlite_file(monkeypatch, tmp_path):
