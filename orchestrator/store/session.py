@@ -50,7 +50,7 @@ def sqlite_url_for(path: str | os.PathLike[str]) -> str:
     return "sqlite:///" + str(Path(path).expanduser().resolve())
 
 
-SUPPORTED_BACKENDS = ("sqlite", "postgresql")
+SUPPORTED_BACKENDS = ("sqlite", "postgresql", "postgres")
 
 
 class BadStoreUrl(UserError, ValueError):
