@@ -11,7 +11,7 @@ from dash.exceptions import PreventUpdate
 from flask import Response, abort, request
 
 from dashboard import pages
-from dashboard.view import PageView, Table, to_csv
+from dashboard.view import PageView, Table, markdown_link, page_cell, to_csv
 from orchestrator.store import queries
 
 NAV_STYLE = {
@@ -158,11 +158,16 @@ def render_view(view: PageView, url: str, pathname: str) -> list:
 
 def _table(page: str, t: Table, query: str):
     columns = [{"name": c, "id": c, **({"presentation": "markdown"} if c in t.links else {})} for c in t.columns]
-    data = t.rows
+    data = [{c: page_cell(v) for c, v in r.items()} for r in t.rows]
     if t.links:
         data = [
-            {**r, **{c: f"[{r[c]}]({tpl.format(value=r[c])})" for c, tpl in t.links.items() if r.get(c) is not None}}
-            for r in t.rows
+            {
+                **r,
+                **{
+                    c: markdown_link(r[c], tpl.format(value=r[c])) for c, tpl in t.links.items() if r.get(c) is not None
+                },
+            }
+            for r in data
         ]
     return html.Div(
         [

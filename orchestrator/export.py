@@ -78,13 +78,14 @@ def _text(value: Any) -> Any:
 
 
 def _csv(rows: Iterable[dict[str, Any]], stream: IO[str]) -> int:
+    from orchestrator.store.csv_cells import csv_cell
     from orchestrator.store.queries import EXPORT_COLUMNS
 
     w = csv.writer(stream, lineterminator="\n")
     w.writerow(EXPORT_COLUMNS)
     n = 0
     for r in rows:
-        w.writerow(["" if r[c] is None else _text(r[c]) for c in EXPORT_COLUMNS])
+        w.writerow(["" if r[c] is None else csv_cell(_text(r[c])) for c in EXPORT_COLUMNS])
         n += 1
     return n
 
