@@ -11,6 +11,7 @@ import argparse
 import csv
 import datetime as dt
 import json
+import math
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -77,6 +78,13 @@ def _text(value: Any) -> Any:
     return value.isoformat() if isinstance(value, dt.datetime) else value
 
 
+def _json_value(value: Any) -> Any:
+    """A value strict JSON can hold: an infinite or NaN float becomes null (JSON has no Infinity)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return _text(value)
+
+
 def _csv(rows: Iterable[dict[str, Any]], stream: IO[str]) -> int:
     from orchestrator.store.csv_cells import csv_cell
     from orchestrator.store.queries import EXPORT_COLUMNS
@@ -93,7 +101,9 @@ def _csv(rows: Iterable[dict[str, Any]], stream: IO[str]) -> int:
 def _jsonl(rows: Iterable[dict[str, Any]], stream: IO[str]) -> int:
     n = 0
     for r in rows:
-        stream.write(json.dumps({k: _text(v) for k, v in r.items()}, separators=(",", ":")) + "\n")
+        stream.write(
+            json.dumps({k: _json_value(v) for k, v in r.items()}, separators=(",", ":"), allow_nan=False) + "\n"
+        )
         n += 1
     return n
 

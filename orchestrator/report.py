@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Iterable
 
 from rich import box
@@ -136,6 +138,9 @@ def notes(rows: Iterable[dict], unavailable: dict | None = None) -> list[str]:
     return out + ([INTERPRETER_NOTE] if interp else [])
 
 
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
+
+
 def plain(values: Iterable) -> list[Text]:
     """Table cells shown as they are: names from the store (a kernel called ``[/]k``) are never read as markup."""
     return [Text(str(v)) for v in values]
@@ -151,13 +156,24 @@ def summary_table(rows: Iterable[dict], title: str, unavailable: dict | None = N
     return t
 
 
+def md(value: object) -> str:
+    """Text from the store as Markdown shows it literally: HTML escaped, ``|`` cannot end a table cell, Markdown
+    punctuation (links, emphasis, code) escaped, one line."""
+    text = html.escape(" ".join(str(value).split()), quote=False)
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def _md_row(cells: Iterable) -> str:
+    return "| " + " | ".join(md(c) for c in cells) + " |"
+
+
 def markdown(rows: Iterable[dict], unavailable: dict | None = None) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for r in shown_rows(rows):
-        lines.append("| " + " | ".join(_cells(r, unavailable)) + " |")
+        lines.append(_md_row(_cells(r, unavailable)))
     below = notes(rows, unavailable)
     if below:
-        lines += [""] + [f"- {n}" for n in below]
+        lines += [""] + [f"- {md(n)}" for n in below]
     return "\n".join(lines) + "\n"
 
 
@@ -314,23 +330,14 @@ def isa_table(rows: Iterable[dict], title: str) -> Table:
 def isa_markdown(rows: Iterable[dict]) -> str:
     lines = ["| " + " | ".join(ISA_COLUMNS) + " |", "|" + "---|" * len(ISA_COLUMNS)]
     for r in rows:
-        lines.append("| " + " | ".join(_isa_cells(r)) + " |")
+        lines.append(_md_row(_isa_cells(r)))
     return "\n".join(lines) + "\n"
 
 
 def e2e_markdown(rows: Iterable[dict]) -> str:
     lines = ["| " + " | ".join(E2E_COLUMNS) + " |", "|" + "---|" * len(E2E_COLUMNS)]
     for r in rows:
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    *_e2e_cells(r),
-                    r.get("status") or "–",
-                ]
-            )
-            + " |"
-        )
+        lines.append(_md_row([*_e2e_cells(r), r.get("status") or "–"]))
     return "\n".join(lines) + "\n"
 
 
@@ -385,18 +392,19 @@ def run_markdown(
         else (_when(first) if _when(first) == _when(last) else f"{_when(first)} to {_when(last)}")
     )
     out = [
-        f"# Run {info['id']} · {info['sweep']}",
+        f"# Run {info['id']} · {md(info['sweep'])}",
         "",
         f"- **Measured:** {when} (run {info['id']} started {_when(info.get('started_at'))}, status "
-        f"{info.get('status')})",
-        f"- **Commit:** `{info.get('commit')}` (kernels hash `{info.get('code_hash')}`); source: {info.get('source')}",
+        f"{md(info.get('status'))})",
+        f"- **Commit:** {md(info.get('commit'))} (kernels hash {md(info.get('code_hash'))}); source: "
+        f"{md(info.get('source'))}",
     ]
     for d in devs:
         bw = d.get("copy_bandwidth_gbs")
         out.append(
-            f"- **Device:** {d['name']} ({d['arch']}, {d.get('compute_units')} compute units), driver "
-            f"{d.get('driver') or '–'}, {d.get('runtime') or '–'}, torch {d.get('torch')}, triton "
-            f"{d.get('triton')}; measured copy ceiling {f'{bw:.0f} GB/s' if bw else 'not measured'}"
+            f"- **Device:** {md(d['name'])} ({md(d['arch'])}, {d.get('compute_units')} compute units), driver "
+            f"{md(d.get('driver') or '–')}, {md(d.get('runtime') or '–')}, torch {md(d.get('torch'))}, triton "
+            f"{md(d.get('triton'))}; measured copy ceiling {f'{bw:.0f} GB/s' if bw else 'not measured'}"
         )
     out.append(f"- **Jobs:** {counts_in_words(info.get('job_counts'))}")
     out.append("")

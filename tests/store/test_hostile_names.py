@@ -1,0 +1,119 @@
+"""Names a user or an attacker chose (kernel, implementation, sweep, file paths) are data, everywhere they are
+shown: Rich markup in them is printed as text, a spreadsheet formula in them is exported as text, HTML and table
+syntax in them is escaped in Markdown, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+
+from rich.console import Console
+
+from orchestrator import cli
+from orchestrator.plan import job_key, plan_key
+from orchestrator.report import md
+from orchestrator.store.csv_cells import csv_cell
+from tests.store import results_files as rf
+from workers.spec import JobSpec
+
+KERNEL = "[/]k[bold red]"
+IMPL = "=cmd|' /C calc'!A0"
+SWEEP = "[/]x<script>alert(1)</script>|"
+
+
+def hostile_lines(commit: str = "b" * 40) -> list[dict]:
+    code = rf.code(commit)
+    spec = JobSpec(
+        kind="micro",
+        kernel=KERNEL,
+        shape=[1, 8, 64],
+        dtype="bf16",
+        impls=[IMPL, "eager"],
+        target="any",
+        params={"rep_ms": 20.0, "seed": None},
+        sweep=SWEEP,
+    )
+    spec.key = job_key(spec, code)
+    header = {
+        "kernelfleet": "results",
+        "format": 1,
+        "plan": {
+            "kernelfleet": "plan",
+            "format": 1,
+            "sweep": SWEEP,
+            "config": {"sweep": {"name": SWEEP}},
+            "plan_key": plan_key([spec]),
+            **code.to_dict(),
+        },
+    }
+    return [header, {"spec": spec.to_dict(), "result": rf.result(spec).to_dict()}]
+
+
+def run_cli(*args: str) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    console = Console(file=out, width=300, soft_wrap=True)
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        rc = cli.main(list(args), console)
+    return rc, out.getvalue() + err.getvalue()
+
+
+def test_csv_cell_prefixes_formulas_only():
+    assert csv_cell(IMPL) == "'" + IMPL
+    for text in ("+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx"):
+        assert csv_cell(text) == "'" + text
+    for value in ("-1.5", "+3.2%", "1e-3", -2.0, 3, None, "rmsnorm"):
+        assert csv_cell(value) == value
+
+
+def test_markdown_text_is_escaped():
+    assert md("<b>x</b>|[a](b)") == "&lt;b&gt;x&lt;/b&gt;\\|\\[a\\](b)"
+
+
+def test_hostile_names_import_list_report_and_export(store_url, tmp_path):
+    folder = tmp_path / "[" / "]dir[bold]"  # the path holds "[/]"
+    folder.mkdir(parents=True)
+    path = rf.write(folder / "r.jsonl", hostile_lines())
+    rc, out, err = rf.run_import(str(path), "--url", store_url)
+    assert rc == 0, out + err
+    assert KERNEL in out and str(path) in out  # shown as written, not read as markup
+
+    rc, out = run_cli("runs", "--url", store_url)
+    assert rc == 0, out
+    assert SWEEP in out
+
+    md_path = tmp_path / "run.md"
+    rc, out = run_cli("report", "--url", store_url, "--markdown", str(md_path))
+    assert rc == 0, out
+    assert KERNEL in out and IMPL in out
+    page = md_path.read_text()
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    table = [line for line in page.splitlines() if "k\\[bold red\\]" in line]
+    assert len(table) == 2  # one row per implementation
+    header = next(line for line in page.splitlines() if line.startswith("| kernel"))
+    for line in table:  # every row keeps the table's column count: no raw `|` from the names
+        assert line.replace("\\|", "").count("|") == header.count("|")
+
+    out_csv = tmp_path / "m.csv"
+    rc, out = run_cli("export", "--format", "csv", "--url", store_url, "--out", str(out_csv))
+    assert rc == 0, out
+    rows = list(csv.DictReader(out_csv.open()))
+    impls = {r["impl"] for r in rows}
+    assert "'" + IMPL in impls and IMPL not in impls
+    assert all(not r["kernel"].startswith(("=", "+", "-", "@")) for r in rows)
+
+
+def test_export_jsonl_writes_no_bare_infinity(store_url, tmp_path):
+    lines = rf.lines("c" * 40, n=1)
+    lines[1]["result"]["measurements"][0]["value"] = float("inf")
+    path = rf.write(tmp_path / "r.jsonl", lines)
+    rc, out, err = rf.run_import(str(path), "--url", store_url)
+    assert rc == 0, out + err
+    out_file = tmp_path / "m.jsonl"
+    rc, out = run_cli("export", "--format", "jsonl", "--url", store_url, "--out", str(out_file))
+    assert rc == 0, out
+    text = out_file.read_text()
+    assert "Infinity" not in text and "NaN" not in text
+    values = [json.loads(line)["value"] for line in text.splitlines()]  # strict JSON parses it
+    assert None in values
