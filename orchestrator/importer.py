@@ -210,7 +210,7 @@ def _import(paths: list[str], url: str | None, console: Console) -> int:
 
 
 def _digest(paths: list[str]) -> str:
-    digests = sorted(hashlib.sha256(runner.content(p)).hexdigest() for p in paths)
+    digests = sorted(runner.digest(p) for p in paths)
     return digests[0] if len(digests) == 1 else hashlib.sha256("".join(digests).encode()).hexdigest()
 
 
