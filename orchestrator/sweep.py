@@ -17,7 +17,7 @@ from rich.text import Text
 from orchestrator import plan as planner
 from orchestrator import report, schedule
 from orchestrator.config import ConfigError
-from orchestrator.store.ownership import RunHeld
+from orchestrator.store.ownership import RunHeld, RunTakenOver
 from orchestrator.store.session import display_url
 from orchestrator.store_access import open_writer
 from workers import runner
@@ -422,6 +422,8 @@ class _Sweep:
         try:
             if self.todo:
                 counts = self.execute()
+        except RunTakenOver as exc:
+            return self.displaced(exc)
         except KeyboardInterrupt as exc:
             # Ray's own wait loop can turn the handler's Interrupted into a plain KeyboardInterrupt: the first
             # signal seen decides the exit code
@@ -430,6 +432,12 @@ class _Sweep:
             signals.shield()  # a second Ctrl-C or SIGTERM from here on cannot stop the run being marked
             self.stop_cluster()
         return self.finish(counts, time.perf_counter() - t0, interrupted)
+
+    def displaced(self, exc: RunTakenOver) -> int:
+        """Another sweep took the run over while this one looked gone: stop, write nothing more, say so."""
+        self.stop_cluster()
+        self.console.print(f"[red]stopped:[/] {escape(str(exc))}", highlight=False)
+        return EXIT_FAILED
 
     def finish(self, counts: Counter[str], wall_s: float, interrupted: Interrupted | None) -> int:
         """Mark the run with its status and counts, print its summary; the exit code."""
@@ -444,7 +452,10 @@ class _Sweep:
             "wall_s": round(wall_s, 3),
             **by_status,
         }
-        self.writer.finish_run(self.run_id, status, summary)
+        try:
+            self.writer.finish_run(self.run_id, status, summary)
+        except RunTakenOver as exc:
+            return self.displaced(exc)
         title = f"run {self.run_id} · {self.name}"
         report.print_run_summary(self.console, self.url, self.run_id, title, wide=bool(self.cfg.get("wide")))
         self.console.print(
