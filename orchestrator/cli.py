@@ -7,7 +7,7 @@ import sys
 
 from rich.console import Console
 
-from orchestrator import runs_cli
+from orchestrator import arg_types, runs_cli
 from orchestrator.config import ConfigError
 from orchestrator.store.migrate import SchemaOutOfDate
 from workers.errors import exit_on_user_error
@@ -34,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     rep = sub.add_parser(
         "report", help="show a run's summary again (the newest run by default), or write it as Markdown for docs/perf/"
     )
-    rep.add_argument("run", nargs="?", type=int, help="run id (default: the newest run)")
+    rep.add_argument("run", nargs="?", type=arg_types.run_id, help="run id (default: the newest run)")
     rep.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
     rep.add_argument("--markdown", metavar="FILE", help="write the summary as Markdown to FILE")
     rep.add_argument("--wide", action="store_true", help="every column (the default fits 120 columns)")

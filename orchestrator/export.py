@@ -17,6 +17,8 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
+from orchestrator import arg_types
+
 FORMATS = ("csv", "parquet", "jsonl")
 BATCH = 20000
 
@@ -24,7 +26,7 @@ BATCH = 20000
 def add_parser(sub) -> None:
     ex = sub.add_parser("export", help="every measurement as long-format rows (csv, parquet or jsonl), streamed")
     ex.add_argument("--format", choices=FORMATS, default="csv", help="output format (default csv)")
-    ex.add_argument("--run", type=int, help="only the attempts this run recorded")
+    ex.add_argument("--run", type=arg_types.run_id, help="only the attempts this run recorded")
     ex.add_argument(
         "--since", help="only attempts measured at or after DATE (YYYY-MM-DD or ISO time; UTC unless it names a zone)"
     )

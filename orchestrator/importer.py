@@ -114,7 +114,7 @@ def _check_row(path: str, n: int, obj: dict, code: CodeVersion) -> tuple[JobSpec
     try:
         spec = check_spec(obj["spec"])
         result = check_result(obj["result"])
-    except Invalid as exc:
+    except (Invalid, ValueError, TypeError) as exc:  # ValueError: an unknown metric, raised as the row is built
         raise BadResults(f"{path}:{n}: {exc}") from None
     expected = job_key(spec, code)
     if spec.key != expected:

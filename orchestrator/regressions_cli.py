@@ -14,6 +14,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
+from orchestrator import arg_types
 from orchestrator.report import _fmt, plain
 from orchestrator.store.regression_rule import CONFIRMED, KERNEL_CHANGED, UNCONFIRMED
 from orchestrator.store.session import display_url
@@ -35,12 +36,12 @@ def add_parser(sub) -> None:
     reg.add_argument(
         "run",
         nargs="*",
-        type=int,
+        type=arg_types.run_id,
         help="the run(s) to judge (default: the newest point of each series; several with --baseline)",
     )
     reg.add_argument(
         "--baseline",
-        type=int,
+        type=arg_types.run_id,
         nargs="+",
         metavar="RUN",
         help="compare RUN(s) with these runs (two runs per side measure the between-run spread)",

@@ -8,12 +8,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from orchestrator import arg_types
 from orchestrator.report import counts_in_words, plain
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("runs", help="list the runs (id, sweep, date, device, status, counts), newest first")
-    p.add_argument("--limit", type=int, default=20, help="how many runs to list (default 20)")
+    p.add_argument("--limit", type=arg_types.count, default=20, help="how many runs to list (default 20)")
     p.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
 
 

@@ -394,6 +394,7 @@ class _Sweep:
             task = progress.add_task(escape(self.name), total=len(self.todo), state="")
             labels = {s.key: s.label() for s in self.todo}
             rec = _Recorder(self.writer, self.run_id, bool(self.cfg.get("rerun")), progress, task, labels, self.console)
+            self.counts = rec.counts  # what ran so far, also when a signal ends the sweep mid-way
             schedule.execute(
                 self.cluster,
                 self.todo,
@@ -416,12 +417,12 @@ class _Sweep:
             f"{len(self.todo)} to run (run {self.run_id}, store {display_url(self.url)})",
             markup=False,
         )
-        counts: Counter[str] = Counter()
+        self.counts: Counter[str] = Counter()
         interrupted: Interrupted | None = None
         t0 = time.perf_counter()
         try:
             if self.todo:
-                counts = self.execute()
+                self.execute()
         except RunTakenOver as exc:
             return self.displaced(exc)
         except KeyboardInterrupt as exc:
@@ -431,7 +432,7 @@ class _Sweep:
         finally:
             signals.shield()  # a second Ctrl-C or SIGTERM from here on cannot stop the run being marked
             self.stop_cluster()
-        return self.finish(counts, time.perf_counter() - t0, interrupted)
+        return self.finish(self.counts, time.perf_counter() - t0, interrupted)
 
     def displaced(self, exc: RunTakenOver) -> int:
         """Another sweep took the run over while this one looked gone: stop, write nothing more, say so."""

@@ -142,7 +142,15 @@ def main(argv: list[str] | None = None) -> int:
         help="run only every N-th job starting at the I-th (split a long plan over several calls)",
     )
     args = ap.parse_args(argv)
-    return exit_on_user_error(lambda: _run(args))
+    try:
+        return exit_on_user_error(lambda: _run(args))
+    except KeyboardInterrupt:
+        print(
+            f"interrupted (Ctrl-C): {args.out} holds the jobs finished so far; go on with "
+            f"`python -m workers run {args.plan} --out {args.out} --resume`",
+            file=sys.stderr,
+        )
+        return 130
 
 
 if __name__ == "__main__":
