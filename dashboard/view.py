@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 import plotly.graph_objects as go
+from sqlalchemy.exc import SQLAlchemyError
 
 from orchestrator.store.csv_cells import csv_cell
 
@@ -96,6 +97,18 @@ def cell(value: Any) -> Any:
 
 def rows_of(records: list[dict[str, Any]], columns: list[str]) -> list[dict[str, Any]]:
     return [{c: cell(r.get(c)) for c in columns} for r in records]
+
+
+# What reading a damaged store raises (a dropped table, text that is not JSON, a date that does not parse): the
+# dashboard shows it as one line instead of failing the page.
+UNREADABLE_STORE = (SQLAlchemyError, ValueError, TypeError, KeyError, OverflowError)
+
+
+def unreadable_store_line(exc: BaseException) -> str:
+    """One line for a store that cannot be read."""
+    orig = getattr(exc, "orig", None)
+    first = (str(orig if orig is not None else exc).strip().splitlines() or [""])[0][:300]
+    return f"the store cannot be read: {type(orig or exc).__name__}: {first}"
 
 
 # A page shows at most this many characters of one cell (a crash's error output can be megabytes); the CSV download
