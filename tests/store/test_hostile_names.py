@@ -117,3 +117,43 @@ def test_export_jsonl_writes_no_bare_infinity(store_url, tmp_path):
     assert "Infinity" not in text and "NaN" not in text
     values = [json.loads(line)["value"] for line in text.splitlines()]  # strict JSON parses it
     assert None in values
+
+
+def test_dashboard_csv_and_links_treat_names_as_data():
+    from dashboard.view import Table, markdown_link, to_csv
+
+    table = Table("t", "t", ["impl", "value"], [{"impl": IMPL, "value": -1.5}, {"impl": "@x", "value": "-2"}])
+    rows = list(csv.reader(io.StringIO(to_csv(table))))
+    assert rows[1] == ["'" + IMPL, "-1.5"] and rows[2] == ["'@x", "-2"]
+    link = markdown_link("a](javascript:alert(1))", "javascript:alert(1)")
+    assert link.startswith("[a\\]\\(javascript") and "](javascript%3Aalert%281%29)" in link
+
+
+def test_the_runs_page_cuts_a_huge_error(store_url, tmp_path):
+    from dashboard.app import page_children
+    from dashboard.view import MAX_CELL_CHARS
+    from orchestrator.store import queries
+
+    specs = rf.specs("9" * 40, 1)
+    huge = "E" * (4 * 2**20)
+    lines = rf.lines("9" * 40, n=1, rows=[(specs[0], rf.result(specs[0], status="error", error=huge))])
+    path = rf.write(tmp_path / "r.jsonl", lines)
+    assert rf.run_import(str(path), "--url", store_url)[0] == 0
+    engine = queries.open_read_only(store_url)
+    try:
+        shown = page_children(engine, store_url, "/runs", "")
+    finally:
+        engine.dispose()
+
+    def longest(node) -> int:
+        if isinstance(node, str):
+            return len(node)
+        if isinstance(node, dict):
+            return max((longest(v) for v in node.values()), default=0)
+        if isinstance(node, (list, tuple)):
+            return max((longest(v) for v in node), default=0)
+        props = getattr(node, "to_plotly_json", None)
+        return longest(props()) if props else 0
+
+    size = longest(shown)
+    assert MAX_CELL_CHARS < size < MAX_CELL_CHARS + 200  # the error is there, cut

@@ -5,6 +5,7 @@ results file (refused with FILE:LINE), a store damaged at the right revision (a 
 from __future__ import annotations
 
 import io
+import json
 import signal
 
 import pytest
@@ -133,3 +134,50 @@ def test_an_interrupted_sweep_counts_the_results_it_recorded(store_url, monkeypa
     run = queries.run_info(store_url, sw.run_id)
     assert run["status"] == "interrupted"
     assert run["counts"]["ran"] == 1 and run["counts"]["status_ok"] == 1 and run["counts"]["planned"] == 2
+
+
+def test_deeply_nested_json_is_refused_with_its_line(store_url, tmp_path):
+    lines = rf.lines("f" * 40, n=1)
+    lines[1]["result"]["details"]["nested"] = "DEEP"
+    text_lines = [json.dumps(o, sort_keys=True) for o in lines]
+    text_lines[1] = text_lines[1].replace('"DEEP"', "[" * 950 + "]" * 950)
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join(text_lines) + "\n")
+    rc, out, err = rf.run_import(str(path), "--url", store_url)
+    assert rc == 2, out + err
+    # refused by the depth limit, or by the parser itself when the stack is already deep: either way FILE:LINE
+    assert err.startswith(f"error: {path}:2: ") and "nested" in err and "Traceback" not in err
+    assert rf.counts(store_url)["runs"] == 0
+
+
+def test_a_sweep_named_with_markup_runs_and_says_its_name(store_url, monkeypatch):
+    name = "[/]x[bold red]"
+    cfg = config.to_plain(config.compose(["+sweep=smoke", f"store.url={store_url}", f"sweep.name='{name}'", *SMALL]))
+    assert cfg["sweep"]["name"] == name
+    out = io.StringIO()
+    console = Console(file=out, width=300)
+
+    def execute(cluster, todo, selector_of, on_result, on_lost, **_kw):
+        for spec in todo:
+            on_result(JobResult(key=spec.key, status="error", error="[/]boom"))
+
+    monkeypatch.setattr(schedule, "execute", execute)
+    sw = sweep_mod._Sweep(cfg, console)
+    from orchestrator.store_access import open_writer
+
+    sw.writer, sw.url = open_writer(store_url, console)
+    try:
+        sw.specs = expand(cfg)
+        sw.header = sweep_mod.plan_header(cfg, sw.specs)
+        sw.keys = [s.key for s in sw.specs]
+        sw.find_resumable()
+        sw.take_stock()
+        sw.cluster = _NoCluster()
+        rc = sw.run(sweep_mod._Signals(console))
+    finally:
+        sw.writer.close()
+    assert rc == sweep_mod.EXIT_FAILED  # the jobs failed; the sweep did not
+    said = out.getvalue()
+    assert f"sweep {name}: 2 jobs" in said and "[/]boom" in said
+    run = queries.run_info(store_url, sw.run_id)
+    assert run["status"] == "failed" and run["counts"]["ran"] == 2
