@@ -380,7 +380,7 @@ class _Sweep:
             {"node_id": n.node_id, "alive": n.alive, "labels": n.labels, "resources": n.resources}  # the fleet page's
             for n in nodes
         )
-        self.console.print(f"fleet: {schedule.fleet_summary(nodes)}")
+        self.console.print(f"fleet: {schedule.fleet_summary(nodes)}", markup=False)
         with Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
