@@ -114,7 +114,7 @@ def unreadable_store_line(exc: BaseException) -> str:
 # A page shows at most this many characters of one cell (a crash's error output can be megabytes); the CSV download
 # keeps the whole text.
 MAX_CELL_CHARS = 2000
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*\[\]<>()!|])")
 
 
 def page_cell(value: Any) -> Any:

@@ -138,7 +138,7 @@ def notes(rows: Iterable[dict], unavailable: dict | None = None) -> list[str]:
     return out + ([INTERPRETER_NOTE] if interp else [])
 
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*\[\]<>|])")  # not `_`: names have it, and mid-word it emphasises nothing
 
 
 def plain(values: Iterable) -> list[Text]:
