@@ -50,9 +50,10 @@ def write_dry_run(cfg: dict, specs: list[JobSpec], console: Console) -> int:
         raise ConfigError(f"plan_out={out}: the folder {out.parent} does not exist; create it or name another file")
     runner.write_plan(out, plan_header(cfg, specs), specs)
     console.print(
-        f"planned {len(specs)} jobs, nothing scheduled: {escape(str(out))}\n"
+        f"planned {len(specs)} jobs, nothing scheduled: {out}\n"
         f"run them on any machine with `python -m workers run {out} --out results.jsonl`, "
-        f"then `python -m orchestrator import results.jsonl`"
+        f"then `python -m orchestrator import results.jsonl`",
+        markup=False,
     )
     return EXIT_OK
 
