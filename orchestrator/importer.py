@@ -38,7 +38,7 @@ from orchestrator.plan import CodeVersion, job_key
 from orchestrator.store.checks import Invalid, check_result, check_spec, plain_text
 from orchestrator.store.errors import StoreError
 from orchestrator.store.models import Run
-from orchestrator.store.session import display_url
+from orchestrator.store.session import display_url, public_config
 from orchestrator.store_access import open_writer
 from workers import runner
 from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec
@@ -250,7 +250,7 @@ def _write(
             raise _ImportedBefore(earlier)
         run_id = writer.start_run(
             plan["sweep"] or "imported",
-            plan.get("config") or {},
+            public_config(plan.get("config") or {}),  # a plan written before passwords were masked keeps none
             plan["plan_key"],
             plan["commit"],
             _code_hash(plan),

@@ -18,20 +18,12 @@ from orchestrator import plan as planner
 from orchestrator import report, schedule
 from orchestrator.config import ConfigError
 from orchestrator.store.ownership import RunHeld, RunTakenOver
-from orchestrator.store.session import display_url
+from orchestrator.store.session import display_url, public_config
 from orchestrator.store_access import open_writer
 from workers import runner
 from workers.spec import STATUS_LOST, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
-
-
-def public_config(cfg: dict) -> dict:
-    """The config as it may be stored and written to plan files: the store URL without its password."""
-    store = dict(cfg.get("store") or {})
-    if store.get("url"):
-        store["url"] = display_url(str(store["url"]))
-    return {**cfg, "store": store}
 
 
 def plan_header(cfg: dict, specs: list[JobSpec]) -> dict:

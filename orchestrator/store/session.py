@@ -129,6 +129,15 @@ def display_url(url: str | URL | None) -> str:
         return _CREDENTIALS.sub(r"\1:***@", text)
 
 
+def public_config(cfg: dict) -> dict:
+    """A composed config as it may be stored, printed or written to a plan file: ``store.url`` without its
+    password (display_url)."""
+    store = cfg.get("store")
+    if not isinstance(store, dict) or not isinstance(store.get("url"), str) or not store["url"]:
+        return cfg
+    return {**cfg, "store": {**store, "url": display_url(store["url"])}}
+
+
 def _sqlite_on_connect(dbapi_connection, _record) -> None:
     cursor = dbapi_connection.cursor()
     try:

@@ -124,3 +124,13 @@ def test_the_writer_keeps_the_password_to_connect(secret_url):
     migrate.upgrade(secret_url)
     with StoreWriter(secret_url) as w:  # the real URL still connects
         assert w.url == secret_url
+
+
+def test_an_old_plans_password_is_not_stored_by_an_import(store_url, tmp_path):
+    lines = rf.lines("7" * 40)
+    lines[0]["plan"]["config"]["store"] = {"url": f"postgresql://kf:{SECRET}@db:5432/kf"}
+    path = rf.write(tmp_path / "r.jsonl", lines)
+    rc, out, err = rf.run_import(str(path), "--url", store_url)
+    assert rc == 0, out + err
+    stored = stored_text(store_url)
+    assert SECRET not in stored and "kf:***@db" in stored
