@@ -26,7 +26,7 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as exc:  # one line, exit 2 (exit_on_user_error)
         raise UserError(" ".join(str(exc).split())) from None
     if differs:
-        console.print(f"[yellow]warning:[/] software differs from the plan's: {'; '.join(differs)}")
+        console.print(f"[yellow]warning:[/] software differs from the plan's: {escape('; '.join(differs))}")
     if args.keys:
         wanted = set(args.keys.split(","))
         unknown = wanted - {s.key for s in specs}
