@@ -42,12 +42,31 @@ def open_store(db: str | None):
         _die(str(exc))
     except Exception as exc:  # bad URL, unknown driver, unreachable server, not a database
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        _die(f"cannot open the store {db or '(default)'}: {first}")
+        _die(f"cannot open the store {queries.display_store_url(db) if db else '(default)'}: {first}")
 
 
 def _die(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(EXIT_USAGE)
+
+
+def _check_listen(host: str, port: int) -> None:
+    """A one-line error, before anything is loaded, when the dashboard could not listen on ``host``:``port`` (a
+    host that is no address of this machine, a port another program holds)."""
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        _die(f"--host {host}: not a host name or address ({getattr(exc, 'strerror', None) or exc})")
+    probe = socket.socket(family, kind, proto)
+    try:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server itself binds
+        probe.bind(address)
+    except OSError as exc:
+        _die(f"cannot listen on {host}:{port}: {exc.strerror or exc} (another --port, or --host of this machine)")
+    finally:
+        probe.close()
 
 
 def _is_loopback(host: str) -> bool:
@@ -63,13 +82,21 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == "build":
         from dashboard.static import build_site
+        from dashboard.view import UNREADABLE_STORE, unreadable_store_line
 
         engine, url = open_store(args.build_db or args.db)
-        for path in build_site(engine, url, args.out):
+        try:
+            written = build_site(engine, url, args.out)
+        except UNREADABLE_STORE as exc:
+            _die(unreadable_store_line(exc))
+        except OSError as exc:
+            _die(f"--out {args.out}: {exc.strerror or exc}")
+        for path in written:
             print(path)
         return 0
     if not 0 < args.port < 65536:
         _die(f"--port {args.port}: not a port number (1-65535)")
+    _check_listen(args.host, args.port)
     engine, url = open_store(args.db)
     from dashboard.app import create_app
     from orchestrator.store import queries

@@ -4,6 +4,7 @@ again, so new runs appear without a restart."""
 
 from __future__ import annotations
 
+import sys
 from urllib.parse import parse_qsl, urlencode
 
 from dash import ALL, Dash, Input, Output, State, dash_table, dcc, html
@@ -11,7 +12,7 @@ from dash.exceptions import PreventUpdate
 from flask import Response, abort, request
 
 from dashboard import pages
-from dashboard.view import PageView, Table, to_csv
+from dashboard.view import UNREADABLE_STORE, PageView, Table, markdown_link, page_cell, to_csv, unreadable_store_line
 from orchestrator.store import queries
 
 NAV_STYLE = {
@@ -49,7 +50,7 @@ def create_app(src, url: str) -> Dash:
 
     @app.callback(Output("page", "children"), Input("url", "pathname"), Input("url", "search"))
     def render(pathname, search):
-        return render_view(pages.build(src, pathname or "/", params_of(search), url), url, pathname or "/")
+        return page_children(src, url, pathname or "/", search)
 
     @app.callback(
         Output("url", "search"),
@@ -111,6 +112,22 @@ def create_app(src, url: str) -> Dash:
     return app
 
 
+def page_children(src, url: str, pathname: str, search: str | None) -> list:
+    """The page at ``pathname``, or, when the store cannot be read as this code expects (a dropped table, a value
+    that is not JSON or not a date: a damaged store at the right revision), a page that says so in one line."""
+    try:
+        view = pages.build(src, pathname, params_of(search), url)
+    except UNREADABLE_STORE as exc:
+        line = unreadable_store_line(exc)
+        print(f"dashboard: {pathname}: {line}", file=sys.stderr)
+        return [
+            html.H2("The store could not be read"),
+            html.P(line, id="store-error", style={"color": "#b00"}),
+            html.P("Other pages may still work; restore the store from a copy or rebuild it from its results files."),
+        ]
+    return render_view(view, url, pathname)
+
+
 def render_view(view: PageView, url: str, pathname: str) -> list:
     children: list = [html.H2(view.title)]
     if view.empty:
@@ -158,11 +175,16 @@ def render_view(view: PageView, url: str, pathname: str) -> list:
 
 def _table(page: str, t: Table, query: str):
     columns = [{"name": c, "id": c, **({"presentation": "markdown"} if c in t.links else {})} for c in t.columns]
-    data = t.rows
+    data = [{c: page_cell(v) for c, v in r.items()} for r in t.rows]
     if t.links:
         data = [
-            {**r, **{c: f"[{r[c]}]({tpl.format(value=r[c])})" for c, tpl in t.links.items() if r.get(c) is not None}}
-            for r in t.rows
+            {
+                **r,
+                **{
+                    c: markdown_link(r[c], tpl.format(value=r[c])) for c, tpl in t.links.items() if r.get(c) is not None
+                },
+            }
+            for r in data
         ]
     return html.Div(
         [

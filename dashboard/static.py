@@ -8,7 +8,7 @@ import html
 from pathlib import Path
 
 from dashboard import pages
-from dashboard.view import PageView, Table, to_csv
+from dashboard.view import PageView, Table, page_cell, to_csv
 
 _SORT_JS = """<script>
 document.querySelectorAll('table.sortable th').forEach(function (th, i) {
@@ -62,7 +62,7 @@ def _table(page: str, t: Table) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in t.columns)
     rows = "".join(
         "<tr>"
-        + "".join(f"<td>{'' if r.get(c) is None else html.escape(str(r.get(c)))}</td>" for c in t.columns)
+        + "".join(f"<td>{'' if r.get(c) is None else html.escape(str(page_cell(r.get(c))))}</td>" for c in t.columns)
         + "</tr>"
         for r in t.rows
     )

@@ -12,10 +12,15 @@ import datetime as dt
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import plotly.graph_objects as go
+from sqlalchemy.exc import SQLAlchemyError
+
+from orchestrator.store.csv_cells import csv_cell
 
 
 @dataclass
@@ -94,12 +99,44 @@ def rows_of(records: list[dict[str, Any]], columns: list[str]) -> list[dict[str,
     return [{c: cell(r.get(c)) for c in columns} for r in records]
 
 
+# What reading a damaged store raises (a dropped table, text that is not JSON, a date that does not parse): the
+# dashboard shows it as one line instead of failing the page.
+UNREADABLE_STORE = (SQLAlchemyError, ValueError, TypeError, KeyError, OverflowError)
+
+
+def unreadable_store_line(exc: BaseException) -> str:
+    """One line for a store that cannot be read."""
+    orig = getattr(exc, "orig", None)
+    first = (str(orig if orig is not None else exc).strip().splitlines() or [""])[0][:300]
+    return f"the store cannot be read: {type(orig or exc).__name__}: {first}"
+
+
+# A page shows at most this many characters of one cell (a crash's error output can be megabytes); the CSV download
+# keeps the whole text.
+MAX_CELL_CHARS = 2000
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*\[\]<>()!|])")
+
+
+def page_cell(value: Any) -> Any:
+    """A cell as a page shows it: text longer than MAX_CELL_CHARS is cut, saying how much was left out."""
+    if isinstance(value, str) and len(value) > MAX_CELL_CHARS:
+        return f"{value[:MAX_CELL_CHARS]}… ({len(value) - MAX_CELL_CHARS} more characters; the CSV has them all)"
+    return value
+
+
+def markdown_link(text: Any, href: str) -> str:
+    """A Markdown link whose text is shown literally and whose target stays one path of this site: Markdown in the
+    text is escaped and the target percent-encoded (``:`` too, so no ``javascript:`` or other scheme)."""
+    label = _MARKDOWN_SPECIAL.sub(r"\\\1", str(page_cell(text)))
+    return f"[{label}]({quote(href, safe='/?=&#%')})"
+
+
 def to_csv(table: Table) -> str:
     out = io.StringIO()
     w = csv.DictWriter(out, fieldnames=table.columns, lineterminator="\n")
     w.writeheader()
     for r in table.rows:
-        w.writerow({c: "" if r.get(c) is None else r.get(c) for c in table.columns})
+        w.writerow({c: "" if r.get(c) is None else csv_cell(r.get(c)) for c in table.columns})
     return out.getvalue()
 
 

@@ -53,7 +53,20 @@ def _sweep_main(argv: list[str], console: Console) -> int:
         return EXIT_CONFIG
 
 
+EXIT_INTERRUPTED = 130
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command's exit code; Ctrl-C outside a running sweep (which marks its run itself) is one line, exit 130:
+    an import or a store change in flight is rolled back, nothing half-written is kept."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("interrupted (Ctrl-C): stopped; nothing half-written was kept", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     console = Console(soft_wrap=True)
     if not console.is_terminal:

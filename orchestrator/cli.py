@@ -7,7 +7,7 @@ import sys
 
 from rich.console import Console
 
-from orchestrator import runs_cli
+from orchestrator import arg_types, runs_cli
 from orchestrator.config import ConfigError
 from orchestrator.store.migrate import SchemaOutOfDate
 from workers.errors import exit_on_user_error
@@ -34,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     rep = sub.add_parser(
         "report", help="show a run's summary again (the newest run by default), or write it as Markdown for docs/perf/"
     )
-    rep.add_argument("run", nargs="?", type=int, help="run id (default: the newest run)")
+    rep.add_argument("run", nargs="?", type=arg_types.run_id, help="run id (default: the newest run)")
     rep.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
     rep.add_argument("--markdown", metavar="FILE", help="write the summary as Markdown to FILE")
     rep.add_argument("--wide", action="store_true", help="every column (the default fits 120 columns)")
@@ -63,20 +63,23 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
     try:
         if args.cmd == "db":
             from orchestrator.store import migrate
-            from orchestrator.store.session import resolve_url
+            from orchestrator.store.session import display_url, resolve_url
 
             url = resolve_url(args.url)
+            shown = display_url(url)
             if args.action == "upgrade":
                 from orchestrator.pg_database import ensure_database
 
                 if ensure_database(url):
-                    console.print(f"created the database of {url}")
+                    console.print(f"created the database of {shown}", markup=False)
                 before = migrate.current(url)
                 migrate.upgrade(url)
-                console.print(f"store {url}: schema {before or 'empty'} -> {migrate.current(url)} (head)")
+                console.print(
+                    f"store {shown}: schema {before or 'empty'} -> {migrate.current(url)} (head)", markup=False
+                )
             else:
                 cur = migrate.current(url)
-                console.print(f"store {url}: schema {cur or 'empty'}; head {migrate.head()}")
+                console.print(f"store {shown}: schema {cur or 'empty'}; head {migrate.head()}", markup=False)
             return 0
         if args.cmd == "report":
             from orchestrator.report import show_run

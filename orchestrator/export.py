@@ -11,10 +11,13 @@ import argparse
 import csv
 import datetime as dt
 import json
+import math
 import os
 import sys
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
+
+from orchestrator import arg_types
 
 FORMATS = ("csv", "parquet", "jsonl")
 BATCH = 20000
@@ -23,7 +26,7 @@ BATCH = 20000
 def add_parser(sub) -> None:
     ex = sub.add_parser("export", help="every measurement as long-format rows (csv, parquet or jsonl), streamed")
     ex.add_argument("--format", choices=FORMATS, default="csv", help="output format (default csv)")
-    ex.add_argument("--run", type=int, help="only the attempts this run recorded")
+    ex.add_argument("--run", type=arg_types.run_id, help="only the attempts this run recorded")
     ex.add_argument(
         "--since", help="only attempts measured at or after DATE (YYYY-MM-DD or ISO time; UTC unless it names a zone)"
     )
@@ -77,14 +80,22 @@ def _text(value: Any) -> Any:
     return value.isoformat() if isinstance(value, dt.datetime) else value
 
 
+def _json_value(value: Any) -> Any:
+    """A value strict JSON can hold: an infinite or NaN float becomes null (JSON has no Infinity)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return _text(value)
+
+
 def _csv(rows: Iterable[dict[str, Any]], stream: IO[str]) -> int:
+    from orchestrator.store.csv_cells import csv_cell
     from orchestrator.store.queries import EXPORT_COLUMNS
 
     w = csv.writer(stream, lineterminator="\n")
     w.writerow(EXPORT_COLUMNS)
     n = 0
     for r in rows:
-        w.writerow(["" if r[c] is None else _text(r[c]) for c in EXPORT_COLUMNS])
+        w.writerow(["" if r[c] is None else csv_cell(_text(r[c])) for c in EXPORT_COLUMNS])
         n += 1
     return n
 
@@ -92,7 +103,9 @@ def _csv(rows: Iterable[dict[str, Any]], stream: IO[str]) -> int:
 def _jsonl(rows: Iterable[dict[str, Any]], stream: IO[str]) -> int:
     n = 0
     for r in rows:
-        stream.write(json.dumps({k: _text(v) for k, v in r.items()}, separators=(",", ":")) + "\n")
+        stream.write(
+            json.dumps({k: _json_value(v) for k, v in r.items()}, separators=(",", ":"), allow_nan=False) + "\n"
+        )
         n += 1
     return n
 

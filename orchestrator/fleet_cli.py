@@ -218,6 +218,13 @@ def node_join(args, console: Console) -> int:
         if bad:
             console.print(f"[red]a real join would be refused:[/] fix {', '.join(c.name for c in bad)} first")
             return EXIT_REFUSED
+        if not probe.reachable:  # the head's checks were skipped: a real join would be refused
+            console.print(
+                f"[red]a real join would be refused:[/] cannot reach the head at {escape(address)}: "
+                f"{escape(str(probe.error))}",
+                highlight=False,
+            )
+            return EXIT_REFUSED
         return EXIT_OK
     if bad:
         console.print(

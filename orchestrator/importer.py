@@ -38,6 +38,7 @@ from orchestrator.plan import CodeVersion, job_key
 from orchestrator.store.checks import Invalid, check_result, check_spec, plain_text
 from orchestrator.store.errors import StoreError
 from orchestrator.store.models import Run
+from orchestrator.store.session import display_url, public_config
 from orchestrator.store_access import open_writer
 from workers import runner
 from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec
@@ -113,7 +114,7 @@ def _check_row(path: str, n: int, obj: dict, code: CodeVersion) -> tuple[JobSpec
     try:
         spec = check_spec(obj["spec"])
         result = check_result(obj["result"])
-    except Invalid as exc:
+    except (Invalid, ValueError, TypeError) as exc:  # ValueError: an unknown metric, raised as the row is built
         raise BadResults(f"{path}:{n}: {exc}") from None
     expected = job_key(spec, code)
     if spec.key != expected:
@@ -184,27 +185,32 @@ def _import(paths: list[str], url: str | None, console: Console) -> int:
     digest = _digest(paths)
     path = ", ".join(paths)
     writer, url = open_writer(url, console)
+    shown = display_url(url)
     try:
         specs = list({s.key: s for s, _ in rows}.values())
         try:
             run_id, added = _write(writer, plan, specs, rows, digest)
         except _ImportedBefore as earlier:
-            console.print(f"{path} was imported before as run {earlier.args[0]}; nothing added (store {url})")
+            console.print(
+                f"{path} was imported before as run {earlier.args[0]}; nothing added (store {shown})", markup=False
+            )
             return 0
         except _NothingNew:
             held = writer.runs_holding([s.key for s in specs])
             where = f"already in run {', '.join(map(str, held))}" if held else "already in the store"
-            console.print(f"{path}: nothing new; {where} (store {url})")
+            console.print(f"{path}: nothing new; {where} (store {shown})", markup=False)
             return 0
     finally:
         writer.close()
     report.print_run_summary(console, url, run_id, f"run {run_id} · imported from {path}")
-    console.print(f"imported {added} results of {len(rows)} jobs from {path} as run {run_id} (store {url})")
+    console.print(
+        f"imported {added} results of {len(rows)} jobs from {path} as run {run_id} (store {shown})", markup=False
+    )
     return 0
 
 
 def _digest(paths: list[str]) -> str:
-    digests = sorted(hashlib.sha256(runner.content(p)).hexdigest() for p in paths)
+    digests = sorted(runner.digest(p) for p in paths)
     return digests[0] if len(digests) == 1 else hashlib.sha256("".join(digests).encode()).hexdigest()
 
 
@@ -244,7 +250,7 @@ def _write(
             raise _ImportedBefore(earlier)
         run_id = writer.start_run(
             plan["sweep"] or "imported",
-            plan.get("config") or {},
+            public_config(plan.get("config") or {}),  # a plan written before passwords were masked keeps none
             plan["plan_key"],
             plan["commit"],
             _code_hash(plan),
@@ -322,17 +328,20 @@ def _import_directory(directory: str, url: str | None, console: Console) -> int:
             try:
                 run_id, added = _write(writer, group[0][1], specs, rows, _digest(paths))
             except _ImportedBefore as earlier:
-                console.print(f"{names}: imported before as run {earlier.args[0]}")
+                console.print(f"{names}: imported before as run {earlier.args[0]}", markup=False)
                 continue
             except _NothingNew:
-                console.print(f"{names}: nothing new")
+                console.print(f"{names}: nothing new", markup=False)
                 continue
             started, _ = _measured_span(rows)
             when = f" ({started:%Y-%m-%d %H:%M} UTC)" if started else ""
-            console.print(f"run {run_id}{when}: {added} results of {len(specs)} jobs from {names}")
+            console.print(f"run {run_id}{when}: {added} results of {len(specs)} jobs from {names}", markup=False)
             runs += 1
             jobs += len(specs)
     finally:
         writer.close()
-    console.print(f"imported {runs} runs ({jobs} jobs) from {len(read)} files under {directory} (store {url})")
+    console.print(
+        f"imported {runs} runs ({jobs} jobs) from {len(read)} files under {directory} (store {display_url(url)})",
+        markup=False,
+    )
     return 0

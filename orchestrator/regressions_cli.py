@@ -14,8 +14,10 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.report import _fmt
+from orchestrator import arg_types
+from orchestrator.report import _fmt, plain
 from orchestrator.store.regression_rule import CONFIRMED, KERNEL_CHANGED, UNCONFIRMED
+from orchestrator.store.session import display_url
 
 EXIT_NONE, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
 RECIPE = (
@@ -34,12 +36,12 @@ def add_parser(sub) -> None:
     reg.add_argument(
         "run",
         nargs="*",
-        type=int,
+        type=arg_types.run_id,
         help="the run(s) to judge (default: the newest point of each series; several with --baseline)",
     )
     reg.add_argument(
         "--baseline",
-        type=int,
+        type=arg_types.run_id,
         nargs="+",
         metavar="RUN",
         help="compare RUN(s) with these runs (two runs per side measure the between-run spread)",
@@ -84,7 +86,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         )
     except KeyError as exc:
         print(
-            f"error: {exc.args[0] if exc.args else exc} in {url}; list the runs with `python -m orchestrator runs`",
+            f"error: {exc.args[0] if exc.args else exc} in {display_url(url)}; "
+            "list the runs with `python -m orchestrator runs`",
             file=sys.stderr,
         )
         return EXIT_USAGE
@@ -107,7 +110,8 @@ def _print(report: dict, threshold: float, url: str, console: Console) -> None:
     if not flags:
         console.print(
             f"no change of {threshold:.0%} or more beyond the between-run spread, against {against} "
-            f"({report['series']} series judged; store {url})"
+            f"({report['series']} series judged; store {display_url(url)})",
+            markup=False,
         )
         return
     t = Table(
@@ -136,25 +140,32 @@ def _print(report: dict, threshold: float, url: str, console: Console) -> None:
         }[f["status"]]
         device = (f.get("hardware_key") or "–") + (" (cpu timings)" if f["device"] == "cpu" else "")
         t.add_row(
-            f["kernel"],
-            "x".join(str(s) for s in f["shape"]),
-            f["dtype"],
-            f["impl"],
-            device,
-            f"{f['change']:+.1%} ({f['direction']})",
-            _fmt(f.get("reference_median"), ".2f"),
-            _fmt(f.get("current_median"), ".2f"),
-            _fmt(f.get("noise"), ".2%"),
-            verdict,
-            str(f.get("run_id")),
-            (f.get("commit") or "")[:10],
+            *plain(
+                [
+                    f["kernel"],
+                    "x".join(str(s) for s in f["shape"]),
+                    f["dtype"],
+                    f["impl"],
+                    device,
+                    f"{f['change']:+.1%} ({f['direction']})",
+                    _fmt(f.get("reference_median"), ".2f"),
+                    _fmt(f.get("current_median"), ".2f"),
+                    _fmt(f.get("noise"), ".2%"),
+                    verdict,
+                    str(f.get("run_id")),
+                    (f.get("commit") or "")[:10],
+                ]
+            )
         )
     console.print(t)
     confirmed = sum(f["status"] == CONFIRMED and f["direction"] == "regression" for f in flags)
     unconfirmed = [f for f in flags if f["status"] == UNCONFIRMED]
     changed = [f for f in flags if f["status"] == KERNEL_CHANGED]
-    console.print(f"{confirmed} confirmed regression(s) of {report['series']} series judged (store {url})")
+    console.print(
+        f"{confirmed} confirmed regression(s) of {report['series']} series judged (store {display_url(url)})",
+        markup=False,
+    )
     if unconfirmed:
-        console.print(f"{len(unconfirmed)} unconfirmed: {unconfirmed[0]['reason']}; {RECIPE}")
+        console.print(f"{len(unconfirmed)} unconfirmed: {unconfirmed[0]['reason']}; {RECIPE}", markup=False)
     for f in changed:
-        console.print(f"{f['kernel']} {f['impl']} {'x'.join(map(str, f['shape']))}: {f['reason']}")
+        console.print(f"{f['kernel']} {f['impl']} {'x'.join(map(str, f['shape']))}: {f['reason']}", markup=False)

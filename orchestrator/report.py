@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Iterable
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from orchestrator.report_e2e import anchor_markdown, anchor_table, e2e_notes
 from workers.errors import UserError
@@ -136,22 +139,42 @@ def notes(rows: Iterable[dict], unavailable: dict | None = None) -> list[str]:
     return out + ([INTERPRETER_NOTE] if interp else [])
 
 
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*\[\]<>|])")  # not `_`: names have it, and mid-word it emphasises nothing
+
+
+def plain(values: Iterable) -> list[Text]:
+    """Table cells shown as they are: names from the store (a kernel called ``[/]k``) are never read as markup."""
+    return [Text(str(v)) for v in values]
+
+
 def summary_table(rows: Iterable[dict], title: str, unavailable: dict | None = None, wide: bool = False) -> Table:
+    title = Text(title)
     t = Table(title=title, show_lines=False) if wide else Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0))
     for c in COLUMNS if wide else COMPACT_COLUMNS:
         t.add_column(c, justify="left" if c in LEFT else "right", no_wrap=True)
     for r in shown_rows(rows):
-        t.add_row(*_cells(r, unavailable, wide))
+        t.add_row(*plain(_cells(r, unavailable, wide)))
     return t
+
+
+def md(value: object) -> str:
+    """Text from the store as Markdown shows it literally: HTML escaped, ``|`` cannot end a table cell, Markdown
+    punctuation (links, emphasis, code) escaped, one line."""
+    text = html.escape(" ".join(str(value).split()), quote=False)
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def _md_row(cells: Iterable) -> str:
+    return "| " + " | ".join(md(c) for c in cells) + " |"
 
 
 def markdown(rows: Iterable[dict], unavailable: dict | None = None) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for r in shown_rows(rows):
-        lines.append("| " + " | ".join(_cells(r, unavailable)) + " |")
+        lines.append(_md_row(_cells(r, unavailable)))
     below = notes(rows, unavailable)
     if below:
-        lines += [""] + [f"- {n}" for n in below]
+        lines += [""] + [f"- {md(n)}" for n in below]
     return "\n".join(lines) + "\n"
 
 
@@ -209,14 +232,11 @@ def e2e_status(r: dict) -> str:
 
 
 def e2e_table(rows: Iterable[dict], title: str) -> Table:
-    t = Table(title=title)
+    t = Table(title=Text(title))
     for c in E2E_COLUMNS:
         t.add_column(c, justify="left" if c in ("model", "mode", "dtype", "status", "frames x H x W") else "right")
     for r in rows:
-        t.add_row(
-            *_e2e_cells(r),
-            e2e_status(r),
-        )
+        t.add_row(*plain([*_e2e_cells(r), e2e_status(r)]))
     return t
 
 
@@ -244,7 +264,7 @@ def print_summary(
     if isa_rows:
         console.print(isa_table(isa_rows, f"{title} · compiled for target architectures (no GPU ran)"))
     if not rows and not e2e_rows and not isa_rows:
-        console.print(f"{title}: no measurements in this run")
+        console.print(f"{title}: no measurements in this run", markup=False, highlight=False)
 
 
 ISA_COLUMNS = (
@@ -309,7 +329,7 @@ def _isa_cells(r: dict) -> list[str]:
 
 
 def isa_table(rows: Iterable[dict], title: str) -> Table:
-    t = Table(title=title)
+    t = Table(title=Text(title))
     for c in ISA_COLUMNS:
         t.add_column(
             c,
@@ -318,14 +338,14 @@ def isa_table(rows: Iterable[dict], title: str) -> Table:
             else "right",
         )
     for r in rows:
-        t.add_row(*_isa_cells(r))
+        t.add_row(*plain(_isa_cells(r)))
     return t
 
 
 def isa_markdown(rows: Iterable[dict]) -> str:
     lines = ["| " + " | ".join(ISA_COLUMNS) + " |", "|" + "---|" * len(ISA_COLUMNS)]
     for r in rows:
-        lines.append("| " + " | ".join(_isa_cells(r)) + " |")
+        lines.append(_md_row(_isa_cells(r)))
     return "\n".join(lines) + "\n"
 
 
@@ -333,16 +353,7 @@ def e2e_markdown(rows: Iterable[dict]) -> str:
     rows = list(rows)
     lines = ["| " + " | ".join(E2E_COLUMNS) + " |", "|" + "---|" * len(E2E_COLUMNS)]
     for r in rows:
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    *_e2e_cells(r),
-                    e2e_status(r),
-                ]
-            )
-            + " |"
-        )
+        lines.append(_md_row([*_e2e_cells(r), e2e_status(r)]))
     anchors = anchor_markdown(rows)
     if anchors:
         lines += ["", anchors.rstrip("\n")]
@@ -403,18 +414,19 @@ def run_markdown(
         else (_when(first) if _when(first) == _when(last) else f"{_when(first)} to {_when(last)}")
     )
     out = [
-        f"# Run {info['id']} · {info['sweep']}",
+        f"# Run {info['id']} · {md(info['sweep'])}",
         "",
         f"- **Measured:** {when} (run {info['id']} started {_when(info.get('started_at'))}, status "
-        f"{info.get('status')})",
-        f"- **Commit:** `{info.get('commit')}` (kernels hash `{info.get('code_hash')}`); source: {info.get('source')}",
+        f"{md(info.get('status'))})",
+        f"- **Commit:** {md(info.get('commit'))} (kernels hash {md(info.get('code_hash'))}); source: "
+        f"{md(info.get('source'))}",
     ]
     for d in devs:
         bw = d.get("copy_bandwidth_gbs")
         out.append(
-            f"- **Device:** {d['name']} ({d['arch']}, {d.get('compute_units')} compute units), driver "
-            f"{d.get('driver') or '–'}, {d.get('runtime') or '–'}, torch {d.get('torch')}, triton "
-            f"{d.get('triton')}; measured copy ceiling {f'{bw:.0f} GB/s' if bw else 'not measured'}"
+            f"- **Device:** {md(d['name'])} ({md(d['arch'])}, {d.get('compute_units')} compute units), driver "
+            f"{md(d.get('driver') or '–')}, {md(d.get('runtime') or '–')}, torch {md(d.get('torch'))}, triton "
+            f"{md(d.get('triton'))}; measured copy ceiling {f'{bw:.0f} GB/s' if bw else 'not measured'}"
         )
     out.append(f"- **Jobs:** {counts_in_words(info.get('job_counts'))}")
     out.append("")
@@ -431,17 +443,17 @@ def show_run(
     url: str | None, run_id: int | None, markdown_path: str | None, console: Console, wide: bool = False
 ) -> int:
     from orchestrator.store import queries
-    from orchestrator.store.session import resolve_url
+    from orchestrator.store.session import display_url, resolve_url
 
     url = resolve_url(url)
     if run_id is None:
         runs = queries.list_runs(url, limit=1)
         if not runs:
-            raise ValueError(f"the store {url} holds no run yet")
+            raise ValueError(f"the store {display_url(url)} holds no run yet")
         run_id = runs[0]["id"]
     info = queries.run_info(url, run_id)
     if info is None:
-        raise UserError(f"no run {run_id} in {url}; list the runs with `python -m orchestrator runs`")
+        raise UserError(f"no run {run_id} in {display_url(url)}; list the runs with `python -m orchestrator runs`")
     rows, e2e_rows = queries.run_summary(url, run_id), queries.e2e_results(url, run_id)
     isa_rows = queries.isa_results(url, run_id)
     measured = queries.run_measured(url, run_id)
@@ -457,5 +469,5 @@ def show_run(
     if markdown_path:
         with open(markdown_path, "w") as f:
             f.write(run_markdown(info, rows, e2e_rows, queries.devices(url), measured, isa_rows))
-        console.print(f"wrote {markdown_path}")
+        console.print(f"wrote {markdown_path}", markup=False, highlight=False)
     return 0

@@ -6,13 +6,15 @@ import argparse
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from orchestrator.report import counts_in_words
+from orchestrator import arg_types
+from orchestrator.report import counts_in_words, plain
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("runs", help="list the runs (id, sweep, date, device, status, counts), newest first")
-    p.add_argument("--limit", type=int, default=20, help="how many runs to list (default 20)")
+    p.add_argument("--limit", type=arg_types.count, default=20, help="how many runs to list (default 20)")
     p.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
 
 
@@ -26,22 +28,27 @@ def run(args: argparse.Namespace, console: Console) -> int:
         console.print(
             f"the store {display_url(url)} holds no run yet; start one with `python -m orchestrator +sweep=smoke`",
             highlight=False,
+            markup=False,
         )
         return 0
-    t = Table(title=f"runs in {display_url(url)} (newest first)")
+    t = Table(title=Text(f"runs in {display_url(url)} (newest first)"))
     for c in ("id", "sweep", "started", "device", "status", "jobs", "source"):
         t.add_column(c, justify="right" if c == "id" else "left", overflow="fold")
     for r in runs:
         devices = queries.run_measured(url, r["id"])["devices"]
         started = r["started_at"].strftime("%Y-%m-%d %H:%M") if r.get("started_at") else "–"
         t.add_row(
-            str(r["id"]),
-            r["sweep"],
-            started,
-            ", ".join(devices) or "–",
-            r["status"],
-            counts_in_words(r.get("counts") or {"planned": r.get("n_jobs") or 0}),
-            r["source"],
+            *plain(
+                [
+                    str(r["id"]),
+                    r["sweep"],
+                    started,
+                    ", ".join(devices) or "–",
+                    r["status"],
+                    counts_in_words(r.get("counts") or {"planned": r.get("n_jobs") or 0}),
+                    r["source"],
+                ]
+            )
         )
     console.print(t)
     console.print("show one with `python -m orchestrator report RUN`", highlight=False)

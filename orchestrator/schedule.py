@@ -133,6 +133,37 @@ def selector_matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
     return True
 
 
+# How long the driver tries to open a TCP connection to cluster.address before it gives up (Ray's own connect
+# retries for minutes against a head that is down or filtered).
+CONNECT_TIMEOUT_S = 5.0
+
+
+def check_reachable(address: str, timeout_s: float | None = None) -> None:
+    """ConfigError, in one line and within ``timeout_s``, unless a TCP connection to ``address`` (HOST:PORT, or
+    ray://HOST:PORT) opens; ``auto`` (Ray finds a local head itself) is not checked."""
+    import socket
+
+    from orchestrator.config import ConfigError
+
+    timeout_s = CONNECT_TIMEOUT_S if timeout_s is None else timeout_s
+    target = address.strip()
+    if target == "auto":
+        return
+    target = target.split("://", 1)[-1]
+    host, sep, port_text = target.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ConfigError(f"cluster.address={address}: expected HOST:PORT of a Ray head (e.g. 10.0.0.5:6379)")
+    try:
+        socket.create_connection((host, int(port_text)), timeout=timeout_s).close()
+    except OSError as exc:
+        why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc) or type(exc).__name__)
+        raise ConfigError(
+            f"cluster.address={address}: cannot reach the Ray head ({why} within {timeout_s:g} s); is it running "
+            "(`python -m orchestrator cluster up`) and is the port open from here?"
+        ) from None
+
+
 @dataclass
 class RayCluster:
     """A connection to Ray: an existing cluster (address) or an embedded local instance on this machine."""
@@ -147,6 +178,7 @@ class RayCluster:
         address = self.address or os.environ.get("RAY_ADDRESS") or None
         env_vars = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIXES)}
         if address:
+            check_reachable(address)
             runtime_env: dict = {"working_dir": str(REPO_ROOT), "excludes": RUNTIME_EXCLUDES}
             if env_vars:
                 runtime_env["env_vars"] = env_vars

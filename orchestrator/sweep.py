@@ -11,13 +11,15 @@ from collections import Counter
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from orchestrator import plan as planner
 from orchestrator import report, schedule
 from orchestrator.config import ConfigError
-from orchestrator.store.ownership import RunHeld
+from orchestrator.store.ownership import RunHeld, RunTakenOver
+from orchestrator.store.session import display_url, public_config
 from orchestrator.store_access import open_writer
 from workers import runner
 from workers.spec import STATUS_LOST, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec
@@ -27,7 +29,12 @@ EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 
 
 def plan_header(cfg: dict, specs: list[JobSpec]) -> dict:
     code = planner.code_version()
-    return {"sweep": cfg["sweep"]["name"], "config": cfg, "plan_key": planner.plan_key(specs), **code.to_dict()}
+    return {
+        "sweep": cfg["sweep"]["name"],
+        "config": public_config(cfg),
+        "plan_key": planner.plan_key(specs),
+        **code.to_dict(),
+    }
 
 
 def write_dry_run(cfg: dict, specs: list[JobSpec], console: Console) -> int:
@@ -38,7 +45,8 @@ def write_dry_run(cfg: dict, specs: list[JobSpec], console: Console) -> int:
     console.print(
         f"planned {len(specs)} jobs, nothing scheduled: {out}\n"
         f"run them on any machine with `python -m workers run {out} --out results.jsonl`, "
-        f"then `python -m orchestrator import results.jsonl`"
+        f"then `python -m orchestrator import results.jsonl`",
+        markup=False,
     )
     return EXIT_OK
 
@@ -98,13 +106,14 @@ class _Recorder:
             self.results_file.flush()
         if res.status not in (STATUS_OK, STATUS_SKIPPED):
             self.console.print(
-                f"[yellow]{self.labels.get(res.key, res.key)}[/]: {res.status}: {(res.error or '').strip()[:300]}"
+                f"[yellow]{escape(self.labels.get(res.key, res.key))}[/]: {res.status}: "
+                f"{escape((res.error or '').strip()[:300])}"
             )
         self._advance(res.status)
 
     def lost(self, spec: JobSpec, reason: str) -> None:
         self.writer.mark_lost(self.run_id, spec.key, reason)
-        self.console.print(f"[red]{spec.label()}[/]: lost: {reason}")
+        self.console.print(f"[red]{escape(spec.label())}[/]: lost: {escape(reason)}")
         self._advance(STATUS_LOST)
 
 
@@ -207,10 +216,10 @@ def _check_cpu_price(cfg: dict, todo: list[JobSpec], where: str, console: Consol
         f"not included)"
     )
     if p.small or cfg.get("allow_cpu"):
-        console.print(what, highlight=False)
+        console.print(what, highlight=False, markup=False)
         return
     name = cfg["sweep"]["name"]
-    console.print(what, highlight=False)
+    console.print(what, highlight=False, markup=False)
     console.print(
         f"nothing was scheduled or stored. Instead:\n"
         f"  python -m orchestrator +sweep=smoke                      small shapes, minutes on a CPU\n"
@@ -220,6 +229,7 @@ def _check_cpu_price(cfg: dict, todo: list[JobSpec], where: str, console: Consol
         f"python -m workers run plan.jsonl --out results.jsonl\n"
         f"  python -m orchestrator +sweep={name} allow_cpu=true      run it here anyway",
         highlight=False,
+        markup=False,
     )
     raise ConfigError(
         f"sweep {name} is GPU-sized: estimated {cpu_price.duration(p.estimate_s)} on this CPU "
@@ -237,7 +247,9 @@ def _check_writable(explicit_url: str | None) -> None:
         return
     for p in (path, path.parent):
         if not os.access(p, os.W_OK):
-            raise ConfigError(f"store {url}: {p} is read-only; make it writable or use another store (store.url=...)")
+            raise ConfigError(
+                f"store {display_url(url)}: {p} is read-only; make it writable or use another store (store.url=...)"
+            )
 
 
 def _nothing_to_run(writer, url: str, cfg: dict, header: dict, specs: list[JobSpec], console: Console) -> int:
@@ -252,8 +264,9 @@ def _nothing_to_run(writer, url: str, cfg: dict, header: dict, specs: list[JobSp
     where = f"; newest run of this plan: {same[0]['id']}" if same else ""
     console.print(
         f"sweep {cfg['sweep']['name']}: all {len(specs)} jobs have good results in the store{where}; "
-        f"nothing to run, no run recorded (rerun=true runs them again; store {url})",
+        f"nothing to run, no run recorded (rerun=true runs them again; store {display_url(url)})",
         highlight=False,
+        markup=False,
     )
     return EXIT_OK
 
@@ -356,7 +369,7 @@ class _Sweep:
             try:
                 claimed, resumed = self.writer.claim_run(
                     self.name,
-                    self.cfg,
+                    self.header["config"],
                     self.header["plan_key"],
                     self.header["commit"],
                     self.header["code_hash"],
@@ -388,7 +401,7 @@ class _Sweep:
             {"node_id": n.node_id, "alive": n.alive, "labels": n.labels, "resources": n.resources}  # the fleet page's
             for n in nodes
         )
-        self.console.print(f"fleet: {schedule.fleet_summary(nodes)}")
+        self.console.print(f"fleet: {schedule.fleet_summary(nodes)}", markup=False)
         with Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -399,9 +412,10 @@ class _Sweep:
             console=self.console,
             transient=False,
         ) as progress:
-            task = progress.add_task(self.name, total=len(self.todo), state="")
+            task = progress.add_task(escape(self.name), total=len(self.todo), state="")
             labels = {s.key: s.label() for s in self.todo}
             rec = _Recorder(self.writer, self.run_id, bool(self.cfg.get("rerun")), progress, task, labels, self.console)
+            self.counts = rec.counts  # what ran so far, also when a signal ends the sweep mid-way
             results_out = self.cfg.get("results_out")
             if results_out:
                 rec.results_file = open_results_out(results_out, self.header)
@@ -429,14 +443,17 @@ class _Sweep:
         self.claim(signals)
         self.console.print(
             f"sweep {self.name}: {len(self.specs)} jobs, {len(self.done)} done earlier, "
-            f"{len(self.todo)} to run (run {self.run_id}, store {self.url})"
+            f"{len(self.todo)} to run (run {self.run_id}, store {display_url(self.url)})",
+            markup=False,
         )
-        counts: Counter[str] = Counter()
+        self.counts: Counter[str] = Counter()
         interrupted: Interrupted | None = None
         t0 = time.perf_counter()
         try:
             if self.todo:
-                counts = self.execute()
+                self.execute()
+        except RunTakenOver as exc:
+            return self.displaced(exc)
         except KeyboardInterrupt as exc:
             # Ray's own wait loop can turn the handler's Interrupted into a plain KeyboardInterrupt: the first
             # signal seen decides the exit code
@@ -444,7 +461,13 @@ class _Sweep:
         finally:
             signals.shield()  # a second Ctrl-C or SIGTERM from here on cannot stop the run being marked
             self.stop_cluster()
-        return self.finish(counts, time.perf_counter() - t0, interrupted)
+        return self.finish(self.counts, time.perf_counter() - t0, interrupted)
+
+    def displaced(self, exc: RunTakenOver) -> int:
+        """Another sweep took the run over while this one looked gone: stop, write nothing more, say so."""
+        self.stop_cluster()
+        self.console.print(f"[red]stopped:[/] {escape(str(exc))}", highlight=False)
+        return EXIT_FAILED
 
     def finish(self, counts: Counter[str], wall_s: float, interrupted: Interrupted | None) -> int:
         """Mark the run with its status and counts, print its summary; the exit code."""
@@ -459,13 +482,17 @@ class _Sweep:
             "wall_s": round(wall_s, 3),
             **by_status,
         }
-        self.writer.finish_run(self.run_id, status, summary)
+        try:
+            self.writer.finish_run(self.run_id, status, summary)
+        except RunTakenOver as exc:
+            return self.displaced(exc)
         title = f"run {self.run_id} · {self.name}"
         report.print_run_summary(self.console, self.url, self.run_id, title, wide=bool(self.cfg.get("wide")))
         self.console.print(
             f"run {self.run_id}: {status}; {report.counts_in_words({'planned': len(self.specs), **by_status})}; "
-            f"store: {self.url}",
+            f"store: {display_url(self.url)}",
             highlight=False,
+            markup=False,
         )
         if interrupted:
             self.console.print(f"interrupted: run the same command again to complete run {self.run_id}")

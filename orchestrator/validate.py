@@ -68,6 +68,17 @@ def check_kernel_grids() -> None:
         )
 
 
+def _check_name(name: str) -> None:
+    """A sweep name the store can hold (the runs table's column) on SQLite and PostgreSQL alike."""
+    from orchestrator.store.models import Run
+
+    limit = Run.sweep.type.length
+    if not name.strip() or len(name) > limit or "\x00" in name:
+        raise ConfigError(
+            f"sweep.name: expected 1 to {limit} characters without NUL, got {len(name)} characters ({name[:40]!r}...)"
+        )
+
+
 def validate(cfg: dict) -> None:
     from kernels import registry
 
@@ -88,6 +99,9 @@ def validate(cfg: dict) -> None:
         raise ConfigError(f"sweep.flush: unknown {sw['flush']!r}; allowed: {', '.join(FLUSH_MODES)}")
     if sw["max_retries"] < 0:
         raise ConfigError(f"sweep.max_retries: must be >= 0, got {sw['max_retries']}")
+    if sw.get("seed") is not None and sw["seed"] < 0:  # the same rule `python -m workers run` applies to a plan
+        raise ConfigError(f"sweep.seed: must be an integer >= 0 (or null: fresh inputs every run), got {sw['seed']}")
+    _check_name(str(sw["name"]))
     if "e2e" in sw["kinds"]:
         validate_e2e(sw)
     if "isa" in sw["kinds"]:

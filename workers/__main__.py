@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from workers import keys, runner
@@ -25,12 +26,12 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as exc:  # one line, exit 2 (exit_on_user_error)
         raise UserError(" ".join(str(exc).split())) from None
     if differs:
-        console.print(f"[yellow]warning:[/] software differs from the plan's: {'; '.join(differs)}")
+        console.print(f"[yellow]warning:[/] software differs from the plan's: {escape('; '.join(differs))}")
     if args.keys:
         wanted = set(args.keys.split(","))
         unknown = wanted - {s.key for s in specs}
         if unknown:
-            console.print(f"[red]error:[/] --keys: not in the plan: {', '.join(sorted(unknown))}")
+            console.print(f"[red]error:[/] --keys: not in the plan: {escape(', '.join(sorted(unknown)))}")
             return 2
         specs = [s for s in specs if s.key in wanted]
     if args.shard:
@@ -39,7 +40,7 @@ def _run(args: argparse.Namespace) -> int:
             if not 1 <= i <= n:
                 raise ValueError
         except ValueError:
-            console.print(f"[red]error:[/] --shard {args.shard}: expected I/N with 1 <= I <= N, e.g. 2/3")
+            console.print(f"[red]error:[/] --shard {escape(args.shard)}: expected I/N with 1 <= I <= N, e.g. 2/3")
             return 2
         specs = specs[i - 1 :: n]
     out_path = Path(args.out)
@@ -53,17 +54,11 @@ def _run(args: argparse.Namespace) -> int:
     done: set[str] = set()
     mode = "w"
     if args.resume:
-        try:
-            cut = runner.cut_partial_line(args.out)
-            if cut:
-                console.print(f"{args.out}: its last line was cut off ({cut} bytes, an interrupted run); removed it")
-            _, rows = runner.read_results(args.out)
-            done = {s.key for s, r in rows if r.status in GOOD_STATUSES}
-            mode = "a"
-        except FileNotFoundError:
-            pass
+        done, mode = resume_point(args.out, header, console)
     todo = [s for s in specs if s.key not in done]
-    console.print(f"{len(specs)} jobs in {args.plan}: {len(specs) - len(todo)} done earlier, {len(todo)} to run")
+    console.print(
+        f"{len(specs)} jobs in {args.plan}: {len(specs) - len(todo)} done earlier, {len(todo)} to run", markup=False
+    )
     counts: Counter[str] = Counter()
     node = f"local:{socket.gethostname()}"
     with (
@@ -89,13 +84,43 @@ def _run(args: argparse.Namespace) -> int:
             out.flush()
             counts[result.status] += 1
             if result.status != STATUS_OK:
-                console.print(f"[yellow]{by_key[result.key].label()}[/]: {result.status}: {(result.error or '')[:300]}")
+                console.print(
+                    f"[yellow]{escape(by_key[result.key].label())}[/]: {result.status}: "
+                    f"{escape((result.error or '')[:300])}"
+                )
             bar.update(task, advance=1, state=" ".join(f"{k}={v}" for k, v in sorted(counts.items())))
     console.print(
         f"results: {args.out} ({', '.join(f'{k}={v}' for k, v in sorted(counts.items())) or 'nothing run'});"
-        f" store them with `python -m orchestrator import {args.out}`"
+        f" store them with `python -m orchestrator import {args.out}`",
+        markup=False,
     )
     return 0 if all(k == STATUS_OK for k in counts) else 1
+
+
+def resume_point(out: str, plan_header: dict, console: Console) -> tuple[set[str], str]:
+    """Where ``--resume`` goes on in ``out``: (keys with a good result, open mode).  A missing or empty file (a full
+    disk, a run killed before its header was written whole) starts afresh with a new header ("w"); a file of another
+    plan is refused, so one results file never mixes two plans."""
+    try:
+        cut = runner.cut_partial_line(out)
+    except FileNotFoundError:
+        return set(), "w"
+    if cut:
+        console.print(f"{escape(out)}: its last line was cut off ({cut} bytes, an interrupted run); removed it")
+    if Path(out).stat().st_size == 0:
+        return set(), "w"
+    try:
+        results, rows = runner.read_results(out)
+    except ValueError as exc:
+        raise UserError(" ".join(str(exc).split())) from None
+    theirs = results.get("plan") or {}
+    for field in ("plan_key", "commit"):
+        if theirs.get(field) != plan_header.get(field):
+            raise UserError(
+                f"--out {out} holds results of another plan ({field} {theirs.get(field)!r}, this plan's is "
+                f"{plan_header.get(field)!r}); name another --out file, nothing was appended"
+            )
+    return {s.key for s, r in rows if r.status in GOOD_STATUSES}, "a"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,7 +142,15 @@ def main(argv: list[str] | None = None) -> int:
         help="run only every N-th job starting at the I-th (split a long plan over several calls)",
     )
     args = ap.parse_args(argv)
-    return exit_on_user_error(lambda: _run(args))
+    try:
+        return exit_on_user_error(lambda: _run(args))
+    except KeyboardInterrupt:
+        print(
+            f"interrupted (Ctrl-C): {args.out} holds the jobs finished so far; go on with "
+            f"`python -m workers run {args.plan} --out {args.out} --resume`",
+            file=sys.stderr,
+        )
+        return 130
 
 
 if __name__ == "__main__":

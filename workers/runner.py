@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import json
 import math
 import os
+import re
 import zlib
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -70,39 +72,137 @@ def _readable(path: str | Path) -> Iterator[None]:
         raise UserError(f"{path}: the compressed file is truncated or damaged ({exc}); copy it again") from None
 
 
-def content(path: str | Path) -> bytes:
-    """A plan's or results file's bytes (decompressed)."""
+# What a plan or results file may hold, decompressed: a bigger file or a longer line (a damaged file, or a gzip bomb
+# of a few MB that expands to gigabytes) is refused with FILE:LINE before it fills memory or runs for minutes.  The
+# largest real lines carry a profile's raw capture (base64) and stay well under the line limit.
+MAX_FILE_BYTES = 8 * 2**30
+MAX_LINE_BYTES = 256 * 2**20
+MAX_JSON_DEPTH = 64  # the deepest legitimate line (a result's details) nests a few levels
+_BLOCK = 1 << 20
+_NONBLANK = re.compile(rb"\S")
+
+
+def _blocks(f, path: str | Path) -> Iterator[bytes]:
+    """The file's (decompressed) bytes a block at a time; ValueError past MAX_FILE_BYTES."""
+    total = 0
+    while True:
+        block = f.read(_BLOCK)
+        if not block:
+            return
+        total += len(block)
+        if total > MAX_FILE_BYTES:
+            raise ValueError(
+                f"{path}: more than {MAX_FILE_BYTES} bytes (decompressed); not a plan or results file of this project"
+            )
+        yield block
+
+
+def digest(path: str | Path) -> str:
+    """The sha256 of a plan's or results file's bytes (decompressed), read a block at a time."""
+    h = hashlib.sha256()
     with _readable(path):
         with _open(path, "rb") as f:
-            return f.read()
+            for block in _blocks(f, path):
+                h.update(block)
+    return h.hexdigest()
+
+
+def content(path: str | Path) -> bytes:
+    """A plan's or results file's bytes (decompressed), within MAX_FILE_BYTES."""
+    with _readable(path):
+        with _open(path, "rb") as f:
+            return b"".join(_blocks(f, path))
+
+
+def _too_long(path: str | Path, n: int) -> ValueError:
+    return ValueError(f"{path}:{n}: a line longer than {MAX_LINE_BYTES} bytes; not a line this project writes")
+
+
+def _raw_lines(f, path: str | Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes with the newline) of each line that is not blank; the last line has no newline when its
+    writer was cut off.  Blank runs are skipped a block at a time (a file of nothing but newlines costs no Python
+    loop per line); a line past MAX_LINE_BYTES is refused before it is read whole."""
+    n = 0  # newlines consumed so far: the next line is line n + 1
+    pending: list[bytes] = []  # the pieces of a line not yet ended
+    size = 0
+    for block in _blocks(f, path):
+        pos = 0
+        if pending:
+            end = block.find(b"\n")
+            if end < 0:
+                pending.append(block)
+                size += len(block)
+                if size > MAX_LINE_BYTES:
+                    raise _too_long(path, n + 1)
+                continue
+            pending.append(block[: end + 1])
+            if size + end + 1 > MAX_LINE_BYTES:
+                raise _too_long(path, n + 1)
+            yield n + 1, b"".join(pending)
+            pending, n, pos = [], n + 1, end + 1
+        while True:
+            m = _NONBLANK.search(block, pos)
+            if m is None:
+                n += block.count(b"\n", pos)
+                break
+            start = m.start()
+            n += block.count(b"\n", pos, start)
+            end = block.find(b"\n", start)
+            if end < 0:
+                pending, size = [block[start:]], len(block) - start
+                if size > MAX_LINE_BYTES:
+                    raise _too_long(path, n + 1)
+                break
+            if end + 1 - start > MAX_LINE_BYTES:
+                raise _too_long(path, n + 1)
+            yield n + 1, block[start : end + 1]
+            n, pos = n + 1, end + 1
+    if pending:
+        yield n + 1, b"".join(pending)
+
+
+def _depth_over(obj: object, limit: int) -> bool:
+    """Whether ``obj`` nests lists and objects deeper than ``limit`` (walked without recursion)."""
+    stack = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        elif not isinstance(value, list):
+            continue
+        if depth > limit:
+            return True
+        stack.extend((v, depth + 1) for v in value if isinstance(v, (dict, list)))
+    return False
 
 
 def json_lines(path: str | Path) -> Iterator[tuple[int, dict]]:
     """(line number, object) for each non-empty line, read decompressed when the name ends in ``.gz``.
 
-    ValueError names ``path:line`` for a line that is not UTF-8, not JSON or not an object, and for a last line
-    cut short by an interrupted writer (``python -m workers run --resume`` removes such a line, see
-    :func:`cut_partial_line`); a truncated ``.gz`` is a ValueError too."""
+    ValueError names ``path:line`` for a line that is not UTF-8, not JSON, not an object, nested deeper than
+    MAX_JSON_DEPTH or longer than MAX_LINE_BYTES, and for a last line cut short by an interrupted writer
+    (``python -m workers run --resume`` removes such a line, see :func:`cut_partial_line`); a truncated ``.gz`` and a
+    file past MAX_FILE_BYTES are ValueErrors too."""
     n = 0
     try:
         with _open(path, "rb") as f:
-            for n, raw in enumerate(f, 1):
-                if not raw.strip():
-                    continue
+            for n, raw in _raw_lines(f, path):
                 try:
                     obj = json.loads(raw.decode("utf-8"))
                 except UnicodeDecodeError:
                     raise ValueError(f"{path}:{n}: not UTF-8 text") from None
                 except (ValueError, RecursionError) as exc:
-                    if not raw.endswith(b"\n") and f.read(1) == b"":
+                    if not raw.endswith(b"\n"):
                         raise ValueError(
                             f"{path}:{n}: the last line is cut off (its writer stopped mid-line); "
                             "finish it with `python -m workers run PLAN --out FILE --resume`"
                         ) from None
-                    reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc).split(":")[0]
+                    reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
                     raise ValueError(f"{path}:{n}: not JSON ({reason})") from None
                 if not isinstance(obj, dict):
                     raise ValueError(f"{path}:{n}: expected a JSON object, got {type(obj).__name__}")
+                if _depth_over(obj, MAX_JSON_DEPTH):
+                    raise ValueError(f"{path}:{n}: nested deeper than {MAX_JSON_DEPTH} levels")
                 yield n, obj
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise ValueError(f"{path}: the compressed file is truncated or damaged after line {n} ({exc})") from None

@@ -256,7 +256,9 @@ def check_result(d: Any, strict: bool = True, where: str = "result") -> JobResul
     started = _number(f"{where}.started_at", d.get("started_at"))
     if started is not None and not (math.isfinite(started) and 0 <= started <= UNIX_MAX):
         raise Invalid(f"{where}.started_at: {started} is not a time (unix seconds)")
-    _number(f"{where}.duration_s", d.get("duration_s"))
+    duration = _number(f"{where}.duration_s", d.get("duration_s"))
+    if strict and duration is not None and not (math.isfinite(duration) and duration >= 0):
+        raise Invalid(f"{where}.duration_s: {duration} is not a duration (finite seconds >= 0)")
     _int(f"{where}.attempt", d.get("attempt", 1), low=1, high=INT32_MAX)
     details = _dict(f"{where}.details", d.get("details", {}) if strict else d.get("details") or {})
     parse_artifacts(key, details)

@@ -57,6 +57,27 @@ class RunHeld(StoreError):
         self.owner_pid = run.owner_pid
 
 
+class RunTakenOver(StoreError):
+    """This process held a sweep run, looked gone (no heartbeat, e.g. stopped with SIGSTOP) and another sweep took
+    the run over (or finished it): this process must stop scheduling and never write the run again."""
+
+    def __init__(self, run: Run, url: str | None = None):
+        holder = f"pid {run.owner_pid} on {run.owner_host}" if run.owner_pid is not None else "another process"
+        super().__init__(
+            f"run {run.id} was taken over by {holder} (status {run.status}) while this sweep looked gone (no "
+            f"heartbeat for over {STALE_AFTER_S:.0f} s); this sweep stopped and left the run to it",
+            url,
+        )
+        self.run_id = run.id
+
+
+def check_held(run: Run, url: str | None = None) -> None:
+    """RunTakenOver unless this process still holds the sweep run ``run`` (status running, owner this process);
+    runs of an import are written in one transaction and not checked."""
+    if run.source == "sweep" and not (run.status == "running" and Owner.me().holds(run)):
+        raise RunTakenOver(run, url)
+
+
 def _process_start(pid: int) -> dt.datetime | None:
     """When process ``pid`` started (Linux /proc); None where that cannot be read."""
     try:

@@ -1797,7 +1797,10 @@ def display_store_url(url: str) -> str:
     """The store URL for messages (password masked)."""
     from orchestrator.store.session import display_url
 
-    return display_url(normalize_url(url))
+    try:
+        return display_url(normalize_url(url))
+    except ValueError:  # a URL that cannot be used is still named, without its password
+        return display_url(url)
 
 
 def open_read_only(url: str) -> Engine:

@@ -17,11 +17,14 @@ the file read-only.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
+
+from workers.errors import UserError
 
 ENV_VAR = "KERNELFLEET_DB"
 DB_FILENAME = "kernelfleet.db"
@@ -33,12 +36,10 @@ _engines_lock = threading.Lock()
 
 
 def default_db_path() -> Path:
-    """The default SQLite file (its folder is created)."""
+    """The default SQLite file (its folder is created by the first writer, never by a reader)."""
     base = os.environ.get("XDG_DATA_HOME", "").strip()
     root = Path(base).expanduser() if base else Path.home() / ".local" / "share"
-    folder = root / "kernelfleet"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / DB_FILENAME
+    return root / "kernelfleet" / DB_FILENAME
 
 
 def default_url() -> str:
@@ -49,14 +50,33 @@ def sqlite_url_for(path: str | os.PathLike[str]) -> str:
     return "sqlite:///" + str(Path(path).expanduser().resolve())
 
 
+SUPPORTED_BACKENDS = ("sqlite", "postgresql", "postgres")
+
+
+class BadStoreUrl(UserError, ValueError):
+    """A store URL that cannot be used: one line, exit 2 (workers/errors.py)."""
+
+
 def normalize_url(url: str) -> str:
-    """A bare path becomes a SQLite URL; a PostgreSQL URL without a driver gets psycopg (3)."""
+    """A bare path becomes a SQLite URL; a PostgreSQL URL without a driver gets psycopg (3).  ValueError (naming
+    the URL without its password) for a URL that cannot be parsed or names a database other than SQLite or
+    PostgreSQL."""
     url = url.strip()
     if not url:
         raise ValueError("empty database URL")
     if "://" not in url:
         return sqlite_url_for(url)
-    parsed = make_url(url)
+    try:
+        parsed = make_url(url)
+    except Exception:  # sqlalchemy's ArgumentError, or ValueError for a bad port
+        raise BadStoreUrl(
+            f"store URL {display_url(url)!r} cannot be parsed; expected sqlite:///PATH or "
+            "postgresql://USER@HOST:PORT/DATABASE (or a path to a SQLite file)"
+        ) from None
+    if parsed.get_backend_name() not in SUPPORTED_BACKENDS:
+        raise BadStoreUrl(
+            f"store URL {display_url(url)!r}: the store is SQLite or PostgreSQL, not {parsed.get_backend_name()!r}"
+        )
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
         return parsed.render_as_string(hide_password=False)
@@ -90,9 +110,32 @@ def sqlite_path(url: str) -> Path | None:
     return Path(database).expanduser()
 
 
-def display_url(url: str | URL) -> str:
-    """The URL with any password masked, for messages and logs."""
-    return make_url(url).render_as_string(hide_password=True)
+_CREDENTIALS = re.compile(r"(//[^/@:]*):[^/@]*@")
+
+
+def display_url(url: str | URL | None) -> str:
+    """The URL with any password masked (``***``), for messages, logs, stored configs and plan files.  A bare path
+    is returned as it is; a URL that cannot be parsed has whatever stands between ``user:`` and ``@`` masked."""
+    if url is None:
+        return ""
+    if isinstance(url, URL):
+        return url.render_as_string(hide_password=True)
+    text = str(url)
+    if "://" not in text:
+        return text
+    try:
+        return make_url(text).render_as_string(hide_password=True)
+    except Exception:  # unparsable: mask by pattern rather than echo it
+        return _CREDENTIALS.sub(r"\1:***@", text)
+
+
+def public_config(cfg: dict) -> dict:
+    """A composed config as it may be stored, printed or written to a plan file: ``store.url`` without its
+    password (display_url)."""
+    store = cfg.get("store")
+    if not isinstance(store, dict) or not isinstance(store.get("url"), str) or not store["url"]:
+        return cfg
+    return {**cfg, "store": {**store, "url": display_url(store["url"])}}
 
 
 def _sqlite_on_connect(dbapi_connection, _record) -> None:
@@ -106,12 +149,13 @@ def _sqlite_on_connect(dbapi_connection, _record) -> None:
         cursor.close()
 
 
-def create_engine_for(url: str) -> Engine:
-    """A new engine for ``url`` (bare paths allowed) with the per-backend settings described above."""
+def create_engine_for(url: str, create_folder: bool = True) -> Engine:
+    """A new engine for ``url`` (bare paths allowed) with the per-backend settings described above; a SQLite
+    file's missing folder is created unless ``create_folder`` is False (readers)."""
     url = normalize_url(url)
     if is_sqlite(url):
         path = sqlite_path(url)
-        if path is not None:
+        if path is not None and create_folder:
             path.parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
         event.listen(engine, "connect", _sqlite_on_connect)
@@ -129,7 +173,7 @@ def get_engine(url: str) -> Engine:
     with _engines_lock:
         engine = _engines.get(url)
         if engine is None:
-            engine = _engines[url] = create_engine_for(url)
+            engine = _engines[url] = create_engine_for(url, create_folder=False)
         return engine
 
 

@@ -67,11 +67,11 @@ from orchestrator.store.models import (
     shape_key,
     utcnow,
 )
-from orchestrator.store.ownership import RunHeld
+from orchestrator.store.ownership import RunHeld, RunTakenOver
 from orchestrator.store.session import create_engine_for, normalize_url
 from workers.spec import GOOD_STATUSES, STATUS_LOST, DeviceInfo, JobResult, JobSpec
 
-__all__ = ["RunHeld", "SchemaOutOfDate", "StoreError", "StoreWriter", "json_safe", "result_digest"]
+__all__ = ["RunHeld", "RunTakenOver", "SchemaOutOfDate", "StoreError", "StoreWriter", "json_safe", "result_digest"]
 
 _CHUNK = 500  # keys per IN (...) clause
 FINAL_RUN_STATUSES = tuple(s for s in RUN_STATUSES if s != "running")
@@ -436,6 +436,7 @@ class StoreWriter:
             beat.stop()
         with self._tx() as s:
             run = self._run(s, run_id)
+            ownership.check_held(run, self.url)  # a displaced owner never overwrites the run of the sweep that took it
             run.status = status
             run.finished_at = finished_at or utcnow()
             run.counts = json_safe(dict(counts or {}))
@@ -594,7 +595,7 @@ class StoreWriter:
         artifacts = parse_artifacts(r.key, details)
         details.pop("artifacts", None)
         with self._tx() as s:
-            self._run(s, run_id)
+            ownership.check_held(self._run(s, run_id), self.url)
             job = self._job(s, r.key)
             seen = s.scalar(
                 select(JobAttempt.id).where(JobAttempt.job_id == job.id, JobAttempt.result_digest == digest).limit(1)

@@ -78,8 +78,9 @@ def test_dry_run_prints_the_exact_command_and_starts_nothing(tmp_path):
         "--token-file",
         str(token),
     )
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 2, r.stdout + r.stderr  # the head is unreachable: a real join would be refused
     out = r.stdout
+    assert "a real join would be refused: cannot reach the head at " + NO_HEAD in " ".join(out.split())
     for label in (
         "kernelfleet.io/gpu=mi355x",
         "kernelfleet.io/arch=gfx950",

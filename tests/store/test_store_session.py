@@ -27,7 +27,9 @@ def test_default_file_honours_xdg_data_home(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_DATA_HOME", str(data))
     url = session.resolve_url(None)
     assert url == "sqlite:///" + str((data / "kernelfleet" / "kernelfleet.db").resolve())
-    assert (data / "kernelfleet").is_dir(), "the default folder is created"
+    assert not (data / "kernelfleet").exists(), "choosing a URL creates nothing: the first writer makes the folder"
+    session.create_engine_for(url).dispose()
+    assert (data / "kernelfleet").is_dir(), "a writer's engine creates the folder"
     assert not (data / "kernelfleet" / "kernelfleet.db").exists(), "choosing a URL creates no database"
 
 
@@ -37,7 +39,7 @@ def test_default_file_under_home_without_xdg(monkeypatch, tmp_path):
     url = session.resolve_url("")
     expected = (tmp_path / "home" / ".local" / "share" / "kernelfleet" / "kernelfleet.db").resolve()
     assert url == "sqlite:///" + str(expected)
-    assert expected.parent.is_dir()
+    assert not expected.parent.exists(), "resolving the URL creates no folder (readers must not)"
 
 
 def test_bare_path_means_sqlite_file(monkeypatch, tmp_path):

@@ -1,0 +1,109 @@
+"""Plan and results files an attacker or a failing disk made: gzip bombs, huge lines, deep nesting, a results file
+of another plan, an empty or cut header — each is one clear error (or a fresh start), never minutes of work, a
+traceback or a file mixing two plans."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from workers import __main__ as workers_main
+from workers import runner
+from workers.errors import UserError
+
+
+def naive_lines(data: bytes) -> list[tuple[int, bytes]]:
+    return [(n, raw) for n, raw in enumerate(data.splitlines(keepends=True), 1) if raw.strip()]
+
+
+@pytest.mark.parametrize("block", [3, 7, 64, 1 << 20])
+def test_lines_and_their_numbers_across_blocks(tmp_path, monkeypatch, block):
+    monkeypatch.setattr(runner, "_BLOCK", block)
+    data = b'\n\n{"a": 1}\n  \n\n{"b": [1, 2, 3]}\n\t\n{"c": "x y"}\n\n\n{"d": '
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(data)
+    with open(path, "rb") as f:
+        assert list(runner._raw_lines(f, path)) == naive_lines(data)
+    with pytest.raises(ValueError, match=r"f.jsonl:11: the last line is cut off"):
+        list(runner.json_lines(path))
+
+
+def test_a_gzip_bomb_of_blank_lines_is_refused_past_the_size_limit(tmp_path, monkeypatch):
+    path = tmp_path / "bomb.jsonl.gz"
+    with gzip.open(path, "wb") as f:
+        for _ in range(16):
+            f.write(b"\n" * (1 << 20))
+    assert path.stat().st_size < 64 * 1024  # a small file that expands to 16 MiB
+    assert list(runner.json_lines(path)) == []  # under the limit: read whole, nothing in it
+    monkeypatch.setattr(runner, "MAX_FILE_BYTES", 4 << 20)
+    with pytest.raises(ValueError, match=r"bomb.jsonl.gz: more than 4194304 bytes \(decompressed\)"):
+        list(runner.json_lines(path))
+    with pytest.raises(ValueError, match="more than"):
+        runner.digest(path)
+
+
+def test_a_huge_line_is_refused_with_its_line_number(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "MAX_LINE_BYTES", 1 << 20)
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(b'{"a": 1}\n\n{"b": "' + b"x" * (3 << 20) + b'"}\n')
+    with pytest.raises(ValueError, match=r"big.jsonl:3: a line longer than 1048576 bytes"):
+        list(runner.json_lines(path))
+    path.write_bytes(b'{"a": 1}\n{"b": "' + b"x" * (3 << 20))  # unfinished, too
+    with pytest.raises(ValueError, match=r"big.jsonl:2: a line longer"):
+        list(runner.json_lines(path))
+
+
+def test_deep_json_is_refused_with_its_line_number(tmp_path):
+    path = tmp_path / "deep.jsonl"
+    deep = "[" * 950 + "]" * 950
+    path.write_text('{"ok": 1}\n{"x": ' + deep + "}\n")
+    with pytest.raises(ValueError, match=r"deep.jsonl:2: nested deeper than"):
+        list(runner.json_lines(path))
+    path.write_text('{"x": ' + "[" * 5000 + "]" * 5000 + "}\n")
+    with pytest.raises(ValueError, match=r"deep.jsonl:1: not JSON \(nested too deeply\)"):
+        list(runner.json_lines(path))
+
+
+def test_the_digest_streams_the_same_bytes(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "_BLOCK", 5)
+    path = tmp_path / "r.jsonl.gz"
+    data = b'{"a": 1}\n{"b": 2}\n'
+    with gzip.open(path, "wb") as f:
+        f.write(data)
+    assert runner.digest(path) == hashlib.sha256(data).hexdigest()
+
+
+PLAN = {"kernelfleet": "plan", "format": 1, "plan_key": "p1", "commit": "c1", "sweep": "s"}
+
+
+def resume(path) -> tuple[set[str], str]:
+    return workers_main.resume_point(str(path), PLAN, Console(file=io.StringIO()))
+
+
+def test_resume_onto_an_empty_file_or_a_cut_header_starts_a_new_header(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b"")  # a full disk: nothing was written
+    assert resume(path) == (set(), "w")
+    path.write_text(runner.results_header(PLAN)[:25])  # the header line cut off
+    assert resume(path) == (set(), "w") and path.read_bytes() == b""
+    assert resume(tmp_path / "missing.jsonl") == (set(), "w")
+
+
+def test_resume_onto_another_plans_file_is_refused_and_appends_nothing(tmp_path):
+    path = tmp_path / "r.jsonl"
+    other = {**PLAN, "plan_key": "p2"}
+    path.write_text(runner.results_header(other))
+    before = path.read_bytes()
+    with pytest.raises(UserError, match=r"holds results of another plan \(plan_key 'p2'"):
+        resume(path)
+    assert path.read_bytes() == before
+    path.write_text(runner.results_header(PLAN))
+    assert resume(path) == (set(), "a")
+    path.write_text(runner.results_header(PLAN) + json.dumps([1]) + "\n")
+    with pytest.raises(UserError, match=r"r.jsonl:2: expected a JSON object"):
+        resume(path)
