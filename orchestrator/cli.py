@@ -41,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     from orchestrator import regressions_cli
 
     regressions_cli.add_parser(sub)
+    from orchestrator import compare_cli
+
+    compare_cli.add_parser(sub)
     from orchestrator import export
 
     export.add_parser(sub)
@@ -86,6 +89,10 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
             from orchestrator import regressions_cli
 
             return regressions_cli.run(args, console)
+        if args.cmd == "compare":
+            from orchestrator import compare_cli
+
+            return compare_cli.run(args, console)
         if args.cmd == "export":
             from orchestrator import export
 
