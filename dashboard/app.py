@@ -23,6 +23,9 @@ NAV_STYLE = {
 }
 LINK_STYLE = {"color": "#e8eef5", "textDecoration": "none"}
 PAGE_STYLE = {"padding": "8px 16px", "fontFamily": "sans-serif", "fontSize": "14px"}
+# Pages whose tables are AG Grid (dash-ag-grid); the others still use dash_table.DataTable (dash is pinned below 5,
+# which deprecates it: pyproject.toml).
+AG_GRID_PAGES = ("compare",)
 
 
 def params_of(search: str | None) -> dict[str, str]:
@@ -157,6 +160,8 @@ def render_view(view: PageView, url: str, pathname: str) -> list:
 
 
 def _table(page: str, t: Table, query: str):
+    if page in AG_GRID_PAGES:
+        return _grid(page, t, query)
     columns = [{"name": c, "id": c, **({"presentation": "markdown"} if c in t.links else {})} for c in t.columns]
     data = t.rows
     if t.links:
@@ -187,6 +192,48 @@ def _table(page: str, t: Table, query: str):
                     "textOverflow": "ellipsis",
                     "textAlign": "left",
                 },
+            ),
+        ]
+    )
+
+
+def _grid(page: str, t: Table, query: str):
+    """A table as AG Grid: sortable and filterable columns, numbers right-aligned, links as Markdown cells."""
+    import dash_ag_grid as dag
+
+    def column(c: str) -> dict:
+        numeric = any(isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) for r in t.rows)
+        col = {"field": c, "headerName": c, "sortable": True, "filter": True, "resizable": True}
+        if numeric:
+            col.update(type="numericColumn", filter="agNumberColumnFilter")
+        if c in t.links:
+            col["cellRenderer"] = "markdown"
+        return col
+
+    data = t.rows
+    if t.links:
+        data = [
+            {**r, **{c: f"[{r[c]}]({tpl.format(value=r[c])})" for c, tpl in t.links.items() if r.get(c) is not None}}
+            for r in t.rows
+        ]
+    return html.Div(
+        [
+            html.H4(
+                [
+                    t.title,
+                    " ",
+                    html.A("CSV", href=f"/csv/{page}/{t.name}{query}", id=f"csv-{t.name}", style={"fontSize": "12px"}),
+                ]
+            ),
+            dag.AgGrid(
+                id=f"table-{t.name}",
+                columnDefs=[column(c) for c in t.columns],
+                rowData=data,
+                defaultColDef={"minWidth": 80},
+                dashGridOptions={"pagination": True, "paginationPageSize": 25, "domLayout": "autoHeight"},
+                columnSize="autoSize",
+                style={"width": "100%"},
+                className="ag-theme-alpine",
             ),
         ]
     )

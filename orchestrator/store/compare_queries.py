@@ -138,6 +138,19 @@ def previous_run(src: Source, run_id: int) -> int | None:
         )
 
 
+def previous_runs(src: Source) -> dict[int, int]:
+    """run id -> the newest earlier run of the same sweep, for every run that has one (one query)."""
+    with _reading(src) as s:
+        rows = s.execute(select(Run.id, Run.sweep, Run.started_at).order_by(Run.started_at, Run.id)).all()
+    last: dict[str, int] = {}
+    out = {}
+    for rid, sweep, _ in rows:
+        if sweep in last:
+            out[rid] = last[sweep]
+        last[sweep] = rid
+    return out
+
+
 # -- loading the points of a side -----------------------------------------------------------------------------
 def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
     for i in range(0, len(items), _CHUNK):
