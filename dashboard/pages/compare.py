@@ -77,11 +77,16 @@ def build(src, params: Mapping[str, str]) -> PageView:
         for c in choices["commits"]
     ]
     allowed = [v for v, _ in options]
-    newest = choices["runs"][0]["id"]
+    previous = compare_queries.previous_runs(src)
+    # by default the newest run with timings that has an earlier run of its sweep, against that run
+    newest = next(
+        (r["id"] for r in choices["runs"] if r["id"] in previous and r["id"] in choices["micro"]),
+        choices["runs"][0]["id"],
+    )
     cur_default = f"run:{params['run']}" if params.get("run", "").isdigit() else f"run:{newest}"
     if cur_default not in allowed:
         cur_default = f"run:{newest}"
-    prev = compare_queries.previous_run(src, int(cur_default.split(":")[1]))
+    prev = previous.get(int(cur_default.split(":")[1]))
     current = choose(params, "current", allowed, cur_default)
     base_default = f"run:{prev}" if prev is not None else cur_default
     baseline = choose(params, "baseline", allowed, base_default)

@@ -2,7 +2,8 @@
 CLI (local Ray, Triton's interpreter), then `compare --include-cpu`, its Markdown, plots and JSON.
 
 Both sides are this checkout (a CPU test cannot build another commit's sweep cheaply); the plan is the smoke sweep
-cut to one kernel, shape and dtype (two jobs a run) to keep four sweeps short.  Two runs a side of one shape give
+cut to one kernel, shape and dtype (two jobs a run), run through `python -m workers run` (RUNNER=workers: no Ray
+start per run) to keep four runs short on a 2-core machine.  Two runs a side of one shape give
 the rule too few degrees of freedom to confirm anything, so the expected exit status is 0 whatever the CPU's noise.
 """
 
@@ -30,6 +31,7 @@ def test_the_shell_steps_sweep_twice_per_side_and_compare(tmp_path):
         "SWEEP": TINY,
         "OUT_DIR": str(out),
         "COMPARE_ARGS": "--include-cpu",
+        "RUNNER": "workers",
         "PYTHON": sys.executable,
         "XDG_DATA_HOME": str(tmp_path / "xdg"),
     }
