@@ -51,9 +51,7 @@ def _pair(url: str) -> tuple[int, int]:
 
 
 @pytest.mark.slow
-def test_compare_page_shows_the_comparison_sortable_with_its_csv_and_filters_in_the_url(
-    browser, server, filled_store
-):
+def test_compare_page_shows_the_comparison_sortable_with_its_csv_and_filters_in_the_url(browser, server, filled_store):
     base, cur = _pair(filled_store)
     expected = compare_queries.compare(filled_store, [base], [cur])
     browser.get_log("browser")
@@ -74,8 +72,10 @@ def test_compare_page_shows_the_comparison_sortable_with_its_csv_and_filters_in_
     header = browser.find_element(By.CSS_SELECTOR, "#table-series .ag-header-cell[col-id=ratio]")
     header.click()
     WebDriverWait(browser, TIMEOUT_S).until(
-        lambda d: [r["ratio"] for r in _grid_rows(d, "series") if r.get("ratio") is not None]
-        == sorted(r["ratio"] for r in rows if r.get("ratio") is not None)
+        lambda d: (
+            [r["ratio"] for r in _grid_rows(d, "series") if r.get("ratio") is not None]
+            == sorted(r["ratio"] for r in rows if r.get("ratio") is not None)
+        )
     )
 
     # a filter goes into the URL, and the URL alone reproduces the view
