@@ -1,0 +1,188 @@
+"""How long `python -m orchestrator compare` and the dashboard's Compare page take on a store: the comparison
+query (orchestrator/store/compare_queries.compare), the whole command as a user runs it (a fresh process, --json
+and --markdown with its plots), the page's server-side view, and (--browser) the page's full load in headless
+Chromium.  The figures in docs/perf/dashboard.md ("Compare") come from this script.
+
+  python -m benchmarks.compare_time --url URL --baseline 1,2 --current 3,4 [--repeats 3] [--browser] [--out F.jsonl]
+
+Prints one JSON object (and appends it as a line to --out): the store's counts, the series compared, and the best
+of --repeats seconds of each step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import chromium  # noqa: E402
+from orchestrator.store import compare_queries, queries  # noqa: E402
+from orchestrator.store.session import dispose_engines  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _ids(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: run ids such as 1,2") from None
+
+
+def _best(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def _cli(url: str, base: list[int], cur: list[int], folder: str) -> None:
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "compare",
+            "--url",
+            url,
+            "--baseline",
+            ",".join(map(str, base)),
+            "--current",
+            ",".join(map(str, cur)),
+            "--json",
+            "--markdown",
+            os.path.join(folder, "compare.md"),
+        ],
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        capture_output=True,
+        check=False,
+    )
+
+
+def _browser(url: str, query: str, repeats: int) -> float:
+    import socket
+    import urllib.request
+
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        port = so.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "dashboard", "--db", url, "--port", str(port)],
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    driver = chromium.start(tempfile.mkdtemp())
+    # rendered: the page's title, no Dash callback pending, the series grid filled
+    idle = (
+        "return document.querySelector('#page h2') !== null && "
+        "document.querySelector('[data-dash-is-loading=\"true\"]') === null && "
+        "document.querySelector('#table-series .ag-row') !== null"
+    )
+    try:
+        for _ in range(400):
+            try:
+                urllib.request.urlopen(base + "/", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.3)
+        target = f"{base}/compare?{query}"
+        driver.get(target)  # warm: the browser caches Dash's JavaScript as a returning user's has
+        WebDriverWait(driver, 300).until(lambda d: d.execute_script(idle))
+        best = None
+        for _ in range(repeats):
+            t = time.perf_counter()
+            driver.get(target)
+            WebDriverWait(driver, 300).until(lambda d: d.execute_script(idle))
+            best = min(best or 1e9, time.perf_counter() - t)
+        return best
+    finally:
+        driver.quit()
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def _page_choice(engine, ids: list[int]) -> str | None:
+    """How the Compare page selects these runs: ``run:ID`` for one run, ``commit:SHA`` when they are all the runs
+    of one commit, else None (the page cannot select them)."""
+    if len(ids) == 1:
+        return f"run:{ids[0]}"
+    commits = {r["commit"] for r in compare_queries.run_rows(engine, ids)}
+    if len(commits) == 1:
+        commit = commits.pop()
+        if commit and sorted(compare_queries.runs_of_commit(engine, commit)[1]) == sorted(ids):
+            return f"commit:{commit}"
+    return None
+
+
+def measure(url: str, base: list[int], cur: list[int], repeats: int, browser: bool) -> dict:
+    from dashboard import pages
+
+    engine = queries.open_read_only(url)
+    report = compare_queries.compare(engine, base, cur)
+    sides = [_page_choice(engine, ids) for ids in (base, cur)]
+    params = {"baseline": sides[0], "current": sides[1]} if all(sides) else None
+    out = {
+        "store_counts": queries.store_counts(engine),
+        "baseline": base,
+        "current": cur,
+        "series": report["counts"]["series"],
+        "series_rows": len(report["series"]),
+        "compare_query_s": _best(lambda: compare_queries.compare(engine, base, cur), repeats),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        out["compare_cli_s"] = _best(lambda: _cli(url, base, cur, tmp), repeats)
+    if params:
+        out["page_view_s"] = _best(lambda: pages.build(engine, "/compare", params, url), repeats)
+        if browser:
+            out["page_browser_s"] = _browser(url, urllib.parse.urlencode(params), repeats)
+    out["load_average"] = os.getloadavg()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.compare_time",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--url", required=True, help="the store")
+    ap.add_argument("--baseline", required=True, type=_ids, help="baseline run ids, e.g. 1,2")
+    ap.add_argument("--current", required=True, type=_ids, help="current run ids, e.g. 3,4")
+    ap.add_argument("--repeats", type=int, default=3, help="best of how many (3)")
+    ap.add_argument(
+        "--browser",
+        action="store_true",
+        help="also the page's load in headless Chromium (each side one run, or all the runs of one commit)",
+    )
+    ap.add_argument("--out", help="append the result as a JSON line to this file")
+    args = ap.parse_args(argv)
+    if args.browser and chromium.missing():
+        ap.error(chromium.missing())
+    result = measure(args.url, args.baseline, args.current, max(args.repeats, 1), args.browser)
+    dispose_engines()
+    text = json.dumps(result, default=str)
+    print(text)
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
