@@ -4,6 +4,12 @@ and --markdown with its plots), the page's server-side view, and (--browser) the
 Chromium.  The figures in docs/perf/dashboard.md ("Compare") come from this script.
 
   python -m benchmarks.compare_time --url URL --baseline 1,2 --current 3,4 [--repeats 3] [--browser] [--out F.jsonl]
+  python -m benchmarks.compare_time --url URL --grow-to 1000000     (SQLite) then time as above
+
+--grow-to N copies every run of the store (its jobs, attempts and measurements, with new ids and job keys, dated
+k days earlier for the k-th copy, the copies' repeats left out) until the store holds N measurements or more: a
+store the size of a long history around the runs compared, which stay the newest.  The copies are the store's own
+results again; they measure nothing new.
 
 Prints one JSON object (and appends it as a line to --out): the store's counts, the series compared, and the best
 of --repeats seconds of each step.
@@ -155,6 +161,68 @@ def measure(url: str, base: list[int], cur: list[int], repeats: int, browser: bo
     return out
 
 
+def grow(url: str, target: int) -> dict:
+    """Copy the store's runs (see the module doc) until it holds ``target`` measurements; SQLite only."""
+    from sqlalchemy import create_engine, text
+
+    if not url.startswith("sqlite"):
+        raise SystemExit("--grow-to: SQLite stores only")
+    engine = create_engine(url)
+    with engine.begin() as c:
+        top = {t: c.execute(text(f"SELECT max(id) FROM {t}")).scalar() or 0 for t in ("runs", "jobs", "job_attempts")}
+        top["measurements"] = c.execute(text("SELECT max(id) FROM measurements")).scalar() or 0
+        n = c.execute(text("SELECT count(*) FROM measurements")).scalar()
+        per_copy = n
+        k = 0
+        while n < target:
+            k += 1
+            r, j, a, m = (top[t] * k for t in ("runs", "jobs", "job_attempts", "measurements"))
+            c.execute(
+                text(
+                    f"""INSERT INTO runs (id, sweep, config, plan_key, "commit", code_hash, user, host, source,
+                    source_digest, status, started_at, finished_at, counts)
+                    SELECT id + {r}, sweep, config, plan_key || '-copy{k}', "commit", code_hash, user, host, source,
+                    NULL, status, datetime(started_at, '-{k} days'), datetime(finished_at, '-{k} days'), counts
+                    FROM runs WHERE id <= {top["runs"]}"""
+                )
+            )
+            c.execute(
+                text(
+                    f"""INSERT INTO jobs (id, key, spec, kind, kernel, model, shape, shape_key, dtype, target,
+                    status, attempts, node_id, hardware_key, error, started_at, duration_s, details,
+                    created_run_id, last_run_id)
+                    SELECT id + {j}, key || '-copy{k}', spec, kind, kernel, model, shape, shape_key, dtype, target,
+                    status, attempts, node_id, hardware_key, error, datetime(started_at, '-{k} days'), duration_s,
+                    details, created_run_id + {r}, last_run_id + {r} FROM jobs WHERE id <= {top["jobs"]}"""
+                )
+            )
+            c.execute(
+                text(
+                    f"""INSERT INTO run_jobs (run_id, job_id) SELECT run_id + {r}, job_id + {j} FROM run_jobs
+                    WHERE run_id <= {top["runs"]}"""
+                )
+            )
+            c.execute(
+                text(
+                    f"""INSERT INTO job_attempts (id, job_id, attempt, run_id, status, error, node_id, hardware_key,
+                    started_at, duration_s, details, recorded_at, result_digest)
+                    SELECT id + {a}, job_id + {j}, attempt, run_id + {r}, status, error, node_id, hardware_key,
+                    datetime(started_at, '-{k} days'), duration_s, details, datetime(recorded_at, '-{k} days'),
+                    result_digest FROM job_attempts WHERE id <= {top["job_attempts"]}"""
+                )
+            )
+            c.execute(
+                text(
+                    f"""INSERT INTO measurements (id, job_id, attempt, impl, metric, value, unit, samples)
+                    SELECT id + {m}, job_id + {j}, attempt, impl, metric, value, unit, NULL FROM measurements
+                    WHERE id <= {top["measurements"]}"""
+                )
+            )
+            n += per_copy
+    engine.dispose()
+    return {"copies": k, "measurements": n}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m benchmarks.compare_time",
@@ -162,8 +230,9 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--url", required=True, help="the store")
-    ap.add_argument("--baseline", required=True, type=_ids, help="baseline run ids, e.g. 1,2")
-    ap.add_argument("--current", required=True, type=_ids, help="current run ids, e.g. 3,4")
+    ap.add_argument("--baseline", type=_ids, help="baseline run ids, e.g. 1,2")
+    ap.add_argument("--current", type=_ids, help="current run ids, e.g. 3,4")
+    ap.add_argument("--grow-to", type=int, metavar="N", help="copy the store's runs until it holds N measurements")
     ap.add_argument("--repeats", type=int, default=3, help="best of how many (3)")
     ap.add_argument(
         "--browser",
@@ -172,6 +241,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", help="append the result as a JSON line to this file")
     args = ap.parse_args(argv)
+    if args.grow_to:
+        print(json.dumps(grow(args.url, args.grow_to)))
+        return 0
+    if not args.baseline or not args.current:
+        ap.error("--baseline and --current are required (or --grow-to)")
     if args.browser and chromium.missing():
         ap.error(chromium.missing())
     result = measure(args.url, args.baseline, args.current, max(args.repeats, 1), args.browser)

@@ -22,6 +22,7 @@ TINY = "+sweep=smoke sweep.kernels=[rmsnorm] sweep.shapes=[[1,16,256]] sweep.dty
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # four plans run and imported: 3-4 min on an idle 2-core machine, 12+ on a loaded one
 def test_the_shell_steps_sweep_twice_per_side_and_compare(tmp_path):
     out = tmp_path / "out"
     env = {
