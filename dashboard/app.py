@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode
 
+import dash_ag_grid as dag  # imported with the app: Dash refuses a component library imported inside a callback
 from dash import ALL, Dash, Input, Output, State, dash_table, dcc, html
 from dash.exceptions import PreventUpdate
 from flask import Response, abort, request
@@ -199,7 +200,6 @@ def _table(page: str, t: Table, query: str):
 
 def _grid(page: str, t: Table, query: str):
     """A table as AG Grid: sortable and filterable columns, numbers right-aligned, links as Markdown cells."""
-    import dash_ag_grid as dag
 
     def column(c: str) -> dict:
         numeric = any(isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) for r in t.rows)
@@ -230,7 +230,12 @@ def _grid(page: str, t: Table, query: str):
                 columnDefs=[column(c) for c in t.columns],
                 rowData=data,
                 defaultColDef={"minWidth": 80},
-                dashGridOptions={"pagination": True, "paginationPageSize": 25, "domLayout": "autoHeight"},
+                dashGridOptions={
+                    "pagination": True,
+                    "paginationPageSize": 25,
+                    "paginationPageSizeSelector": [25, 50, 100],
+                    "domLayout": "autoHeight",
+                },
                 columnSize="autoSize",
                 style={"width": "100%"},
                 className="ag-theme-alpine",

@@ -9,9 +9,9 @@ recorded, else the job's newest: a job the run reused).  Per series the comparis
 * ``ci_low``, ``ci_high``: its 95 % confidence interval.  The standard error of the log ratio is the larger of the
   between-run spread (regression_rule.between_run_scale, pooled over the series of the same kernel,
   implementation and device, as ``regressions`` pools it) times sqrt(1/a + 1/b) with a Student-t quantile for its
-  degrees of freedom, and what the repeats alone give (1.2533 x the robust scale of the log repeats / sqrt(n), per
-  run).  ``ci_basis`` says which: ``between-run`` or ``repeats`` (one run a side: no between-run spread, the
-  interval understates the run-to-run scatter);
+  degrees of freedom, and what the repeats alone give (1.2533 x the scale of the log repeats / sqrt(n) per run, the
+  scale from their inter-quartile range).  ``ci_basis`` says which: ``between-run`` or ``repeats`` (one run a
+  side: no between-run spread, the interval understates the run-to-run scatter);
 * ``verdict``: regression_rule.judge on the two sides (``confirmed`` / ``unconfirmed`` / ``kernel_changed``, or
   ``None``: no change the rule reports), with ``direction``, ``z`` and ``reason``;
 * ``correct_baseline``, ``correct_current``: the implementation's correctness on each side (its correctness job's
@@ -42,7 +42,6 @@ from orchestrator.store.regression_rule import (
     Point,
     between_run_scale,
     judge,
-    robust_scale,
     threshold_for,
 )
 from workers import metrics as catalogue
@@ -244,13 +243,18 @@ def _levels(points: Sequence[Mapping[str, Any]]) -> list[float]:
 
 
 def _repeat_se(points: Sequence[Mapping[str, Any]]) -> float | None:
-    """Standard error of a side's log median from the repeats alone (runs averaged), None when unknown."""
+    """Standard error of a side's log median from the repeats alone (runs averaged), None when unknown: per run
+    1.2533 x sigma / sqrt(n), sigma from the inter-quartile range of the log repeats (IQR / 1.349, robust)."""
+    import numpy as np
+
     per_run = []
     for p in points:
-        logs = [math.log(x) for x in p["samples"] or () if x is not None and x > 0 and math.isfinite(x)]
-        sc = robust_scale(logs) if len(logs) >= 3 else None
-        if sc is not None:
-            per_run.append((_MEDIAN_SE * sc / math.sqrt(len(logs))) ** 2)
+        xs = np.asarray([x for x in p["samples"] or () if x is not None], dtype=float)
+        xs = xs[np.isfinite(xs) & (xs > 0)]
+        if len(xs) < 3:
+            continue
+        q1, q3 = np.percentile(np.log(xs), [25, 75])
+        per_run.append((_MEDIAN_SE * (q3 - q1) / 1.349 / math.sqrt(len(xs))) ** 2)
     if not per_run:
         return None
     return math.sqrt(sum(per_run)) / len(per_run)
