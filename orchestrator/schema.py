@@ -87,6 +87,7 @@ class Config:
     cluster: ClusterCfg = field(default_factory=ClusterCfg)
     dry_run: bool = False
     plan_out: Optional[str] = None
+    summary_json: Optional[str] = None  # when the sweep ends, its run as JSON (docs/json.md) is written here
     rerun: bool = False
     wait_for_run: bool = False  # another sweep runs this plan: wait for it to end instead of exiting 2
     allow_cpu: bool = False  # run a GPU-sized grid on a machine without a GPU anyway (orchestrator.cpu_price)
