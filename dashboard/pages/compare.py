@@ -124,6 +124,8 @@ def build(src, params: Mapping[str, str]) -> PageView:
     except compare_queries.RefError as exc:
         view.params = {"baseline": baseline, "current": current}
         view.notes.append(f"Nothing to compare: {exc}. Pick another baseline or current.")
+        view.add_table("summary", "geometric mean of current / baseline per kernel × GPU type", SUMMARY_COLUMNS, [])
+        view.add_table("series", "every series", SERIES_COLUMNS, [])
         return view
     rows = report["series"]
     kernels = sorted({r["kernel"] for r in rows if r["kernel"]})
