@@ -199,6 +199,8 @@ def test_every_page_has_a_csv_per_table_and_sortable_tables(browser, server):
     for path in PAGE_PATHS:
         load(browser, server + path)
         links = browser.find_elements("css selector", "a[id^=csv-]")
+        # a table's component (DataTable, AG Grid) loads its script on demand: wait for every table to be drawn
+        WebDriverWait(browser, 60).until(lambda d: len(d.find_elements("css selector", "[id^=table-]")) >= len(links))
         tables = browser.find_elements("css selector", "[id^=table-]")
         assert links and len(links) == len(tables), path
         for a in links:
