@@ -13,6 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from selenium.webdriver.support.ui import WebDriverWait
 from sqlalchemy import create_engine, text
 
 from dashboard.pages import PAGES
