@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from urllib.parse import parse_qsl, urlencode
 
+import dash_ag_grid as dag  # imported with the app: Dash refuses a component library imported inside a callback
 from dash import ALL, Dash, Input, Output, State, dash_table, dcc, html
 from dash.exceptions import PreventUpdate
 from flask import Response, abort, request
@@ -24,6 +25,9 @@ NAV_STYLE = {
 }
 LINK_STYLE = {"color": "#e8eef5", "textDecoration": "none"}
 PAGE_STYLE = {"padding": "8px 16px", "fontFamily": "sans-serif", "fontSize": "14px"}
+# Pages whose tables are AG Grid (dash-ag-grid); the others still use dash_table.DataTable (dash is pinned below 5,
+# which deprecates it: pyproject.toml).
+AG_GRID_PAGES = ("compare",)
 
 
 def params_of(search: str | None) -> dict[str, str]:
@@ -174,6 +178,8 @@ def render_view(view: PageView, url: str, pathname: str) -> list:
 
 
 def _table(page: str, t: Table, query: str):
+    if page in AG_GRID_PAGES:
+        return _grid(page, t, query)
     columns = [{"name": c, "id": c, **({"presentation": "markdown"} if c in t.links else {})} for c in t.columns]
     data = [{c: page_cell(v) for c, v in r.items()} for r in t.rows]
     if t.links:
@@ -209,6 +215,52 @@ def _table(page: str, t: Table, query: str):
                     "textOverflow": "ellipsis",
                     "textAlign": "left",
                 },
+            ),
+        ]
+    )
+
+
+def _grid(page: str, t: Table, query: str):
+    """A table as AG Grid: sortable and filterable columns, numbers right-aligned, links as Markdown cells."""
+
+    def column(c: str) -> dict:
+        numeric = any(isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) for r in t.rows)
+        col = {"field": c, "headerName": c, "sortable": True, "filter": True, "resizable": True}
+        if numeric:
+            col.update(type="numericColumn", filter="agNumberColumnFilter")
+        if c in t.links:
+            col["cellRenderer"] = "markdown"
+        return col
+
+    data = t.rows
+    if t.links:
+        data = [
+            {**r, **{c: f"[{r[c]}]({tpl.format(value=r[c])})" for c, tpl in t.links.items() if r.get(c) is not None}}
+            for r in t.rows
+        ]
+    return html.Div(
+        [
+            html.H4(
+                [
+                    t.title,
+                    " ",
+                    html.A("CSV", href=f"/csv/{page}/{t.name}{query}", id=f"csv-{t.name}", style={"fontSize": "12px"}),
+                ]
+            ),
+            dag.AgGrid(
+                id=f"table-{t.name}",
+                columnDefs=[column(c) for c in t.columns],
+                rowData=data,
+                defaultColDef={"minWidth": 80},
+                dashGridOptions={
+                    "pagination": True,
+                    "paginationPageSize": 25,
+                    "paginationPageSizeSelector": [25, 50, 100],
+                    "domLayout": "autoHeight",
+                },
+                columnSize="autoSize",
+                style={"width": "100%"},
+                className="ag-theme-alpine",
             ),
         ]
     )

@@ -7,6 +7,7 @@ python -m orchestrator export --format csv|parquet|jsonl [--run R] [--since DATE
 python -m orchestrator runs [--limit N]                 list the runs: id, sweep, date, device, status, counts
 python -m orchestrator report [RUN] [--markdown F]      show a run again (newest by default), or as Markdown
 python -m orchestrator regressions [RUN..] [--baseline B..] changes beyond the between-run spread (exit 1: confirmed)
+python -m orchestrator compare --baseline REF.. --current REF.. [--json] [--markdown F]  two commits' runs side by side
 python -m orchestrator node join|list|leave ...         the fleet (see docs/fleet.md)
 python -m orchestrator cluster up ...                   start a Ray head for a lab
 python -m orchestrator --version                        torch, Triton (and its distribution), launch path, device
@@ -20,7 +21,7 @@ from rich.console import Console
 
 from workers.errors import exit_on_user_error
 
-SUBCOMMANDS = ("db", "import", "export", "report", "regressions", "runs", "node", "cluster")
+SUBCOMMANDS = ("db", "import", "export", "report", "regressions", "compare", "runs", "node", "cluster")
 
 
 def _sweep_main(argv: list[str], console: Console) -> int:

@@ -38,9 +38,15 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
     rep.add_argument("--markdown", metavar="FILE", help="write the summary as Markdown to FILE")
     rep.add_argument("--wide", action="store_true", help="every column (the default fits 120 columns)")
+    rep.add_argument(
+        "--json", action="store_true", help="print the run as JSON (schema kernelfleet.report, docs/json.md)"
+    )
     from orchestrator import regressions_cli
 
     regressions_cli.add_parser(sub)
+    from orchestrator import compare_cli
+
+    compare_cli.add_parser(sub)
     from orchestrator import export
 
     export.add_parser(sub)
@@ -81,6 +87,19 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
                 cur = migrate.current(url)
                 console.print(f"store {shown}: schema {cur or 'empty'}; head {migrate.head()}", markup=False)
             return 0
+        if args.cmd == "report" and args.json:
+            import json
+
+            from orchestrator import run_json
+            from orchestrator.store import queries
+            from orchestrator.store.session import resolve_url
+
+            url = resolve_url(args.url)
+            run_id = args.run if args.run is not None else next((r["id"] for r in queries.list_runs(url, 1)), None)
+            if run_id is None or queries.run_info(url, run_id) is None:
+                raise ValueError(f"no run {run_id} in {url}; list the runs with `python -m orchestrator runs`")
+            print(json.dumps(run_json.run_document(url, run_id), sort_keys=True, allow_nan=False))
+            return 0
         if args.cmd == "report":
             from orchestrator.report import show_run
 
@@ -89,6 +108,10 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
             from orchestrator import regressions_cli
 
             return regressions_cli.run(args, console)
+        if args.cmd == "compare":
+            from orchestrator import compare_cli
+
+            return compare_cli.run(args, console)
         if args.cmd == "export":
             from orchestrator import export
 

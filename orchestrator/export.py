@@ -1,9 +1,13 @@
-"""python -m orchestrator export --format csv|parquet|jsonl [--run RUN] [--since DATE] [--out FILE]
+"""python -m orchestrator export --format csv|parquet|jsonl|liger|tritonbench [--run RUN] [--since DATE] [--out FILE]
 
 One row per measurement in a long format a pandas user pivots (queries.EXPORT_COLUMNS: the series key columns
 kind, kernel/model, shape, dtype, impl, target, gpu_type, hardware_key; then commit, run_id, job_key, attempt,
 status, measured_at, metric, value, unit).  Rows stream from the database in batches and are written as they come,
-so a store of millions of measurements never sits in memory.  The store is opened read-only."""
+so a store of millions of measurements never sits in memory.  The store is opened read-only.
+
+``liger`` and ``tritonbench`` write the micro timings in the shapes Liger-Kernel's and TritonBench's tools read
+(orchestrator/tool_formats.py): ``liger`` a CSV (FILE or standard output), ``tritonbench`` a folder (``--out DIR``:
+one ``op_<operator>.csv`` per kernel, dtype and GPU type, and ``tritonbench.json``)."""
 
 from __future__ import annotations
 
@@ -19,18 +23,24 @@ from typing import IO, Any
 
 from orchestrator import arg_types
 
-FORMATS = ("csv", "parquet", "jsonl")
+FORMATS = ("csv", "parquet", "jsonl", "liger", "tritonbench")
 BATCH = 20000
 
 
 def add_parser(sub) -> None:
-    ex = sub.add_parser("export", help="every measurement as long-format rows (csv, parquet or jsonl), streamed")
+    ex = sub.add_parser(
+        "export",
+        help="every measurement as long-format rows (csv, parquet or jsonl), streamed; or the micro timings as "
+        "Liger-Kernel's benchmark CSV (liger) or TritonBench's CSV and JSON (tritonbench)",
+    )
     ex.add_argument("--format", choices=FORMATS, default="csv", help="output format (default csv)")
     ex.add_argument("--run", type=arg_types.run_id, help="only the attempts this run recorded")
     ex.add_argument(
         "--since", help="only attempts measured at or after DATE (YYYY-MM-DD or ISO time; UTC unless it names a zone)"
     )
-    ex.add_argument("--out", help="file to write (default: standard output; parquet needs a file)")
+    ex.add_argument(
+        "--out", help="file to write (default: standard output; parquet needs a file, tritonbench a folder)"
+    )
     ex.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
 
 
@@ -53,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     engine = queries.open_read_only(queries.store_url(args.url))
     if args.run is not None and queries.run_info(engine, args.run) is None:
         raise ValueError(f"--run {args.run}: no such run in the store")
+    if args.format in ("liger", "tritonbench"):
+        return _tool_export(engine, args, since)
     rows = queries.iter_measurements(engine, run_id=args.run, since=since, batch=BATCH)
     try:
         n = export(rows, args.format, args.out)
@@ -61,6 +73,31 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.out:
         print(f"exported {n} measurements to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _tool_export(engine, args: argparse.Namespace, since: dt.datetime | None) -> int:
+    from pathlib import Path
+
+    from orchestrator import tool_formats
+    from orchestrator.store.timing_queries import iter_timings
+
+    if args.format == "tritonbench" and not args.out:
+        raise ValueError("--format tritonbench writes a folder (op_<operator>.csv, tritonbench.json): give --out DIR")
+    rows = tool_formats.newest_per_series(iter_timings(engine, run_id=args.run, since=since))
+    if args.format == "tritonbench":
+        n = tool_formats.write_tritonbench(rows, Path(args.out))
+    elif args.out:
+        with open(args.out, "w", newline="", encoding="utf-8") as f:
+            n = tool_formats.write_liger(rows, f)
+    else:
+        try:
+            n = tool_formats.write_liger(rows, sys.stdout)
+        except BrokenPipeError:  # the reader went away (`| head`): not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+    if args.out:
+        print(f"exported {n} timings to {args.out}", file=sys.stderr)
     return 0
 
 

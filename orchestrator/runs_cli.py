@@ -15,7 +15,32 @@ from orchestrator.report import counts_in_words, plain
 def add_parser(sub) -> None:
     p = sub.add_parser("runs", help="list the runs (id, sweep, date, device, status, counts), newest first")
     p.add_argument("--limit", type=arg_types.count, default=20, help="how many runs to list (default 20)")
+    p.add_argument("--json", action="store_true", help="print the runs as JSON (schema kernelfleet.runs, docs/json.md)")
     p.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
+
+
+RUNS_SCHEMA_VERSION = 1
+
+
+def as_json(url: str, runs: list[dict], devices: dict[int, list[str]]) -> dict:
+    """The `runs --json` document (docs/json.md)."""
+    from orchestrator.store.session import display_url
+
+    keep = ("id", "sweep", "commit", "status", "source", "started_at", "finished_at", "counts", "n_jobs")
+    return {
+        "schema": "kernelfleet.runs",
+        "schema_version": RUNS_SCHEMA_VERSION,
+        "store": display_url(url),
+        "runs": [
+            {
+                **{k: r.get(k) for k in keep},
+                "started_at": r["started_at"].isoformat() if r.get("started_at") else None,
+                "finished_at": r["finished_at"].isoformat() if r.get("finished_at") else None,
+                "devices": devices[r["id"]],
+            }
+            for r in runs
+        ],
+    }
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
@@ -24,6 +49,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
     url = resolve_url(args.url)
     runs = queries.list_runs(url, limit=max(args.limit, 1))
+    if getattr(args, "json", False):
+        import json
+
+        devices = {r["id"]: queries.run_measured(url, r["id"])["devices"] for r in runs}
+        print(json.dumps(as_json(url, runs, devices), sort_keys=True))
+        return 0
     if not runs:
         console.print(
             f"the store {display_url(url)} holds no run yet; start one with `python -m orchestrator +sweep=smoke`",

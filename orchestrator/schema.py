@@ -90,6 +90,7 @@ class Config:
     # also write each result, as it is stored, to this `python -m workers run` results file (import-ready; a run on a
     # cluster brought home as a file); a resumed sweep of the same plan appends to it
     results_out: Optional[str] = None
+    summary_json: Optional[str] = None  # when the sweep ends, its run as JSON (docs/json.md) is written here
     rerun: bool = False
     wait_for_run: bool = False  # another sweep runs this plan: wait for it to end instead of exiting 2
     allow_cpu: bool = False  # run a GPU-sized grid on a machine without a GPU anyway (orchestrator.cpu_price)

@@ -261,6 +261,10 @@ def _nothing_to_run(writer, url: str, cfg: dict, header: dict, specs: list[JobSp
         report.print_run_summary(
             console, url, same[0]["id"], f"run {same[0]['id']} · {cfg['sweep']['name']}", wide=bool(cfg.get("wide"))
         )
+        if cfg.get("summary_json"):  # the newest run of this plan: the results a rerun would have shown
+            from orchestrator import run_json
+
+            run_json.write(url, same[0]["id"], cfg["summary_json"])
     where = f"; newest run of this plan: {same[0]['id']}" if same else ""
     console.print(
         f"sweep {cfg['sweep']['name']}: all {len(specs)} jobs have good results in the store{where}; "
@@ -488,6 +492,11 @@ class _Sweep:
             return self.displaced(exc)
         title = f"run {self.run_id} · {self.name}"
         report.print_run_summary(self.console, self.url, self.run_id, title, wide=bool(self.cfg.get("wide")))
+        if self.cfg.get("summary_json"):
+            from orchestrator import run_json
+
+            run_json.write(self.url, self.run_id, self.cfg["summary_json"])
+            self.console.print(f"wrote {self.cfg['summary_json']}", highlight=False)
         self.console.print(
             f"run {self.run_id}: {status}; {report.counts_in_words({'planned': len(self.specs), **by_status})}; "
             f"store: {display_url(self.url)}",

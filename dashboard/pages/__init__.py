@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dashboard.view import PageView
 from orchestrator.store import queries
 
-from . import bandwidth, e2e, overview, profiles, runs, trends
+from . import bandwidth, compare, e2e, overview, profiles, runs, trends
 
 # path -> (page name, nav label, builder)
 PAGES: dict[str, tuple[str, str, Callable[[str, Mapping[str, str]], PageView]]] = {
@@ -17,6 +17,7 @@ PAGES: dict[str, tuple[str, str, Callable[[str, Mapping[str, str]], PageView]]] 
     "/e2e": ("e2e", "End to end", e2e.build),
     "/profiles": ("profiles", "Profiles", profiles.build),
     "/runs": ("runs", "Runs and fleet", runs.build),
+    "/compare": ("compare", "Compare", compare.build),
 }
 PATH_OF = {name: path for path, (name, _, _) in PAGES.items()}
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import plotly.graph_objects as go
 
 from dashboard.view import Figure, PageView, short
-from orchestrator.store import queries
+from orchestrator.store import compare_queries, queries
 
 from ._common import ALL, choose, make_filter
 
@@ -34,6 +34,7 @@ RUN_COLUMNS = [
     "finished_at",
     "n_jobs",
     *OUTCOMES,
+    "compare",
 ]
 FAILED_COLUMNS = [
     "run_id",
@@ -61,10 +62,17 @@ def build(src, params: Mapping[str, str]) -> PageView:
     run = choose(params, "run", ids, ALL)
     view = PageView(page="runs", title="Runs and fleet", params={"run": run})
     view.filters = [make_filter("run", "failed jobs of run", ids, run, with_all=True)]
+    previous = compare_queries.previous_runs(src)
     for r in runs:
         r.update({o: r["outcomes"].get(o, 0) for o in OUTCOMES})
+        # the Compare page's link: this run against the previous run of its sweep
+        r["compare"] = r["id"] if r["id"] in previous else None
     view.add_table(
-        "runs", "runs (newest first), attempts by outcome", RUN_COLUMNS, runs, links={"id": "/runs?run={value}"}
+        "runs",
+        "runs (newest first), attempts by outcome; compare: against the previous run of the sweep",
+        RUN_COLUMNS,
+        runs,
+        links={"id": "/runs?run={value}", "compare": "/compare?run={value}"},
     )
     failed = queries.failed_attempts(src, int(run) if run else None)
     view.add_table(

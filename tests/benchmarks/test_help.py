@@ -19,6 +19,7 @@ def test_every_script_is_listed():
     assert SCRIPTS == [
         "aa_check",
         "call_probe",
+        "compare_time",
         "copy_calibration",
         "dashboard_scale",
         "e2e_host_profile",

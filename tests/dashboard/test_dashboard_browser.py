@@ -13,6 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from selenium.webdriver.support.ui import WebDriverWait
 from sqlalchemy import create_engine, text
 
 from dashboard.pages import PAGES
@@ -199,11 +200,14 @@ def test_every_page_has_a_csv_per_table_and_sortable_tables(browser, server):
     for path in PAGE_PATHS:
         load(browser, server + path)
         links = browser.find_elements("css selector", "a[id^=csv-]")
+        # a table's component (DataTable, AG Grid) loads its script on demand: wait for every table to be drawn
+        WebDriverWait(browser, 60).until(lambda d: len(d.find_elements("css selector", "[id^=table-]")) >= len(links))
         tables = browser.find_elements("css selector", "[id^=table-]")
         assert links and len(links) == len(tables), path
         for a in links:
             assert _csv(a.get_attribute("href")) is not None
-        assert browser.find_elements("css selector", ".column-header--sort"), path
+        # DataTable's sort buttons, or AG Grid's sortable headers (the Compare page)
+        assert browser.find_elements("css selector", ".column-header--sort, .ag-header-cell-sortable"), path
 
 
 @pytest.mark.slow

@@ -1,0 +1,221 @@
+"""Compare: two runs or two commits side by side, as `python -m orchestrator compare` reports them — the summary per
+kernel × GPU type × implementation, every series with its ratio, 95 % interval and the regression rule's verdict,
+and per kernel and GPU type a plot of each shape's baseline and current median.
+
+URL parameters: ``baseline`` and ``current`` (``run:ID`` or ``commit:SHA``; default: the newest run against the
+previous run of its sweep), or ``run=ID`` (that run against the previous run of its sweep: the Runs page's link),
+``kernel``, ``gpu``, ``show`` (``all`` or ``changes``) and ``cpu`` (``1``: CPU timings too)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import plotly.graph_objects as go
+
+from dashboard.view import Figure, PageView, short
+from orchestrator.compare_markdown import verdict_text
+from orchestrator.compare_svg import plot_groups
+from orchestrator.store import compare_queries
+
+from ._common import ALL, choose, make_filter
+
+SUMMARY_COLUMNS = [
+    "kernel",
+    "gpu_type",
+    "impl",
+    "geomean_ratio",
+    "min_ratio",
+    "max_ratio",
+    "series",
+    "confirmed_regressions",
+    "confirmed_improvements",
+    "unconfirmed",
+    "correctness_lost",
+    "new",
+    "vanished",
+]
+SERIES_COLUMNS = [
+    "kernel",
+    "gpu_type",
+    "impl",
+    "shape",
+    "dtype",
+    "baseline_median",
+    "current_median",
+    "ratio",
+    "ci_low",
+    "ci_high",
+    "verdict",
+    "correct_baseline",
+    "correct_current",
+    "state",
+    "reason",
+    "hardware_key",
+]
+SHOW = ("all", "changes")
+MAX_FIGURES = 12
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f")
+
+
+def _run_label(r: Mapping) -> str:
+    when = r["started_at"].strftime("%Y-%m-%d %H:%M") if r.get("started_at") else "?"
+    return f"run {r['id']} · {r['sweep']} · {short(r['commit'])} · {when}"
+
+
+_CACHE: dict[tuple, dict] = {}
+_CACHE_SIZE = 8
+
+
+def _compare(src, base: list[int], cur: list[int], include_cpu: bool) -> dict:
+    """compare_queries.compare, kept for the next request (a filter change, the CSV) while every run compared has
+    finished: a finished run's results do not change."""
+    rows = compare_queries.run_rows(src, base + cur)
+    finished = all(r["status"] != "running" for r in rows) and len(rows) == len(set(base + cur))
+    key = (id(src), tuple(base), tuple(cur), include_cpu)
+    if finished and key in _CACHE:
+        return _CACHE[key]
+    report = compare_queries.compare(src, base, cur, include_cpu=include_cpu)
+    if finished:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = report
+    return report
+
+
+def _runs_of(src, choice: str) -> list[int]:
+    kind, _, value = choice.partition(":")
+    if kind == "run":
+        return [int(value)]
+    return compare_queries.runs_of_commit(src, value)[1]
+
+
+def build(src, params: Mapping[str, str]) -> PageView:
+    choices = compare_queries.compare_choices(src)
+    options = [(f"run:{r['id']}", _run_label(r)) for r in choices["runs"]]
+    options += [
+        (f"commit:{c['commit']}", f"commit {short(c['commit'])} · runs {', '.join(map(str, c['runs']))}")
+        for c in choices["commits"]
+    ]
+    allowed = [v for v, _ in options]
+    previous = compare_queries.previous_runs(src)
+    # by default the newest run with timings that has an earlier run of its sweep, against that run
+    newest = next(
+        (r["id"] for r in choices["runs"] if r["id"] in previous and r["id"] in choices["micro"]),
+        choices["runs"][0]["id"],
+    )
+    cur_default = f"run:{params['run']}" if params.get("run", "").isdigit() else f"run:{newest}"
+    if cur_default not in allowed:
+        cur_default = f"run:{newest}"
+    prev = previous.get(int(cur_default.split(":")[1]))
+    current = choose(params, "current", allowed, cur_default)
+    base_default = f"run:{prev}" if prev is not None else cur_default
+    baseline = choose(params, "baseline", allowed, base_default)
+    show = choose(params, "show", SHOW, "all")
+    include_cpu = params.get("cpu") == "1"
+    view = PageView(page="compare", title="Compare")
+    labels = dict(options)
+    view.filters = [
+        make_filter("baseline", "baseline (run or commit)", allowed, baseline, labels=labels),
+        make_filter("current", "current (run or commit)", allowed, current, labels=labels),
+    ]
+    base_runs, cur_runs = _runs_of(src, baseline), _runs_of(src, current)
+    try:
+        report = _compare(src, base_runs, cur_runs, include_cpu)
+    except compare_queries.RefError as exc:
+        view.params = {"baseline": baseline, "current": current}
+        view.notes.append(f"Nothing to compare: {exc}. Pick another baseline or current.")
+        view.add_table("summary", "geometric mean of current / baseline per kernel × GPU type", SUMMARY_COLUMNS, [])
+        view.add_table("series", "every series", SERIES_COLUMNS, [])
+        return view
+    rows = report["series"]
+    kernels = sorted({r["kernel"] for r in rows if r["kernel"]})
+    gpus = sorted({r["gpu_type"] or "" for r in rows} - {""})
+    kernel = choose(params, "kernel", kernels, ALL)
+    gpu = choose(params, "gpu", gpus, ALL)
+    view.filters += [
+        make_filter("kernel", "kernel", kernels, kernel, with_all=True),
+        make_filter("gpu", "GPU type", gpus, gpu, with_all=True),
+        make_filter("show", "series", SHOW, show, labels={"all": "every series", "changes": "changes only"}),
+        make_filter(
+            "cpu", "CPU timings", ["0", "1"], "1" if include_cpu else "0", labels={"0": "left out", "1": "shown"}
+        ),
+    ]
+    view.params = {
+        "baseline": baseline,
+        "current": current,
+        "kernel": kernel,
+        "gpu": gpu,
+        "show": show,
+        "cpu": "1" if include_cpu else "0",
+    }
+    rows = [r for r in rows if (not kernel or r["kernel"] == kernel) and (not gpu or r["gpu_type"] == gpu)]
+    c = compare_queries.counts(rows)
+    verdict = (
+        f"{c['confirmed_regressions']} confirmed regression(s), {c['correctness_lost']} correctness loss(es)"
+        if c["confirmed_regressions"] or c["correctness_lost"]
+        else "No confirmed regression, no correctness loss"
+    )
+    view.notes.append(
+        f"{verdict}: {c['series']} series compared, {c['confirmed_improvements']} confirmed improvement(s), "
+        f"{c['unconfirmed']} unconfirmed, {c['new']} new, {c['vanished']} vanished. Baseline run(s) "
+        f"{', '.join(map(str, base_runs))}, current run(s) {', '.join(map(str, cur_runs))}; "
+        f"{report['metric']} ({report['unit']}), ratio = current / baseline."
+    )
+    if report["cpu_series"]:
+        view.notes.append(f"{report['cpu_series']} series timed on a CPU left out (CPU timings: shown).")
+    if c["unconfirmed"] and len(base_runs) < 2:
+        view.notes.append(
+            "Unconfirmed: one run a side gives no between-run spread; compare commits with two runs each."
+        )
+    view.add_table(
+        "summary",
+        "geometric mean of current / baseline per kernel × GPU type",
+        SUMMARY_COLUMNS,
+        compare_queries.summarize(rows),
+    )
+    shown = [r for r in rows if verdict_text(r)] if show == "changes" else rows
+    view.add_table(
+        "series",
+        "every series" if show == "all" else "changes",
+        SERIES_COLUMNS,
+        [{**r, "verdict": verdict_text(r) or "no change"} for r in shown],
+    )
+    for n, ((k, g), group) in enumerate(plot_groups(rows).items()):
+        if n >= MAX_FIGURES:
+            view.notes.append(f"Plots of the first {MAX_FIGURES} kernel × GPU types; pick a kernel for the rest.")
+            break
+        view.figures.append(Figure(f"compare-{n}", _figure(k, g, group, report["unit"])))
+    return view
+
+
+def _figure(kernel: str, gpu: str, rows, unit: str) -> go.Figure:
+    fig = go.Figure()
+    impls = list(dict.fromkeys(r["impl"] for r in rows))
+    for i, impl in enumerate(impls):
+        rs = [r for r in rows if r["impl"] == impl]
+        ys = [
+            f"{'x'.join(map(str, r['shape'])) if isinstance(r['shape'], list) else r['shape']} {r['dtype']}" for r in rs
+        ]
+        colour = PALETTE[i % len(PALETTE)]
+        for side, symbol in (("baseline", "circle-open"), ("current", "circle")):
+            fig.add_trace(
+                go.Scatter(
+                    x=[r[f"{side}_median"] for r in rs],
+                    y=ys,
+                    mode="markers",
+                    name=f"{impl} {side}",
+                    legendgroup=impl,
+                    marker={"symbol": symbol, "color": colour, "size": 9},
+                    hovertext=[f"{impl} {y} {side}: {r[f'{side}_median']} {unit}" for r, y in zip(rs, ys)],
+                    hoverinfo="text",
+                )
+            )
+    n = len({r["dtype"] + str(r["shape"]) for r in rows})
+    fig.update_layout(
+        title=f"{kernel} · {gpu}: baseline (hollow) and current (filled)",
+        height=140 + 24 * n,
+        xaxis={"type": "log", "title": f"{unit} (log)"},
+        yaxis={"type": "category"},
+        margin={"l": 10, "r": 10, "t": 40, "b": 40},
+    )
+    return fig

@@ -1,0 +1,520 @@
+"""Two sets of runs side by side (``python -m orchestrator compare``, the dashboard's Compare page).
+
+A series is one (kernel, shape, dtype, implementation, hardware key), as in the regression rule.  Each run of a
+side puts one point on a series: the stored repeats of the attempt the run shows for the job (the attempt the run
+recorded, else the job's newest: a job the run reused).  Per series the comparison gives
+
+* ``ratio``: current / baseline of the metric's median (the median of each side's run medians, on the log scale);
+  for times above 1 is slower;
+* ``ci_low``, ``ci_high``: its 95 % confidence interval.  The standard error of the log ratio is the larger of the
+  between-run spread (regression_rule.between_run_scale, pooled over the series of the same kernel,
+  implementation and device, as ``regressions`` pools it) times sqrt(1/a + 1/b) with a Student-t quantile for its
+  degrees of freedom, and what the repeats alone give (1.2533 x the scale of the log repeats / sqrt(n) per run, the
+  scale from their inter-quartile range).  ``ci_basis`` says which: ``between-run`` or ``repeats`` (one run a
+  side: no between-run spread, the interval understates the run-to-run scatter);
+* ``verdict``: regression_rule.judge on the two sides (``confirmed`` / ``unconfirmed`` / ``kernel_changed``, or
+  ``None``: no change the rule reports), with ``direction``, ``z`` and ``reason``;
+* ``correct_baseline``, ``correct_current``: the implementation's correctness on each side (its correctness job's
+  ``correct`` verdict, and its micro job's own when it has one; False when any was False) and ``correctness``:
+  ``lost`` (False now, not False before), ``regained`` or None;
+* ``state``: ``both``, ``new`` (only current) or ``vanished`` (only baseline).
+
+``summary`` is one row per (kernel, GPU type, implementation) with the geometric mean of the ratios of the series
+measured on both sides.  Series timed on a CPU (Triton's interpreter) are left out unless ``include_cpu``.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from orchestrator.store.models import Device, Job, JobAttempt, Measurement, Run, RunJob
+from orchestrator.store.queries import Source, _reading, autotune_pick, is_cpu_device
+from orchestrator.store.regression_rule import (
+    CONFIRMED,
+    DEFAULT_THRESHOLD,
+    Point,
+    between_run_scale,
+    judge,
+    threshold_for,
+)
+from workers import metrics as catalogue
+from workers.spec import GOOD_STATUSES
+
+SCHEMA_VERSION = 1
+CI_LEVEL = 0.95
+_MEDIAN_SE = 1.2533  # standard error of a median = 1.2533 sigma / sqrt(n) at the normal
+_CHUNK = 500
+
+
+class RefError(ValueError):
+    """A REF that names no run of the store (or names several commits)."""
+
+
+# -- which runs a REF names -----------------------------------------------------------------------------------
+def runs_of_ids(src: Source, run_ids: Iterable[int]) -> list[int]:
+    """The given run ids, checked; RefError for one the store lacks."""
+    ids = list(run_ids)
+    with _reading(src) as s:
+        have = set(s.scalars(select(Run.id).where(Run.id.in_(ids)))) if ids else set()
+    missing = [i for i in ids if i not in have]
+    if missing:
+        raise RefError(f"no run {missing[0]}")
+    return ids
+
+
+def run_exists(src: Source, run_id: int) -> bool:
+    with _reading(src) as s:
+        return s.get(Run, run_id) is not None
+
+
+def runs_of_commit(src: Source, prefix: str) -> tuple[str | None, list[int]]:
+    """(the full commit, its run ids oldest first) for a commit or a unique prefix of one; (None, []) when no run
+    has it; RefError when the prefix matches runs of several commits."""
+    prefix = prefix.strip().lower()
+    with _reading(src) as s:
+        rows = s.execute(
+            select(Run.id, Run.commit).where(Run.commit.like(f"{prefix}%")).order_by(Run.started_at, Run.id)
+        ).all()
+    commits = sorted({c for _, c in rows})
+    if len(commits) > 1:
+        shown = ", ".join(c[:12] for c in commits[:4])
+        raise RefError(f"commit prefix {prefix!r} is ambiguous: runs of {len(commits)} commits ({shown}...)")
+    return (commits[0], [r for r, _ in rows]) if commits else (None, [])
+
+
+def run_rows(src: Source, run_ids: Sequence[int]) -> list[dict[str, Any]]:
+    """id, sweep, commit, started_at, status of each run, in the order given."""
+    with _reading(src) as s:
+        runs = {r.id: r for r in s.scalars(select(Run).where(Run.id.in_(list(run_ids))))}
+    return [
+        {
+            "id": r.id,
+            "sweep": r.sweep,
+            "commit": r.commit,
+            "started_at": r.started_at,
+            "status": r.status,
+        }
+        for r in (runs[i] for i in run_ids if i in runs)
+    ]
+
+
+def compare_choices(src: Source, limit: int = 200) -> dict[str, list[dict[str, Any]]]:
+    """What the Compare page offers: the newest runs (id, sweep, commit, started_at) and the commits they hold
+    (commit, runs, newest start), newest first; ``micro``: the ids of the runs that hold micro jobs."""
+    with _reading(src) as s:
+        runs = s.execute(
+            select(Run.id, Run.sweep, Run.commit, Run.started_at).order_by(Run.started_at.desc(), Run.id.desc())
+        ).all()
+        micro = set(
+            s.scalars(select(RunJob.run_id).distinct().join(Job, Job.id == RunJob.job_id).where(Job.kind == "micro"))
+        )
+    commits: dict[str, dict[str, Any]] = {}
+    for rid, _sweep, commit, started in runs:
+        if commit and commit != "unknown":
+            c = commits.setdefault(commit, {"commit": commit, "runs": [], "started_at": started})
+            c["runs"].append(rid)
+    return {
+        "runs": [{"id": r, "sweep": sw, "commit": c, "started_at": t} for r, sw, c, t in runs[:limit]],
+        "commits": list(commits.values())[:limit],
+        "micro": sorted(micro),
+    }
+
+
+def previous_run(src: Source, run_id: int) -> int | None:
+    """The newest earlier run of the same sweep (the baseline the Runs page links a run to), None if none."""
+    with _reading(src) as s:
+        run = s.get(Run, run_id)
+        if run is None:
+            return None
+        return s.scalar(
+            select(Run.id)
+            .where(Run.sweep == run.sweep, Run.id != run.id, Run.started_at <= run.started_at)
+            .order_by(Run.started_at.desc(), Run.id.desc())
+            .limit(1)
+        )
+
+
+def previous_runs(src: Source) -> dict[int, int]:
+    """run id -> the newest earlier run of the same sweep, for every run that has one (one query)."""
+    with _reading(src) as s:
+        rows = s.execute(select(Run.id, Run.sweep, Run.started_at).order_by(Run.started_at, Run.id)).all()
+    last: dict[str, int] = {}
+    out = {}
+    for rid, sweep, _ in rows:
+        if sweep in last:
+            out[rid] = last[sweep]
+        last[sweep] = rid
+    return out
+
+
+# -- loading the points of a side -----------------------------------------------------------------------------
+def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
+    for i in range(0, len(items), _CHUNK):
+        yield items[i : i + _CHUNK]
+
+
+def _side(s: Session, run_ids: Sequence[int], metric: str, name_col) -> tuple[dict, dict]:
+    """(series key -> [point dict per run, in run order], correctness key -> [verdicts]) for the runs of a side."""
+    kind = catalogue.get(metric).kind
+    kinds = sorted({kind, "correctness"})
+    members = s.execute(
+        select(RunJob.run_id, Job.id, Job.kind, name_col, Job.shape, Job.shape_key, Job.dtype)
+        .join(Job, Job.id == RunJob.job_id)
+        .where(RunJob.run_id.in_(list(run_ids)), Job.kind.in_(kinds))
+    ).all()
+    job_ids = sorted({m[1] for m in members})
+    attempts: dict[int, list[tuple[int, int, str, str | None, Any]]] = defaultdict(list)
+    for chunk in _chunks(job_ids):
+        for row in s.execute(
+            select(
+                JobAttempt.job_id,
+                JobAttempt.attempt,
+                JobAttempt.run_id,
+                JobAttempt.status,
+                JobAttempt.hardware_key,
+                JobAttempt.details,
+            ).where(JobAttempt.job_id.in_(chunk))
+        ):
+            attempts[row[0]].append(tuple(row[1:]))
+    # the attempt each (run, job) shows: the run's own newest, else the job's newest
+    shown: dict[tuple[int, int], tuple[int, str, str | None, Any]] = {}
+    for run_id, job_id, *_ in members:
+        tries = attempts.get(job_id) or []
+        own = [a for a in tries if a[1] == run_id]
+        pick = max(own or tries, default=None, key=lambda a: a[0])
+        if pick is not None:
+            shown[(run_id, job_id)] = (pick[0], pick[2], pick[3], pick[4])
+    wanted = {(job_id, a[0]) for (_, job_id), a in shown.items()}
+    values: dict[tuple[int, int], dict[tuple[str, str], tuple[float | None, list | None]]] = defaultdict(dict)
+    for chunk in _chunks(job_ids):
+        for job_id, attempt, impl, mname, value, samples in s.execute(
+            select(
+                Measurement.job_id,
+                Measurement.attempt,
+                Measurement.impl,
+                Measurement.metric,
+                Measurement.value,
+                Measurement.samples,
+            ).where(Measurement.job_id.in_(chunk), Measurement.metric.in_([metric, "correct"]))
+        ):
+            if (job_id, attempt) in wanted:
+                values[(job_id, attempt)][(impl, mname)] = (value, samples)
+    points: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    correct: dict[tuple, list[bool]] = defaultdict(list)
+    order = {r: i for i, r in enumerate(run_ids)}
+    for run_id, job_id, jkind, name, shape, skey, dtype in sorted(members, key=lambda m: order[m[0]]):
+        a = shown.get((run_id, job_id))
+        if a is None or a[1] not in GOOD_STATUSES:
+            continue
+        attempt, _status, hw, details = a
+        for (impl, mname), (value, samples) in values.get((job_id, attempt), {}).items():
+            if mname == "correct":
+                if value is not None:
+                    correct[(name, skey, dtype, impl, hw)].append(value >= 0.5)
+                continue
+            if jkind != kind or value is None:
+                continue
+            points[(name, skey, dtype, impl, hw)].append(
+                {
+                    "run_id": run_id,
+                    "value": value,
+                    "samples": samples if samples else [value],
+                    "shape": list(shape or []),
+                    "pick": autotune_pick(details, impl),
+                }
+            )
+    return points, correct
+
+
+# -- the comparison -------------------------------------------------------------------------------------------
+def _point(p: Mapping[str, Any]) -> Point:
+    return Point(p["samples"], p["value"], p.get("pick"))
+
+
+def _levels(points: Sequence[Mapping[str, Any]]) -> list[float]:
+    return [lv for lv in (_point(p).level() for p in points) if lv is not None]
+
+
+def _repeat_se(points: Sequence[Mapping[str, Any]]) -> float | None:
+    """Standard error of a side's log median from the repeats alone (runs averaged), None when unknown: per run
+    1.2533 x sigma / sqrt(n), sigma from the inter-quartile range of the log repeats (IQR / 1.349, robust)."""
+    import numpy as np
+
+    per_run = []
+    for p in points:
+        xs = np.asarray([x for x in p["samples"] or () if x is not None], dtype=float)
+        xs = xs[np.isfinite(xs) & (xs > 0)]
+        if len(xs) < 3:
+            continue
+        q1, q3 = np.percentile(np.log(xs), [25, 75])
+        per_run.append((_MEDIAN_SE * (q3 - q1) / 1.349 / math.sqrt(len(xs))) ** 2)
+    if not per_run:
+        return None
+    return math.sqrt(sum(per_run)) / len(per_run)
+
+
+def _interval(
+    ref: Sequence[Mapping[str, Any]], cur: Sequence[Mapping[str, Any]], spread: tuple[float | None, int] | None
+) -> tuple[float | None, float | None, str | None]:
+    from scipy.stats import norm, t
+
+    ref_lv, cur_lv = _levels(ref), _levels(cur)
+    if not ref_lv or not cur_lv:
+        return None, None, None
+    d = statistics.median(cur_lv) - statistics.median(ref_lv)
+    candidates = []
+    if spread is not None and spread[0] is not None and spread[1] >= 1:
+        se_b = spread[0] * math.sqrt(1 / len(ref_lv) + 1 / len(cur_lv))
+        candidates.append((se_b * float(t.isf((1 - CI_LEVEL) / 2, spread[1])), "between-run"))
+    se_r = [x for x in (_repeat_se(ref), _repeat_se(cur)) if x is not None]
+    if len(se_r) == 2:
+        candidates.append((math.sqrt(se_r[0] ** 2 + se_r[1] ** 2) * float(norm.isf((1 - CI_LEVEL) / 2)), "repeats"))
+    if not candidates:
+        return None, None, None
+    half, basis = max(candidates)
+    return math.exp(d - half), math.exp(d + half), basis
+
+
+def _spreads(pairs: Mapping[tuple, tuple[list, list]]) -> dict[tuple, tuple[float | None, int]]:
+    """The between-run spread pooled over the series of one (kernel, impl, hardware key), as `regressions`."""
+    groups: dict[tuple, list[list[float]]] = defaultdict(list)
+    for (name, _skey, _dtype, impl, hw), (ref, cur) in pairs.items():
+        for side in (ref, cur):
+            lv = _levels(side)
+            if len(lv) >= 2:
+                groups[(name, impl, hw)].append(lv)
+    return {k: between_run_scale(groups=g) for k, g in groups.items()}
+
+
+def _side_median(points: Sequence[Mapping[str, Any]]) -> float | None:
+    lv = _levels(points)
+    return math.exp(statistics.median(lv)) if lv else None
+
+
+def _correct(verdicts: Sequence[bool] | None) -> bool | None:
+    return None if not verdicts else all(verdicts)
+
+
+def _geomean(values: Sequence[float]) -> float | None:
+    vals = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    return math.exp(sum(map(math.log, vals)) / len(vals)) if vals else None
+
+
+def compare(
+    src: Source,
+    baseline_runs: Sequence[int],
+    current_runs: Sequence[int],
+    *,
+    metric: str = "time_us",
+    threshold: float | Mapping[str, float] = DEFAULT_THRESHOLD,
+    include_cpu: bool = False,
+) -> dict[str, Any]:
+    """The comparison of ``current_runs`` against ``baseline_runs`` (the module doc).  Returns ``baseline``,
+    ``current`` (run rows), ``metric``, ``unit``, ``higher_is_better``, ``threshold``, ``series`` (one dict per
+    series, sorted by kernel, device, implementation, dtype, shape), ``summary``, ``cpu_series`` (left out),
+    ``counts``.  RefError for an unknown run or the same run on both sides."""
+    base, cur = list(dict.fromkeys(baseline_runs)), list(dict.fromkeys(current_runs))
+    if not base or not cur:
+        raise RefError("both sides need at least one run")
+    both = sorted(set(base) & set(cur))
+    if both:
+        raise RefError(f"run(s) {both} on both sides of the comparison")
+    runs_of_ids(src, base + cur)
+    info = catalogue.get(metric)
+    higher_is_worse = not info.higher_is_better
+    name_col = Job.model if info.kind == "e2e" else Job.kernel
+    with _reading(src) as s:
+        ref_points, ref_correct = _side(s, base, metric, name_col)
+        cur_points, cur_correct = _side(s, cur, metric, name_col)
+        hws = {k[4] for k in (*ref_points, *cur_points, *ref_correct, *cur_correct) if k[4]}
+        gpu_types = (
+            dict(
+                s.execute(
+                    select(Device.hardware_key, Device.gpu_type).where(Device.hardware_key.in_(sorted(hws)))
+                ).all()
+            )
+            if hws
+            else {}
+        )
+        base_rows, cur_rows = run_rows(s, base), run_rows(s, cur)
+    keys = set(ref_points) | set(cur_points)
+    cpu_series = sum(1 for k in keys if is_cpu_device(k[4]))
+    if not include_cpu:
+        keys = {k for k in keys if not is_cpu_device(k[4])}
+    pairs = {k: (ref_points.get(k, []), cur_points.get(k, [])) for k in keys}
+    spreads = _spreads({k: v for k, v in pairs.items() if v[0] and v[1]})
+    rows = []
+    for key in sorted(keys, key=lambda k: (k[0] or "", k[4] or "", k[3], k[2], _shape_order(k[1]))):
+        name, skey, dtype, impl, hw = key
+        ref, now = pairs[key]
+        ref_median, cur_median = _side_median(ref), _side_median(now)
+        ratio = cur_median / ref_median if ref_median and cur_median else None
+        spread = spreads.get((name, impl, hw))
+        lo, hi, basis = _interval(ref, now, spread) if ref and now else (None, None, None)
+        verdict = None
+        if ref and now:
+            verdict = judge(
+                [_point(p) for p in ref],
+                [_point(p) for p in now],
+                spread=spread,
+                threshold=threshold_for(name, threshold),
+                higher_is_worse=higher_is_worse,
+            )
+        c_ref, c_cur = _correct(ref_correct.get(key)), _correct(cur_correct.get(key))
+        shape = (now or ref)[-1]["shape"]
+        rows.append(
+            {
+                "kernel": name,
+                "shape": shape,
+                "dtype": dtype,
+                "impl": impl,
+                "hardware_key": hw,
+                "gpu_type": gpu_types.get(hw, "cpu" if is_cpu_device(hw) else None),
+                "device": "cpu" if is_cpu_device(hw) else "gpu",
+                "state": "both" if ref and now else ("new" if now else "vanished"),
+                "baseline_median": ref_median,
+                "current_median": cur_median,
+                "baseline_points": [p["value"] for p in ref],
+                "current_points": [p["value"] for p in now],
+                "ratio": ratio,
+                "ci_low": lo,
+                "ci_high": hi,
+                "ci_basis": basis,
+                "spread": spread[0] if spread else None,
+                "spread_dof": spread[1] if spread else 0,
+                "verdict": verdict.status if verdict else None,
+                "direction": verdict.direction if verdict else None,
+                "change": verdict.change if verdict else (ratio - 1 if ratio else None),
+                "z": verdict.z if verdict else None,
+                "p_value": verdict.p_value if verdict else None,
+                "reason": verdict.reason if verdict else None,
+                "correct_baseline": c_ref,
+                "correct_current": c_cur,
+                "correctness": "lost"
+                if c_cur is False and c_ref is not False
+                else ("regained" if c_ref is False and c_cur is True else None),
+            }
+        )
+    # correctness verdicts of implementations without a timed series (a failing impl is not timed)
+    for key in sorted(set(ref_correct) | set(cur_correct), key=repr):
+        if key in keys or key in ref_points or key in cur_points:
+            continue
+        if not include_cpu and is_cpu_device(key[4]):
+            continue
+        c_ref, c_cur = _correct(ref_correct.get(key)), _correct(cur_correct.get(key))
+        if c_cur is False and c_ref is not False or (c_ref is False and c_cur is True):
+            name, skey, dtype, impl, hw = key
+            rows.append(_correctness_only_row(key, c_ref, c_cur, gpu_types.get(hw)))
+    return {
+        "schema": "kernelfleet.compare",
+        "schema_version": SCHEMA_VERSION,
+        "metric": metric,
+        "unit": info.unit,
+        "higher_is_better": info.higher_is_better,
+        "threshold": threshold if isinstance(threshold, (int, float)) else dict(threshold),
+        "baseline": base_rows,
+        "current": cur_rows,
+        "series": rows,
+        "summary": summarize(rows),
+        "cpu_series": 0 if include_cpu else cpu_series,
+        "counts": counts(rows),
+    }
+
+
+def _correctness_only_row(key: tuple, c_ref: bool | None, c_cur: bool | None, gpu_type: str | None) -> dict:
+    name, skey, dtype, impl, hw = key
+    return {
+        "kernel": name,
+        "shape": [int(x) for x in skey.split("x")] if skey and all(p.isdigit() for p in skey.split("x")) else skey,
+        "dtype": dtype,
+        "impl": impl,
+        "hardware_key": hw,
+        "gpu_type": gpu_type or ("cpu" if is_cpu_device(hw) else None),
+        "device": "cpu" if is_cpu_device(hw) else "gpu",
+        "state": "correctness only",
+        **dict.fromkeys(
+            (
+                "baseline_median",
+                "current_median",
+                "ratio",
+                "ci_low",
+                "ci_high",
+                "ci_basis",
+                "spread",
+                "verdict",
+                "direction",
+                "change",
+                "z",
+                "p_value",
+                "reason",
+            )
+        ),
+        "baseline_points": [],
+        "current_points": [],
+        "spread_dof": 0,
+        "correct_baseline": c_ref,
+        "correct_current": c_cur,
+        "correctness": "lost" if c_cur is False and c_ref is not False else "regained",
+    }
+
+
+def _shape_order(skey: str) -> tuple:
+    parts = (skey or "").split("x")
+    return tuple(int(p) if p.isdigit() else 0 for p in parts)
+
+
+def is_confirmed_regression(row: Mapping[str, Any]) -> bool:
+    return row.get("verdict") == CONFIRMED and row.get("direction") == "regression"
+
+
+def is_confirmed_improvement(row: Mapping[str, Any]) -> bool:
+    return row.get("verdict") == CONFIRMED and row.get("direction") == "improvement"
+
+
+def counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    return {
+        "series": sum(r["state"] == "both" for r in rows),
+        "confirmed_regressions": sum(map(is_confirmed_regression, rows)),
+        "confirmed_improvements": sum(map(is_confirmed_improvement, rows)),
+        "unconfirmed": sum(r.get("verdict") == "unconfirmed" for r in rows),
+        "kernel_changed": sum(r.get("verdict") == "kernel_changed" for r in rows),
+        "correctness_lost": sum(r.get("correctness") == "lost" for r in rows),
+        "correctness_regained": sum(r.get("correctness") == "regained" for r in rows),
+        "new": sum(r["state"] == "new" for r in rows),
+        "vanished": sum(r["state"] == "vanished" for r in rows),
+    }
+
+
+def summarize(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (kernel, GPU type, implementation): the geometric mean of its series' ratios and counts."""
+    groups: dict[tuple, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[(r["kernel"] or "", r["gpu_type"] or r["hardware_key"] or "", r["impl"])].append(r)
+    out = []
+    for (kernel, gpu_type, impl), rs in sorted(groups.items()):
+        c = counts(rs)
+        out.append(
+            {
+                "kernel": kernel,
+                "gpu_type": gpu_type,
+                "impl": impl,
+                "geomean_ratio": _geomean([r["ratio"] for r in rs if r["state"] == "both" and r["ratio"]]),
+                "min_ratio": min((r["ratio"] for r in rs if r["ratio"]), default=None),
+                "max_ratio": max((r["ratio"] for r in rs if r["ratio"]), default=None),
+                **c,
+            }
+        )
+    return out
+
+
+def failing(report: Mapping[str, Any]) -> bool:
+    """A confirmed regression or a correctness loss: what makes ``compare`` exit 1."""
+    c = report["counts"]
+    return bool(c["confirmed_regressions"] or c["correctness_lost"])
