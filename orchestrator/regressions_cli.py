@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from orchestrator.report import _fmt
-from orchestrator.store.regression_rule import CONFIRMED, KERNEL_CHANGED, UNCONFIRMED
+from orchestrator.store.regression_rule import CONFIRMED, KERNEL_CHANGED, PICKS_UNKNOWN, UNCONFIRMED
 
 EXIT_NONE, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
 RECIPE = (
@@ -129,11 +129,7 @@ def _print(report: dict, threshold: float, url: str, console: Console) -> None:
     ):
         t.add_column(c)
     for f in flags:
-        verdict = {
-            CONFIRMED: f"{f['direction']} ({_fmt(f['z'], '.1f')} x spread)",
-            UNCONFIRMED: "unconfirmed",
-            KERNEL_CHANGED: "baseline changed its kernel",
-        }[f["status"]]
+        verdict = f["verdict"]
         device = (f.get("hardware_key") or "–") + (" (cpu timings)" if f["device"] == "cpu" else "")
         t.add_row(
             f["kernel"],
@@ -152,9 +148,13 @@ def _print(report: dict, threshold: float, url: str, console: Console) -> None:
     console.print(t)
     confirmed = sum(f["status"] == CONFIRMED and f["direction"] == "regression" for f in flags)
     unconfirmed = [f for f in flags if f["status"] == UNCONFIRMED]
-    changed = [f for f in flags if f["status"] == KERNEL_CHANGED]
+    changed = [f for f in flags if f["status"] in (KERNEL_CHANGED, PICKS_UNKNOWN)]
     console.print(f"{confirmed} confirmed regression(s) of {report['series']} series judged (store {url})")
-    if unconfirmed:
-        console.print(f"{len(unconfirmed)} unconfirmed: {unconfirmed[0]['reason']}; {RECIPE}")
+    for reason in dict.fromkeys(f["reason"] for f in unconfirmed if f["reason"].startswith("between-run")):
+        console.print(f"unconfirmed: {reason}; {RECIPE}")
+        break
+    for f in unconfirmed:
+        if not f["reason"].startswith("between-run"):
+            console.print(f"{f['kernel']} {f['impl']} {'x'.join(map(str, f['shape']))}: unconfirmed: {f['reason']}")
     for f in changed:
         console.print(f"{f['kernel']} {f['impl']} {'x'.join(map(str, f['shape']))}: {f['reason']}")

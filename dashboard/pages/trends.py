@@ -11,7 +11,8 @@ import plotly.graph_objects as go
 
 from dashboard import metrics
 from dashboard.view import Figure, PageView, short
-from orchestrator.store import queries
+from orchestrator.store import queries, series_verdicts
+from orchestrator.store.regression_rule import CONFIRMED, KERNEL_CHANGED, PICKS_UNKNOWN, STATUS_WORDS, UNCONFIRMED
 
 from ._common import ALL, SERIES_COLUMNS, choose, make_filter
 
@@ -25,7 +26,8 @@ COLUMNS = [
     "q3",
     "unit",
     "speedup_vs_eager",
-    "flag",
+    "verdict",
+    "reason",
     "job_key",
 ]
 FIGURE_ID = "trend-figure"
@@ -38,7 +40,14 @@ LAST = {
     "500": "newest 500 per series",
     "all": "every point",
 }  # how much of each series the page shows (flags are judged on the whole series)
-FLAG_STYLE = {"regression": ("triangle-up", "#d62728"), "improvement": ("triangle-down", "#2ca02c")}
+# Marker per verdict of the regression rule (its status, and the direction where it is confirmed); the words are
+# the rule's own (regression_rule.verdict_words), as the regressions command prints them.
+CONFIRMED_STYLE = {"regression": ("triangle-up", "#d62728"), "improvement": ("triangle-down", "#2ca02c")}
+OPEN_STYLE = {
+    UNCONFIRMED: ("circle-open", "#7f7f7f"),
+    KERNEL_CHANGED: ("diamond-open", "#7f7f7f"),
+    PICKS_UNKNOWN: ("square-open", "#7f7f7f"),
+}
 
 
 def build(src, params: Mapping[str, str]) -> PageView:
@@ -102,10 +111,24 @@ def build(src, params: Mapping[str, str]) -> PageView:
     if len(keys) > MAX_SERIES:
         view.notes.append(f"{len(keys)} series match; showing the first {MAX_SERIES}: narrow the filters.")
         keys = keys[:MAX_SERIES]
+    verdicts = (
+        series_verdicts.trend_verdicts(
+            src,
+            kernel,
+            metric=reading,
+            shape=shape or None,
+            dtype=dtype or None,
+            impl=impl or None,
+            hardware_keys={k[3] for k in keys},
+        )
+        if keys
+        else {}
+    )
     records = []
     for key in keys:
         pts = series[key]
-        flags = queries.flag_series(pts, higher_is_worse=not metrics.higher_is_better(reading))
+        judged = verdicts.get((kernel, *key), {})
+        flags = [judged.get((p["run_id"], p["attempt"], p["job_key"])) for p in pts]
         keep = len(pts) if last == "all" else int(last)
         for p, flag in list(zip(pts, flags))[-keep:]:
             q1, q3 = _quartiles(p["samples"], p["value"])
@@ -121,20 +144,36 @@ def build(src, params: Mapping[str, str]) -> PageView:
                     "q1": q1,
                     "q3": q3,
                     "speedup_vs_eager": speedup,
-                    "flag": flag,
+                    "verdict": flag["verdict"] if flag else None,
+                    "reason": flag["reason"] if flag else None,
+                    "status": flag["status"] if flag else None,
+                    "direction": flag["direction"] if flag else None,
                 }
             )
     table = view.add_table("points", "the points plotted", COLUMNS, records)
     if not records:
         view.notes.append("No measurement matches these filters.")
         return view
-    n_flags = sum(1 for r in table.rows if r["flag"])
-    view.notes.append(
-        f"{len(keys)} series, {len(table.rows)} points; {n_flags} confirmed change(s) marked "
-        "(≥ 5 % and Mann-Whitney U p < 0.01 against the 5 points before, two in a row)."
-    )
+    view.notes.append(f"{len(keys)} series, {len(table.rows)} points; {_verdict_counts(records)}.")
     view.figures.append(Figure(FIGURE_ID, _figure(table.rows, y, x, reading)))
     return view
+
+
+def _verdict_counts(records: list[dict]) -> str:
+    """The verdicts marked, in the rule's words: "1 confirmed regression, 2 baseline changed its kernel"."""
+    counts: dict[str, int] = {}
+    for r in records:
+        if r["status"] == CONFIRMED:
+            counts[f"confirmed {r['direction']}"] = counts.get(f"confirmed {r['direction']}", 0) + 1
+        elif r["status"]:
+            counts[STATUS_WORDS[r["status"]]] = counts.get(STATUS_WORDS[r["status"]], 0) + 1
+    judged = (
+        "verdicts of the regression rule, as `python -m orchestrator regressions RUN --improvements --include-cpu` "
+        "gives them for each point's run"
+    )
+    if not counts:
+        return f"no change marked ({judged})"
+    return ", ".join(f"{n} {words}" for words, n in counts.items()) + f" marked ({judged})"
 
 
 def _quartiles(samples, value):
@@ -159,7 +198,7 @@ def _figure(rows: list[dict], y: str, x: str, reading: str) -> go.Figure:
             f"{name}<br>commit {short(r['commit'])} · run {r['run_id']}<br>{r['measured_at']}<br>"
             f"device {r['hardware_key']}<br>median {r['median']} {r['unit']}"
             + (f" (IQR {r['q1']}–{r['q3']})" if y == "time" else f"<br>speed-up {r['speedup_vs_eager']}")
-            + (f"<br><b>{r['flag']}</b>" if r["flag"] else "")
+            + (f"<br><b>{r['verdict']}</b><br>{r['reason']}" if r["verdict"] else "")
             for r in pts
         ]
         color = _COLORS[i % len(_COLORS)]
@@ -190,8 +229,14 @@ def _figure(rows: list[dict], y: str, x: str, reading: str) -> go.Figure:
                 hoverinfo="text",
             )
         )
-        for flag, (symbol, fcolor) in FLAG_STYLE.items():
-            marked = [j for j, r in enumerate(pts) if r["flag"] == flag]
+        styles = [((CONFIRMED, d), d, style) for d, style in CONFIRMED_STYLE.items()]
+        styles += [((st, None), STATUS_WORDS[st], style) for st, style in OPEN_STYLE.items()]
+        for (status, direction), words, (symbol, fcolor) in styles:
+            marked = [
+                j
+                for j, r in enumerate(pts)
+                if r["status"] == status and (direction is None or r["direction"] == direction)
+            ]
             if marked:
                 fig.add_trace(
                     go.Scatter(
@@ -199,7 +244,7 @@ def _figure(rows: list[dict], y: str, x: str, reading: str) -> go.Figure:
                         y=[ys[j] for j in marked],
                         mode="markers",
                         marker={"symbol": symbol, "size": 14, "color": fcolor},
-                        name=f"{flag} ({name})",
+                        name=f"{words} ({name})",
                         legendgroup=name,
                         hovertext=[hover[j] for j in marked],
                         hoverinfo="text",
