@@ -46,7 +46,7 @@ def _sweep_main(argv: list[str], console: Console) -> int:
         if print_cfg:
             print(OmegaConf.to_yaml(cfg), end="")
             return 0
-        return exit_on_user_error(lambda: run_sweep(config.to_plain(cfg), console))
+        return exit_on_user_error(lambda: run_sweep(config.to_plain(cfg), console, argv))
     except config.ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
