@@ -31,7 +31,9 @@ AA_GROUPS = {
     ],
     "kernels": ["2026-12-01-1351-kernels-aa-1", "2026-12-01-1441-kernels-aa-2"],
 }
-READINGS = ("time_us", "kernel_time_us", "graph_time_us")
+# Per call (the rule's default reading) and by the profiler's kernel time.  By graph replay two A/A comparisons still
+# confirm a torch.compile step (docs/perf/regressions-h200.md lists them): not yet a reading the rule can gate on.
+READINGS = ("time_us", "kernel_time_us")
 
 
 @pytest.fixture(scope="module")
