@@ -3,15 +3,15 @@ with the changes the regression rule confirms marked; filters for every key of a
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from collections.abc import Mapping
 
+import numpy as np
 import plotly.graph_objects as go
 
 from dashboard import metrics
 from dashboard.view import Figure, PageView, short
-from orchestrator.store import queries, series_verdicts
+from orchestrator.store import queries, revision_cache, series_verdicts
 from orchestrator.store.regression_rule import CONFIRMED, KERNEL_CHANGED, PICKS_UNKNOWN, STATUS_WORDS, UNCONFIRMED
 
 from ._common import ALL, SERIES_COLUMNS, choose, make_filter
@@ -92,8 +92,9 @@ def build(src, params: Mapping[str, str]) -> PageView:
         make_filter("last", "points", list(LAST), last, labels=LAST),
     ]
     points = (
-        queries.trend_points(
+        revision_cache.memo(
             src,
+            queries.trend_points,
             kernel,
             shape=shape or None,
             dtype=dtype or None,
@@ -155,7 +156,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
         view.notes.append("No measurement matches these filters.")
         return view
     view.notes.append(f"{len(keys)} series, {len(table.rows)} points; {_verdict_counts(records)}.")
-    view.figures.append(Figure(FIGURE_ID, _figure(table.rows, y, x, reading)))
+    view.figures.append(Figure(FIGURE_ID, _figure(records, y, x, reading)))
     return view
 
 
@@ -177,11 +178,12 @@ def _verdict_counts(records: list[dict]) -> str:
 
 
 def _quartiles(samples, value):
-    xs = [float(s) for s in samples or [] if s is not None]
-    if len(xs) < 4:
+    xs = np.asarray(samples or [], dtype=float)  # None becomes NaN
+    xs = xs[np.isfinite(xs)]
+    if xs.size < 4:
         return value, value
-    q = statistics.quantiles(xs, n=4)
-    return q[0], q[2]
+    q1, q3 = np.percentile(xs, [25, 75], method="weibull")  # statistics.quantiles' default (exclusive) method
+    return float(q1), float(q3)
 
 
 def _figure(rows: list[dict], y: str, x: str, reading: str) -> go.Figure:

@@ -6,23 +6,18 @@ queries.judge_plan, the same code), improvements included, CPU series judged too
 Speed: a series of n points needs n judgements, each a Mann-Whitney U test over the pooled repeats of the window.
 The rule's first condition (every current point's median at least the threshold away from the pooled reference
 median) is checked first with numpy on arrays made once per series; only points that pass it are judged in full,
-and since judge() checks the same condition the result is the same.  Verdicts are cached per store revision (the
-newest measurement id and the number of measurements), so a page shown again, or another filter of the same
-kernel, judges nothing twice.
+and since judge() checks the same condition the result is the same.  Verdicts are kept per store revision
+(revision_cache), so a page shown again judges nothing twice.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, select
 
-from orchestrator.store import queries
-from orchestrator.store.models import Measurement
+from orchestrator.store import queries, revision_cache
 from orchestrator.store.regression_rule import (
     DEFAULT_ALPHA,
     DEFAULT_CONSECUTIVE,
@@ -37,17 +32,6 @@ from orchestrator.store.regression_rule import (
 
 SeriesKey = tuple  # (kernel, shape_key, dtype, impl, hardware_key): queries._series' key
 PointId = tuple  # (run_id, attempt, job_key)
-CACHE_SIZE = 512  # series kept per process
-
-_cache: OrderedDict[tuple, dict[PointId, dict[str, Any]]] = OrderedDict()
-_lock = threading.Lock()
-
-
-def store_revision(src: queries.Source) -> tuple:
-    """Changes whenever a measurement is written or removed: (newest measurement id, number of measurements)."""
-    with queries._reading(src) as s:
-        newest, count = s.execute(select(func.max(Measurement.id), func.count(Measurement.id))).one()
-    return (newest, count)
 
 
 def point_verdicts(
@@ -97,27 +81,20 @@ def trend_verdicts(
     hardware_keys: Iterable[str] | None = None,
 ) -> dict[SeriesKey, dict[PointId, dict[str, Any]]]:
     """The rule's verdicts on every point of the micro series of ``kernel`` that match the filters, by series key
-    and point (run_id, attempt, job_key); points without a verdict are absent."""
-    url = src if isinstance(src, str) else id(src)
-    revision = store_revision(src)
+    and point (run_id, attempt, job_key); points without a verdict are absent.  Kept per store revision
+    (revision_cache): judged once, shown many times."""
+    shape = shape if shape is None or isinstance(shape, str) else tuple(shape)
+    keys = None if hardware_keys is None else tuple(sorted(hardware_keys))
+    return revision_cache.memo(src, _trend_verdicts, kernel, metric, shape, dtype, impl, keys)
+
+
+def _trend_verdicts(src, kernel, metric, shape, dtype, impl, hardware_keys):
     with queries._reading(src) as s:
         series = queries._series(s, metric, kernel, None, shape=shape, dtype=dtype, impl=impl)
-    wanted = None if hardware_keys is None else set(hardware_keys)
     result: dict[SeriesKey, dict[PointId, dict[str, Any]]] = {}
     for key, points in series.items():
-        if wanted is not None and key[4] not in wanted:
+        if hardware_keys is not None and key[4] not in hardware_keys:
             continue
-        cache_key = (url, revision, metric, key)
-        with _lock:
-            cached = _cache.get(cache_key)
-            if cached is not None:
-                _cache.move_to_end(cache_key)
-        if cached is None:
-            flags = point_verdicts(points, key, metric=metric)
-            cached = {(p["run_id"], p["attempt"], p["job_key"]): f for p, f in zip(points, flags) if f is not None}
-            with _lock:
-                _cache[cache_key] = cached
-                while len(_cache) > CACHE_SIZE:
-                    _cache.popitem(last=False)
-        result[key] = cached
+        flags = point_verdicts(points, key, metric=metric)
+        result[key] = {(p["run_id"], p["attempt"], p["job_key"]): f for p, f in zip(points, flags) if f is not None}
     return result
