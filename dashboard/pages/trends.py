@@ -10,28 +10,32 @@ import numpy as np
 import plotly.graph_objects as go
 
 from dashboard import metrics
+from dashboard.colors import impl_color, rgba
 from dashboard.view import Figure, PageView, short
 from orchestrator.store import queries, revision_cache, series_verdicts
 from orchestrator.store.regression_rule import CONFIRMED, KERNEL_CHANGED, PICKS_UNKNOWN, STATUS_WORDS, UNCONFIRMED
 
 from ._common import ALL, SERIES_COLUMNS, choose, make_filter
 
-COLUMNS = [
+COLUMNS = [  # the median and IQR next to the series' keys: readable without scrolling
     *SERIES_COLUMNS,
-    "measured_at",
-    "commit",
-    "run_id",
     "median",
     "q1",
     "q3",
     "unit",
-    "speedup_vs_eager",
     "verdict",
+    "measured_at",
+    "commit",
+    "run_id",
+    "speedup_vs_eager",
     "reason",
     "job_key",
 ]
 FIGURE_ID = "trend-figure"
 MAX_SERIES = 12
+DASHES = ("solid", "dot", "dash", "longdash", "dashdot", "longdashdot")
+SYMBOLS = ("circle", "square", "diamond", "cross", "x", "triangle-left", "star", "hexagon")
+SCALES = {"linear": "linear", "log": "log (implementations far apart)"}
 Y_MODES = {"time": "time (median, IQR band)", "speedup": "speed-up vs eager (same job)"}
 X_MODES = {"date": "date", "commit": "commit (in measurement order)"}
 LAST = {
@@ -65,6 +69,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
     y = choose(params, "y", list(Y_MODES), "time")
     x = choose(params, "x", list(X_MODES), "date")
     last = choose(params, "last", list(LAST), "100")
+    scale = choose(params, "scale", list(SCALES), "linear")
     view = PageView(
         page="trends",
         title="Trends",
@@ -78,6 +83,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
             "y": y,
             "x": x,
             "last": last,
+            "scale": scale,
         },
     )
     view.filters = [
@@ -90,6 +96,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
         make_filter("y", "y axis", list(Y_MODES), y, labels=Y_MODES),
         make_filter("x", "x axis", list(X_MODES), x, labels=X_MODES),
         make_filter("last", "points", list(LAST), last, labels=LAST),
+        make_filter("scale", "y scale", list(SCALES), scale, labels=SCALES),
     ]
     points = (
         revision_cache.memo(
@@ -156,7 +163,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
         view.notes.append("No measurement matches these filters.")
         return view
     view.notes.append(f"{len(keys)} series, {len(table.rows)} points; {_verdict_counts(records)}.")
-    view.figures.append(Figure(FIGURE_ID, _figure(records, y, x, reading)))
+    view.figures.append(Figure(FIGURE_ID, _figure(records, y, x, reading, scale)))
     return view
 
 
@@ -186,13 +193,14 @@ def _quartiles(samples, value):
     return float(q1), float(q3)
 
 
-def _figure(rows: list[dict], y: str, x: str, reading: str) -> go.Figure:
+def _figure(rows: list[dict], y: str, x: str, reading: str, scale: str = "linear") -> go.Figure:
     fig = go.Figure()
     order = {c: i for i, c in enumerate(dict.fromkeys(r["commit"] for r in rows))}
     grouped: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
         grouped[(r["shape"], r["dtype"], r["impl"], r["gpu_type"], r["hardware_key"])].append(r)
-    for i, ((shape, dtype, impl, gpu, _hw), pts) in enumerate(grouped.items()):
+    shape_index = {sh: i for i, sh in enumerate(sorted({key[0] for key in grouped}))}
+    for (shape, dtype, impl, gpu, _hw), pts in grouped.items():
         name = f"{impl} · {shape} · {dtype} · {gpu}"
         xs = [r["measured_at"] if x == "date" else f"{order[r['commit']]:03d} {short(r['commit'])}" for r in pts]
         ys = [r["median"] if y == "time" else r["speedup_vs_eager"] for r in pts]
@@ -203,14 +211,14 @@ def _figure(rows: list[dict], y: str, x: str, reading: str) -> go.Figure:
             + (f"<br><b>{r['verdict']}</b><br>{r['reason']}" if r["verdict"] else "")
             for r in pts
         ]
-        color = _COLORS[i % len(_COLORS)]
+        color = impl_color(impl)  # one colour per implementation; the shapes differ by dash and marker
         if y == "time":
             fig.add_trace(
                 go.Scatter(
                     x=xs + xs[::-1],
                     y=[r["q3"] for r in pts] + [r["q1"] for r in pts][::-1],
                     fill="toself",
-                    fillcolor=_rgba(color, 0.15),
+                    fillcolor=rgba(color, 0.15),
                     line={"width": 0},
                     mode="lines",
                     hoverinfo="skip",
@@ -226,7 +234,8 @@ def _figure(rows: list[dict], y: str, x: str, reading: str) -> go.Figure:
                 mode="lines+markers",
                 name=name,
                 legendgroup=name,
-                line={"color": color},
+                line={"color": color, "dash": DASHES[shape_index[shape] % len(DASHES)]},
+                marker={"symbol": SYMBOLS[shape_index[shape] % len(SYMBOLS)]},
                 hovertext=hover,
                 hoverinfo="text",
             )
@@ -258,28 +267,8 @@ def _figure(rows: list[dict], y: str, x: str, reading: str) -> go.Figure:
         margin={"l": 10, "r": 10, "t": 40, "b": 40},
         legend={"font": {"size": 10}},
         yaxis_title=f"{reading} ({unit})" if y == "time" else "speed-up vs eager (×)",
+        yaxis_type=scale,
         xaxis_title="measured at" if x == "date" else "commit",
         title=f"{rows[0]['kernel']}: {Y_MODES[y]}",
     )
     return fig
-
-
-_COLORS = [
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-    "#d62728",
-    "#393b79",
-    "#637939",
-]
-
-
-def _rgba(hex_color: str, alpha: float) -> str:
-    r, g, b = (int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
-    return f"rgba({r},{g},{b},{alpha})"

@@ -16,6 +16,8 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from dashboard.pages import PAGES
+from orchestrator.store import queries
+from orchestrator.store.regression_rule import STATUS_WORDS
 
 from .conftest import REPO, h200_files, import_files, start_server, stop_server
 from .pagetools import choose, console_errors, filter_value, load, wait_figure, wait_idle
@@ -32,6 +34,8 @@ README_SHOTS = {
     "/trends?kernel=rmsnorm&gpu_type=h200&impl=triton": "dashboard-trends.png",
 }
 DOCS_IMG = REPO / "docs" / "img"
+# The names of the trend figure's verdict marker traces begin with the rule's words.
+VERDICT_MARKERS = ("regression", "improvement", *STATUS_WORDS.values())
 
 
 def _name(path: str) -> str:
@@ -50,9 +54,7 @@ def _num(x: str | None) -> float | None:
 def _series(traces: list[dict]) -> list[dict]:
     """The trend figure's median lines (not the IQR bands, not the flag markers)."""
     return [
-        t
-        for t in traces
-        if t["name"] and not t["name"].endswith(" IQR") and not t["name"].startswith(("regression", "improvement"))
+        t for t in traces if t["name"] and not t["name"].endswith(" IQR") and not t["name"].startswith(VERDICT_MARKERS)
     ]
 
 
@@ -192,6 +194,35 @@ def test_csv_download_equals_what_the_page_shows(browser, server):
     assert set(shown) == set(by)
     for key, value in shown.items():
         assert (value is None and by[key] is None) or math.isclose(value, by[key], rel_tol=1e-12), key
+
+
+@pytest.mark.slow
+def test_trends_marks_exactly_the_regressions_commands_verdicts_in_its_words(browser, server, filled_store):
+    load(browser, server + "/trends?kernel=rmsnorm&gpu_type=h200&last=all")
+    traces = wait_figure(browser, "trend-figure")
+    rows = _csv(browser.find_element("css selector", "#csv-points").get_attribute("href"))
+    on_page = {
+        (r["impl"], r["shape"], r["dtype"], r["hardware_key"], int(r["run_id"])): r["verdict"]
+        for r in rows
+        if r["verdict"]
+    }
+    markers = [t for t in traces if t["name"] and t["name"].startswith(VERDICT_MARKERS)]
+    assert sum(len(t["y"]) for t in markers) == len(on_page)
+    for t in markers:  # a marker's legend entry names the verdict in the rule's words
+        assert any(t["name"].startswith(w) for w in VERDICT_MARKERS)
+    from_cli = {}
+    for run in sorted({int(r["run_id"]) for r in rows}):
+        report = queries.regression_report(
+            filled_store, run, kernel="rmsnorm", include_improvements=True, include_cpu=True
+        )
+        for f in report["flags"]:
+            if f["run_id"] == run and queries.is_cpu_device(f["hardware_key"]) is False:
+                key = (f["impl"], "x".join(map(str, f["shape"])), f["dtype"], f["hardware_key"], run)
+                from_cli[key] = f["verdict"]
+    shown_gpu = {k: v for k, v in on_page.items() if not queries.is_cpu_device(k[3])}
+    assert shown_gpu == {k: v for k, v in from_cli.items() if k[3] in {r["hardware_key"] for r in rows}}
+    note = browser.find_element("css selector", "#page").text
+    assert "verdicts of the regression rule" in note
 
 
 @pytest.mark.slow
