@@ -279,3 +279,38 @@ def test_empty_store_shows_the_fill_command_then_new_runs_appear_without_restart
         assert wait_figure(browser, "overview-heatmap")
     finally:
         stop_server(proc)
+
+
+def _plot(browser, figure_id: str) -> dict:
+    """The drawn figure's y-axis type and, per trace, its name and line/marker colour."""
+    import json
+
+    raw = browser.execute_script(
+        "var gd = document.getElementById(arguments[0]).getElementsByClassName('js-plotly-plot')[0];"
+        "return JSON.stringify({ytype: gd._fullLayout.yaxis.type, traces: gd._fullData.map(function (t) {"
+        " return {name: t.name, line: t.line && t.line.color, marker: t.marker && t.marker.color}; })});",
+        figure_id,
+    )
+    return json.loads(raw)
+
+
+@pytest.mark.slow
+def test_an_implementation_keeps_its_colour_and_trends_has_a_log_scale(browser, server):
+    from dashboard.colors import impl_color, mode_color
+
+    load(browser, server + "/trends?kernel=rmsnorm&gpu_type=h200&scale=log")
+    wait_figure(browser, "trend-figure")
+    trend = _plot(browser, "trend-figure")
+    assert trend["ytype"] == "log"
+    lines = [t for t in trend["traces"] if t["name"] and " · " in t["name"] and not t["name"].endswith(" IQR")]
+    lines = [t for t in lines if not t["name"].startswith(VERDICT_MARKERS)]
+    assert lines and all(t["line"] == impl_color(t["name"].split(" · ")[0]) for t in lines)
+    load(browser, server + "/bandwidth?kernel=rmsnorm")
+    wait_figure(browser, "bandwidth-figure")
+    points = [t for t in _plot(browser, "bandwidth-figure")["traces"] if not t["name"].startswith("copy ceiling")]
+    assert points and all(t["marker"] == impl_color(t["name"]) for t in points)
+    load(browser, server + "/e2e")
+    wait_figure(browser, "e2e-trend")
+    modes = _plot(browser, "e2e-trend")["traces"]
+    assert modes and all(t["line"] == mode_color(t["name"]) for t in modes)
+    assert filter_value(browser, "job").startswith("run ")  # the newest job by default, not every job at once
