@@ -304,6 +304,7 @@ class _Sweep:
         self.cluster: schedule.RayCluster | None = None
         self.run_id: int | None = None
         self.overrides: list[str] = []  # the command line's, for the commands a refusal suggests
+        self.recorded_nodes: list[dict] = []  # the fleet snapshot this sweep stored
 
     def open(self):
         """Open the store and plan (a target=all plan asks the fleet first); returns the CPU price calibration
@@ -408,10 +409,11 @@ class _Sweep:
     def execute(self) -> Counter[str]:
         """Record the fleet, then run the jobs to do on it with a progress bar; the count of each job status."""
         nodes = self.cluster.nodes()
-        self.writer.record_nodes(
+        self.recorded_nodes = [
             {"node_id": n.node_id, "alive": n.alive, "labels": n.labels, "resources": n.resources}  # the fleet page's
             for n in nodes
-        )
+        ]
+        self.writer.record_nodes(self.recorded_nodes)
         self.console.print(f"fleet: {schedule.fleet_summary(nodes)}")
         with Progress(
             TextColumn("[bold]{task.description}"),
@@ -480,6 +482,8 @@ class _Sweep:
             **by_status,
         }
         self.writer.finish_run(self.run_id, status, summary)
+        if self.embedded and self.recorded_nodes:  # the local Ray instance ends with the sweep: so do its nodes
+            self.writer.record_nodes({**n, "alive": False} for n in self.recorded_nodes)
         title = f"run {self.run_id} · {self.name}"
         if any(st != "not_run" for st in final.values()):  # a table of earlier runs' results would mislead
             report.print_run_summary(self.console, self.url, self.run_id, title, wide=bool(self.cfg.get("wide")))

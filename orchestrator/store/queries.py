@@ -1656,7 +1656,8 @@ def e2e_profile(src: Source, job_id: int, attempt: int | None = None) -> dict[st
 
 def run_outcomes(src: Source, limit: int = 100) -> list[dict[str, Any]]:
     """The newest runs with how many attempts each recorded per outcome (ok, incorrect, error, crashed,
-    timed_out, lost, skipped, ...): list_runs' keys plus ``outcomes`` (status -> count)."""
+    timed_out, lost, skipped, ...): list_runs' keys plus ``outcomes`` (status -> count) and ``device`` (the names
+    of the devices its attempts ran on, as `python -m orchestrator runs` lists them; None when it recorded none)."""
     runs = list_runs(src, limit)
     if not runs:
         return runs
@@ -1666,11 +1667,21 @@ def run_outcomes(src: Source, limit: int = 100) -> list[dict[str, Any]]:
             .where(JobAttempt.run_id.in_([r["id"] for r in runs]))
             .group_by(JobAttempt.run_id, JobAttempt.status)
         ).all()
+        devices = s.execute(
+            select(JobAttempt.run_id, Device.name)
+            .join(Device, Device.hardware_key == JobAttempt.hardware_key)
+            .where(JobAttempt.run_id.in_([r["id"] for r in runs]))
+            .distinct()
+        ).all()
     by_run: dict[int, dict[str, int]] = defaultdict(dict)
     for run_id, status, n in counts:
         by_run[run_id][status] = int(n)
+    names: dict[int, set[str]] = defaultdict(set)
+    for run_id, name in devices:
+        names[run_id].add(name)
     for r in runs:
         r["outcomes"] = by_run.get(r["id"], {})
+        r["device"] = ", ".join(sorted(names.get(r["id"], ()))) or None
     return runs
 
 
