@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dashboard.view import PageView
 from orchestrator.store import queries
 
-from . import bandwidth, e2e, overview, profiles, runs, trends
+from . import bandwidth, e2e, isa, overview, profiles, runs, trends
 
 # path -> (page name, nav label, builder)
 PAGES: dict[str, tuple[str, str, Callable[[str, Mapping[str, str]], PageView]]] = {
@@ -16,6 +16,7 @@ PAGES: dict[str, tuple[str, str, Callable[[str, Mapping[str, str]], PageView]]] 
     "/bandwidth": ("bandwidth", "Bandwidth", bandwidth.build),
     "/e2e": ("e2e", "End to end", e2e.build),
     "/profiles": ("profiles", "Profiles", profiles.build),
+    "/isa": ("isa", "ISA", isa.build),
     "/runs": ("runs", "Runs and fleet", runs.build),
 }
 PATH_OF = {name: path for path, (name, _, _) in PAGES.items()}

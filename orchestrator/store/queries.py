@@ -634,6 +634,58 @@ def isa_results(src: Source, run_id: int) -> list[dict[str, Any]]:
     ]
 
 
+def isa_history(src: Source, kernel: str | None = None, limit: int = 5000) -> list[dict[str, Any]]:
+    """Every good isa result (newest first, at most ``limit``): what each kernel compiled to per target architecture
+    over commits.  Keys: kernel, shape_key, dtype, arch, run_id, commit, measured_at, job_key and the ISA_METRICS
+    (None where the target does not report one).  One statement."""
+    query = (
+        _good_attempt_join(
+            select(
+                Measurement.metric,
+                Measurement.value,
+                Job.kernel,
+                Job.shape_key,
+                Job.dtype,
+                Job.spec,
+                Job.key,
+                JobAttempt.run_id,
+                Run.commit,
+                _when().label("at"),
+            )
+        )
+        .join(Run, Run.id == JobAttempt.run_id)
+        .where(
+            Job.kind == "isa",
+            Measurement.impl == "triton",
+            Measurement.metric.in_(ISA_METRICS),
+            JobAttempt.status.in_(GOOD_STATUSES),
+        )
+        .order_by(_when().desc(), JobAttempt.id.desc())
+    )
+    if kernel is not None:
+        query = query.where(Job.kernel == kernel)
+    rows: dict[tuple, dict[str, Any]] = {}
+    with _reading(src) as s:
+        for metric, value, k, skey, dtype, spec, key, run_id, commit, at in s.execute(query):
+            row = rows.get((key, run_id))
+            if row is None:
+                if len(rows) >= limit:
+                    continue
+                row = rows[(key, run_id)] = {
+                    "kernel": k,
+                    "shape_key": skey,
+                    "dtype": dtype,
+                    "arch": str(((spec or {}).get("params") or {}).get("arch", "")),
+                    "run_id": run_id,
+                    "commit": commit,
+                    "measured_at": at,
+                    "job_key": key,
+                    **dict.fromkeys(ISA_METRICS),
+                }
+            row[metric] = value
+    return list(rows.values())
+
+
 # -- devices, fleet -------------------------------------------------------------------------------------------
 def devices(src: Source) -> list[dict[str, Any]]:
     with _reading(src) as s:

@@ -314,3 +314,14 @@ def test_an_implementation_keeps_its_colour_and_trends_has_a_log_scale(browser, 
     modes = _plot(browser, "e2e-trend")["traces"]
     assert modes and all(t["line"] == mode_color(t["name"]) for t in modes)
     assert filter_value(browser, "job").startswith("run ")  # the newest job by default, not every job at once
+
+
+@pytest.mark.slow
+def test_isa_page_draws_registers_spills_occupancy_and_load_width_per_target(browser, server):
+    load(browser, server + "/isa?kernel=rmsnorm")
+    traces = wait_figure(browser, "isa-figure")
+    archs = {t["name"] for t in traces}
+    assert any(a.startswith("gfx") for a in archs) and any(a.startswith("sm_") for a in archs), archs
+    rows = _csv(browser.find_element("css selector", "#csv-isa").get_attribute("href"))
+    assert rows and {r["kernel"] for r in rows} == {"rmsnorm"}
+    assert {r["arch"] for r in rows} == archs
