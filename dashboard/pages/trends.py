@@ -163,7 +163,8 @@ def build(src, params: Mapping[str, str]) -> PageView:
         view.notes.append("No measurement matches these filters.")
         return view
     view.notes.append(f"{len(keys)} series, {len(table.rows)} points; {_verdict_counts(records)}.")
-    view.figures.append(Figure(FIGURE_ID, _figure(records, y, x, reading, scale)))
+    shown = [{**row, "status": r["status"], "direction": r["direction"]} for row, r in zip(table.rows, records)]
+    view.figures.append(Figure(FIGURE_ID, _figure(shown, y, x, reading, scale)))  # the table's values, as the CSV
     return view
 
 

@@ -40,8 +40,9 @@ an alarm), about as efficient as the standard deviation.  Sources of the spread:
     queries.regressions pooled over the series of the same kernel, implementation and device (a sweep's shapes
     and dtypes: one implementation's relative between-run spread is alike across them); the larger of the pooled
     and the series' own scale is used.
-A current point whose own repeats scatter (interquartile range over median) as much as the change is reported
-``unconfirmed``: its run was disturbed (run 58 of the shipped H200 history, an A/A rerun: qk_norm_rope eager's
+A current point whose own repeats scatter (interquartile range over median) as much as the change, and more than
+``DISTURBED_FACTOR`` = 3 times as much as the reference points' repeats do, is reported ``unconfirmed``: its run
+was disturbed (run 58 of the shipped H200 history, an A/A rerun: qk_norm_rope eager's
 repeats spread 264-468 us around 327 us, against 268-271 us the run before), and a code change moves the level, not
 the spread.
 Below ``MIN_DOF`` = 4 degrees of freedom the spread is unknown: a candidate that passes 1 and 2 is reported
@@ -80,6 +81,7 @@ DEFAULT_CONSECUTIVE = 2
 DEFAULT_Z = 3.5  # as a normal quantile; critical_z widens it for the spread's dof
 DEFAULT_NOISE_WINDOW = 30
 MIN_SAMPLES = 3  # fewer repeats than this on either side: not testable
+DISTURBED_FACTOR = 3.0  # a run's within-run scatter this many times the reference runs' marks it disturbed
 MIN_DOF = 4  # fewer degrees of freedom for the between-run spread: a candidate stays unconfirmed
 
 CONFIRMED = "confirmed"
@@ -370,14 +372,15 @@ def judge(
         if score < critical_z(z, dof):
             return None
         scatter = max(within_run_scatter(p.samples) for p in current)
-        if scatter >= abs(change):
+        usual = statistics.median(within_run_scatter(p.samples) for p in reference)
+        if scatter >= abs(change) and scatter > DISTURBED_FACTOR * usual:
             return Verdict(
                 status=UNCONFIRMED,
                 noise=noise,
                 noise_dof=dof,
                 z=score,
-                reason=f"a current run's repeats scatter {scatter:.0%} (IQR / median), as much as the change: "
-                "that run was disturbed, rerun it",
+                reason=f"a current run's repeats scatter {scatter:.0%} (IQR / median; the reference runs' "
+                f"{usual:.1%}), as much as the change: that run was disturbed, rerun it",
                 **common,
             )
         verdict = Verdict(
