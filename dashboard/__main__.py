@@ -78,6 +78,17 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _quiet_dev_server_banner() -> None:
+    """Drop Werkzeug's multi-line "development server" warning (the note printed instead says what is served)."""
+    import logging
+
+    class _NoBanner(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return "development server" not in record.getMessage()
+
+    logging.getLogger("werkzeug").addFilter(_NoBanner())
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == "build":
@@ -114,6 +125,12 @@ def main(argv: list[str] | None = None) -> int:
         print("!" * 78, file=sys.stderr)
     print(
         f"kernelfleet dashboard of {queries.display_store_url(url)} (read-only) on http://{args.host}:{args.port}/",
+        flush=True,
+    )
+    _quiet_dev_server_banner()
+    print(
+        "note: served by Flask's built-in threaded server, read-only: fine for a team's dashboard; put a reverse "
+        "proxy in front of it for anything public",
         flush=True,
     )
     app.run(host=args.host, port=args.port, debug=args.debug, use_reloader=False)

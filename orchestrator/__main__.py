@@ -15,20 +15,21 @@ python -m orchestrator --version                        torch, Triton (and its d
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
-from rich.console import Console
-
-from workers.errors import exit_on_user_error
+REPO = Path(__file__).resolve().parents[1]
 
 SUBCOMMANDS = ("db", "import", "export", "report", "regressions", "compare", "runs", "node", "cluster")
 
 
-def _sweep_main(argv: list[str], console: Console) -> int:
+def _sweep_main(argv: list[str], console) -> int:
     from omegaconf import OmegaConf
 
     from orchestrator import config
     from orchestrator.sweep import EXIT_CONFIG, run_sweep
+    from workers.errors import exit_on_user_error
 
     print_cfg = False
     if "--cfg" in argv:
@@ -48,13 +49,28 @@ def _sweep_main(argv: list[str], console: Console) -> int:
         if print_cfg:
             print(OmegaConf.to_yaml(cfg), end="")
             return 0
-        return exit_on_user_error(lambda: run_sweep(config.to_plain(cfg), console))
+        return exit_on_user_error(lambda: run_sweep(config.to_plain(cfg), console, argv))
     except config.ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
 
 
 EXIT_INTERRUPTED = 130
+
+
+def kernel_names() -> list[str]:
+    """The names of the kernels of kernels/entries/, read from their ``KernelEntry(name="...")`` declarations
+    without importing them (importing the registry imports torch and Triton: seconds that --help need not wait)."""
+    import ast
+
+    names = set()
+    for path in (REPO / "kernels" / "entries").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "KernelEntry":
+                for kw in node.keywords:
+                    if kw.arg == "name" and isinstance(kw.value, ast.Constant):
+                        names.add(kw.value.value)
+    return sorted(names)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,23 +85,24 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    console = Console(soft_wrap=True)
-    if not console.is_terminal:
-        console.width = 200  # logs and CI: don't squeeze the summary table into 80 columns
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(__doc__)
-        from kernels import registry
-        from orchestrator.config import group_options
-
-        print("sweeps:", ", ".join(group_options("sweep")))
-        print("targets:", ", ".join(group_options("target")))
-        print("kernels:", ", ".join(sorted(registry.builtin())))
+        # listed without importing Hydra (orchestrator.config.conf_dir: the same folder)
+        conf = Path(os.environ.get("KERNELFLEET_CONF") or REPO / "conf").resolve()
+        print("sweeps:", ", ".join(sorted(p.stem for p in (conf / "sweep").glob("*.yaml"))))
+        print("targets:", ", ".join(sorted(p.stem for p in (conf / "target").glob("*.yaml"))))
+        print("kernels:", ", ".join(kernel_names()))
         return 0
     if argv[0] == "--version":
         from workers.stack import format_stack, stack
 
         print(format_stack(stack()))
         return 0
+    from rich.console import Console  # imported past --help, which prints plain text
+
+    console = Console(soft_wrap=True)
+    if not console.is_terminal:
+        console.width = 200  # logs and CI: don't squeeze the summary table into 80 columns
     if argv[0] in SUBCOMMANDS:
         from orchestrator import cli
 

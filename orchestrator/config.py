@@ -209,6 +209,9 @@ def compose(overrides: Sequence[str]) -> DictConfig:
     from hydra.core.global_hydra import GlobalHydra
 
     schema.register()
+    bare = next((o for o in overrides if o.startswith("sweep=")), None)
+    if bare is not None:  # a config group not in the defaults list is added with "+"
+        raise ConfigError(f"{bare}: write +{bare} (a sweep is added to the configuration with '+')")
     if not any(o.lstrip("+~").startswith("sweep=") for o in overrides):
         raise ConfigError(f"no sweep chosen: add +sweep=NAME; allowed: {', '.join(group_options('sweep'))}")
     register_kernel_grids()

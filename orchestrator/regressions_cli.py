@@ -16,7 +16,7 @@ from rich.table import Table
 
 from orchestrator import arg_types
 from orchestrator.report import _fmt, plain
-from orchestrator.store.regression_rule import CONFIRMED, KERNEL_CHANGED, UNCONFIRMED
+from orchestrator.store.regression_rule import CONFIRMED, KERNEL_CHANGED, PICKS_UNKNOWN, UNCONFIRMED
 from orchestrator.store.session import display_url
 
 EXIT_NONE, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
@@ -133,11 +133,7 @@ def _print(report: dict, threshold: float, url: str, console: Console) -> None:
     ):
         t.add_column(c)
     for f in flags:
-        verdict = {
-            CONFIRMED: f"{f['direction']} ({_fmt(f['z'], '.1f')} x spread)",
-            UNCONFIRMED: "unconfirmed",
-            KERNEL_CHANGED: "baseline changed its kernel",
-        }[f["status"]]
+        verdict = f["verdict"]
         device = (f.get("hardware_key") or "–") + (" (cpu timings)" if f["device"] == "cpu" else "")
         t.add_row(
             *plain(
@@ -160,12 +156,18 @@ def _print(report: dict, threshold: float, url: str, console: Console) -> None:
     console.print(t)
     confirmed = sum(f["status"] == CONFIRMED and f["direction"] == "regression" for f in flags)
     unconfirmed = [f for f in flags if f["status"] == UNCONFIRMED]
-    changed = [f for f in flags if f["status"] == KERNEL_CHANGED]
+    changed = [f for f in flags if f["status"] in (KERNEL_CHANGED, PICKS_UNKNOWN)]
     console.print(
         f"{confirmed} confirmed regression(s) of {report['series']} series judged (store {display_url(url)})",
         markup=False,
     )
-    if unconfirmed:
-        console.print(f"{len(unconfirmed)} unconfirmed: {unconfirmed[0]['reason']}; {RECIPE}", markup=False)
+    for reason in dict.fromkeys(f["reason"] for f in unconfirmed if f["reason"].startswith("between-run")):
+        console.print(f"unconfirmed: {reason}; {RECIPE}", markup=False)
+        break
+    for f in unconfirmed:
+        if not f["reason"].startswith("between-run"):
+            console.print(
+                f"{f['kernel']} {f['impl']} {'x'.join(map(str, f['shape']))}: unconfirmed: {f['reason']}", markup=False
+            )
     for f in changed:
         console.print(f"{f['kernel']} {f['impl']} {'x'.join(map(str, f['shape']))}: {f['reason']}", markup=False)

@@ -423,10 +423,20 @@ def run_markdown(
     ]
     for d in devs:
         bw = d.get("copy_bandwidth_gbs")
+        software = ", ".join(
+            x
+            for x in (
+                f"driver {d['driver']}" if d.get("driver") else None,
+                d.get("runtime") or None,
+                f"torch {d['torch']}" if d.get("torch") else None,
+                f"triton {d['triton']}" if d.get("triton") else None,
+            )
+            if x
+        )
+        units = f", {d['compute_units']} compute units" if d.get("compute_units") else ""
         out.append(
-            f"- **Device:** {md(d['name'])} ({md(d['arch'])}, {d.get('compute_units')} compute units), driver "
-            f"{md(d.get('driver') or '–')}, {md(d.get('runtime') or '–')}, torch {md(d.get('torch'))}, triton "
-            f"{md(d.get('triton'))}; measured copy ceiling {f'{bw:.0f} GB/s' if bw else 'not measured'}"
+            f"- **Device:** {md(d['name'])} ({md(d['arch'])}{units})" + (f", {md(software)}" if software else "") + "; "
+            f"measured copy ceiling {f'{bw:.0f} GB/s' if bw else 'not measured'}"
         )
     out.append(f"- **Jobs:** {counts_in_words(info.get('job_counts'))}")
     out.append("")

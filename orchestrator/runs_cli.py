@@ -82,5 +82,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
             )
         )
     console.print(t)
+    total = queries.store_counts(url).get("runs", len(runs))
+    if total > len(runs):
+        console.print(f"the newest {len(runs)} of {total} runs; --limit N lists more", highlight=False)
     console.print("show one with `python -m orchestrator report RUN`", highlight=False)
     return 0

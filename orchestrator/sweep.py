@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -118,7 +120,40 @@ class _Recorder:
 
 
 def _start_cluster(cfg: dict) -> schedule.RayCluster:
+    address = cfg["cluster"].get("address") or os.environ.get("RAY_ADDRESS")
+    if address:
+        _check_head(address)
     return schedule.RayCluster(cfg["cluster"].get("address"), local_labels=_local_labels()).start()
+
+
+def _check_head(address: str) -> None:
+    """Ask the head whether it takes this process before ray.init does (Ray's own refusal of a missing or wrong
+    token takes ~20 s of retries and a long traceback); a refusal is a ConfigError naming the token setting.  Sets
+    RAY_AUTH_MODE (and the token's variable) the way the head wants it, as `node list` does."""
+    from orchestrator import fleet
+
+    where = f"cluster.address={address}"
+    try:
+        token = fleet.find_token(None)
+    except fleet.FleetError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    probe = fleet.probe_head(address, token)
+    if not probe.reachable:
+        raise ConfigError(f"{where}: cannot reach the head: {probe.error}")
+    fix = (
+        "set RAY_AUTH_TOKEN_PATH=FILE (a file holding the output of `ray get-auth-token` on the head, chmod 600) "
+        "or RAY_AUTH_TOKEN"
+    )
+    if probe.auth == "token":
+        if probe.token_accepted is None:
+            raise ConfigError(f"{where}: the head uses token authentication and this process has no token; {fix}")
+        if probe.token_accepted is False:
+            raise ConfigError(f"{where}: the head rejected the token from {token.describe()}; {fix}")
+        os.environ.update(token.env())
+    elif probe.auth == "disabled":
+        os.environ["RAY_AUTH_MODE"] = "disabled"
+    elif probe.error:
+        raise ConfigError(f"{where}: the head did not answer: {probe.error}")
 
 
 def _plan(cfg: dict, cluster: schedule.RayCluster | None) -> list[JobSpec]:
@@ -193,8 +228,19 @@ def _local_gpu() -> bool:
     return torch.cuda.is_available()
 
 
-def _check_cpu_price(cfg: dict, todo: list[JobSpec], where: str, console: Console, calibration=None) -> None:
-    """On CPUs only: price the jobs to run; refuse a grid that is not small unless allow_cpu=true."""
+def _kept_overrides(overrides: Sequence[str]) -> str:
+    """The user's overrides that the suggested commands keep (the grid's: sweep.kernels, sweep.dtypes, ...), quoted
+    for the shell, with a leading space; the ones each suggestion sets itself are left out."""
+    own = ("sweep=", "+sweep=", "allow_cpu=", "target=", "dry_run=", "plan_out=")
+    kept = [o for o in overrides if not o.lstrip("+~").startswith(tuple(x.lstrip("+") for x in own))]
+    return "".join(" " + shlex.quote(o) for o in kept)
+
+
+def _check_cpu_price(
+    cfg: dict, todo: list[JobSpec], no_gpu: str, console: Console, calibration=None, overrides: Sequence[str] = ()
+) -> None:
+    """On CPUs only: price the jobs to run; refuse a grid that is not small unless allow_cpu=true.  ``no_gpu`` says
+    where there is no GPU, as a sentence ("this machine has no GPU"); the suggested commands keep ``overrides``."""
     from orchestrator import cpu_price
 
     if not any(s.kind in ("correctness", "micro") for s in todo):
@@ -210,7 +256,7 @@ def _check_cpu_price(cfg: dict, todo: list[JobSpec], where: str, console: Consol
     p = cpu_price.price(todo, fit)
     interp = f"{p.triton_calls} Triton calls in the interpreter at {p.per_element_s * 1e6:.1f} µs per element"
     what = (
-        f"{where} has no GPU: {p.jobs} jobs to run, the largest {p.largest} ({cpu_price.gb(p.largest_bytes)} "
+        f"{no_gpu}: {p.jobs} jobs to run, the largest {p.largest} ({cpu_price.gb(p.largest_bytes)} "
         f"of tensors); {interp}, PyTorch at {p.eager_per_element_s * 1e9:.1f} ns per element: estimated "
         f"{cpu_price.duration(p.estimate_s)} on this CPU (an estimate from a calibration just now; compile time "
         f"not included)"
@@ -219,15 +265,16 @@ def _check_cpu_price(cfg: dict, todo: list[JobSpec], where: str, console: Consol
         console.print(what, highlight=False, markup=False)
         return
     name = cfg["sweep"]["name"]
+    keep = _kept_overrides(overrides)
     console.print(what, highlight=False, markup=False)
     console.print(
         f"nothing was scheduled or stored. Instead:\n"
         f"  python -m orchestrator +sweep=smoke                      small shapes, minutes on a CPU\n"
-        f"  python -m orchestrator +sweep={name} target=h200         on a GPU node of the fleet "
+        f"  python -m orchestrator +sweep={name}{keep} target=h200         on a GPU node of the fleet "
         f"(cluster.address=HEAD:6379)\n"
-        f"  python -m orchestrator +sweep={name} dry_run=true plan_out=plan.jsonl   then on a GPU machine: "
+        f"  python -m orchestrator +sweep={name}{keep} dry_run=true plan_out=plan.jsonl   then on a GPU machine: "
         f"python -m workers run plan.jsonl --out results.jsonl\n"
-        f"  python -m orchestrator +sweep={name} allow_cpu=true      run it here anyway",
+        f"  python -m orchestrator +sweep={name}{keep} allow_cpu=true      run it here anyway",
         highlight=False,
         markup=False,
     )
@@ -301,6 +348,8 @@ class _Sweep:
         self.wait = bool(cfg.get("wait_for_run"))
         self.cluster: schedule.RayCluster | None = None
         self.run_id: int | None = None
+        self.overrides: list[str] = []  # the command line's, for the commands a refusal suggests
+        self.recorded_nodes: list[dict] = []  # the fleet snapshot this sweep stored
 
     def open(self):
         """Open the store and plan (a target=all plan asks the fleet first); returns the CPU price calibration
@@ -356,8 +405,12 @@ class _Sweep:
             self.cluster = self.cluster or _start_cluster(self.cfg)
             _check_target(self.cluster, self.cfg["target"], self.selector, self.console)
             if not self.embedded and not any(n.gpus > 0 for n in self.cluster.matching(self.selector)):
-                where = f"no node matching {schedule.describe_selector(self.selector)}"
-                _check_cpu_price(self.cfg, self.todo, where, self.console)
+                no_gpu = (
+                    f"no node matching {schedule.describe_selector(self.selector)} has a GPU"
+                    if self.selector
+                    else "no node of the cluster has a GPU"
+                )
+                _check_cpu_price(self.cfg, self.todo, no_gpu, self.console, overrides=self.overrides)
         except BaseException as exc:
             self.stop_cluster()
             if isinstance(exc, KeyboardInterrupt):
@@ -401,10 +454,11 @@ class _Sweep:
     def execute(self) -> Counter[str]:
         """Record the fleet, then run the jobs to do on it with a progress bar; the count of each job status."""
         nodes = self.cluster.nodes()
-        self.writer.record_nodes(
+        self.recorded_nodes = [
             {"node_id": n.node_id, "alive": n.alive, "labels": n.labels, "resources": n.resources}  # the fleet page's
             for n in nodes
-        )
+        ]
+        self.writer.record_nodes(self.recorded_nodes)
         self.console.print(f"fleet: {schedule.fleet_summary(nodes)}", markup=False)
         with Progress(
             TextColumn("[bold]{task.description}"),
@@ -475,7 +529,11 @@ class _Sweep:
 
     def finish(self, counts: Counter[str], wall_s: float, interrupted: Interrupted | None) -> int:
         """Mark the run with its status and counts, print its summary; the exit code."""
-        final = self.writer.job_statuses(self.keys)
+        # this run's own jobs: what it recorded, or "not_run"; the jobs done by earlier runs keep their status
+        final = {
+            **self.writer.run_job_statuses(self.run_id, [s.key for s in self.todo]),
+            **self.writer.job_statuses(self.done),
+        }
         n_bad = sum(1 for st in final.values() if st not in (STATUS_OK, STATUS_SKIPPED))
         status = "interrupted" if interrupted else "failed" if n_bad else "complete"
         by_status = {f"status_{k}": v for k, v in Counter(final.values()).items()}
@@ -490,8 +548,11 @@ class _Sweep:
             self.writer.finish_run(self.run_id, status, summary)
         except RunTakenOver as exc:
             return self.displaced(exc)
+        if self.embedded and self.recorded_nodes:  # the local Ray instance ends with the sweep: so do its nodes
+            self.writer.record_nodes({**n, "alive": False} for n in self.recorded_nodes)
         title = f"run {self.run_id} · {self.name}"
-        report.print_run_summary(self.console, self.url, self.run_id, title, wide=bool(self.cfg.get("wide")))
+        if any(st != "not_run" for st in final.values()):  # a table of earlier runs' results would mislead
+            report.print_run_summary(self.console, self.url, self.run_id, title, wide=bool(self.cfg.get("wide")))
         if self.cfg.get("summary_json"):
             from orchestrator import run_json
 
@@ -509,18 +570,20 @@ class _Sweep:
         return EXIT_FAILED if n_bad else EXIT_OK
 
 
-def run_sweep(cfg: dict, console: Console) -> int:
+def run_sweep(cfg: dict, console: Console, overrides: Sequence[str] = ()) -> int:
+    """Run the composed sweep ``cfg``; ``overrides``: the command line's, kept in the commands it suggests."""
     from orchestrator.validate import validate
 
     validate(cfg)
     if cfg.get("dry_run"):
         return _dry_run(cfg, console)
     sweep = _Sweep(cfg, console)
+    sweep.overrides = list(overrides)
     calibration = sweep.open()
     sweep.find_resumable()
     sweep.take_stock()
     if calibration is not None:
-        _check_cpu_price(cfg, sweep.todo, "this machine", console, calibration)
+        _check_cpu_price(cfg, sweep.todo, "this machine has no GPU", console, calibration, overrides)
     if not sweep.todo and not sweep.resumed:
         return _nothing_to_run(sweep.writer, sweep.url, cfg, sweep.header, sweep.specs, console)
     if sweep.todo and not sweep.connect():  # a target no live node matches fails here, before the run is written

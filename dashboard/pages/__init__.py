@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dashboard.view import PageView
 from orchestrator.store import queries
 
-from . import bandwidth, compare, e2e, overview, profiles, runs, trends
+from . import bandwidth, compare, e2e, isa, overview, profiles, runs, trends
 
 # path -> (page name, nav label, builder)
 PAGES: dict[str, tuple[str, str, Callable[[str, Mapping[str, str]], PageView]]] = {
@@ -16,6 +16,7 @@ PAGES: dict[str, tuple[str, str, Callable[[str, Mapping[str, str]], PageView]]] 
     "/bandwidth": ("bandwidth", "Bandwidth", bandwidth.build),
     "/e2e": ("e2e", "End to end", e2e.build),
     "/profiles": ("profiles", "Profiles", profiles.build),
+    "/isa": ("isa", "ISA", isa.build),
     "/runs": ("runs", "Runs and fleet", runs.build),
     "/compare": ("compare", "Compare", compare.build),
 }
@@ -33,4 +34,28 @@ def build(src, path: str, params: Mapping[str, str], url: str) -> PageView:
     name, label, builder = PAGES.get(path or "/", PAGES["/"])
     if not queries.list_runs(src, limit=1):
         return PageView(page=name, title=label, empty=fill_command(url))
-    return builder(src, params)
+    view = builder(src, params)
+    if (path or "/") not in PAGES:
+        known = ", ".join(PAGES)
+        view.notes.insert(0, f"No page at {path}: showing the overview (pages: {known}).")
+    view.notes[:0] = unknown_filter_values(view, params)
+    return view
+
+
+def unknown_filter_values(view: PageView, params: Mapping[str, str]) -> list[str]:
+    """A note per URL parameter the page did not take as given: a value its filter does not offer (the page shows
+    another view then, and says which) or a parameter the page has no filter for."""
+    notes = []
+    filters = {f.name: f for f in view.filters}
+    for name, value in params.items():
+        f = filters.get(name)
+        if f is None:
+            if name not in view.params:
+                notes.append(f"{name}={value}: this page has no such filter; ignored.")
+            continue
+        offered = {v for v, _ in f.options}
+        if value not in offered:
+            shown = dict(f.options).get(f.value, f.value) or "all"
+            sample = ", ".join(v or "all" for v, _ in f.options[:8]) + (" …" if len(f.options) > 8 else "")
+            notes.append(f"{name}={value}: not a value of the {f.label} filter ({sample}); showing {shown}.")
+    return notes

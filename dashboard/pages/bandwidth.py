@@ -9,6 +9,7 @@ from collections.abc import Mapping
 import plotly.graph_objects as go
 
 from dashboard import metrics
+from dashboard.colors import impl_color
 from dashboard.view import Figure, PageView, short
 from orchestrator.store import queries
 
@@ -92,7 +93,11 @@ def _figure(rows: list[dict], ceilings: list[dict], kernel: str) -> go.Figure:
                 y=[r["mbytes"] for r in pts],
                 mode="markers",
                 name=impl,
-                marker={"size": 10, "symbol": ["x" if r["correct"] is False else "circle" for r in pts]},
+                marker={
+                    "size": 10,
+                    "color": impl_color(impl),
+                    "symbol": ["x" if r["correct"] is False else "circle" for r in pts],
+                },
                 hovertext=[
                     f"{impl} · {r['shape']} · {r['dtype']} · {r['gpu_type']}<br>{r['time_us']} µs · "
                     f"{r['gbs']} GB/s ({r['pct_of_ceiling']} % of copy)<br>run {r['run_id']} · "

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboard import metrics
+from dashboard.colors import mode_color
 from dashboard.view import Figure, PageView, short
 from orchestrator.store import queries
 
@@ -25,6 +26,9 @@ COLUMNS = (
 )
 ANCHOR_COLUMNS = ["job", "kind_label", "anchor", "anchor_ms", "mode", "ms", "speedup"]
 FIGURE_ID = "e2e-figure"
+TREND_ID = "e2e-trend"
+# Kernel classes in muted tones, apart from the modes' colours (dashboard/colors.py)
+CLASS_COLORS = ("#c7c7c7", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d")
 MAX_JOBS = 30
 
 
@@ -86,7 +90,38 @@ def build(src, params: Mapping[str, str]) -> PageView:
         "step − floor."
     )
     view.figures.append(Figure(FIGURE_ID, _figure(table.rows)))
+    view.figures.append(Figure(TREND_ID, _trend(rows)))
     return view
+
+
+def _trend(rows: list[dict]) -> go.Figure:
+    """ms per step over time, one line per mode, over every job shown in the job filter's list (newest 30)."""
+    fig = go.Figure()
+    by_mode: dict[str, list[dict]] = {}
+    for r in sorted(rows, key=lambda r: r["measured_at"]):
+        if r["metrics"].get("ms_per_step") is not None:
+            by_mode.setdefault(r["mode"], []).append(r)
+    for mode, pts in by_mode.items():
+        fig.add_trace(
+            go.Scatter(
+                x=[r["measured_at"] for r in pts],
+                y=[r["metrics"]["ms_per_step"] for r in pts],
+                mode="lines+markers",
+                name=mode,
+                line={"color": mode_color(mode)},
+                hovertext=[f"{mode}: {r['metrics']['ms_per_step']:.2f} ms/step<br>{_job_label(r)}" for r in pts],
+                hoverinfo="text",
+            )
+        )
+    fig.update_layout(
+        height=360,
+        title="ms per step over time, per mode",
+        yaxis_title="ms per step",
+        xaxis_title="measured at",
+        margin={"l": 10, "r": 10, "t": 40, "b": 40},
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return fig
 
 
 def _figure(rows: list[dict]) -> go.Figure:
@@ -113,6 +148,7 @@ def _figure(rows: list[dict]) -> go.Figure:
             go.Bar(
                 x=modes,
                 y=[r["ms_per_step"] for r in pts],
+                marker_color=[mode_color(m) for m in modes] if len(jobs) == 1 else None,
                 name=name,
                 legendgroup=j,
                 text=[f"{r['speedup_vs_eager']:.2f}×" if r["speedup_vs_eager"] else "" for r in pts],
@@ -145,20 +181,31 @@ def _figure(rows: list[dict]) -> go.Figure:
             fig.add_trace(bar, row=row, col=col)
     tol = next((r["tolerance"] for r in rows if r["tolerance"] is not None), None)
     if tol is not None:
-        fig.add_hline(y=tol, line_dash="dash", line_color="#d62728", row=1, col=2)
+        fig.add_hline(
+            y=tol,
+            line_dash="dash",
+            line_color="#d62728",
+            annotation_text=f"tolerance {tol:g}",
+            annotation_position="top left",
+            row=1,
+            col=2,
+        )
     stacked = [r for r in rows if r["gpu_busy_ms"] is not None]
     xs = [r["mode"] if len(jobs) == 1 else f"{r['mode']} · run {r['run_id']}" for r in stacked]
     base = [0.0] * len(stacked)
-    for c, label in list(metrics.KERNEL_CLASSES.items()) + [(metrics.IDLE, metrics.IDLE)]:
+    for i, (c, label) in enumerate(list(metrics.KERNEL_CLASSES.items()) + [(metrics.IDLE, metrics.IDLE)]):
         col = f"class_{c}_ms" if c != metrics.IDLE else f"{metrics.IDLE}_ms"
         ys = [r[col] or 0.0 for r in stacked]
         if any(ys):  # stacked by hand (base), so the other panels can group by job
-            fig.add_trace(go.Bar(x=xs, y=ys, base=list(base), name=label, offsetgroup="classes"), row=2, col=1)
+            color = CLASS_COLORS[i % len(CLASS_COLORS)]
+            bar = go.Bar(x=xs, y=ys, base=list(base), name=label, offsetgroup="classes", marker_color=color)
+            fig.add_trace(bar, row=2, col=1)
             base = [b + y for b, y in zip(base, ys)]
     fig.update_layout(
         barmode="group",
         height=900,
         margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        legend={"orientation": "h", "y": -0.08},  # below the panels: never over their labels
         title=f"LTX-Video end to end · {short(rows[0]['commit'])}",
     )
     fig.update_yaxes(type="log", row=1, col=2)

@@ -64,7 +64,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
         top = [r for r in table.rows if r["part"] == (part or table.rows[0]["part"])][:TOP]
         fig = go.Figure(
             go.Bar(
-                y=[r["name"][:70] for r in top][::-1],
+                y=[r["name"] for r in top][::-1],  # keyed by the full name: two kernels never merge into one bar
                 x=[r["total_ms"] for r in top][::-1],
                 orientation="h",
                 hovertext=[f"{r['name']}<br>{r['calls']} calls · {r['avg_us']} µs avg · {r['pct']} %" for r in top][
@@ -73,6 +73,8 @@ def build(src, params: Mapping[str, str]) -> PageView:
                 hoverinfo="text",
             )
         )
+        names = [r["name"] for r in top][::-1]
+        fig.update_yaxes(tickmode="array", tickvals=names, ticktext=[_tick(n) for n in names])
         fig.update_layout(
             height=max(300, 24 * len(top) + 100),
             margin={"l": 10, "r": 10, "t": 40, "b": 40},
@@ -81,6 +83,11 @@ def build(src, params: Mapping[str, str]) -> PageView:
         )
         view.figures.append(Figure(FIGURE_ID, fig))
     return view
+
+
+def _tick(name: str, width: int = 70) -> str:
+    """A bar's label: the kernel name, its middle elided when long (the bar itself is keyed by the full name)."""
+    return name if len(name) <= width else name[: width - 25] + "…" + name[-24:]
 
 
 def _x_title(job: dict) -> str:

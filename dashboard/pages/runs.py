@@ -25,6 +25,7 @@ OUTCOME_COLORS = {
 RUN_COLUMNS = [
     "id",
     "sweep",
+    "device",
     "source",
     "status",
     "commit",

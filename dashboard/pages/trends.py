@@ -3,33 +3,39 @@ with the changes the regression rule confirms marked; filters for every key of a
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from collections.abc import Mapping
 
+import numpy as np
 import plotly.graph_objects as go
 
 from dashboard import metrics
+from dashboard.colors import impl_color, rgba
 from dashboard.view import Figure, PageView, short
-from orchestrator.store import queries
+from orchestrator.store import queries, revision_cache, series_verdicts
+from orchestrator.store.regression_rule import CONFIRMED, KERNEL_CHANGED, PICKS_UNKNOWN, STATUS_WORDS, UNCONFIRMED
 
 from ._common import ALL, SERIES_COLUMNS, choose, make_filter
 
-COLUMNS = [
+COLUMNS = [  # the median and IQR next to the series' keys: readable without scrolling
     *SERIES_COLUMNS,
-    "measured_at",
-    "commit",
-    "run_id",
     "median",
     "q1",
     "q3",
     "unit",
+    "verdict",
+    "measured_at",
+    "commit",
+    "run_id",
     "speedup_vs_eager",
-    "flag",
+    "reason",
     "job_key",
 ]
 FIGURE_ID = "trend-figure"
 MAX_SERIES = 12
+DASHES = ("solid", "dot", "dash", "longdash", "dashdot", "longdashdot")
+SYMBOLS = ("circle", "square", "diamond", "cross", "x", "triangle-left", "star", "hexagon")
+SCALES = {"linear": "linear", "log": "log (implementations far apart)"}
 Y_MODES = {"time": "time (median, IQR band)", "speedup": "speed-up vs eager (same job)"}
 X_MODES = {"date": "date", "commit": "commit (in measurement order)"}
 LAST = {
@@ -38,7 +44,14 @@ LAST = {
     "500": "newest 500 per series",
     "all": "every point",
 }  # how much of each series the page shows (flags are judged on the whole series)
-FLAG_STYLE = {"regression": ("triangle-up", "#d62728"), "improvement": ("triangle-down", "#2ca02c")}
+# Marker per verdict of the regression rule (its status, and the direction where it is confirmed); the words are
+# the rule's own (regression_rule.verdict_words), as the regressions command prints them.
+CONFIRMED_STYLE = {"regression": ("triangle-up", "#d62728"), "improvement": ("triangle-down", "#2ca02c")}
+OPEN_STYLE = {
+    UNCONFIRMED: ("circle-open", "#7f7f7f"),
+    KERNEL_CHANGED: ("diamond-open", "#7f7f7f"),
+    PICKS_UNKNOWN: ("square-open", "#7f7f7f"),
+}
 
 
 def build(src, params: Mapping[str, str]) -> PageView:
@@ -56,6 +69,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
     y = choose(params, "y", list(Y_MODES), "time")
     x = choose(params, "x", list(X_MODES), "date")
     last = choose(params, "last", list(LAST), "100")
+    scale = choose(params, "scale", list(SCALES), "linear")
     view = PageView(
         page="trends",
         title="Trends",
@@ -69,6 +83,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
             "y": y,
             "x": x,
             "last": last,
+            "scale": scale,
         },
     )
     view.filters = [
@@ -81,10 +96,12 @@ def build(src, params: Mapping[str, str]) -> PageView:
         make_filter("y", "y axis", list(Y_MODES), y, labels=Y_MODES),
         make_filter("x", "x axis", list(X_MODES), x, labels=X_MODES),
         make_filter("last", "points", list(LAST), last, labels=LAST),
+        make_filter("scale", "y scale", list(SCALES), scale, labels=SCALES),
     ]
     points = (
-        queries.trend_points(
+        revision_cache.memo(
             src,
+            queries.trend_points,
             kernel,
             shape=shape or None,
             dtype=dtype or None,
@@ -102,10 +119,24 @@ def build(src, params: Mapping[str, str]) -> PageView:
     if len(keys) > MAX_SERIES:
         view.notes.append(f"{len(keys)} series match; showing the first {MAX_SERIES}: narrow the filters.")
         keys = keys[:MAX_SERIES]
+    verdicts = (
+        series_verdicts.trend_verdicts(
+            src,
+            kernel,
+            metric=reading,
+            shape=shape or None,
+            dtype=dtype or None,
+            impl=impl or None,
+            hardware_keys={k[3] for k in keys},
+        )
+        if keys
+        else {}
+    )
     records = []
     for key in keys:
         pts = series[key]
-        flags = queries.flag_series(pts, higher_is_worse=not metrics.higher_is_better(reading))
+        judged = verdicts.get((kernel, *key), {})
+        flags = [judged.get((p["run_id"], p["attempt"], p["job_key"])) for p in pts]
         keep = len(pts) if last == "all" else int(last)
         for p, flag in list(zip(pts, flags))[-keep:]:
             q1, q3 = _quartiles(p["samples"], p["value"])
@@ -121,37 +152,56 @@ def build(src, params: Mapping[str, str]) -> PageView:
                     "q1": q1,
                     "q3": q3,
                     "speedup_vs_eager": speedup,
-                    "flag": flag,
+                    "verdict": flag["verdict"] if flag else None,
+                    "reason": flag["reason"] if flag else None,
+                    "status": flag["status"] if flag else None,
+                    "direction": flag["direction"] if flag else None,
                 }
             )
     table = view.add_table("points", "the points plotted", COLUMNS, records)
     if not records:
         view.notes.append("No measurement matches these filters.")
         return view
-    n_flags = sum(1 for r in table.rows if r["flag"])
-    view.notes.append(
-        f"{len(keys)} series, {len(table.rows)} points; {n_flags} confirmed change(s) marked "
-        "(≥ 5 % and Mann-Whitney U p < 0.01 against the 5 points before, two in a row)."
-    )
-    view.figures.append(Figure(FIGURE_ID, _figure(table.rows, y, x, reading)))
+    view.notes.append(f"{len(keys)} series, {len(table.rows)} points; {_verdict_counts(records)}.")
+    shown = [{**row, "status": r["status"], "direction": r["direction"]} for row, r in zip(table.rows, records)]
+    view.figures.append(Figure(FIGURE_ID, _figure(shown, y, x, reading, scale)))  # the table's values, as the CSV
     return view
 
 
+def _verdict_counts(records: list[dict]) -> str:
+    """The verdicts marked, in the rule's words: "1 confirmed regression, 2 baseline changed its kernel"."""
+    counts: dict[str, int] = {}
+    for r in records:
+        if r["status"] == CONFIRMED:
+            counts[f"confirmed {r['direction']}"] = counts.get(f"confirmed {r['direction']}", 0) + 1
+        elif r["status"]:
+            counts[STATUS_WORDS[r["status"]]] = counts.get(STATUS_WORDS[r["status"]], 0) + 1
+    judged = (
+        "verdicts of the regression rule, as `python -m orchestrator regressions RUN --improvements --include-cpu` "
+        "gives them for each point's run"
+    )
+    if not counts:
+        return f"no change marked ({judged})"
+    return ", ".join(f"{n} {words}" for words, n in counts.items()) + f" marked ({judged})"
+
+
 def _quartiles(samples, value):
-    xs = [float(s) for s in samples or [] if s is not None]
-    if len(xs) < 4:
+    xs = np.asarray(samples or [], dtype=float)  # None becomes NaN
+    xs = xs[np.isfinite(xs)]
+    if xs.size < 4:
         return value, value
-    q = statistics.quantiles(xs, n=4)
-    return q[0], q[2]
+    q1, q3 = np.percentile(xs, [25, 75], method="weibull")  # statistics.quantiles' default (exclusive) method
+    return float(q1), float(q3)
 
 
-def _figure(rows: list[dict], y: str, x: str, reading: str) -> go.Figure:
+def _figure(rows: list[dict], y: str, x: str, reading: str, scale: str = "linear") -> go.Figure:
     fig = go.Figure()
     order = {c: i for i, c in enumerate(dict.fromkeys(r["commit"] for r in rows))}
     grouped: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
         grouped[(r["shape"], r["dtype"], r["impl"], r["gpu_type"], r["hardware_key"])].append(r)
-    for i, ((shape, dtype, impl, gpu, _hw), pts) in enumerate(grouped.items()):
+    shape_index = {sh: i for i, sh in enumerate(sorted({key[0] for key in grouped}))}
+    for (shape, dtype, impl, gpu, _hw), pts in grouped.items():
         name = f"{impl} · {shape} · {dtype} · {gpu}"
         xs = [r["measured_at"] if x == "date" else f"{order[r['commit']]:03d} {short(r['commit'])}" for r in pts]
         ys = [r["median"] if y == "time" else r["speedup_vs_eager"] for r in pts]
@@ -159,17 +209,17 @@ def _figure(rows: list[dict], y: str, x: str, reading: str) -> go.Figure:
             f"{name}<br>commit {short(r['commit'])} · run {r['run_id']}<br>{r['measured_at']}<br>"
             f"device {r['hardware_key']}<br>median {r['median']} {r['unit']}"
             + (f" (IQR {r['q1']}–{r['q3']})" if y == "time" else f"<br>speed-up {r['speedup_vs_eager']}")
-            + (f"<br><b>{r['flag']}</b>" if r["flag"] else "")
+            + (f"<br><b>{r['verdict']}</b><br>{r['reason']}" if r["verdict"] else "")
             for r in pts
         ]
-        color = _COLORS[i % len(_COLORS)]
+        color = impl_color(impl)  # one colour per implementation; the shapes differ by dash and marker
         if y == "time":
             fig.add_trace(
                 go.Scatter(
                     x=xs + xs[::-1],
                     y=[r["q3"] for r in pts] + [r["q1"] for r in pts][::-1],
                     fill="toself",
-                    fillcolor=_rgba(color, 0.15),
+                    fillcolor=rgba(color, 0.15),
                     line={"width": 0},
                     mode="lines",
                     hoverinfo="skip",
@@ -185,13 +235,20 @@ def _figure(rows: list[dict], y: str, x: str, reading: str) -> go.Figure:
                 mode="lines+markers",
                 name=name,
                 legendgroup=name,
-                line={"color": color},
+                line={"color": color, "dash": DASHES[shape_index[shape] % len(DASHES)]},
+                marker={"symbol": SYMBOLS[shape_index[shape] % len(SYMBOLS)]},
                 hovertext=hover,
                 hoverinfo="text",
             )
         )
-        for flag, (symbol, fcolor) in FLAG_STYLE.items():
-            marked = [j for j, r in enumerate(pts) if r["flag"] == flag]
+        styles = [((CONFIRMED, d), d, style) for d, style in CONFIRMED_STYLE.items()]
+        styles += [((st, None), STATUS_WORDS[st], style) for st, style in OPEN_STYLE.items()]
+        for (status, direction), words, (symbol, fcolor) in styles:
+            marked = [
+                j
+                for j, r in enumerate(pts)
+                if r["status"] == status and (direction is None or r["direction"] == direction)
+            ]
             if marked:
                 fig.add_trace(
                     go.Scatter(
@@ -199,7 +256,7 @@ def _figure(rows: list[dict], y: str, x: str, reading: str) -> go.Figure:
                         y=[ys[j] for j in marked],
                         mode="markers",
                         marker={"symbol": symbol, "size": 14, "color": fcolor},
-                        name=f"{flag} ({name})",
+                        name=f"{words} ({name})",
                         legendgroup=name,
                         hovertext=[hover[j] for j in marked],
                         hoverinfo="text",
@@ -211,28 +268,8 @@ def _figure(rows: list[dict], y: str, x: str, reading: str) -> go.Figure:
         margin={"l": 10, "r": 10, "t": 40, "b": 40},
         legend={"font": {"size": 10}},
         yaxis_title=f"{reading} ({unit})" if y == "time" else "speed-up vs eager (×)",
+        yaxis_type=scale,
         xaxis_title="measured at" if x == "date" else "commit",
         title=f"{rows[0]['kernel']}: {Y_MODES[y]}",
     )
     return fig
-
-
-_COLORS = [
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-    "#d62728",
-    "#393b79",
-    "#637939",
-]
-
-
-def _rgba(hex_color: str, alpha: float) -> str:
-    r, g, b = (int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
-    return f"rgba({r},{g},{b},{alpha})"

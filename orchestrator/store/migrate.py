@@ -124,7 +124,9 @@ def check_schema(bind: Engine | Connection, url: str | None = None) -> None:
                 url,
                 None,
                 head(),
-                f"The store at {display_url(url)} does not exist yet. Create it with: {upgrade_command(url)}",
+                f"The store at {display_url(url)} does not exist yet: a sweep creates and fills it "
+                f"(python -m orchestrator +sweep=smoke store.url='{display_url(url)}'), or create it empty with: "
+                f"{upgrade_command(url)}",
             )
         with translated(url), bind.connect() as conn:
             check_schema(conn, url)

@@ -41,7 +41,6 @@ from orchestrator.store.models import (
     shape_key,
 )
 from orchestrator.store.regression_rule import (
-    CONFIRMED,
     DEFAULT_ALPHA,
     DEFAULT_CONSECUTIVE,
     DEFAULT_NOISE_WINDOW,
@@ -51,8 +50,8 @@ from orchestrator.store.regression_rule import (
     Point,
     between_run_scale,
     judge,
-    judge_series,
     threshold_for,
+    verdict_words,
 )
 from orchestrator.store.session import get_engine, normalize_url
 from workers import metrics as catalogue
@@ -66,6 +65,7 @@ CORRECTNESS_METRICS = catalogue.of_kind("correctness")
 E2E_METRICS = catalogue.of_kind("e2e")
 BASELINE_IMPL = "eager"
 COMPILE_IMPLS = ("compile", "compile_max")
+AUTOTUNED_IMPLS = ("compile_max",)  # max-autotune: a process may keep another kernel config (docs/regressions.md)
 
 _schema_checked: "weakref.WeakKeyDictionary[Engine, bool]" = weakref.WeakKeyDictionary()
 
@@ -636,6 +636,58 @@ def isa_results(src: Source, run_id: int) -> list[dict[str, Any]]:
     ]
 
 
+def isa_history(src: Source, kernel: str | None = None, limit: int = 5000) -> list[dict[str, Any]]:
+    """Every good isa result (newest first, at most ``limit``): what each kernel compiled to per target architecture
+    over commits.  Keys: kernel, shape_key, dtype, arch, run_id, commit, measured_at, job_key and the ISA_METRICS
+    (None where the target does not report one).  One statement."""
+    query = (
+        _good_attempt_join(
+            select(
+                Measurement.metric,
+                Measurement.value,
+                Job.kernel,
+                Job.shape_key,
+                Job.dtype,
+                Job.spec,
+                Job.key,
+                JobAttempt.run_id,
+                Run.commit,
+                _when().label("at"),
+            )
+        )
+        .join(Run, Run.id == JobAttempt.run_id)
+        .where(
+            Job.kind == "isa",
+            Measurement.impl == "triton",
+            Measurement.metric.in_(ISA_METRICS),
+            JobAttempt.status.in_(GOOD_STATUSES),
+        )
+        .order_by(_when().desc(), JobAttempt.id.desc())
+    )
+    if kernel is not None:
+        query = query.where(Job.kernel == kernel)
+    rows: dict[tuple, dict[str, Any]] = {}
+    with _reading(src) as s:
+        for metric, value, k, skey, dtype, spec, key, run_id, commit, at in s.execute(query):
+            row = rows.get((key, run_id))
+            if row is None:
+                if len(rows) >= limit:
+                    continue
+                row = rows[(key, run_id)] = {
+                    "kernel": k,
+                    "shape_key": skey,
+                    "dtype": dtype,
+                    "arch": str(((spec or {}).get("params") or {}).get("arch", "")),
+                    "run_id": run_id,
+                    "commit": commit,
+                    "measured_at": at,
+                    "job_key": key,
+                    **dict.fromkeys(ISA_METRICS),
+                }
+            row[metric] = value
+    return list(rows.values())
+
+
 # -- devices, fleet -------------------------------------------------------------------------------------------
 def devices(src: Source) -> list[dict[str, Any]]:
     with _reading(src) as s:
@@ -818,8 +870,17 @@ def artifact_data(src: Source, artifact_id: int) -> bytes | None:
 
 # -- regressions ----------------------------------------------------------------------------------------------
 def _series(
-    s: Session, metric: str, name: str | None, hardware_key: str | None, names: set[str | None] | None = None
+    s: Session,
+    metric: str,
+    name: str | None,
+    hardware_key: str | None,
+    names: set[str | None] | None = None,
+    *,
+    shape: Sequence[int] | str | None = None,
+    dtype: str | None = None,
+    impl: str | None = None,
 ) -> dict[tuple, list[dict[str, Any]]]:
+    """Every good point of ``metric`` by series (name, shape_key, dtype, impl, hardware_key), oldest first."""
     kind = catalogue.get(metric).kind
     name_col = Job.model if kind == "e2e" else Job.kernel
     query = (
@@ -855,6 +916,12 @@ def _series(
         query = query.where(JobAttempt.hardware_key == hardware_key)
     if names is not None:
         query = query.where(name_col.in_(sorted(n for n in names if n is not None)))
+    if shape is not None:
+        query = query.where(Job.shape_key == shape_key(shape))
+    if dtype is not None:
+        query = query.where(Job.dtype == dtype)
+    if impl is not None:
+        query = query.where(Measurement.impl == impl)
     series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for (
         impl,
@@ -910,6 +977,82 @@ def _last_per_run(points: Sequence[dict[str, Any]], run_ids: Sequence[int]) -> l
     return [last[r] for r in run_ids if r in last]
 
 
+def is_autotuned(impl: str) -> bool:
+    """The implementation's kernel is chosen by an autotuner run in each process (torch.compile max-autotune)."""
+    return impl in AUTOTUNED_IMPLS
+
+
+def judge_plan(
+    key: tuple,
+    reference: Sequence[Mapping[str, Any]],
+    current: Sequence[Mapping[str, Any]],
+    history: Sequence[Mapping[str, Any]],
+    *,
+    metric: str = "time_us",
+    spread: tuple[float | None, int] | None = None,
+    threshold: float | Mapping[str, float] = DEFAULT_THRESHOLD,
+    alpha: float = DEFAULT_ALPHA,
+    z: float = DEFAULT_Z,
+) -> dict[str, Any] | None:
+    """The regression rule's verdict on one series' ``current`` points (dicts of :func:`_series`) against its
+    ``reference`` points, as the flag dict :func:`regression_report` lists (improvements included); None when the
+    rule reports nothing.  The regressions command and the dashboard's Trends page both judge through this."""
+    name, _skey, dtype, impl, hw = key
+    limit = threshold_for(name, threshold)
+    v = judge(
+        [_rule_point(p) for p in reference],
+        [_rule_point(p) for p in current],
+        history=[_rule_point(p) for p in history],
+        spread=spread,
+        threshold=limit,
+        alpha=alpha,
+        z=z,
+        higher_is_worse=not catalogue.higher_is_better(metric),
+        autotuned=is_autotuned(impl),
+    )
+    if v is None:
+        return None
+    newest = current[-1]
+    return {
+        "kernel": name,
+        "shape": newest["shape"],
+        "dtype": dtype,
+        "impl": impl,
+        "hardware_key": hw,
+        "device": "cpu" if is_cpu_device(hw) else "gpu",
+        "metric": metric,
+        "status": v.status,
+        "verdict": verdict_words(v.status, v.direction, v.z),
+        "reason": v.reason,
+        "direction": v.direction,
+        "change": v.change,
+        "reference_median": v.reference_median,
+        "current_median": v.current_median,
+        "p_value": v.p_value,
+        "noise": v.noise,
+        "noise_dof": v.noise_dof,
+        "z": v.z,
+        "threshold": limit,
+        "run_id": newest["run_id"],
+        "commit": newest["commit"],
+        "job_key": newest["job_key"],
+        "reference_runs": [p["run_id"] for p in reference],
+        "compared": [
+            {"run_id": p["run_id"], "commit": p["commit"], "change": c.change, "p_value": c.p_value}
+            for p, c in zip(current, v.compared)
+        ],
+        "pick": newest.get("pick"),
+        "reference_pick": reference[-1].get("pick"),
+    }
+
+
+def history_plan(points: Sequence[dict[str, Any]], end: int, *, window: int, consecutive: int, noise_window: int):
+    """Against history, the series cut after point ``end``: (reference, current, history) as the rule takes them."""
+    upto = points[: end + 1]
+    before = upto[:-consecutive]
+    return before[-window:], upto[-consecutive:], before[-max(noise_window, window) :]
+
+
 def regression_report(
     src: Source,
     run_ids: int | Sequence[int] | None = None,
@@ -951,7 +1094,6 @@ def regression_report(
         raise ValueError("several runs are compared with a baseline (--baseline); against history give one run")
     if set(runs) & set(baselines):
         raise ValueError(f"run(s) {sorted(set(runs) & set(baselines))} on both sides of the comparison")
-    higher_is_worse = not catalogue.higher_is_better(metric)
     with _reading(src) as s:
         names = None
         for r in runs + baselines:
@@ -978,13 +1120,14 @@ def regression_report(
             history = earlier[-noise_window:] + sorted(reference, key=points.index)
             plans.append((key, reference, current, history))
         else:
+            last = len(points) - 1
             if runs:
                 last = max((i for i, p in enumerate(points) if p["run_id"] == runs[0]), default=None)
                 if last is None:
                     continue
-                points = points[: last + 1]
-            before = points[:-consecutive]
-            plans.append((key, before[-window:], points[-consecutive:], before[-max(noise_window, window) :]))
+            plans.append(
+                (key, *history_plan(points, last, window=window, consecutive=consecutive, noise_window=noise_window))
+            )
     spreads: dict[tuple, tuple[float | None, int]] = {}
     if baselines:  # few points per series: pool the spread over the series of the same kernel, impl and device
         groups: dict[tuple, list[list[float]]] = defaultdict(list)
@@ -997,56 +1140,22 @@ def regression_report(
     flags = []
     judged = 0
     for key, reference, current, history in plans:
-        name, _skey, dtype, impl, hw = key
         if not reference or len(current) < (1 if baselines else consecutive):
             continue
         judged += 1
-        limit = threshold_for(name, threshold)
-        v = judge(
-            [_rule_point(p) for p in reference],
-            [_rule_point(p) for p in current],
-            history=[_rule_point(p) for p in history],
-            spread=spreads.get((name, impl, hw)),
-            threshold=limit,
+        flag = judge_plan(
+            key,
+            reference,
+            current,
+            history,
+            metric=metric,
+            spread=spreads.get((key[0], key[3], key[4])),
+            threshold=threshold,
             alpha=alpha,
             z=z,
-            higher_is_worse=higher_is_worse,
         )
-        if v is None or (not v.worse and not include_improvements):
-            continue
-        newest = current[-1]
-        flags.append(
-            {
-                "kernel": name,
-                "shape": newest["shape"],
-                "dtype": dtype,
-                "impl": impl,
-                "hardware_key": hw,
-                "device": "cpu" if is_cpu_device(hw) else "gpu",
-                "metric": metric,
-                "status": v.status,
-                "reason": v.reason,
-                "direction": v.direction,
-                "change": v.change,
-                "reference_median": v.reference_median,
-                "current_median": v.current_median,
-                "p_value": v.p_value,
-                "noise": v.noise,
-                "noise_dof": v.noise_dof,
-                "z": v.z,
-                "threshold": limit,
-                "run_id": newest["run_id"],
-                "commit": newest["commit"],
-                "job_key": newest["job_key"],
-                "reference_runs": [p["run_id"] for p in reference],
-                "compared": [
-                    {"run_id": p["run_id"], "commit": p["commit"], "change": c.change, "p_value": c.p_value}
-                    for p, c in zip(current, v.compared)
-                ],
-                "pick": newest.get("pick"),
-                "reference_pick": reference[-1].get("pick"),
-            }
-        )
+        if flag is not None and (flag["direction"] == "regression" or include_improvements):
+            flags.append(flag)
     return {
         "flags": flags,
         "series": judged,
@@ -1468,46 +1577,6 @@ def trend_points(
     return points
 
 
-def flag_series(
-    points: Sequence[Mapping[str, Any]],
-    *,
-    higher_is_worse: bool = True,
-    threshold: float = DEFAULT_THRESHOLD,
-    alpha: float = DEFAULT_ALPHA,
-    window: int = DEFAULT_WINDOW,
-    consecutive: int = DEFAULT_CONSECUTIVE,
-) -> list[str | None]:
-    """For each point of one series (oldest first, each with ``samples`` or ``value``): "regression" or
-    "improvement" where the regression rule (regression_rule.judge_series) confirms a change ending at that
-    point (large, significant and beyond the series' between-run spread), else None.  The rule's significance
-    test runs only where its size condition can hold (the point's
-    median differs from the pooled reference's by at least ``threshold``)."""
-    import statistics
-
-    repeats = [
-        [float(x) for x in (p.get("samples") or ([p["value"]] if p.get("value") is not None else [])) if x is not None]
-        for p in points
-    ]
-    marks: list[str | None] = []
-    for i in range(len(repeats)):
-        mark = None
-        reference = [x for r in repeats[max(0, i + 1 - consecutive - window) : i + 1 - consecutive] for x in r]
-        if i >= consecutive and reference and repeats[i]:
-            ref, cur = statistics.median(reference), statistics.median(repeats[i])
-            if ref and abs(cur / ref - 1.0) >= threshold:
-                verdict = judge_series(
-                    repeats[: i + 1],
-                    threshold=threshold,
-                    alpha=alpha,
-                    window=window,
-                    consecutive=consecutive,
-                    higher_is_worse=higher_is_worse,
-                )
-                mark = verdict.direction if verdict is not None and verdict.status == CONFIRMED else None
-        marks.append(mark)
-    return marks
-
-
 def device_ceilings(src: Source) -> list[dict[str, Any]]:
     """Each device that has a measured copy bandwidth: hardware_key, gpu_type, name, copy_bandwidth_gbs."""
     with _reading(src) as s:
@@ -1675,7 +1744,8 @@ def e2e_profile(src: Source, job_id: int, attempt: int | None = None) -> dict[st
 
 def run_outcomes(src: Source, limit: int = 100) -> list[dict[str, Any]]:
     """The newest runs with how many attempts each recorded per outcome (ok, incorrect, error, crashed,
-    timed_out, lost, skipped, ...): list_runs' keys plus ``outcomes`` (status -> count)."""
+    timed_out, lost, skipped, ...): list_runs' keys plus ``outcomes`` (status -> count) and ``device`` (the names
+    of the devices its attempts ran on, as `python -m orchestrator runs` lists them; None when it recorded none)."""
     runs = list_runs(src, limit)
     if not runs:
         return runs
@@ -1685,11 +1755,21 @@ def run_outcomes(src: Source, limit: int = 100) -> list[dict[str, Any]]:
             .where(JobAttempt.run_id.in_([r["id"] for r in runs]))
             .group_by(JobAttempt.run_id, JobAttempt.status)
         ).all()
+        devices = s.execute(
+            select(JobAttempt.run_id, Device.name)
+            .join(Device, Device.hardware_key == JobAttempt.hardware_key)
+            .where(JobAttempt.run_id.in_([r["id"] for r in runs]))
+            .distinct()
+        ).all()
     by_run: dict[int, dict[str, int]] = defaultdict(dict)
     for run_id, status, n in counts:
         by_run[run_id][status] = int(n)
+    names: dict[int, set[str]] = defaultdict(set)
+    for run_id, name in devices:
+        names[run_id].add(name)
     for r in runs:
         r["outcomes"] = by_run.get(r["id"], {})
+        r["device"] = ", ".join(sorted(names.get(r["id"], ()))) or None
     return runs
 
 

@@ -22,7 +22,11 @@ baseline runs).  The series is flagged only when all of these hold:
      at 28 dof, 5.35 at 9, 10.5 at 4), so a spread measured on few runs needs a larger step.
 When the current points' autotuned kernel (the ``pick`` the micro job records: workers/autotune_pick.py) differs
 from the reference points', the verdict is ``kernel_changed`` (the baseline changed its kernel), never a
-regression.
+regression.  When the implementation is autotuned (``judge(autotuned=True)``: torch.compile's max-autotune) and a
+point on either side has no recorded pick (runs made before the picks were recorded), a change that would be
+confirmed is ``picks_unknown``: the autotuner may have picked another kernel in some of those runs, so the change
+cannot be attributed to the code (four identical-code rmsnorm runs on an H200 without picks gave compile_max a
+"5.2 x spread" step of +11.9 %: docs/perf/regressions-h200.md).
 
 Estimator of ``sigma_b`` (``robust_scale``, ``between_run_scale``, ``series_scale``): the biweight midvariance's
 scale (tuning constant 9 around the median, MAD as the initial scale; Mosteller & Tukey 1977, as in astropy's
@@ -36,6 +40,11 @@ an alarm), about as efficient as the standard deviation.  Sources of the spread:
     queries.regressions pooled over the series of the same kernel, implementation and device (a sweep's shapes
     and dtypes: one implementation's relative between-run spread is alike across them); the larger of the pooled
     and the series' own scale is used.
+A current point whose own repeats scatter (interquartile range over median) as much as the change, and more than
+``DISTURBED_FACTOR`` = 3 times as much as the reference points' repeats do, is reported ``unconfirmed``: its run
+was disturbed (run 58 of the shipped H200 history, an A/A rerun: qk_norm_rope eager's
+repeats spread 264-468 us around 327 us, against 268-271 us the run before), and a code change moves the level, not
+the spread.
 Below ``MIN_DOF`` = 4 degrees of freedom the spread is unknown: a candidate that passes 1 and 2 is reported
 ``unconfirmed`` with the reason, never as a regression.  That is the case of one run against one with no history.
 CI recipe: run each side twice (``regressions C1 C2 --baseline B1 B2``), or judge against a history of five or more
@@ -63,6 +72,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.01
 DEFAULT_WINDOW = 10
@@ -70,11 +81,29 @@ DEFAULT_CONSECUTIVE = 2
 DEFAULT_Z = 3.5  # as a normal quantile; critical_z widens it for the spread's dof
 DEFAULT_NOISE_WINDOW = 30
 MIN_SAMPLES = 3  # fewer repeats than this on either side: not testable
+DISTURBED_FACTOR = 3.0  # a run's within-run scatter this many times the reference runs' marks it disturbed
 MIN_DOF = 4  # fewer degrees of freedom for the between-run spread: a candidate stays unconfirmed
 
 CONFIRMED = "confirmed"
 UNCONFIRMED = "unconfirmed"
 KERNEL_CHANGED = "kernel_changed"
+PICKS_UNKNOWN = "picks_unknown"
+# The words every reader shows for a status (the regressions command, the dashboard's Trends page).
+STATUS_WORDS = {
+    CONFIRMED: "confirmed",
+    UNCONFIRMED: "unconfirmed",
+    KERNEL_CHANGED: "baseline changed its kernel",
+    PICKS_UNKNOWN: "picks unknown",
+}
+
+
+def verdict_words(status: str, direction: str, z: float | None = None) -> str:
+    """One verdict as the regressions command and the dashboard print it: "regression (4.1 x spread)",
+    "improvement (unconfirmed)", "regression (baseline changed its kernel)", "regression (picks unknown)"."""
+    if status == CONFIRMED:
+        return f"{direction} ({z:.1f} x spread)" if z is not None and math.isfinite(z) else f"{direction} (confirmed)"
+    return f"{direction} ({STATUS_WORDS[status]})"
+
 
 # Factors that make the biweight scale of n normal values unbiased (Monte Carlo, 400 000 draws per n; above 20
 # values 1 + 0.55/n); tests/store/test_store_regressions.py checks them.
@@ -130,11 +159,10 @@ class Point:
     pick: str | None = None
 
     def level(self) -> float | None:
-        m = (
-            self.median
-            if self.median is not None
-            else (statistics.median(_clean(self.samples)) if _clean(self.samples) else None)
-        )
+        m = self.median
+        if m is None:
+            xs = _finite(self.samples)
+            m = float(np.median(xs)) if xs.size else None
         return math.log(m) if m is not None and m > 0 and math.isfinite(m) else None
 
 
@@ -167,7 +195,15 @@ def threshold_for(kernel: str | None, threshold: float | Mapping[str, float]) ->
 
 
 def _clean(samples: Sequence[float | None] | None) -> list[float]:
-    return [float(x) for x in samples or () if x is not None and math.isfinite(float(x))]
+    return _finite(samples).tolist()
+
+
+def _finite(samples: Sequence[float | None] | None) -> np.ndarray:
+    """The finite repeats as a float array (None and NaN dropped): one vectorised pass over hundreds of repeats."""
+    if samples is None or len(samples) == 0:
+        return np.empty(0)
+    a = np.asarray(samples, dtype=float)  # None becomes NaN
+    return a[np.isfinite(a)]
 
 
 def compare(
@@ -181,10 +217,10 @@ def compare(
     """Compare the repeats of one point with reference repeats; None when either side is too small to test."""
     from scipy.stats import mannwhitneyu
 
-    ref, cur = _clean(reference), _clean(current)
-    if len(ref) < MIN_SAMPLES or len(cur) < MIN_SAMPLES:
+    ref, cur = _finite(reference), _finite(current)
+    if ref.size < MIN_SAMPLES or cur.size < MIN_SAMPLES:
         return None
-    ref_median, cur_median = statistics.median(ref), statistics.median(cur)
+    ref_median, cur_median = float(np.median(ref)), float(np.median(cur))
     if ref_median == 0:
         return None
     change = cur_median / ref_median - 1.0
@@ -200,6 +236,15 @@ def compare(
         large=abs(change) >= threshold,
         significant=p_value < alpha,
     )
+
+
+def within_run_scatter(samples: Sequence[float | None] | None) -> float:
+    """The interquartile range of one point's repeats over their median (0 with fewer than 4 repeats)."""
+    xs = _finite(samples)
+    if xs.size < 4:
+        return 0.0
+    q1, med, q3 = np.percentile(xs, [25, 50, 75])
+    return float((q3 - q1) / med) if med > 0 else 0.0
 
 
 def robust_scale(values: Sequence[float]) -> float | None:
@@ -266,9 +311,12 @@ def judge(
     alpha: float = DEFAULT_ALPHA,
     z: float = DEFAULT_Z,
     higher_is_worse: bool = True,
+    autotuned: bool = False,
 ) -> Verdict | None:
     """The verdict on ``current`` against ``reference`` (the module doc); None when there is nothing to report
-    (not large, not significant, directions disagree, or within the between-run spread).
+    (not large, not significant, directions disagree, or within the between-run spread).  ``autotuned``: the
+    implementation's kernel is chosen by an autotuner, so a point without a recorded pick leaves a change
+    ``picks_unknown`` rather than confirmed.
 
     ``history``: the series' points before the current ones in time order (the reference window included, or
     the points up to a baseline run), used only to estimate the between-run spread.  ``spread``: (scale, dof)
@@ -276,7 +324,7 @@ def judge(
     own scale is used, with the pooled dof."""
     if not reference or not current:
         return None
-    pooled_ref = [x for p in reference for x in (p.samples or ())]
+    pooled_ref = np.concatenate([_finite(p.samples) for p in reference])
     compared = []
     for p in current:
         c = compare(pooled_ref, p.samples, threshold=threshold, alpha=alpha, higher_is_worse=higher_is_worse)
@@ -323,6 +371,18 @@ def judge(
         score = math.inf if se == 0 else abs(d) / se
         if score < critical_z(z, dof):
             return None
+        scatter = max(within_run_scatter(p.samples) for p in current)
+        usual = statistics.median(within_run_scatter(p.samples) for p in reference)
+        if scatter >= abs(change) and scatter > DISTURBED_FACTOR * usual:
+            return Verdict(
+                status=UNCONFIRMED,
+                noise=noise,
+                noise_dof=dof,
+                z=score,
+                reason=f"a current run's repeats scatter {scatter:.0%} (IQR / median; the reference runs' "
+                f"{usual:.1%}), as much as the change: that run was disturbed, rerun it",
+                **common,
+            )
         verdict = Verdict(
             status=CONFIRMED,
             noise=noise,
@@ -338,6 +398,17 @@ def judge(
                 "status": KERNEL_CHANGED,
                 "reason": "baseline changed its kernel: the autotuner picked "
                 f"{', '.join(sorted(cur_picks))} (was {', '.join(sorted(ref_picks))})",
+            }
+        )
+    unknown = sum(1 for p in (*reference, *current) if not p.pick)
+    if autotuned and verdict.status == CONFIRMED and unknown:
+        return Verdict(
+            **{
+                **verdict.__dict__,
+                "status": PICKS_UNKNOWN,
+                "reason": f"picks unknown: the implementation is autotuned and {unknown} of the "
+                f"{len(reference) + len(current)} points compared have no recorded autotune pick, so the "
+                f"change ({verdict.reason}) cannot be attributed to the code",
             }
         )
     return verdict
@@ -364,6 +435,7 @@ def judge_series(
     z: float = DEFAULT_Z,
     spread: tuple[float | None, int] | None = None,
     higher_is_worse: bool = True,
+    autotuned: bool = False,
 ) -> Verdict | None:
     """Judge the newest ``consecutive`` points of a series (oldest point first; a point is a Point or its
     repeats) against the ``window`` points before them, the between-run spread from the ``noise_window`` points
@@ -383,4 +455,5 @@ def judge_series(
         alpha=alpha,
         z=z,
         higher_is_worse=higher_is_worse,
+        autotuned=autotuned,
     )

@@ -705,6 +705,22 @@ class StoreWriter:
                 statuses.update(s.execute(select(Job.key, Job.status).where(Job.key.in_(chunk))).all())
         return statuses
 
+    def run_job_statuses(self, run_id: int, keys: Iterable[str]) -> dict[str, str]:
+        """key -> the status of the job's newest attempt recorded by run ``run_id``, or "not_run" when that run
+        recorded none (the run was interrupted before it)."""
+        keys = list(dict.fromkeys(keys))
+        statuses = dict.fromkeys(keys, "not_run")
+        with self._tx() as s:
+            for chunk in _chunks(keys):
+                rows = s.execute(
+                    select(Job.key, JobAttempt.status)
+                    .join(JobAttempt, JobAttempt.job_id == Job.id)
+                    .where(Job.key.in_(chunk), JobAttempt.run_id == run_id)
+                    .order_by(JobAttempt.attempt)
+                ).all()
+                statuses.update(rows)  # ordered by attempt: the newest wins
+        return statuses
+
     # -- fleet ----------------------------------------------------------------------------------------------
     def record_nodes(self, nodes: Iterable[dict[str, Any]]) -> int:
         """Snapshot of the fleet: upsert each node by id.  Takes our own form ({node_id, labels, resources,

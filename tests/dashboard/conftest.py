@@ -28,6 +28,7 @@ from orchestrator.store import migrate, session
 REPO = Path(__file__).resolve().parents[2]
 # The raw H200 results imported into the test store.  One constant: where the import-ready files live.
 H200_RESULTS = REPO / "results" / "h200"
+ISA_RESULTS = REPO / "results" / "isa"  # compiled-code results for AMD and NVIDIA targets (the ISA page)
 KERNEL_FILES = 7  # kernel results files imported (spread over the dates), so trends have history
 SMOKE = ["+sweep=smoke", "sweep.kinds=[correctness,micro,profile]", "sweep.seed=0"]
 
@@ -87,6 +88,7 @@ def filled_store(tmp_path_factory) -> str:
     )
     assert proc.returncode in (0, 1), proc.stderr[-3000:]  # 1: some job failed; its error is data for the pages
     import_files(url, h200_files())
+    import_files(url, [ISA_RESULTS])  # a folder: each plan a run
     session.dispose_engines()
     return url
 

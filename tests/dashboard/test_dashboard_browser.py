@@ -17,6 +17,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 from sqlalchemy import create_engine, text
 
 from dashboard.pages import PAGES
+from orchestrator.store import queries
+from orchestrator.store.regression_rule import STATUS_WORDS
 
 from .conftest import REPO, h200_files, import_files, start_server, stop_server
 from .pagetools import choose, console_errors, filter_value, load, wait_figure, wait_idle
@@ -33,6 +35,8 @@ README_SHOTS = {
     "/trends?kernel=rmsnorm&gpu_type=h200&impl=triton": "dashboard-trends.png",
 }
 DOCS_IMG = REPO / "docs" / "img"
+# The names of the trend figure's verdict marker traces begin with the rule's words.
+VERDICT_MARKERS = ("regression", "improvement", *STATUS_WORDS.values())
 
 
 def _name(path: str) -> str:
@@ -51,9 +55,7 @@ def _num(x: str | None) -> float | None:
 def _series(traces: list[dict]) -> list[dict]:
     """The trend figure's median lines (not the IQR bands, not the flag markers)."""
     return [
-        t
-        for t in traces
-        if t["name"] and not t["name"].endswith(" IQR") and not t["name"].startswith(("regression", "improvement"))
+        t for t in traces if t["name"] and not t["name"].endswith(" IQR") and not t["name"].startswith(VERDICT_MARKERS)
     ]
 
 
@@ -196,6 +198,36 @@ def test_csv_download_equals_what_the_page_shows(browser, server):
 
 
 @pytest.mark.slow
+def test_trends_marks_exactly_the_regressions_commands_verdicts_in_its_words(browser, server, filled_store):
+    load(browser, server + "/trends?kernel=rmsnorm&gpu_type=h200&last=all")
+    traces = wait_figure(browser, "trend-figure")
+    rows = _csv(browser.find_element("css selector", "#csv-points").get_attribute("href"))
+    on_page = {
+        (r["impl"], r["shape"], r["dtype"], r["hardware_key"], int(r["run_id"])): r["verdict"]
+        for r in rows
+        if r["verdict"]
+    }
+    markers = [t for t in traces if t["name"] and t["name"].startswith(VERDICT_MARKERS)]
+    assert sum(len(t["y"]) for t in markers) == len(on_page)
+    for t in markers:  # a marker's legend entry names the verdict in the rule's words
+        assert any(t["name"].startswith(w) for w in VERDICT_MARKERS)
+    from_cli = {}
+    for run in sorted({int(r["run_id"]) for r in rows}):
+        report = queries.regression_report(
+            filled_store, run, kernel="rmsnorm", include_improvements=True, include_cpu=True
+        )
+        for f in report["flags"]:
+            if f["run_id"] == run and queries.is_cpu_device(f["hardware_key"]) is False:
+                key = (f["impl"], "x".join(map(str, f["shape"])), f["dtype"], f["hardware_key"], run)
+                from_cli[key] = f["verdict"]
+    series_shown = {(r["impl"], r["shape"], r["dtype"], r["hardware_key"]) for r in rows}  # at most MAX_SERIES
+    points_shown = {(r["impl"], r["shape"], r["dtype"], r["hardware_key"], int(r["run_id"])) for r in rows}
+    assert on_page == {k: v for k, v in from_cli.items() if k[:4] in series_shown and k in points_shown}
+    note = browser.find_element("css selector", "#page").text
+    assert "verdicts of the regression rule" in note
+
+
+@pytest.mark.slow
 def test_every_page_has_a_csv_per_table_and_sortable_tables(browser, server):
     for path in PAGE_PATHS:
         load(browser, server + path)
@@ -252,3 +284,49 @@ def test_empty_store_shows_the_fill_command_then_new_runs_appear_without_restart
         assert wait_figure(browser, "overview-heatmap")
     finally:
         stop_server(proc)
+
+
+def _plot(browser, figure_id: str) -> dict:
+    """The drawn figure's y-axis type and, per trace, its name and line/marker colour."""
+    import json
+
+    raw = browser.execute_script(
+        "var gd = document.getElementById(arguments[0]).getElementsByClassName('js-plotly-plot')[0];"
+        "return JSON.stringify({ytype: gd._fullLayout.yaxis.type, traces: gd._fullData.map(function (t) {"
+        " return {name: t.name, line: t.line && t.line.color, marker: t.marker && t.marker.color}; })});",
+        figure_id,
+    )
+    return json.loads(raw)
+
+
+@pytest.mark.slow
+def test_an_implementation_keeps_its_colour_and_trends_has_a_log_scale(browser, server):
+    from dashboard.colors import impl_color, mode_color
+
+    load(browser, server + "/trends?kernel=rmsnorm&gpu_type=h200&scale=log")
+    wait_figure(browser, "trend-figure")
+    trend = _plot(browser, "trend-figure")
+    assert trend["ytype"] == "log"
+    lines = [t for t in trend["traces"] if t["name"] and " · " in t["name"] and not t["name"].endswith(" IQR")]
+    lines = [t for t in lines if not t["name"].startswith(VERDICT_MARKERS)]
+    assert lines and all(t["line"] == impl_color(t["name"].split(" · ")[0]) for t in lines)
+    load(browser, server + "/bandwidth?kernel=rmsnorm")
+    wait_figure(browser, "bandwidth-figure")
+    points = [t for t in _plot(browser, "bandwidth-figure")["traces"] if not t["name"].startswith("copy ceiling")]
+    assert points and all(t["marker"] == impl_color(t["name"]) for t in points)
+    load(browser, server + "/e2e")
+    wait_figure(browser, "e2e-trend")
+    modes = _plot(browser, "e2e-trend")["traces"]
+    assert modes and all(t["line"] == mode_color(t["name"]) for t in modes)
+    assert filter_value(browser, "job").startswith("run ")  # the newest job by default, not every job at once
+
+
+@pytest.mark.slow
+def test_isa_page_draws_registers_spills_occupancy_and_load_width_per_target(browser, server):
+    load(browser, server + "/isa?kernel=rmsnorm")
+    traces = wait_figure(browser, "isa-figure")
+    archs = {t["name"] for t in traces}
+    assert any(a.startswith("gfx") for a in archs) and any(a.startswith("sm_") for a in archs), archs
+    rows = _csv(browser.find_element("css selector", "#csv-isa").get_attribute("href"))
+    assert rows and {r["kernel"] for r in rows} == {"rmsnorm"}
+    assert {r["arch"] for r in rows} == archs

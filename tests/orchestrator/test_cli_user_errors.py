@@ -13,7 +13,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 import uuid
 
 import pytest
@@ -206,9 +205,7 @@ def test_store_postgres_creates_its_database_or_prints_createdb():
 
 def test_a_gpu_sized_sweep_on_a_cpu_is_priced_and_refused_before_anything_is_scheduled(tmp_path):
     db = tmp_path / "kf.db"
-    t0 = time.monotonic()
     p = run("orchestrator", "+sweep=rmsnorm", f"store.url={db}", timeout=300)
-    elapsed = time.monotonic() - t0
     line = one_line_error(p, "sweep rmsnorm is GPU-sized: estimated", "allow_cpu=true")
     assert line.startswith("config error:")
     assert "18 jobs to run" in p.stdout and "the largest rmsnorm 4x4096x3072 bf16" in p.stdout
@@ -216,7 +213,6 @@ def test_a_gpu_sized_sweep_on_a_cpu_is_priced_and_refused_before_anything_is_sch
     for way in ("+sweep=smoke", "target=h200", "dry_run=true plan_out=plan.jsonl", "python -m workers run"):
         assert way in p.stdout, p.stdout
     assert "fleet:" not in p.stdout  # Ray was not started
-    assert elapsed < 120, f"{elapsed:.0f} s"  # seconds on an idle machine; the bound allows a loaded CI runner
     con = sqlite3.connect(db)
     assert con.execute("select count(*) from runs").fetchone()[0] == 0
     assert con.execute("select count(*) from jobs").fetchone()[0] == 0

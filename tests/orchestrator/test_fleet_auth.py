@@ -171,6 +171,18 @@ def test_a_driver_without_the_token_is_refused(lab):
     assert "AuthenticationError" in raw.stderr and "InvalidAuthToken" in raw.stderr, raw.stderr[-2000:]
 
 
+def test_a_sweep_without_the_token_is_one_line_naming_the_setting(lab, tmp_path):
+    r = lab.cli("+sweep=smoke", f"cluster.address={lab.address}", f"store.url=sqlite:///{tmp_path}/s.db")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
+    assert "uses token authentication and this process has no token" in r.stderr
+    assert "RAY_AUTH_TOKEN_PATH=FILE" in r.stderr and "ray get-auth-token" in r.stderr
+    if (tmp_path / "s.db").exists():  # refused before the run was written
+        import sqlite3
+
+        assert sqlite3.connect(tmp_path / "s.db").execute("select count(*) from runs").fetchone()[0] == 0
+
+
 @pytest.mark.slow
 def test_with_the_token_a_node_joins_is_listed_and_leaves(lab):
     ok = lab.cli(

@@ -44,17 +44,14 @@ def workers_run(plan, out, *args, timeout=300):
 @pytest.fixture(scope="module")
 def smoke_db(tmp_path_factory):
     db = tmp_path_factory.mktemp("smoke") / "kf.db"
-    t0 = time.monotonic()
     p = cli("+sweep=smoke", f"store.url=sqlite:///{db}")
-    elapsed = time.monotonic() - t0
-    return db, p, elapsed
+    return db, p
 
 
 def test_smoke_sweep_runs_every_job_into_the_store(smoke_db):
-    db, p, elapsed = smoke_db
+    db, p = smoke_db
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
-    assert elapsed < 120, f"smoke sweep took {elapsed:.0f} s"
     assert "16 jobs, 0 done earlier, 16 to run" in out
     assert "run 1: complete" in out and str(db) in out
     runs = queries.list_runs(f"sqlite:///{db}")

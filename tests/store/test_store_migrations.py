@@ -80,7 +80,9 @@ def test_unmigrated_store_is_refused_with_the_command(empty_url):
 
 def test_missing_sqlite_file_is_refused_and_not_created(tmp_path):
     path = tmp_path / "missing.db"
-    with pytest.raises(migrate.SchemaOutOfDate, match="does not exist yet.*python -m orchestrator db upgrade"):
+    with pytest.raises(
+        migrate.SchemaOutOfDate, match=r"does not exist yet: a sweep creates.*\+sweep=smoke.*orchestrator db upgrade"
+    ):
         StoreWriter(str(path))
     with pytest.raises(migrate.SchemaOutOfDate, match="does not exist yet"):
         queries.list_runs(str(path))

@@ -30,9 +30,7 @@ def test_faults_are_recorded_and_the_rest_completes():
         _spec("fault_raise", "f"),
         _spec("noop", "g"),
     ]
-    t0 = time.monotonic()
     results = list(runner.run(specs, node_id="test"))
-    elapsed = time.monotonic() - t0
     got = {r.key: r for r in results}
     assert [r.key for r in results] == [s.key for s in specs]
     assert got["a"].status == "ok" and got["c"].status == "ok" and got["g"].status == "ok"
@@ -43,7 +41,6 @@ def test_faults_are_recorded_and_the_rest_completes():
     assert got["f"].status == "incorrect" and "planted failure" in got["f"].error
     assert all(r.node_id == "test" and r.device is not None for r in results)
     assert got["a"].device.vendor == "cpu"
-    assert elapsed < 100
 
 
 def test_unknown_kernel_is_an_error_result_not_a_crash():

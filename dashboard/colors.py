@@ -1,0 +1,43 @@
+"""One colour per implementation (and per end-to-end mode) on every page and plot.
+
+Known names have a fixed colour; a name not listed here (a new implementation or mode joins without an edit) gets
+one from ``SPARE`` by a stable hash of its name, the same in every process.  The reds and greens of the Trends
+page's verdict markers (regression, improvement) are kept out of both.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+IMPL_COLORS = {
+    "triton": "#7b3fbf",  # purple: the project's own kernel
+    "eager": "#1f77b4",
+    "compile": "#ff7f0e",
+    "compile_max": "#8c564b",
+    "F.rms_norm": "#17becf",
+    "liger": "#e377c2",
+}
+MODE_COLORS = {  # end-to-end modes: the same hue as the implementation they run where there is one
+    "eager": IMPL_COLORS["eager"],
+    "triton": IMPL_COLORS["triton"],
+    "compile": IMPL_COLORS["compile"],
+    "triton+compile": "#bcbd22",
+}
+SPARE = ("#393b79", "#637939", "#7f7f7f", "#9c9ede", "#8ca252", "#bd9e39", "#843c39", "#5254a3", "#6b6ecf")
+
+
+def _spare(name: str) -> str:
+    return SPARE[zlib.crc32(name.encode()) % len(SPARE)]
+
+
+def impl_color(impl: str) -> str:
+    return IMPL_COLORS.get(impl) or _spare(impl)
+
+
+def mode_color(mode: str) -> str:
+    return MODE_COLORS.get(mode) or IMPL_COLORS.get(mode) or _spare(mode)
+
+
+def rgba(hex_color: str, alpha: float) -> str:
+    r, g, b = (int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"

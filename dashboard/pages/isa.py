@@ -1,0 +1,111 @@
+"""ISA: what each kernel compiled to per target architecture (AMD gfx*, NVIDIA sm_*) over commits — registers
+(VGPRs on AMD, registers per thread on NVIDIA), spills, occupancy (AMD waves per SIMD) and the narrowest global
+load — from the ``isa`` jobs (`python -m orchestrator +sweep=isa`, workers/isa.py)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from dashboard.view import Figure, PageView, short
+from orchestrator.store import queries
+
+from ._common import ALL, choose, make_filter
+
+FIGURE_ID = "isa-figure"
+PANELS = {  # metric(s) -> panel title; the first metric a target reports is drawn
+    ("vgprs", "registers"): "registers (VGPRs on AMD, per thread on NVIDIA)",
+    ("vgpr_spills", "spill_store_bytes"): "spills (VGPRs on AMD, store bytes on NVIDIA)",
+    ("occupancy_waves",): "occupancy (waves per SIMD, AMD)",
+    ("load_min_bits",): "narrowest global load (bits)",
+}
+COLUMNS = [
+    "kernel",
+    "shape_key",
+    "dtype",
+    "arch",
+    "vgprs",
+    "registers",
+    "vgpr_spills",
+    "spill_store_bytes",
+    "occupancy_waves",
+    "load_min_bits",
+    "loads_b128",
+    "instructions",
+    "commit",
+    "run_id",
+    "measured_at",
+    "job_key",
+]
+
+
+def build(src, params: Mapping[str, str]) -> PageView:
+    everything = queries.isa_history(src)
+    kernels = sorted({r["kernel"] for r in everything})
+    kernel = choose(params, "kernel", kernels)
+    archs = sorted({r["arch"] for r in everything if r["kernel"] == kernel})
+    arch = choose(params, "arch", archs, ALL)
+    view = PageView(page="isa", title="ISA", params={"kernel": kernel, "arch": arch})
+    view.filters = [
+        make_filter("kernel", "kernel", kernels, kernel),
+        make_filter("arch", "target", archs, arch, with_all=True),
+    ]
+    rows = [r for r in everything if r["kernel"] == kernel and (not arch or r["arch"] == arch)]
+    table = view.add_table("isa", "compiled code per shape and target (newest first)", COLUMNS, rows)
+    if not rows:
+        view.notes.append(
+            "No isa result in the store: `python -m orchestrator +sweep=isa` compiles every kernel for the AMD and "
+            "NVIDIA targets without a GPU, or import results/isa/."
+        )
+        return view
+    view.notes.append(
+        "Per target and commit, the median over the kernel's shapes; the table has every shape. Registers and "
+        "spills come from the compiler's own report (AMD: VGPRs and occupancy; NVIDIA: registers per thread and "
+        "spill bytes)."
+    )
+    view.figures.append(Figure(FIGURE_ID, _figure(table.rows, kernel)))
+    return view
+
+
+def _figure(rows: list[dict], kernel: str) -> go.Figure:
+    fig = make_subplots(rows=2, cols=2, subplot_titles=list(PANELS.values()), vertical_spacing=0.18)
+    by_arch: dict[str, dict[tuple, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        by_arch[r["arch"]][(r["commit"], r["run_id"], r["measured_at"])].append(r)
+    for arch, groups in sorted(by_arch.items()):
+        points = sorted(groups.items(), key=lambda kv: kv[0][2])
+        for i, metrics in enumerate(PANELS):
+            xs, ys, hover = [], [], []
+            for (commit, run_id, at), rs in points:
+                metric = next((m for m in metrics if any(r[m] is not None for r in rs)), None)
+                if metric is None:
+                    continue
+                values = sorted(r[metric] for r in rs if r[metric] is not None)
+                xs.append(at)
+                ys.append(values[len(values) // 2])
+                hover.append(f"{arch} · {metric} {values[len(values) // 2]:g}<br>{short(commit)} · run {run_id}")
+            if xs:
+                fig.add_trace(
+                    go.Scatter(
+                        x=xs,
+                        y=ys,
+                        mode="lines+markers",
+                        name=arch,
+                        legendgroup=arch,
+                        showlegend=not any(t.legendgroup == arch for t in fig.data),
+                        hovertext=hover,
+                        hoverinfo="text",
+                    ),
+                    row=i // 2 + 1,
+                    col=i % 2 + 1,
+                )
+    fig.update_layout(
+        height=620,
+        title=f"{kernel}: compiled code per target over commits",
+        margin={"l": 10, "r": 10, "t": 70, "b": 40},
+        legend={"orientation": "h", "y": -0.12},
+    )
+    return fig
