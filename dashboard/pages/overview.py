@@ -66,11 +66,19 @@ def build(src, params: Mapping[str, str]) -> PageView:
         "interpreter, so its cells say so instead. Click a cell for its "
         "trend."
     )
-    view.figures.append(Figure(HEATMAP_ID, _heatmaps(table.rows, impl, reading)))
+    tags = queries.rehearsal_gpu_types(src)
+    shown = {r["gpu_type"] for r in table.rows} & set(tags)
+    if shown:
+        view.notes.append(
+            "Rehearsal: "
+            + ", ".join(f"{g} is a GPU-type tag of a rehearsal node, really {tags[g]}" for g in sorted(shown))
+            + " (node join --label); its column is not hardware of that type."
+        )
+    view.figures.append(Figure(HEATMAP_ID, _heatmaps(table.rows, impl, reading, tags)))
     return view
 
 
-def _heatmaps(rows: list[dict], impl: str, reading: str) -> go.Figure:
+def _heatmaps(rows: list[dict], impl: str, reading: str, tags: Mapping[str, str] | None = None) -> go.Figure:
     from plotly.subplots import make_subplots
 
     kernels = sorted({r["kernel"] for r in rows})
@@ -127,6 +135,10 @@ def _heatmaps(rows: list[dict], impl: str, reading: str) -> go.Figure:
             ),
             row=1,
             col=col,
+        )
+    if tags and set(tags) & set(gpus):  # a rehearsal tag's column says what it really is; clicks keep the tag
+        fig.update_xaxes(
+            tickvals=gpus, ticktext=[f"{g}<br>(rehearsal, really {tags[g]})" if g in tags else g for g in gpus]
         )
     fig.update_layout(
         height=max(300, 40 * len(kernels) + 140),

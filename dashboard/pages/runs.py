@@ -54,7 +54,6 @@ FAILED_COLUMNS = [
 ]
 NODE_COLUMNS = ["node_id", "address", "alive", "gpu_type", "gpus", "labels", "first_seen", "last_seen"]
 FIGURE_ID = "runs-figure"
-GPU_LABEL = "kernelfleet.io/gpu"
 
 
 def build(src, params: Mapping[str, str]) -> PageView:
@@ -81,11 +80,15 @@ def build(src, params: Mapping[str, str]) -> PageView:
     )
     fleet = queries.nodes(src)
     for n in fleet:
-        n["gpu_type"] = (n["labels"] or {}).get(GPU_LABEL)
         n["gpus"] = (n["resources"] or {}).get("GPU", 0)
     view.add_table("nodes", "nodes of the fleet (last snapshot)", NODE_COLUMNS, fleet)
     if not fleet:
         view.notes.append("No node snapshot in the store yet.")
+    elif any(n["rehearsal_of"] for n in fleet):
+        view.notes.append(
+            "A rehearsal node's GPU type is a tag set at `node join --label`, not its hardware: its real type is "
+            "named beside the tag."
+        )
     rows = view.tables[0].rows[::-1]
     fig = go.Figure()
     for o in OUTCOMES:

@@ -55,6 +55,7 @@ from orchestrator.store.regression_rule import (
 )
 from orchestrator.store.session import get_engine, normalize_url
 from workers import metrics as catalogue
+from workers import rehearsal
 from workers.e2e_spec import MODES
 from workers.spec import GOOD_STATUSES
 
@@ -717,7 +718,9 @@ def devices(src: Source) -> list[dict[str, Any]]:
 
 
 def nodes(src: Source) -> list[dict[str, Any]]:
-    """The last fleet snapshot of every node ever seen (alive first)."""
+    """The last fleet snapshot of every node ever seen (alive first).  ``gpu_type`` is the node's GPU-type label, a
+    rehearsal node's marked as such ("rehearsal (rehearsal; really h200)": workers/rehearsal.py); ``rehearsal_of``
+    its real type (None for a real node)."""
     with _reading(src) as s:
         rows = s.scalars(select(Node).order_by(Node.alive.desc(), Node.node_id)).all()
         return [
@@ -727,11 +730,24 @@ def nodes(src: Source) -> list[dict[str, Any]]:
                 "labels": n.labels,
                 "resources": n.resources,
                 "alive": n.alive,
+                "gpu_type": rehearsal.describe(n.labels) if rehearsal.GPU_LABEL in (n.labels or {}) else None,
+                "rehearsal_of": rehearsal.rehearsal_of(n.labels),
                 "first_seen": n.first_seen,
                 "last_seen": n.last_seen,
             }
             for n in rows
         ]
+
+
+def rehearsal_gpu_types(src: Source) -> dict[str, str]:
+    """GPU types that are rehearsal tags (`node join --label gpu=...`), each with the GPU type it really was."""
+    with _reading(src) as s:
+        out = {}
+        for gpu_type, info in s.execute(select(Device.gpu_type, Device.info)).all():
+            real = ((info or {}).get("extra") or {}).get(rehearsal.EXTRA_KEY)
+            if real:
+                out[gpu_type] = real
+        return out
 
 
 # -- end to end, profiles, artifacts --------------------------------------------------------------------------
