@@ -82,11 +82,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 
 def _print(report: dict, console: Console, every: bool) -> None:
-    from orchestrator.compare_markdown import _ci, _num, _shape, ratio_text, verdict_text
+    from orchestrator.compare_markdown import ratio_text, series_cells, verdict_text
+    from orchestrator.report import plain
 
     for side in ("baseline", "current"):
         for note in report["refs"][side]:
-            console.print(f"{side}: {note}", highlight=False)
+            console.print(f"{side}: {note}", highlight=False, markup=False)
     if report["cpu_series"]:
         console.print(
             f"{report['cpu_series']} series timed on a CPU not compared: interpreter timings (--include-cpu "
@@ -98,14 +99,18 @@ def _print(report: dict, console: Console, every: bool) -> None:
         t.add_column(c)
     for s in report["summary"]:
         t.add_row(
-            s["kernel"],
-            s["gpu_type"],
-            s["impl"],
-            ratio_text(s["geomean_ratio"]),
-            str(s["series"]),
-            str(s["confirmed_regressions"]),
-            str(s["confirmed_improvements"]),
-            str(s["correctness_lost"]),
+            *plain(
+                [
+                    s["kernel"],
+                    s["gpu_type"],
+                    s["impl"],
+                    ratio_text(s["geomean_ratio"]),
+                    s["series"],
+                    s["confirmed_regressions"],
+                    s["confirmed_improvements"],
+                    s["correctness_lost"],
+                ]
+            )
         )
     console.print(t)
     rows = report["series"] if every else [r for r in report["series"] if verdict_text(r)]
@@ -126,18 +131,7 @@ def _print(report: dict, console: Console, every: bool) -> None:
         ):
             d.add_column(c)
         for r in rows:
-            d.add_row(
-                r["kernel"],
-                r["gpu_type"] or "–",
-                r["impl"],
-                _shape(r),
-                r["dtype"],
-                _num(r["baseline_median"]),
-                _num(r["current_median"]),
-                ratio_text(r["ratio"]),
-                _ci(r),
-                verdict_text(r),
-            )
+            d.add_row(*plain(series_cells(r)))
         console.print(d)
     c = report["counts"]
     console.print(

@@ -57,6 +57,23 @@ def _ci(row: Mapping[str, Any]) -> str:
     return f"{row['ci_low']:.3f}–{row['ci_high']:.3f}" + (" (repeats)" if row.get("ci_basis") == "repeats" else "")
 
 
+def series_cells(r: Mapping[str, Any]) -> list[str]:
+    """One compared series as text cells: kernel, GPU, implementation, shape, dtype, baseline, current, ratio, its
+    interval, verdict (the Markdown table's and the command's detail table's rows)."""
+    return [
+        r["kernel"],
+        r["gpu_type"] or r["hardware_key"] or "–",
+        r["impl"],
+        _shape(r),
+        r["dtype"],
+        _num(r["baseline_median"]),
+        _num(r["current_median"]),
+        ratio_text(r["ratio"]),
+        _ci(r),
+        verdict_text(r),
+    ]
+
+
 def _table(head: Sequence[str], body: Sequence[Sequence[Any]]) -> list[str]:
     return [
         "| " + " | ".join(head) + " |",
@@ -78,21 +95,7 @@ def _series_rows(rows: Sequence[Mapping[str, Any]], unit: str) -> tuple[list[str
         "95% CI",
         "verdict",
     ]
-    body = [
-        [
-            r["kernel"],
-            r["gpu_type"] or r["hardware_key"] or "–",
-            r["impl"],
-            _shape(r),
-            r["dtype"],
-            _num(r["baseline_median"]),
-            _num(r["current_median"]),
-            ratio_text(r["ratio"]),
-            _ci(r),
-            verdict_text(r),
-        ]
-        for r in rows
-    ]
+    body = [series_cells(r) for r in rows]
     return head, body
 
 
