@@ -113,17 +113,23 @@ def measure(name: str, shape: list[int], device: torch.device, fast: bool, repea
     entry = registry.get(name)
     inputs = entry.make_inputs(tuple(shape), torch.bfloat16, device, torch.Generator().manual_seed(0))
     fn = entry.impls["triton"].make()
+    before = fast_launch.FAST_LAUNCH
     fast_launch.FAST_LAUNCH = fast
     launch_plans.forget_launches()  # each path starts from its own first call
-    path = fast_launch.launch_path()
-    with torch.no_grad():
-        call = lambda: fn(**inputs)  # noqa: E731
-        for _ in range(5):  # compile, keep the kernel, record the launch plan
-            call()
-        _sync(device)
-        events = event_times(call, device, repeats)
-        host = host_times(call, device, max(repeats // 10, 3))
-        graph = graph_time(call, device) if device.type == "cuda" else None
+    try:
+        path = fast_launch.launch_path()
+        with torch.no_grad():
+            call = lambda: fn(**inputs)  # noqa: E731
+            for _ in range(5):  # compile, keep the kernel, record the launch plan
+                call()
+            _sync(device)
+            events = event_times(call, device, repeats)
+            host = host_times(call, device, max(repeats // 10, 3))
+            graph = graph_time(call, device) if device.type == "cuda" else None
+            direct_cached = any(launcher.cache for launcher in fast_launch._DIRECT.values())
+    finally:  # the process's own switch again, and no plan of this measurement left behind
+        fast_launch.FAST_LAUNCH = before
+        launch_plans.forget_launches()
     row = {
         "kernel": name,
         "shape": shape,
@@ -136,7 +142,7 @@ def measure(name: str, shape: list[int], device: torch.device, fast: bool, repea
         "host_us": statistics.median(host),
         "graph_us": statistics.median(graph) if graph else None,
         # whether the calls' launches were kept by the direct launcher (the fast path's cache): True on the fast path
-        "direct_cached": any(launcher.cache for launcher in fast_launch._DIRECT.values()),
+        "direct_cached": direct_cached,
     }
     return row
 

@@ -63,8 +63,12 @@ def kernel_names() -> list[str]:
     without importing them (importing the registry imports torch and Triton: seconds that --help need not wait)."""
     import ast
 
+    folders = [REPO / "kernels" / "entries"]
+    loaded = sys.modules.get("kernels.entries")  # already imported (a plugin or a test extended its path): its folders
+    if loaded is not None:
+        folders += [Path(p) for p in getattr(loaded, "__path__", [])]
     names = set()
-    for path in (REPO / "kernels" / "entries").glob("*.py"):
+    for path in (p for folder in dict.fromkeys(folders) for p in folder.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "KernelEntry":
                 for kw in node.keywords:

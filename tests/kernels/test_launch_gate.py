@@ -15,6 +15,15 @@ import kernels
 from kernels import fast_launch
 from tests.support import fake_launch
 
+
+@pytest.fixture(autouse=True)
+def _build_verdict_restored(monkeypatch):
+    """The process's decided launch path (``_BUILD`` and its per-launch copy) as it was before each test: a test
+    that makes the module decide again must not leave a fast verdict behind for the kernels' later tests."""
+    monkeypatch.setattr(fast_launch, "_BUILD", fast_launch._BUILD)
+    monkeypatch.setattr(fast_launch, "_FAST_SUPPORTED", fast_launch._FAST_SUPPORTED)
+
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

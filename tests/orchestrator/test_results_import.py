@@ -30,8 +30,10 @@ def test_every_results_file_is_gzipped_format_1_of_its_folders_device_or_compile
         if path.parent.name == "isa":  # machine code compiled for several targets: compile targets, no device
             assert rows and all(r.device.extra.get("compile_target") for _, r in rows), path
         else:
-            # results/<gpu type>/, or results/<gpu type>-slowed/ for the regression A/A test's slowed runs
-            assert rows and {r.device.gpu_type for _, r in rows} == {path.parent.name.split("-")[0]}, path
+            # results/<gpu type>/, or results/<gpu type>-slowed/ for the regression A/A test's slowed runs; a
+            # rehearsal node's results (a GPU-type tag, node join --label) count as the type it really was
+            real = {r.device.extra.get("rehearsal_of") or r.device.gpu_type for _, r in rows}
+            assert rows and real == {path.parent.name.split("-")[0]}, path
         # named by the date it was measured
         first = min(r.started_at for _, r in rows)
         assert path.name.startswith(dt.datetime.fromtimestamp(first, dt.timezone.utc).strftime("%Y-%m-%d")), path
@@ -64,14 +66,20 @@ def test_import_of_results_rebuilds_the_measured_history(tmp_path):
     assert "error" not in out and f"imported {len(expected)} runs" in out and f"from {len(files)} files" in out
     con = sqlite3.connect(db)
     runs = con.execute("select id, status, source, started_at from runs order by id").fetchall()
-    assert len(runs) == len(expected) and {r[1:3] for r in runs} == {("complete", "import")}
+    # every run complete, but the fleet's fault rehearsal whose spinning kernel (benchmarks/spin_kernel.py) timed out
+    failed = con.execute(
+        "select distinct r.run_id from run_jobs r join jobs j on j.id = r.job_id where j.kernel = 'fault_spin'"
+    ).fetchall()
+    assert len(runs) == len(expected)
+    assert {r[1:3] for r in runs if (r[0],) not in failed} == {("complete", "import")}
     # dated by the measurements, in the order measured: the oldest file's date first, never the import's
     dates = [r[3] for r in runs]
     assert dates == sorted(dates) and dates[0].startswith(files[0].name[:10])
     # every job result of every file is stored, repeats of a job as further attempts
     n_rows = sum(len(rows) for run in expected for _, _, rows in run)
     assert con.execute("select count(*) from job_attempts").fetchone()[0] == n_rows
-    assert con.execute("select count(*) from job_attempts where status != 'ok'").fetchone()[0] == 0
+    not_ok = "select j.kernel from job_attempts a join jobs j on j.id = a.job_id where a.status != 'ok'"
+    assert {k for (k,) in con.execute(not_ok)} <= {"fault_spin"}
     # a second import adds nothing
     again = Console(record=True, width=250)
     assert import_results([str(RESULTS)], f"sqlite:///{db}", again) == 0
