@@ -30,6 +30,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -456,9 +457,10 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("phase", choices=["up", "compare", "faults", "scaling"])
-    ap.add_argument("--work", default="/tmp/kf", help="state, token and store (default /tmp/kf)")
+    tmp = Path(tempfile.gettempdir())
+    ap.add_argument("--work", default=str(tmp / "kf"), help=f"state, token and store (default {tmp / 'kf'})")
     ap.add_argument("--out", required=True, help="where logs, results files and fleet-real.jsonl go")
-    ap.add_argument("--node-src", default="/tmp/kf-node-src", help="the copy of the checkout the nodes run from")
+    ap.add_argument("--node-src", default=str(tmp / "kf-node-src"), help="the copy of the checkout the nodes run from")
     ap.add_argument("--port", type=int, default=6379, help="the head's GCS port (default 6379)")
     ap.add_argument("--gpu", default="h200", help="the host's GPU type as detection names it (default h200)")
     ap.add_argument("--join-arg", action="append", default=[], help="one more argument for every `node join`")

@@ -182,25 +182,10 @@ def _table(page: str, t: Table, query: str):
         return _grid(page, t, query)
     columns = [{"name": c, "id": c, **({"presentation": "markdown"} if c in t.links else {})} for c in t.columns]
     data = [{c: page_cell(v) for c, v in r.items()} for r in t.rows]
-    if t.links:
-        data = [
-            {
-                **r,
-                **{
-                    c: markdown_link(r[c], tpl.format(value=r[c])) for c, tpl in t.links.items() if r.get(c) is not None
-                },
-            }
-            for r in data
-        ]
+    data = _linked(data, t.links)
     return html.Div(
         [
-            html.H4(
-                [
-                    t.title,
-                    " ",
-                    html.A("CSV", href=f"/csv/{page}/{t.name}{query}", id=f"csv-{t.name}", style={"fontSize": "12px"}),
-                ]
-            ),
+            _heading(page, t, query),
             dash_table.DataTable(
                 id=f"table-{t.name}",
                 columns=columns,
@@ -220,6 +205,27 @@ def _table(page: str, t: Table, query: str):
     )
 
 
+def _heading(page: str, t: Table, query: str):
+    """A table's title with the link to its CSV."""
+    return html.H4(
+        [
+            t.title,
+            " ",
+            html.A("CSV", href=f"/csv/{page}/{t.name}{query}", id=f"csv-{t.name}", style={"fontSize": "12px"}),
+        ]
+    )
+
+
+def _linked(rows: list[dict], links: dict[str, str]) -> list[dict]:
+    """``rows`` with each linked column as a Markdown link (text escaped, target encoded: markdown_link)."""
+    if not links:
+        return rows
+    return [
+        {**r, **{c: markdown_link(r[c], tpl.format(value=r[c])) for c, tpl in links.items() if r.get(c) is not None}}
+        for r in rows
+    ]
+
+
 def _grid(page: str, t: Table, query: str):
     """A table as AG Grid: sortable and filterable columns, numbers right-aligned, links as Markdown cells."""
 
@@ -232,21 +238,10 @@ def _grid(page: str, t: Table, query: str):
             col["cellRenderer"] = "markdown"
         return col
 
-    data = t.rows
-    if t.links:
-        data = [
-            {**r, **{c: f"[{r[c]}]({tpl.format(value=r[c])})" for c, tpl in t.links.items() if r.get(c) is not None}}
-            for r in t.rows
-        ]
+    data = _linked([{c: page_cell(v) for c, v in r.items()} for r in t.rows], t.links)
     return html.Div(
         [
-            html.H4(
-                [
-                    t.title,
-                    " ",
-                    html.A("CSV", href=f"/csv/{page}/{t.name}{query}", id=f"csv-{t.name}", style={"fontSize": "12px"}),
-                ]
-            ),
+            _heading(page, t, query),
             dag.AgGrid(
                 id=f"table-{t.name}",
                 columnDefs=[column(c) for c in t.columns],
