@@ -416,21 +416,42 @@ def phase_faults(lab: Lab, grid: list[str]) -> None:
     lab.list_to("node-list-after-faults.txt")
 
 
-def phase_scaling(lab: Lab, grid: list[str]) -> None:
+SCALING_RUNS = ("two", "killed", "one")
+
+
+def phase_scaling(lab: Lab, grid: list[str], runs: tuple[str, ...] = SCALING_RUNS) -> None:
+    """Wall time of the same sweep on two nodes sharing the GPU ("two"), on two with one killed halfway ("killed")
+    and on one node ("one"); ``runs`` picks which, in that order.  "killed" stops when half as many results are in
+    as "two" stored, so it needs "two"'s results file in ``--out``."""
     db = f"store.url=sqlite:///{lab.db}"
     base = ["+sweep=kernels", f"cluster.address={lab.head}", f"target={lab.gpu}", db, "rerun=true", *grid]
     alive = [n for n in lab.nodes() if n["alive"] and n["labels"].get(GPU_LABEL) == lab.gpu]
-    while len(alive) < 2:
+    want = 2 if {"two", "killed"} & set(runs) else 1
+    while len(alive) < want:
         lab.join(f"gpu{len(alive) + 10}")
         alive = [n for n in lab.nodes() if n["alive"] and n["labels"].get(GPU_LABEL) == lab.gpu]
-    two = [n["node_id"] for n in alive[:2]]
+    if "two" in runs:
+        out = lab.out / "scaling-2.jsonl"
+        rc, took = lab.sweep([*base, "sweep.batch_size=4", f"results_out={out}"], log="scaling-2.log")
+        lab.record(figure="kernels sweep, 2 nodes sharing the GPU", seconds=round(took, 2), exit=rc)
+    if "killed" in runs:
+        _scaling_killed(lab, base, [n["node_id"] for n in alive[:2]])
+    if "one" in runs:
+        if len(alive) > 1:  # one node of the GPU type takes the sweep: the others leave first
+            for n in alive[1:]:
+                args = ["node", "leave", "--address", lab.head, "--token-file", str(lab.token)]
+                lab.cli(*args, "--node-id", n["node_id"][:12], "--wait", "300", log=f"leave-{n['node_id'][:8]}.log")
+        out = lab.out / "scaling-1.jsonl"
+        rc, took = lab.sweep([*base, "sweep.batch_size=4", f"results_out={out}"], log="scaling-1.log")
+        lab.record(figure="kernels sweep, 1 node", seconds=round(took, 2), exit=rc)
+        lines = lab.results_lines(out)
+        lab.store_check("scaling: one node", lab.newest_run(), planned=len({r["spec"]["key"] for r in lines}))
+    lab.list_to("node-list-after-scaling.txt")
+
+
+def _scaling_killed(lab: Lab, base: list[str], two: list[str]) -> None:
     lab.state["scaling_nodes"] = two
     lab.save()
-    # two nodes sharing the GPU
-    out = lab.out / "scaling-2.jsonl"
-    rc, took = lab.sweep([*base, "sweep.batch_size=4", f"results_out={out}"], log="scaling-2.log")
-    lab.record(figure="kernels sweep, 2 nodes sharing the GPU", seconds=round(took, 2), exit=rc)
-    # two nodes, one killed when half the results are in
     out = lab.out / "scaling-2-killed.jsonl"
     sweep = lab.spawn_sweep([*base, "sweep.batch_size=4", f"results_out={out}"], log="scaling-2-killed.log")
     t0 = time.time()
@@ -443,11 +464,6 @@ def phase_scaling(lab: Lab, grid: list[str]) -> None:
     lines = lab.results_lines(out)
     lab.record(figure="kernels sweep, 2 nodes, one killed halfway", seconds=round(took, 2), exit=rc)
     lab.store_check("scaling: node killed halfway", lab.newest_run(), planned=len({r["spec"]["key"] for r in lines}))
-    # one node
-    out = lab.out / "scaling-1.jsonl"
-    rc, took = lab.sweep([*base, "sweep.batch_size=4", f"results_out={out}"], log="scaling-1.log")
-    lab.record(figure="kernels sweep, 1 node", seconds=round(took, 2), exit=rc)
-    lab.list_to("node-list-after-scaling.txt")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -472,7 +488,15 @@ def main(argv: list[str] | None = None) -> int:
         help="overrides of the kernels sweep the faults and scaling phases run "
         "(default: sweep.impls=[triton,eager] and, for scaling, micro jobs without the profiler pass)",
     )
+    ap.add_argument(
+        "--runs",
+        default=",".join(SCALING_RUNS),
+        help="the scaling phase's runs, comma-separated, from two,killed,one (default all three)",
+    )
     args = ap.parse_args(argv)
+    runs = tuple(r for r in args.runs.split(",") if r)
+    if set(runs) - set(SCALING_RUNS):
+        ap.error(f"--runs: unknown run(s) {sorted(set(runs) - set(SCALING_RUNS))}; allowed: {','.join(SCALING_RUNS)}")
     lab = Lab(args)
     if args.phase == "up":
         phase_up(lab)
@@ -489,6 +513,7 @@ def main(argv: list[str] | None = None) -> int:
             lab,
             args.grid
             or ["sweep.impls=[triton,eager]", "sweep.kinds=[micro]", "sweep.kernel_time=false", "sweep.dtypes=[bf16]"],
+            runs,
         )
     return 1 if lab.failed else 0
 
