@@ -82,6 +82,8 @@ def test_nothing_logged_says_why(tmp_path, monkeypatch):
         pass
     assert log.summary() is None
     monkeypatch.setattr(gpu_clocks, "find_tool", lambda name: None)
+    # neither NVML (which a GPU host has, and which is read first) nor nvidia-smi
+    monkeypatch.setattr(gpu_clocks.gpu_libs, "library_for", lambda backend: ("nvml", None))
     assert ClockLog.for_device(torch.device("cuda")).summary() == {"skipped": "nvidia-smi not found"}
     with ClockLog("0", exe=str(tmp_path / "missing")) as log:
         pass
