@@ -23,11 +23,10 @@ PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
 
 # The Triton builds whose launch internals the fast launcher was checked against, as (distribution, version
 # prefix, backend): each on a GPU of that backend, where tests/kernels/test_dispatch.py compares every kernel's fast
-# launch with Triton's own bit for bit.  triton 3.6: on an H200 (docs/perf/kernels-h200.md).  triton 3.7: its
-# launcher read in Triton 3.7.1's source (below: _raw_launch), listed on condition that test_dispatch.py passes with
-# it on an H200 (remove it if not).  ROCm's pytorch-triton-rocm has run on no AMD GPU: none of its versions is
-# checked.  Anything else takes Triton's own launch path; tests/kernels/test_launch_gate.py fails when the lock's
-# Triton is outside this table.
+# launch with Triton's own bit for bit.  triton 3.6.0 and 3.7.1 (Triton 3.7's shared C launcher: _raw_launch below):
+# on an H200 with torch 2.11, per-call figures of both paths in docs/perf/kernels-h200.md ("Launch paths").  ROCm's
+# pytorch-triton-rocm has run on no AMD GPU: none of its versions is checked.  Anything else takes Triton's own
+# launch path; tests/kernels/test_launch_gate.py fails when the lock's Triton is outside this table.
 CHECKED_TRITON = (
     ("triton", "3.6", "cuda"),
     ("triton", "3.7", "cuda"),
