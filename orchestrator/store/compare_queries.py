@@ -107,14 +107,17 @@ def run_rows(src: Source, run_ids: Sequence[int]) -> list[dict[str, Any]]:
 
 def compare_choices(src: Source, limit: int = 200) -> dict[str, list[dict[str, Any]]]:
     """What the Compare page offers: the newest runs (id, sweep, commit, started_at) and the commits they hold
-    (commit, runs, newest start), newest first; ``micro``: the ids of the runs that hold micro jobs."""
+    (commit, runs, newest start), newest first; ``micro``: the ids of the runs that hold micro jobs; ``kinds``:
+    run id -> the kinds of job it holds (sorted)."""
     with _reading(src) as s:
         runs = s.execute(
             select(Run.id, Run.sweep, Run.commit, Run.started_at).order_by(Run.started_at.desc(), Run.id.desc())
         ).all()
-        micro = set(
-            s.scalars(select(RunJob.run_id).distinct().join(Job, Job.id == RunJob.job_id).where(Job.kind == "micro"))
-        )
+        kinds: dict[int, list[str]] = defaultdict(list)
+        for rid, kind in s.execute(
+            select(RunJob.run_id, Job.kind).distinct().join(Job, Job.id == RunJob.job_id).order_by(Job.kind)
+        ):
+            kinds[rid].append(kind)
     commits: dict[str, dict[str, Any]] = {}
     for rid, _sweep, commit, started in runs:
         if commit and commit != "unknown":
@@ -123,7 +126,8 @@ def compare_choices(src: Source, limit: int = 200) -> dict[str, list[dict[str, A
     return {
         "runs": [{"id": r, "sweep": sw, "commit": c, "started_at": t} for r, sw, c, t in runs[:limit]],
         "commits": list(commits.values())[:limit],
-        "micro": sorted(micro),
+        "micro": sorted(r for r, ks in kinds.items() if "micro" in ks),
+        "kinds": dict(kinds),
     }
 
 

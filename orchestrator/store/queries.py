@@ -1306,21 +1306,16 @@ def micro_choices(src: Source, kernel: str | None = None) -> dict[str, Any]:
     }
 
 
-def speedup_matrix(src: Source, reading: str = "time_us", impl: str = "triton") -> list[dict[str, Any]]:
-    """Speed-up of ``impl`` per kernel x GPU type, from the newest run that measured that kernel on that GPU type.
-
-    ``reading`` is one of TIME_READINGS.  Per (job = kernel, shape, dtype): speed-up = eager's reading / impl's,
-    and against the faster of compile / compile_max that passed correctness; a cell is the geometric mean over
-    the run's shapes and dtypes.  A cell where ``impl`` failed correctness in any of them has ``correct`` False
-    and no speed-up.  Keys: kernel, gpu_type, run_id, commit, measured_at, n_jobs, speedup_vs_eager,
-    speedup_vs_compile, compile_baseline, correct, min_speedup_vs_eager, max_speedup_vs_eager.
-    """
+def _newest_micro_values(src: Source, reading: str) -> tuple[dict, dict, dict]:
+    """What the Overview's cells are made of: (newest_micro_runs, (kernel, gpu type, job id) -> (impl, metric) ->
+    value of ``reading`` and ``correct`` from that newest run, run id -> commit).  ``reading``: one of
+    TIME_READINGS."""
     if reading not in TIME_READINGS:
         raise ValueError(f"reading must be one of {', '.join(TIME_READINGS)}, got {reading!r}")
     with _reading(src) as s:
         chosen = newest_micro_runs(s)
         if not chosen:
-            return []
+            return {}, {}, {}
         runs = sorted({r for _, r in chosen.values()})
         rows = s.execute(
             _good_attempt_join(
@@ -1348,6 +1343,53 @@ def speedup_matrix(src: Source, reading: str = "time_us", impl: str = "triton") 
     for kernel, gpu, run_id, job_id, mimpl, metric, value in rows:
         if chosen.get((kernel, gpu), (None, None))[1] == run_id:
             per_job[(kernel, gpu, job_id)][(mimpl, metric)] = value
+    return chosen, per_job, commits
+
+
+def newest_micro_cells(src: Source, reading: str = "time_us") -> list[dict[str, Any]]:
+    """Every implementation's ``reading`` per kernel x GPU type, from the newest run that measured that kernel on
+    that GPU type (the runs speedup_matrix reads): one row per cell with kernel, gpu_type, reading, run_id, commit,
+    measured_at, jobs (the job ids of the cell), times (impl -> job id -> value) and correct (impl -> False when it
+    failed correctness in any job of the cell, True when it passed in one at least, else None)."""
+    chosen, per_job, commits = _newest_micro_values(src, reading)
+    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    for (kernel, gpu, job), v in per_job.items():
+        at, run_id = chosen[(kernel, gpu)]
+        cell = cells.setdefault(
+            (kernel, gpu),
+            {
+                "kernel": kernel,
+                "gpu_type": gpu,
+                "reading": reading,
+                "run_id": run_id,
+                "commit": commits.get(run_id),
+                "measured_at": at,
+                "jobs": [],
+                "times": defaultdict(dict),
+                "correct": {},
+            },
+        )
+        cell["jobs"].append(job)
+        for (impl, metric), value in v.items():
+            if metric == reading and value is not None:
+                cell["times"][impl][job] = value
+            elif metric == "correct" and value is not None:
+                cell["correct"][impl] = cell["correct"].get(impl, True) and value >= 0.5
+    return [{**c, "times": dict(c["times"])} for _, c in sorted(cells.items())]
+
+
+def speedup_matrix(src: Source, reading: str = "time_us", impl: str = "triton") -> list[dict[str, Any]]:
+    """Speed-up of ``impl`` per kernel x GPU type, from the newest run that measured that kernel on that GPU type.
+
+    ``reading`` is one of TIME_READINGS.  Per (job = kernel, shape, dtype): speed-up = eager's reading / impl's,
+    and against the faster of compile / compile_max that passed correctness; a cell is the geometric mean over
+    the run's shapes and dtypes.  A cell where ``impl`` failed correctness in any of them has ``correct`` False
+    and no speed-up.  Keys: kernel, gpu_type, run_id, commit, measured_at, n_jobs, speedup_vs_eager,
+    speedup_vs_compile, compile_baseline, correct, min_speedup_vs_eager, max_speedup_vs_eager.
+    """
+    chosen, per_job, commits = _newest_micro_values(src, reading)
+    if not chosen:
+        return []
     cells: dict[tuple[str, str], dict[str, Any]] = {}
     for (kernel, gpu, _job), v in per_job.items():
         if (impl, reading) not in v and (impl, "correct") not in v:
