@@ -214,7 +214,10 @@ def build(src, params: Mapping[str, str]) -> PageView:
 
 
 def _figure(kernel: str, gpu: str, rows, unit: str, color_of=impl_color) -> go.Figure:
-    fig = go.Figure()
+    """Each shape's baseline and current median per implementation.  Built as plain traces without Plotly's
+    per-property validation (``_validate=False``): a 235-series comparison draws about 200 traces, and validating
+    them took longer than the comparison itself."""
+    traces = []
     impls = list(dict.fromkeys(r["impl"] for r in rows))
     for impl in impls:
         rs = [r for r in rows if r["impl"] == impl]
@@ -223,24 +226,25 @@ def _figure(kernel: str, gpu: str, rows, unit: str, color_of=impl_color) -> go.F
         ]
         colour = color_of(impl)
         for side, symbol in (("baseline", "circle-open"), ("current", "circle")):
-            fig.add_trace(
-                go.Scatter(
-                    x=[r[f"{side}_median"] for r in rs],
-                    y=ys,
-                    mode="markers",
-                    name=f"{impl} {side}",
-                    legendgroup=impl,
-                    marker={"symbol": symbol, "color": colour, "size": 9},
-                    hovertext=[f"{impl} {y} {side}: {r[f'{side}_median']} {unit}" for r, y in zip(rs, ys)],
-                    hoverinfo="text",
-                )
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": [r[f"{side}_median"] for r in rs],
+                    "y": ys,
+                    "mode": "markers",
+                    "name": f"{impl} {side}",
+                    "legendgroup": impl,
+                    "marker": {"symbol": symbol, "color": colour, "size": 9},
+                    "hovertext": [f"{impl} {y} {side}: {r[f'{side}_median']} {unit}" for r, y in zip(rs, ys)],
+                    "hoverinfo": "text",
+                }
             )
     n = len({r["dtype"] + str(r["shape"]) for r in rows})
-    fig.update_layout(
-        title=f"{kernel} · {gpu}: baseline (hollow) and current (filled)",
-        height=140 + 24 * n,
-        xaxis={"type": "log", "title": f"{unit} (log)"},
-        yaxis={"type": "category"},
-        margin={"l": 10, "r": 10, "t": 40, "b": 40},
-    )
-    return fig
+    layout = {
+        "title": {"text": f"{kernel} · {gpu}: baseline (hollow) and current (filled)"},
+        "height": 140 + 24 * n,
+        "xaxis": {"type": "log", "title": {"text": f"{unit} (log)"}},
+        "yaxis": {"type": "category"},
+        "margin": {"l": 10, "r": 10, "t": 40, "b": 40},
+    }
+    return go.Figure({"data": traces, "layout": layout}, _validate=False)

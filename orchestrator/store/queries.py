@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, Text, cast, func, select
 from sqlalchemy.orm import Session
 
 from orchestrator.store import e2e_anchors
@@ -885,6 +885,27 @@ def artifact_data(src: Source, artifact_id: int) -> bytes | None:
 
 
 # -- regressions ----------------------------------------------------------------------------------------------
+def repeats_text(column=Measurement.samples):
+    """A measurement's stored repeats as their JSON text, for ``repeats`` to decode: the driver's json.loads would
+    take most of a Trends or Compare view (thousands of repeats a reading, decimal text)."""
+    return cast(column, Text)
+
+
+def repeats(text: str | None) -> list | None:
+    """The repeats ``repeats_text`` read: orjson's parse, the same floats as json.loads to the bit and about 7 times
+    faster; what orjson refuses (NaN, Infinity written by an older writer) goes through json."""
+    if text is None:
+        return None
+    import orjson
+
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        import json
+
+        return json.loads(text)
+
+
 def _series(
     s: Session,
     metric: str,
@@ -903,7 +924,7 @@ def _series(
         select(
             Measurement.impl,
             Measurement.value,
-            Measurement.samples,
+            repeats_text(),
             JobAttempt.run_id,
             JobAttempt.attempt,
             JobAttempt.hardware_key,
@@ -956,6 +977,7 @@ def _series(
         commit,
         details,
     ) in s.execute(query).all():
+        samples = repeats(samples)
         series[(nm, skey, dtype, impl, hw)].append(
             {
                 "value": value,
@@ -1544,7 +1566,7 @@ def trend_points(
                 Measurement.impl,
                 Measurement.value,
                 Measurement.unit,
-                Measurement.samples,
+                repeats_text(),
                 eager.value,
                 own.value,
                 Job.kernel,
@@ -1603,7 +1625,7 @@ def trend_points(
             "gpu_type": gpu,
             "value": value,
             "unit": unit,
-            "samples": samples,
+            "samples": repeats(samples),
             "eager_value": eager_value,
             "correct": None if correct is None else correct >= 0.5,
             "run_id": run_id,
