@@ -48,6 +48,7 @@ from orchestrator.store.regression_rule import (
     DEFAULT_WINDOW,
     DEFAULT_Z,
     Point,
+    _finite,
     between_run_scale,
     judge,
     threshold_for,
@@ -977,11 +978,11 @@ def _series(
         commit,
         details,
     ) in s.execute(query).all():
-        samples = repeats(samples)
+        samples = repeats(samples) or ([value] if value is not None else [])
         series[(nm, skey, dtype, impl, hw)].append(
             {
                 "value": value,
-                "samples": samples if samples else ([value] if value is not None else []),
+                "samples": _finite(samples),  # a float array once: the rule reads each point's repeats many times
                 "run_id": run_id,
                 "attempt": attempt,
                 "measured_at": started or recorded,
@@ -1153,9 +1154,10 @@ def regression_report(
             current, reference = _last_per_run(points, runs), _last_per_run(points, baselines)
             if not current or not reference:
                 continue
-            first = min(points.index(p) for p in reference)
+            position = {id(p): i for i, p in enumerate(points)}  # by identity: points hold arrays, not comparable
+            first = min(position[id(p)] for p in reference)
             earlier = [p for p in points[:first] if p["run_id"] not in runs]
-            history = earlier[-noise_window:] + sorted(reference, key=points.index)
+            history = earlier[-noise_window:] + sorted(reference, key=lambda p: position[id(p)])
             plans.append((key, reference, current, history))
         else:
             last = len(points) - 1
