@@ -123,7 +123,7 @@ class Lab:
         )
         if p.returncode:
             raise SystemExit(f"node list failed: {p.stdout[-2000:]} {p.stderr[-2000:]}")
-        return json.loads(p.stdout)
+        return json.loads(p.stdout)["nodes"]  # the kernelfleet.nodes document (docs/json.md)
 
     def list_to(self, log: str) -> None:
         self.cli("node", "list", "--address", self.head, "--token-file", str(self.token), log=log)

@@ -14,6 +14,9 @@ import sys
 
 EXIT_USAGE = 2
 LOOPBACK = "127.0.0.1"
+# waitress's worker threads: each page view holds one while it reads the store (a Trends or Compare view can take a
+# second or more on a large store), so several people and the CSV downloads do not queue behind one view
+SERVER_THREADS = 8
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,7 +26,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--db", help="store URL or SQLite path (default: $KERNELFLEET_DB, else the default SQLite file)")
     ap.add_argument("--host", default=LOOPBACK, help=f"address to bind (default {LOOPBACK}: this machine only)")
     ap.add_argument("--port", type=int, default=8050, help="port (default 8050)")
-    ap.add_argument("--debug", action="store_true", help="Dash's debug mode (reloader off)")
+    ap.add_argument(
+        "--debug", action="store_true", help="Dash's debug mode on Werkzeug's development server (reloader off)"
+    )
     sub = ap.add_subparsers(dest="cmd")
     build = sub.add_parser("build", help="write every page as self-contained static HTML")
     build.add_argument("--out", required=True, help="folder to write (created)")
@@ -127,13 +132,15 @@ def main(argv: list[str] | None = None) -> int:
         f"kernelfleet dashboard of {queries.display_store_url(url)} (read-only) on http://{args.host}:{args.port}/",
         flush=True,
     )
-    _quiet_dev_server_banner()
-    print(
-        "note: served by Flask's built-in threaded server, read-only: fine for a team's dashboard; put a reverse "
-        "proxy in front of it for anything public",
-        flush=True,
-    )
-    app.run(host=args.host, port=args.port, debug=args.debug, use_reloader=False)
+    if args.debug:  # Dash's debug mode needs its own (Werkzeug's) server
+        _quiet_dev_server_banner()
+        print("note: --debug: served by Werkzeug's development server, with Dash's debug tools", flush=True)
+        app.run(host=args.host, port=args.port, debug=True, use_reloader=False)
+        return 0
+    from waitress import serve
+
+    print(f"served by waitress ({SERVER_THREADS} threads); Ctrl-C stops it", flush=True)
+    serve(app.server, host=args.host, port=args.port, threads=SERVER_THREADS)
     return 0
 
 

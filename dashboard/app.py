@@ -9,11 +9,21 @@ from urllib.parse import parse_qsl, urlencode
 
 import dash_ag_grid as dag  # imported with the app: Dash refuses a component library imported inside a callback
 from dash import ALL, Dash, Input, Output, State, dash_table, dcc, html
+from dash.dash_table.Format import Format, Scheme
 from dash.exceptions import PreventUpdate
 from flask import Response, abort, request
 
 from dashboard import pages
-from dashboard.view import UNREADABLE_STORE, PageView, Table, markdown_link, page_cell, to_csv, unreadable_store_line
+from dashboard.view import (
+    UNREADABLE_STORE,
+    PageView,
+    Table,
+    link_target,
+    markdown_link,
+    page_cell,
+    to_csv,
+    unreadable_store_line,
+)
 from orchestrator.store import queries
 
 NAV_STYLE = {
@@ -83,7 +93,9 @@ def create_app(src, url: str) -> Dash:
         f = {i["name"]: v for i, v in zip(ids, values)}
         from dashboard.pages.overview import trend_link
 
-        return trend_link(point["y"], point["x"], f.get("impl") or "", f.get("reading") or "")
+        # the fastest view's cell names its implementation (customdata); the speed-up view's is the filter's
+        impl = point.get("customdata") or f.get("impl") or ""
+        return trend_link(point["y"], point["x"], impl, f.get("reading") or "")
 
     @app.server.route("/csv/<page>/<table>")
     def csv_download(page: str, table: str):
@@ -180,7 +192,7 @@ def render_view(view: PageView, url: str, pathname: str) -> list:
 def _table(page: str, t: Table, query: str):
     if page in AG_GRID_PAGES:
         return _grid(page, t, query)
-    columns = [{"name": c, "id": c, **({"presentation": "markdown"} if c in t.links else {})} for c in t.columns]
+    columns = [{"name": t.header(c), "id": c, **_presentation(t, c)} for c in t.columns]
     data = [{c: page_cell(v) for c, v in r.items()} for r in t.rows]
     data = _linked(data, t.links)
     return html.Div(
@@ -205,6 +217,15 @@ def _table(page: str, t: Table, query: str):
     )
 
 
+def _presentation(t: Table, column: str) -> dict:
+    """A DataTable column's presentation: a link as Markdown, a rounded number to its decimals."""
+    if column in t.links:
+        return {"presentation": "markdown"}
+    if column in t.rounded:
+        return {"type": "numeric", "format": Format(precision=t.rounded[column], scheme=Scheme.fixed)}
+    return {}
+
+
 def _heading(page: str, t: Table, query: str):
     """A table's title with the link to its CSV."""
     return html.H4(
@@ -221,7 +242,7 @@ def _linked(rows: list[dict], links: dict[str, str]) -> list[dict]:
     if not links:
         return rows
     return [
-        {**r, **{c: markdown_link(r[c], tpl.format(value=r[c])) for c, tpl in links.items() if r.get(c) is not None}}
+        {**r, **{c: markdown_link(r[c], link_target(tpl, r, c)) for c, tpl in links.items() if r.get(c) is not None}}
         for r in rows
     ]
 
@@ -231,7 +252,7 @@ def _grid(page: str, t: Table, query: str):
 
     def column(c: str) -> dict:
         numeric = any(isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) for r in t.rows)
-        col = {"field": c, "headerName": c, "sortable": True, "filter": True, "resizable": True}
+        col = {"field": c, "headerName": t.header(c), "sortable": True, "filter": True, "resizable": True}
         if numeric:
             col.update(type="numericColumn", filter="agNumberColumnFilter")
         if c in t.links:

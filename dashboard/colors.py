@@ -26,6 +26,33 @@ MODE_COLORS = {  # end-to-end modes: the same hue as the implementation they run
 SPARE = ("#393b79", "#637939", "#7f7f7f", "#9c9ede", "#8ca252", "#bd9e39", "#843c39", "#5254a3", "#6b6ecf")
 
 
+# The Overview's speed-up colours, on a log scale: red slower than the baseline, white even, blue faster
+SPEEDUP_SCALE = [
+    [0.0, "#b2182b"],
+    [0.25, "#ef8a62"],
+    [0.45, "#fddbc7"],
+    [0.5, "#f7f7f7"],
+    [0.55, "#d1e5f0"],
+    [0.75, "#67a9cf"],
+    [1.0, "#2166ac"],
+]
+MARKED_CELL = "#d9d9d9"  # a cell that is not a speed (failed correctness, Triton's interpreter): grey
+# The kernel classes of a profile (end to end page, Profiles page), muted, apart from the implementations' colours
+CLASS_COLORS = {
+    "kernelfleet": "#c5b0d5",
+    "gemm": "#aec7e8",
+    "attention": "#ffbb78",
+    "inductor": "#98df8a",
+    "elementwise": "#ff9896",
+    "other": "#c49c94",
+    "idle": "#c7c7c7",
+}
+
+
+def class_color(kernel_class: str | None) -> str:
+    return CLASS_COLORS.get(kernel_class or "other", CLASS_COLORS["other"])
+
+
 def _spare(name: str) -> str:
     return SPARE[zlib.crc32(name.encode()) % len(SPARE)]
 

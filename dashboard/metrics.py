@@ -19,6 +19,20 @@ BASELINE_IMPL = queries.BASELINE_IMPL
 
 _SHOWN_UNITS = {"us": "µs", "x": "×", "count": "", "kernels": ""}  # the catalogue's units as the pages print them
 
+# what the Compare page compares: each reading of a call, an end-to-end step, and the compiled code's counts
+COMPARE_METRICS = {
+    **READINGS,
+    "ms_per_step": "end to end: ms per step",
+    "instructions": "ISA: instructions",
+    "registers": "ISA: registers per thread (NVIDIA)",
+    "vgprs": "ISA: VGPRs (AMD)",
+    "spill_store_bytes": "ISA: spill store bytes (NVIDIA)",
+    "vgpr_spills": "ISA: spilled VGPRs (AMD)",
+    "code_bytes": "ISA: machine code bytes",
+}
+# the metric the Compare page shows a run by default, by the kind of job it holds (micro first)
+COMPARE_DEFAULT_OF_KIND = {"micro": DEFAULT_READING, "e2e": "ms_per_step", "isa": "instructions"}
+
 # e2e metrics shown on the end-to-end page, with their labels
 E2E_SHOWN = {
     "ms_per_step": "ms per step",
@@ -43,6 +57,11 @@ IDLE = "idle"
 def unit(metric: str) -> str:
     u = queries.catalogue.get(metric).unit
     return _SHOWN_UNITS.get(u, u)
+
+
+def kind(metric: str) -> str:
+    """The kind of job that measures ``metric``: micro, e2e, isa, ..."""
+    return queries.catalogue.get(metric).kind
 
 
 def higher_is_better(metric: str) -> bool:

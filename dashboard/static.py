@@ -59,7 +59,7 @@ def render(view: PageView, url: str) -> str:
 
 def _table(page: str, t: Table) -> str:
     data = base64.b64encode(to_csv(t).encode()).decode()
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in t.columns)
+    head = "".join(f"<th>{html.escape(t.header(c))}</th>" for c in t.columns)
     rows = "".join(
         "<tr>"
         + "".join(f"<td>{'' if r.get(c) is None else html.escape(str(page_cell(r.get(c))))}</td>" for c in t.columns)

@@ -13,7 +13,9 @@ import io
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from string import Formatter
 from typing import Any
 from urllib.parse import quote
 
@@ -37,7 +39,13 @@ class Table:
     title: str
     columns: list[str]
     rows: list[dict[str, Any]]
-    links: dict[str, str] = field(default_factory=dict)  # column -> URL template with {value}/{row_key}
+    # column -> URL template: {value} is the column's cell, {name} the row's cell of the column name (link_target)
+    links: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)  # column -> the header the page shows (the CSV: column)
+    rounded: dict[str, int] = field(default_factory=dict)  # column -> decimals the page shows (the CSV: all)
+
+    def header(self, column: str) -> str:
+        return self.headers.get(column, column)
 
 
 @dataclass
@@ -129,6 +137,23 @@ def markdown_link(text: Any, href: str) -> str:
     text is escaped and the target percent-encoded (``:`` too, so no ``javascript:`` or other scheme)."""
     label = _MARKDOWN_SPECIAL.sub(r"\\\1", str(page_cell(text)))
     return f"[{label}]({quote(href, safe='/?=&#%')})"
+
+
+def link_target(template: str, row: Mapping[str, Any], column: str) -> str:
+    """The target of the link of ``row``'s cell in ``column``: ``template`` with ``{value}`` (that cell) and
+    ``{name}`` (the row's cell in the column ``name``) filled in.  In the query string the values are
+    percent-encoded and a parameter whose value is empty (None, "") is left out:
+    ``/compare?run={value}&kernel={kernel}`` gives ``/compare?run=7`` for a row without a kernel."""
+    path, sep, query = template.partition("?")
+    fields = {**row, "value": row.get(column)}
+    path = path.format_map({k: "" if v is None else v for k, v in fields.items()})
+    parts = []
+    for part in query.split("&") if sep else []:
+        names = [f for _, f, _, _ in Formatter().parse(part) if f is not None]
+        if any(fields.get(n) in (None, "") for n in names):
+            continue
+        parts.append(part.format_map({n: quote(str(fields[n]), safe="") for n in names}))
+    return path + ("?" + "&".join(parts) if parts else "")
 
 
 def to_csv(table: Table) -> str:

@@ -24,6 +24,7 @@ from orchestrator.schedule import LABEL_NS, NODE_RESOURCE
 from workers import rehearsal
 
 EXIT_OK, EXIT_RAY_FAILED, EXIT_REFUSED = 0, 1, 2
+NODES_SCHEMA, NODES_SCHEMA_VERSION = "kernelfleet.nodes", 1  # `node list --json` (docs/json.md)
 ADDRESS_ENV = ("KERNELFLEET_HEAD", "RAY_ADDRESS")
 
 STATE_API = "the state API"
@@ -77,7 +78,9 @@ def add_parsers(sub) -> None:
     ls = nsub.add_parser("list", help="every node of the fleet: labels, GPUs, state, jobs running")
     ls.add_argument("--address", help="the head, HOST:PORT (default: $KERNELFLEET_HEAD, else $RAY_ADDRESS)")
     ls.add_argument("--token-file", help="the head's auth token file, if it uses token authentication")
-    ls.add_argument("--json", action="store_true", help="print JSON (one object per node) instead of a table")
+    ls.add_argument(
+        "--json", action="store_true", help="print JSON (schema kernelfleet.nodes, docs/json.md) instead of a table"
+    )
 
     leave = nsub.add_parser("leave", help="drain a node: its running jobs finish, it takes no new ones, it goes")
     leave.add_argument("--address", help="the head, HOST:PORT (default: $KERNELFLEET_HEAD, else $RAY_ADDRESS)")
@@ -249,6 +252,17 @@ def node_join(args, console: Console) -> int:
 # ------------------------------------------------------------------------------------------------ node list
 
 
+def nodes_document(address: str, rows: list[fleet.NodeRow]) -> dict:
+    """The `node list --json` document: the head's address and one object per node, in the versioned envelope
+    every --json output has (docs/json.md)."""
+    return {
+        "schema": NODES_SCHEMA,
+        "schema_version": NODES_SCHEMA_VERSION,
+        "address": address,
+        "nodes": [r.to_dict() for r in rows],
+    }
+
+
 def node_list(args, console: Console) -> int:
     address = _address(args)
     opened = fleet.connect(address, fleet.find_token(args.token_file))
@@ -260,7 +274,7 @@ def node_list(args, console: Console) -> int:
 
             ray.shutdown()
     if args.json:
-        print(json.dumps([r.to_dict() for r in rows], indent=1, sort_keys=True))
+        print(json.dumps(nodes_document(address, rows), indent=1, sort_keys=True))
         return EXIT_OK
     table = Table(title=f"fleet at {address}")
     for col in ("node", "state", "address", "gpu", "arch", "GPUs", "in use", "jobs running", "other labels"):

@@ -20,6 +20,7 @@ from orchestrator.store.regression_rule import CONFIRMED, KERNEL_CHANGED, PICKS_
 from orchestrator.store.session import display_url
 
 EXIT_NONE, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
+SCHEMA, SCHEMA_VERSION = "kernelfleet.regressions", 1  # the --json document (docs/json.md)
 RECIPE = (
     "to confirm one run against another, give the rule a between-run spread: run each side twice "
     "(`regressions C1 C2 --baseline B1 B2`), or judge against history (five or more earlier runs)"
@@ -54,7 +55,9 @@ def add_parser(sub) -> None:
         action="store_true",
         help="judge timings measured on a CPU too (Triton's interpreter: not a kernel's speed)",
     )
-    reg.add_argument("--json", action="store_true", help="print the report as JSON (for machines)")
+    reg.add_argument(
+        "--json", action="store_true", help="print the report as JSON (schema kernelfleet.regressions, docs/json.md)"
+    )
     reg.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
 
 
@@ -64,6 +67,12 @@ def exit_code(report: dict) -> int:
         if any(f["status"] == CONFIRMED and f["direction"] == "regression" for f in report["flags"])
         else EXIT_NONE
     )
+
+
+def json_document(report: dict, code: int) -> str:
+    """The ``--json`` output: the report in the versioned envelope every --json output has (docs/json.md)."""
+    doc = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **report, "exit_code": code}
+    return json.dumps(doc, sort_keys=True, default=str)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
@@ -93,7 +102,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         return EXIT_USAGE
     code = exit_code(report)
     if args.json:
-        print(json.dumps({**report, "exit_code": code}, sort_keys=True, default=str))
+        print(json_document(report, code))
         return code
     _print(report, args.threshold, url, console)
     return code

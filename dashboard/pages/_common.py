@@ -34,3 +34,23 @@ def make_filter(
     options = [(ALL, "all")] if with_all else []
     options += [(v, (labels or {}).get(v, v)) for v in values]
     return Filter(name=name, label=label, options=options, value=value)
+
+
+# The column that links a row's run to the Compare page: the run against the previous run of its sweep (the page's
+# default baseline).  Its cell is the run id, or empty for a run with no earlier run of its sweep.
+COMPARE_COLUMN = "compare"
+
+
+def compare_link(*filters: str) -> str:
+    """The Compare page's URL template for a table's compare column: ``run={value}`` and each of ``filters``
+    (``"kernel={kernel}"``: the Compare filter and the row's column that fills it; view.link_target)."""
+    return "/compare?" + "&".join(("run={value}", *filters))
+
+
+def add_compare_runs(src, records: Sequence[dict], run_key: str = "run_id") -> None:
+    """Set each record's compare column: its run's id where the run has an earlier run of its sweep, else None."""
+    from orchestrator.store import compare_queries
+
+    previous = compare_queries.previous_runs(src)
+    for r in records:
+        r[COMPARE_COLUMN] = r.get(run_key) if r.get(run_key) in previous else None

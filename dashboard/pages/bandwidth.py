@@ -13,7 +13,7 @@ from dashboard.colors import impl_color
 from dashboard.view import Figure, PageView, short
 from orchestrator.store import queries
 
-from ._common import ALL, SERIES_COLUMNS, choose, make_filter
+from ._common import ALL, COMPARE_COLUMN, SERIES_COLUMNS, add_compare_runs, choose, compare_link, make_filter
 
 COLUMNS = [
     *SERIES_COLUMNS,
@@ -24,6 +24,7 @@ COLUMNS = [
     "pct_of_ceiling",
     "correct",
     "run_id",
+    COMPARE_COLUMN,
     "commit",
     "measured_at",
 ]
@@ -69,7 +70,15 @@ def build(src, params: Mapping[str, str]) -> PageView:
             }
         )
     ceilings = [c for c in queries.device_ceilings(src) if not gpu or c["gpu_type"] == gpu]
-    table = view.add_table("points", "newest result per shape, dtype, implementation and device", COLUMNS, records)
+    add_compare_runs(src, records)
+    table = view.add_table(
+        "points",
+        "newest result per shape, dtype, implementation and device (compare: its run against the previous run of "
+        "its sweep)",
+        COLUMNS,
+        records,
+        links={COMPARE_COLUMN: compare_link("metric={reading}", "kernel={kernel}", "gpu={gpu_type}")},
+    )
     if not records:
         view.notes.append(f"No {reading} measurement of {kernel} matches these filters.")
         return view

@@ -3,8 +3,10 @@ kernel × GPU type × implementation, every series with its ratio, 95 % interval
 and per kernel and GPU type a plot of each shape's baseline and current median.
 
 URL parameters: ``baseline`` and ``current`` (``run:ID`` or ``commit:SHA``; default: the newest run against the
-previous run of its sweep), or ``run=ID`` (that run against the previous run of its sweep: the Runs page's link),
-``kernel``, ``gpu``, ``show`` (``all`` or ``changes``) and ``cpu`` (``1``: CPU timings too)."""
+previous run of its sweep), or ``run=ID`` (that run against the previous run of its sweep: the link every page's
+``compare`` column holds), ``metric`` (default: the reading a call is timed by, or for a run without micro jobs
+its end-to-end step time or its compiled code's instruction count), ``kernel``, ``gpu``, ``show`` (``all`` or
+``changes``) and ``cpu`` (``1``: CPU timings too)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from collections.abc import Mapping
 
 import plotly.graph_objects as go
 
+from dashboard import metrics
+from dashboard.colors import impl_color, mode_color
 from dashboard.view import Figure, PageView, short
 from orchestrator.compare_markdown import verdict_text
 from orchestrator.compare_svg import plot_groups
@@ -54,7 +58,6 @@ SERIES_COLUMNS = [
 ]
 SHOW = ("all", "changes")
 MAX_FIGURES = 12
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f")
 
 
 def _run_label(r: Mapping) -> str:
@@ -66,15 +69,15 @@ _CACHE: dict[tuple, dict] = {}
 _CACHE_SIZE = 8
 
 
-def _compare(src, base: list[int], cur: list[int], include_cpu: bool) -> dict:
+def _compare(src, base: list[int], cur: list[int], include_cpu: bool, metric: str) -> dict:
     """compare_queries.compare, kept for the next request (a filter change, the CSV) while every run compared has
     finished: a finished run's results do not change."""
     rows = compare_queries.run_rows(src, base + cur)
     finished = all(r["status"] != "running" for r in rows) and len(rows) == len(set(base + cur))
-    key = (id(src), tuple(base), tuple(cur), include_cpu)
+    key = (id(src), tuple(base), tuple(cur), include_cpu, metric)
     if finished and key in _CACHE:
         return _CACHE[key]
-    report = compare_queries.compare(src, base, cur, include_cpu=include_cpu)
+    report = compare_queries.compare(src, base, cur, include_cpu=include_cpu, metric=metric)
     if finished:
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.pop(next(iter(_CACHE)))
@@ -87,6 +90,20 @@ def _runs_of(src, choice: str) -> list[int]:
     if kind == "run":
         return [int(value)]
     return compare_queries.runs_of_commit(src, value)[1]
+
+
+def _run_param(params: Mapping[str, str]) -> dict[str, str]:
+    """The ``run`` parameter (a link from another page), kept in the view's URL: the page took it."""
+    return {"run": params["run"]} if "run" in params else {}
+
+
+def _default_metric(kinds: Mapping[int, list[str]], runs: list[int]) -> str:
+    """What a comparison of ``runs`` shows unless the URL says: the kind of job they hold, micro first."""
+    held = {k for r in runs for k in kinds.get(r, ())}
+    return next(
+        (m for kind, m in metrics.COMPARE_DEFAULT_OF_KIND.items() if kind in held),
+        metrics.DEFAULT_READING,
+    )
 
 
 def build(src, params: Mapping[str, str]) -> PageView:
@@ -104,6 +121,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
         choices["runs"][0]["id"],
     )
     cur_default = f"run:{params['run']}" if params.get("run", "").isdigit() else f"run:{newest}"
+    run_unknown = "run" in params and cur_default not in allowed
     if cur_default not in allowed:
         cur_default = f"run:{newest}"
     prev = previous.get(int(cur_default.split(":")[1]))
@@ -114,15 +132,17 @@ def build(src, params: Mapping[str, str]) -> PageView:
     include_cpu = params.get("cpu") == "1"
     view = PageView(page="compare", title="Compare")
     labels = dict(options)
+    base_runs, cur_runs = _runs_of(src, baseline), _runs_of(src, current)
+    metric = choose(params, "metric", list(metrics.COMPARE_METRICS), _default_metric(choices["kinds"], cur_runs))
     view.filters = [
         make_filter("baseline", "baseline (run or commit)", allowed, baseline, labels=labels),
         make_filter("current", "current (run or commit)", allowed, current, labels=labels),
+        make_filter("metric", "compared", list(metrics.COMPARE_METRICS), metric, labels=metrics.COMPARE_METRICS),
     ]
-    base_runs, cur_runs = _runs_of(src, baseline), _runs_of(src, current)
     try:
-        report = _compare(src, base_runs, cur_runs, include_cpu)
+        report = _compare(src, base_runs, cur_runs, include_cpu, metric)
     except compare_queries.RefError as exc:
-        view.params = {"baseline": baseline, "current": current}
+        view.params = {"baseline": baseline, "current": current, "metric": metric, **_run_param(params)}
         view.notes.append(f"Nothing to compare: {exc}. Pick another baseline or current.")
         view.add_table("summary", "geometric mean of current / baseline per kernel × GPU type", SUMMARY_COLUMNS, [])
         view.add_table("series", "every series", SERIES_COLUMNS, [])
@@ -143,11 +163,15 @@ def build(src, params: Mapping[str, str]) -> PageView:
     view.params = {
         "baseline": baseline,
         "current": current,
+        "metric": metric,
         "kernel": kernel,
         "gpu": gpu,
         "show": show,
         "cpu": "1" if include_cpu else "0",
+        **_run_param(params),
     }
+    if run_unknown:
+        view.notes.append(f"run={params['run']}: no such run; showing {current.replace(':', ' ')}.")
     rows = [r for r in rows if (not kernel or r["kernel"] == kernel) and (not gpu or r["gpu_type"] == gpu)]
     c = compare_queries.counts(rows)
     verdict = (
@@ -184,38 +208,43 @@ def build(src, params: Mapping[str, str]) -> PageView:
         if n >= MAX_FIGURES:
             view.notes.append(f"Plots of the first {MAX_FIGURES} kernel × GPU types; pick a kernel for the rest.")
             break
-        view.figures.append(Figure(f"compare-{n}", _figure(k, g, group, report["unit"])))
+        colour = mode_color if metrics.kind(metric) == "e2e" else impl_color  # an e2e series' impl is its mode
+        view.figures.append(Figure(f"compare-{n}", _figure(k, g, group, report["unit"], colour)))
     return view
 
 
-def _figure(kernel: str, gpu: str, rows, unit: str) -> go.Figure:
-    fig = go.Figure()
+def _figure(kernel: str, gpu: str, rows, unit: str, color_of=impl_color) -> go.Figure:
+    """Each shape's baseline and current median per implementation.  Built as plain traces without Plotly's
+    per-property validation (``_validate=False``): a 235-series comparison draws about 200 traces, and validating
+    them took longer than the comparison itself."""
+    traces = []
     impls = list(dict.fromkeys(r["impl"] for r in rows))
-    for i, impl in enumerate(impls):
+    for impl in impls:
         rs = [r for r in rows if r["impl"] == impl]
         ys = [
             f"{'x'.join(map(str, r['shape'])) if isinstance(r['shape'], list) else r['shape']} {r['dtype']}" for r in rs
         ]
-        colour = PALETTE[i % len(PALETTE)]
+        colour = color_of(impl)
         for side, symbol in (("baseline", "circle-open"), ("current", "circle")):
-            fig.add_trace(
-                go.Scatter(
-                    x=[r[f"{side}_median"] for r in rs],
-                    y=ys,
-                    mode="markers",
-                    name=f"{impl} {side}",
-                    legendgroup=impl,
-                    marker={"symbol": symbol, "color": colour, "size": 9},
-                    hovertext=[f"{impl} {y} {side}: {r[f'{side}_median']} {unit}" for r, y in zip(rs, ys)],
-                    hoverinfo="text",
-                )
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": [r[f"{side}_median"] for r in rs],
+                    "y": ys,
+                    "mode": "markers",
+                    "name": f"{impl} {side}",
+                    "legendgroup": impl,
+                    "marker": {"symbol": symbol, "color": colour, "size": 9},
+                    "hovertext": [f"{impl} {y} {side}: {r[f'{side}_median']} {unit}" for r, y in zip(rs, ys)],
+                    "hoverinfo": "text",
+                }
             )
     n = len({r["dtype"] + str(r["shape"]) for r in rows})
-    fig.update_layout(
-        title=f"{kernel} · {gpu}: baseline (hollow) and current (filled)",
-        height=140 + 24 * n,
-        xaxis={"type": "log", "title": f"{unit} (log)"},
-        yaxis={"type": "category"},
-        margin={"l": 10, "r": 10, "t": 40, "b": 40},
-    )
-    return fig
+    layout = {
+        "title": {"text": f"{kernel} · {gpu}: baseline (hollow) and current (filled)"},
+        "height": 140 + 24 * n,
+        "xaxis": {"type": "log", "title": {"text": f"{unit} (log)"}},
+        "yaxis": {"type": "category"},
+        "margin": {"l": 10, "r": 10, "t": 40, "b": 40},
+    }
+    return go.Figure({"data": traces, "layout": layout}, _validate=False)

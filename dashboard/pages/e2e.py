@@ -11,14 +11,14 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboard import metrics
-from dashboard.colors import mode_color
+from dashboard.colors import class_color, mode_color
 from dashboard.view import Figure, PageView, short
 from orchestrator.store import queries
 
-from ._common import ALL, choose, make_filter
+from ._common import ALL, COMPARE_COLUMN, add_compare_runs, choose, compare_link, make_filter
 
 COLUMNS = (
-    ["job", "run_id", "commit", "gpu_type", "shape", "dtype", "mode", "status"]
+    ["job", "run_id", COMPARE_COLUMN, "commit", "gpu_type", "shape", "dtype", "mode", "status"]
     + list(metrics.E2E_SHOWN)
     + ["tolerance", "speedup_vs_eager", "gpu_busy_ms", "floor_ms", "rest_ms", "over_floor_ms"]
     + [f"class_{c}_ms" for c in metrics.KERNEL_CLASSES]
@@ -27,8 +27,6 @@ COLUMNS = (
 ANCHOR_COLUMNS = ["job", "kind_label", "anchor", "anchor_ms", "mode", "ms", "speedup"]
 FIGURE_ID = "e2e-figure"
 TREND_ID = "e2e-trend"
-# Kernel classes in muted tones, apart from the modes' colours (dashboard/colors.py)
-CLASS_COLORS = ("#c7c7c7", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d")
 MAX_JOBS = 30
 
 
@@ -69,7 +67,14 @@ def build(src, params: Mapping[str, str]) -> PageView:
         busy, ms = r["gpu_busy_ms"], m.get("ms_per_step")
         rec[f"{metrics.IDLE}_ms"] = max(ms - busy, 0.0) if busy is not None and ms is not None else None
         records.append(rec)
-    table = view.add_table("modes", "one row per job and mode", COLUMNS, records)
+    add_compare_runs(src, records)
+    table = view.add_table(
+        "modes",
+        "one row per job and mode (compare: its run against the previous run of its sweep, ms per step)",
+        COLUMNS,
+        records,
+        links={COMPARE_COLUMN: compare_link("metric=ms_per_step", "gpu={gpu_type}")},
+    )
     if not records:
         view.notes.append("No end-to-end (ltx_e2e) job in the store: python -m orchestrator +sweep=ltx_e2e")
         return view
@@ -193,11 +198,11 @@ def _figure(rows: list[dict]) -> go.Figure:
     stacked = [r for r in rows if r["gpu_busy_ms"] is not None]
     xs = [r["mode"] if len(jobs) == 1 else f"{r['mode']} · run {r['run_id']}" for r in stacked]
     base = [0.0] * len(stacked)
-    for i, (c, label) in enumerate(list(metrics.KERNEL_CLASSES.items()) + [(metrics.IDLE, metrics.IDLE)]):
+    for c, label in list(metrics.KERNEL_CLASSES.items()) + [(metrics.IDLE, metrics.IDLE)]:
         col = f"class_{c}_ms" if c != metrics.IDLE else f"{metrics.IDLE}_ms"
         ys = [r[col] or 0.0 for r in stacked]
         if any(ys):  # stacked by hand (base), so the other panels can group by job
-            color = CLASS_COLORS[i % len(CLASS_COLORS)]
+            color = class_color(c)  # the kernel classes' muted colours (dashboard/colors.py), as on Profiles
             bar = go.Bar(x=xs, y=ys, base=list(base), name=label, offsetgroup="classes", marker_color=color)
             fig.add_trace(bar, row=2, col=1)
             base = [b + y for b, y in zip(base, ys)]

@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 from dashboard.view import Figure, PageView, short
 from orchestrator.store import queries
 
-from ._common import ALL, choose, make_filter
+from ._common import ALL, COMPARE_COLUMN, add_compare_runs, choose, compare_link, make_filter
 
 FIGURE_ID = "isa-figure"
 PANELS = {  # metric(s) -> panel title; the first metric a target reports is drawn
@@ -37,6 +37,7 @@ COLUMNS = [
     "instructions",
     "commit",
     "run_id",
+    COMPARE_COLUMN,
     "measured_at",
     "job_key",
 ]
@@ -54,7 +55,14 @@ def build(src, params: Mapping[str, str]) -> PageView:
         make_filter("arch", "target", archs, arch, with_all=True),
     ]
     rows = [r for r in everything if r["kernel"] == kernel and (not arch or r["arch"] == arch)]
-    table = view.add_table("isa", "compiled code per shape and target (newest first)", COLUMNS, rows)
+    add_compare_runs(src, rows)
+    table = view.add_table(
+        "isa",
+        "compiled code per shape and target (newest first; compare: the run against the previous run of its sweep)",
+        COLUMNS,
+        rows,
+        links={COMPARE_COLUMN: compare_link("kernel={kernel}")},
+    )
     if not rows:
         view.notes.append(
             "No isa result in the store: `python -m orchestrator +sweep=isa` compiles every kernel for the AMD and "

@@ -7,10 +7,11 @@ from collections.abc import Mapping
 
 import plotly.graph_objects as go
 
+from dashboard.colors import class_color, impl_color
 from dashboard.view import Figure, PageView
 from orchestrator.store import queries
 
-from ._common import ALL, choose, make_filter
+from ._common import ALL, COMPARE_COLUMN, add_compare_runs, choose, compare_link, make_filter
 
 JOB_COLUMNS = [
     "job_id",
@@ -20,6 +21,7 @@ JOB_COLUMNS = [
     "dtype",
     "gpu_type",
     "run_id",
+    COMPARE_COLUMN,
     "measured_at",
     "status",
     "n_artifacts",
@@ -47,7 +49,14 @@ def build(src, params: Mapping[str, str]) -> PageView:
         make_filter("job", "job", ids, job_id, labels=labels),
         make_filter("part", "implementation / mode", list(parts), part),
     ]
-    view.add_table("jobs", "profiled jobs (newest first)", JOB_COLUMNS, jobs)
+    add_compare_runs(src, jobs)
+    view.add_table(
+        "jobs",
+        "profiled jobs (newest first; compare: the job's run against the previous run of its sweep)",
+        JOB_COLUMNS,
+        jobs,
+        links={COMPARE_COLUMN: compare_link("kernel={name}", "gpu={gpu_type}")},
+    )
     if job is None:
         view.notes.append(
             "No profile job and no profiled e2e job yet: a sweep with sweep.kinds=[profile], or "
@@ -67,11 +76,18 @@ def build(src, params: Mapping[str, str]) -> PageView:
                 y=[r["name"] for r in top][::-1],  # keyed by the full name: two kernels never merge into one bar
                 x=[r["total_ms"] for r in top][::-1],
                 orientation="h",
-                hovertext=[f"{r['name']}<br>{r['calls']} calls · {r['avg_us']} µs avg · {r['pct']} %" for r in top][
-                    ::-1
-                ],
+                marker_color=[bar_color(job, r) for r in top][::-1],
+                hovertext=[
+                    f"{r['name']}<br>{r['calls']} calls · {r['avg_us']} µs avg · {r['pct']} %"
+                    + (f"<br>class: {r['class']}" if r["class"] else "")
+                    for r in top
+                ][::-1],
                 hoverinfo="text",
             )
+        )
+        view.notes.append(
+            "Bars: each kernel of an end-to-end step in the colour of its kernel class, as on the End to end page; "
+            "a profile job's kernels in the colour of the implementation that launched them, as on every page."
         )
         names = [r["name"] for r in top][::-1]
         fig.update_yaxes(tickmode="array", tickvals=names, ticktext=[_tick(n) for n in names])
@@ -83,6 +99,11 @@ def build(src, params: Mapping[str, str]) -> PageView:
         )
         view.figures.append(Figure(FIGURE_ID, fig))
     return view
+
+
+def bar_color(job: dict, row: dict) -> str:
+    """A top kernel's bar colour: its kernel class in an end-to-end step, else its implementation's colour."""
+    return class_color(row["class"]) if job["kind"] == "e2e" else impl_color(row["part"])
 
 
 def _tick(name: str, width: int = 70) -> str:

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 import plotly.graph_objects as go
 
 from dashboard.view import Figure, PageView, short
-from orchestrator.store import compare_queries, queries
+from orchestrator.store import queries
 
-from ._common import ALL, choose, make_filter
+from ._common import ALL, COMPARE_COLUMN, add_compare_runs, choose, compare_link, make_filter
 
 OUTCOMES = ("ok", "incorrect", "error", "crashed", "timed_out", "lost", "skipped")
 OUTCOME_COLORS = {
@@ -35,7 +35,7 @@ RUN_COLUMNS = [
     "finished_at",
     "n_jobs",
     *OUTCOMES,
-    "compare",
+    COMPARE_COLUMN,
 ]
 FAILED_COLUMNS = [
     "run_id",
@@ -62,17 +62,15 @@ def build(src, params: Mapping[str, str]) -> PageView:
     run = choose(params, "run", ids, ALL)
     view = PageView(page="runs", title="Runs and fleet", params={"run": run})
     view.filters = [make_filter("run", "failed jobs of run", ids, run, with_all=True)]
-    previous = compare_queries.previous_runs(src)
     for r in runs:
         r.update({o: r["outcomes"].get(o, 0) for o in OUTCOMES})
-        # the Compare page's link: this run against the previous run of its sweep
-        r["compare"] = r["id"] if r["id"] in previous else None
+    add_compare_runs(src, runs, run_key="id")  # the Compare page's link: this run against the previous one
     view.add_table(
         "runs",
         "runs (newest first), attempts by outcome; compare: against the previous run of the sweep",
         RUN_COLUMNS,
         runs,
-        links={"id": "/runs?run={value}", "compare": "/compare?run={value}"},
+        links={"id": "/runs?run={value}", COMPARE_COLUMN: compare_link()},
     )
     failed = queries.failed_attempts(src, int(run) if run else None)
     view.add_table(

@@ -15,7 +15,7 @@ from dashboard.view import Figure, PageView, short
 from orchestrator.store import queries, revision_cache, series_verdicts
 from orchestrator.store.regression_rule import CONFIRMED, KERNEL_CHANGED, PICKS_UNKNOWN, STATUS_WORDS, UNCONFIRMED
 
-from ._common import ALL, SERIES_COLUMNS, choose, make_filter
+from ._common import ALL, COMPARE_COLUMN, SERIES_COLUMNS, add_compare_runs, choose, compare_link, make_filter
 
 COLUMNS = [  # the median and IQR next to the series' keys: readable without scrolling
     *SERIES_COLUMNS,
@@ -27,6 +27,7 @@ COLUMNS = [  # the median and IQR next to the series' keys: readable without scr
     "measured_at",
     "commit",
     "run_id",
+    COMPARE_COLUMN,
     "speedup_vs_eager",
     "reason",
     "job_key",
@@ -36,6 +37,16 @@ MAX_SERIES = 12
 DASHES = ("solid", "dot", "dash", "longdash", "dashdot", "longdashdot")
 SYMBOLS = ("circle", "square", "diamond", "cross", "x", "triangle-left", "star", "hexagon")
 SCALES = {"linear": "linear", "log": "log (implementations far apart)"}
+RANGES = {"fit": "fit the points (old outliers on the edge)", "all": "every point"}
+# An old outlier does not set the y range (the "fit" range): a point is one when it lies far from both the median of
+# its series and the median of its neighbours (NEIGHBOURS each side) — at least SPIKE_FLOOR times (or 1 / that)
+# and SPIKE_SPREADS times the series' run-to-run spread (log scale) — and is not one of the series' KEEP_NEWEST
+# newest points, which the range always holds (a current change is never pushed off the plot).
+KEEP_NEWEST = 5
+SPIKE_FLOOR = 1.25
+SPIKE_SPREADS = 6.0
+NEIGHBOURS = 3
+EDGE = "outside the y range"  # the trace of the markers drawn on the edge for the points left out
 Y_MODES = {"time": "time (median, IQR band)", "speedup": "speed-up vs eager (same job)"}
 X_MODES = {"date": "date", "commit": "commit (in measurement order)"}
 LAST = {
@@ -70,6 +81,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
     x = choose(params, "x", list(X_MODES), "date")
     last = choose(params, "last", list(LAST), "100")
     scale = choose(params, "scale", list(SCALES), "linear")
+    yrange = choose(params, "yrange", list(RANGES), "fit")
     view = PageView(
         page="trends",
         title="Trends",
@@ -84,6 +96,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
             "x": x,
             "last": last,
             "scale": scale,
+            "yrange": yrange,
         },
     )
     view.filters = [
@@ -97,6 +110,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
         make_filter("x", "x axis", list(X_MODES), x, labels=X_MODES),
         make_filter("last", "points", list(LAST), last, labels=LAST),
         make_filter("scale", "y scale", list(SCALES), scale, labels=SCALES),
+        make_filter("yrange", "y range", list(RANGES), yrange, labels=RANGES),
     ]
     points = (
         revision_cache.memo(
@@ -158,14 +172,115 @@ def build(src, params: Mapping[str, str]) -> PageView:
                     "direction": flag["direction"] if flag else None,
                 }
             )
-    table = view.add_table("points", "the points plotted", COLUMNS, records)
+    add_compare_runs(src, records)
+    table = view.add_table(
+        "points",
+        "the points plotted (compare: the point's run against the previous run of its sweep)",
+        COLUMNS,
+        records,
+        links={COMPARE_COLUMN: compare_link("metric={reading}", "kernel={kernel}", "gpu={gpu_type}")},
+    )
     if not records:
         view.notes.append("No measurement matches these filters.")
         return view
     view.notes.append(f"{len(keys)} series, {len(table.rows)} points; {_verdict_counts(records)}.")
     shown = [{**row, "status": r["status"], "direction": r["direction"]} for row, r in zip(table.rows, records)]
-    view.figures.append(Figure(FIGURE_ID, _figure(shown, y, x, reading, scale)))  # the table's values, as the CSV
+    fig = _figure(shown, y, x, reading, scale)  # the table's values, as the CSV
+    outliers = stale_outliers(shown, y)
+    if outliers and yrange == "fit":
+        _fit_range(fig, shown, outliers, y, x, scale)
+    if outliers:
+        view.notes.append(_outlier_note(len(outliers), yrange))
+    view.figures.append(Figure(FIGURE_ID, fig))
     return view
+
+
+def _outlier_note(n: int, yrange: str) -> str:
+    what = (
+        f"{n} old point(s) lie far from their series and their neighbours in it (a spike of {SPIKE_FLOOR:g}× or "
+        f"more, beyond {SPIKE_SPREADS:g} × the series' run-to-run spread, not among its newest {KEEP_NEWEST})"
+    )
+    if yrange == "fit":
+        return (
+            f"y range: {what}; they are left out of the range, so they do not squash the current trend, and drawn "
+            f"as ▲ / ▼ on its edge (hover for the value); y range: every point shows them where they are."
+        )
+    return f"y range: every point, {what}; y range: fit leaves them out of the range."
+
+
+def _ys(r: dict, y: str) -> float | None:
+    return r["median"] if y == "time" else r["speedup_vs_eager"]
+
+
+def stale_outliers(rows: list[dict], y: str) -> list[int]:
+    """The indices in ``rows`` of the old outliers (the module's rule: SPIKE_FLOOR, SPIKE_SPREADS, KEEP_NEWEST)."""
+    by_series: dict[tuple, list[int]] = defaultdict(list)
+    for i, r in enumerate(rows):
+        v = _ys(r, y)
+        if v is not None and v > 0:
+            by_series[(r["shape"], r["dtype"], r["impl"], r["gpu_type"], r["hardware_key"])].append(i)
+    out = []
+    for idx in by_series.values():
+        logs = np.log([_ys(rows[i], y) for i in idx])
+        if len(logs) <= KEEP_NEWEST:
+            continue
+        steps = np.abs(np.diff(logs))
+        spread = 1.4826 * float(np.median(steps)) / np.sqrt(2)  # one point's scatter from the successive steps
+        floor = max(np.log(SPIKE_FLOOR), SPIKE_SPREADS * spread)
+        middle = np.median(logs)
+        for j in range(len(logs) - KEEP_NEWEST):
+            near = np.concatenate((logs[max(0, j - NEIGHBOURS) : j], logs[j + 1 : j + 1 + NEIGHBOURS]))
+            if min(abs(logs[j] - np.median(near)), abs(logs[j] - middle)) > floor:
+                out.append(idx[j])
+    return sorted(out)
+
+
+def _fit_range(fig: go.Figure, rows: list[dict], outliers: list[int], y: str, x: str, scale: str) -> None:
+    """Set the y range to hold every point but ``outliers`` (with their IQR where the view draws it), and draw the
+    outliers as markers on the range's edge."""
+    left = set(outliers)
+    kept = [v for i, r in enumerate(rows) if i not in left for v in _held(r, y)]
+    lo, hi = min(kept), max(kept)
+    if scale == "log":
+        lo, hi = np.log10(lo), np.log10(hi)
+    pad = (hi - lo) * 0.06 or abs(hi) * 0.06 or 1.0
+    lo, hi = lo - pad, hi + pad
+    fig.update_yaxes(range=[lo, hi], autorange=False)
+    top, bottom = (10**hi, 10**lo) if scale == "log" else (hi, lo)
+    order = {c: i for i, c in enumerate(dict.fromkeys(r["commit"] for r in rows))}
+    marks = [rows[i] for i in outliers if not bottom <= _ys(rows[i], y) <= top]  # the others are in sight
+    if not marks:
+        return
+    fig.add_trace(
+        go.Scatter(
+            x=[r["measured_at"] if x == "date" else f"{order[r['commit']]:03d} {short(r['commit'])}" for r in marks],
+            y=[top if _ys(r, y) > top else bottom for r in marks],
+            mode="markers",
+            name=EDGE,
+            marker={
+                "symbol": ["triangle-up" if _ys(r, y) > top else "triangle-down" for r in marks],
+                "size": 12,
+                "color": [impl_color(r["impl"]) for r in marks],
+                "line": {"width": 1, "color": "#333"},
+            },
+            cliponaxis=False,
+            hovertext=[
+                f"{r['impl']} · {r['shape']} · {r['dtype']} · {r['gpu_type']}<br>run {r['run_id']} · "
+                f"{r['measured_at']}<br>{_ys(r, y):.4g} {'' if y != 'time' else r['unit'] or ''}: outside the y "
+                "range (an old outlier)"
+                for r in marks
+            ],
+            hoverinfo="text",
+        )
+    )
+
+
+def _held(r: dict, y: str) -> list[float]:
+    """The values of a point the y range holds: its median, and its IQR where the view draws it."""
+    v = _ys(r, y)
+    if v is None:
+        return []
+    return [v, r["q1"], r["q3"]] if y == "time" and r["q1"] is not None and r["q3"] is not None else [v]
 
 
 def _verdict_counts(records: list[dict]) -> str:
@@ -195,7 +310,9 @@ def _quartiles(samples, value):
 
 
 def _figure(rows: list[dict], y: str, x: str, reading: str, scale: str = "linear") -> go.Figure:
-    fig = go.Figure()
+    """Per series its median line, IQR band and verdict markers.  Built as plain traces without Plotly's
+    per-property validation (``_validate=False``): validating a dozen series' traces took a fifth of a first view."""
+    traces: list[dict] = []
     order = {c: i for i, c in enumerate(dict.fromkeys(r["commit"] for r in rows))}
     grouped: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
@@ -214,32 +331,34 @@ def _figure(rows: list[dict], y: str, x: str, reading: str, scale: str = "linear
         ]
         color = impl_color(impl)  # one colour per implementation; the shapes differ by dash and marker
         if y == "time":
-            fig.add_trace(
-                go.Scatter(
-                    x=xs + xs[::-1],
-                    y=[r["q3"] for r in pts] + [r["q1"] for r in pts][::-1],
-                    fill="toself",
-                    fillcolor=rgba(color, 0.15),
-                    line={"width": 0},
-                    mode="lines",
-                    hoverinfo="skip",
-                    showlegend=False,
-                    legendgroup=name,
-                    name=name + " IQR",
-                )
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": xs + xs[::-1],
+                    "y": [r["q3"] for r in pts] + [r["q1"] for r in pts][::-1],
+                    "fill": "toself",
+                    "fillcolor": rgba(color, 0.15),
+                    "line": {"width": 0},
+                    "mode": "lines",
+                    "hoverinfo": "skip",
+                    "showlegend": False,
+                    "legendgroup": name,
+                    "name": name + " IQR",
+                }
             )
-        fig.add_trace(
-            go.Scatter(
-                x=xs,
-                y=ys,
-                mode="lines+markers",
-                name=name,
-                legendgroup=name,
-                line={"color": color, "dash": DASHES[shape_index[shape] % len(DASHES)]},
-                marker={"symbol": SYMBOLS[shape_index[shape] % len(SYMBOLS)]},
-                hovertext=hover,
-                hoverinfo="text",
-            )
+        traces.append(
+            {
+                "type": "scatter",
+                "x": xs,
+                "y": ys,
+                "mode": "lines+markers",
+                "name": name,
+                "legendgroup": name,
+                "line": {"color": color, "dash": DASHES[shape_index[shape] % len(DASHES)]},
+                "marker": {"symbol": SYMBOLS[shape_index[shape] % len(SYMBOLS)]},
+                "hovertext": hover,
+                "hoverinfo": "text",
+            }
         )
         styles = [((CONFIRMED, d), d, style) for d, style in CONFIRMED_STYLE.items()]
         styles += [((st, None), STATUS_WORDS[st], style) for st, style in OPEN_STYLE.items()]
@@ -250,26 +369,26 @@ def _figure(rows: list[dict], y: str, x: str, reading: str, scale: str = "linear
                 if r["status"] == status and (direction is None or r["direction"] == direction)
             ]
             if marked:
-                fig.add_trace(
-                    go.Scatter(
-                        x=[xs[j] for j in marked],
-                        y=[ys[j] for j in marked],
-                        mode="markers",
-                        marker={"symbol": symbol, "size": 14, "color": fcolor},
-                        name=f"{words} ({name})",
-                        legendgroup=name,
-                        hovertext=[hover[j] for j in marked],
-                        hoverinfo="text",
-                    )
+                traces.append(
+                    {
+                        "type": "scatter",
+                        "x": [xs[j] for j in marked],
+                        "y": [ys[j] for j in marked],
+                        "mode": "markers",
+                        "marker": {"symbol": symbol, "size": 14, "color": fcolor},
+                        "name": f"{words} ({name})",
+                        "legendgroup": name,
+                        "hovertext": [hover[j] for j in marked],
+                        "hoverinfo": "text",
+                    }
                 )
     unit = rows[0]["unit"] or metrics.unit(reading)
-    fig.update_layout(
-        height=480,
-        margin={"l": 10, "r": 10, "t": 40, "b": 40},
-        legend={"font": {"size": 10}},
-        yaxis_title=f"{reading} ({unit})" if y == "time" else "speed-up vs eager (×)",
-        yaxis_type=scale,
-        xaxis_title="measured at" if x == "date" else "commit",
-        title=f"{rows[0]['kernel']}: {Y_MODES[y]}",
-    )
-    return fig
+    layout = {
+        "height": 480,
+        "margin": {"l": 10, "r": 10, "t": 40, "b": 40},
+        "legend": {"font": {"size": 10}},
+        "yaxis": {"title": {"text": f"{reading} ({unit})" if y == "time" else "speed-up vs eager (×)"}, "type": scale},
+        "xaxis": {"title": {"text": "measured at" if x == "date" else "commit"}},
+        "title": {"text": f"{rows[0]['kernel']}: {Y_MODES[y]}"},
+    }
+    return go.Figure({"data": traces, "layout": layout}, _validate=False)

@@ -25,21 +25,24 @@ measured on both sides.  Series timed on a CPU (Triton's interpreter) are left o
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from orchestrator.store.models import Device, Job, JobAttempt, Measurement, Run, RunJob
-from orchestrator.store.queries import Source, _reading, autotune_pick, is_cpu_device
+from orchestrator.store.queries import Source, _reading, autotune_pick, is_cpu_device, repeats, repeats_text
 from orchestrator.store.regression_rule import (
     CONFIRMED,
     DEFAULT_THRESHOLD,
     Point,
+    _finite,
     between_run_scale,
     judge,
     threshold_for,
@@ -107,14 +110,17 @@ def run_rows(src: Source, run_ids: Sequence[int]) -> list[dict[str, Any]]:
 
 def compare_choices(src: Source, limit: int = 200) -> dict[str, list[dict[str, Any]]]:
     """What the Compare page offers: the newest runs (id, sweep, commit, started_at) and the commits they hold
-    (commit, runs, newest start), newest first; ``micro``: the ids of the runs that hold micro jobs."""
+    (commit, runs, newest start), newest first; ``micro``: the ids of the runs that hold micro jobs; ``kinds``:
+    run id -> the kinds of job it holds (sorted)."""
     with _reading(src) as s:
         runs = s.execute(
             select(Run.id, Run.sweep, Run.commit, Run.started_at).order_by(Run.started_at.desc(), Run.id.desc())
         ).all()
-        micro = set(
-            s.scalars(select(RunJob.run_id).distinct().join(Job, Job.id == RunJob.job_id).where(Job.kind == "micro"))
-        )
+        kinds: dict[int, list[str]] = defaultdict(list)
+        for rid, kind in s.execute(
+            select(RunJob.run_id, Job.kind).distinct().join(Job, Job.id == RunJob.job_id).order_by(Job.kind)
+        ):
+            kinds[rid].append(kind)
     commits: dict[str, dict[str, Any]] = {}
     for rid, _sweep, commit, started in runs:
         if commit and commit != "unknown":
@@ -123,7 +129,8 @@ def compare_choices(src: Source, limit: int = 200) -> dict[str, list[dict[str, A
     return {
         "runs": [{"id": r, "sweep": sw, "commit": c, "started_at": t} for r, sw, c, t in runs[:limit]],
         "commits": list(commits.values())[:limit],
-        "micro": sorted(micro),
+        "micro": sorted(r for r, ks in kinds.items() if "micro" in ks),
+        "kinds": dict(kinds),
     }
 
 
@@ -201,11 +208,11 @@ def _side(s: Session, run_ids: Sequence[int], metric: str, name_col) -> tuple[di
                 Measurement.impl,
                 Measurement.metric,
                 Measurement.value,
-                Measurement.samples,
+                repeats_text(),
             ).where(Measurement.job_id.in_(chunk), Measurement.metric.in_([metric, "correct"]))
         ):
-            if (job_id, attempt) in wanted:
-                values[(job_id, attempt)][(impl, mname)] = (value, samples)
+            if (job_id, attempt) in wanted:  # the repeats as a float array once: every step below reads them
+                values[(job_id, attempt)][(impl, mname)] = (value, _finite(repeats(samples)))
     points: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     correct: dict[tuple, list[bool]] = defaultdict(list)
     order = {r: i for i, r in enumerate(run_ids)}
@@ -225,7 +232,7 @@ def _side(s: Session, run_ids: Sequence[int], metric: str, name_col) -> tuple[di
                 {
                     "run_id": run_id,
                     "value": value,
-                    "samples": samples if samples else [value],
+                    "samples": samples if samples.size else np.array([value], dtype=float),
                     "shape": list(shape or []),
                     "pick": autotune_pick(details, impl),
                 }
@@ -242,29 +249,50 @@ def _levels(points: Sequence[Mapping[str, Any]]) -> list[float]:
     return [lv for lv in (_point(p).level() for p in points) if lv is not None]
 
 
+def log_quartiles(xs: np.ndarray) -> tuple[float, float]:
+    """``np.percentile(np.log(xs), [25, 75])`` (its default, linear method) to the bit, on one partition and without
+    its per-call set-up: the comparison asks for it once per run of each series, hundreds of times a page."""
+    lx = np.log(xs)
+    n = lx.size
+    virtual = (n - 1) * np.array([0.25, 0.75])
+    below = np.floor(virtual).astype(np.intp)
+    above = np.minimum(below + 1, n - 1)
+    part = np.partition(lx, np.unique(np.concatenate((below, above))))
+    a, b, t = part[below], part[above], virtual - below
+    diff = b - a
+    out = np.where(t >= 0.5, b - diff * (1 - t), a + diff * t)  # numpy's _lerp
+    return float(out[0]), float(out[1])
+
+
 def _repeat_se(points: Sequence[Mapping[str, Any]]) -> float | None:
     """Standard error of a side's log median from the repeats alone (runs averaged), None when unknown: per run
     1.2533 x sigma / sqrt(n), sigma from the inter-quartile range of the log repeats (IQR / 1.349, robust)."""
-    import numpy as np
-
     per_run = []
     for p in points:
-        xs = np.asarray([x for x in p["samples"] or () if x is not None], dtype=float)
-        xs = xs[np.isfinite(xs) & (xs > 0)]
+        xs = _finite(p["samples"])
+        xs = xs[xs > 0]
         if len(xs) < 3:
             continue
-        q1, q3 = np.percentile(np.log(xs), [25, 75])
+        q1, q3 = log_quartiles(xs)
         per_run.append((_MEDIAN_SE * (q3 - q1) / 1.349 / math.sqrt(len(xs))) ** 2)
     if not per_run:
         return None
     return math.sqrt(sum(per_run)) / len(per_run)
 
 
+@functools.lru_cache(maxsize=256)
+def _t_quantile(dof: int | None) -> float:
+    """The two-sided CI_LEVEL quantile of Student's t with ``dof`` degrees of freedom (None: the normal's); a
+    comparison asks for a few values hundreds of times, and one SciPy call costs about a millisecond."""
+    from scipy.stats import norm, t
+
+    tail = (1 - CI_LEVEL) / 2
+    return float(norm.isf(tail)) if dof is None else float(t.isf(tail, dof))
+
+
 def _interval(
     ref: Sequence[Mapping[str, Any]], cur: Sequence[Mapping[str, Any]], spread: tuple[float | None, int] | None
 ) -> tuple[float | None, float | None, str | None]:
-    from scipy.stats import norm, t
-
     ref_lv, cur_lv = _levels(ref), _levels(cur)
     if not ref_lv or not cur_lv:
         return None, None, None
@@ -272,10 +300,10 @@ def _interval(
     candidates = []
     if spread is not None and spread[0] is not None and spread[1] >= 1:
         se_b = spread[0] * math.sqrt(1 / len(ref_lv) + 1 / len(cur_lv))
-        candidates.append((se_b * float(t.isf((1 - CI_LEVEL) / 2, spread[1])), "between-run"))
+        candidates.append((se_b * _t_quantile(spread[1]), "between-run"))
     se_r = [x for x in (_repeat_se(ref), _repeat_se(cur)) if x is not None]
     if len(se_r) == 2:
-        candidates.append((math.sqrt(se_r[0] ** 2 + se_r[1] ** 2) * float(norm.isf((1 - CI_LEVEL) / 2)), "repeats"))
+        candidates.append((math.sqrt(se_r[0] ** 2 + se_r[1] ** 2) * _t_quantile(None), "repeats"))
     if not candidates:
         return None, None, None
     half, basis = max(candidates)

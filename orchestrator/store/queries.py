@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, Text, cast, func, select
 from sqlalchemy.orm import Session
 
 from orchestrator.store import e2e_anchors
@@ -48,6 +48,7 @@ from orchestrator.store.regression_rule import (
     DEFAULT_WINDOW,
     DEFAULT_Z,
     Point,
+    _finite,
     between_run_scale,
     judge,
     threshold_for,
@@ -885,6 +886,27 @@ def artifact_data(src: Source, artifact_id: int) -> bytes | None:
 
 
 # -- regressions ----------------------------------------------------------------------------------------------
+def repeats_text(column=Measurement.samples):
+    """A measurement's stored repeats as their JSON text, for ``repeats`` to decode: the driver's json.loads would
+    take most of a Trends or Compare view (thousands of repeats a reading, decimal text)."""
+    return cast(column, Text)
+
+
+def repeats(text: str | None) -> list | None:
+    """The repeats ``repeats_text`` read: orjson's parse, the same floats as json.loads to the bit and about 7 times
+    faster; what orjson refuses (NaN, Infinity written by an older writer) goes through json."""
+    if text is None:
+        return None
+    import orjson
+
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        import json
+
+        return json.loads(text)
+
+
 def _series(
     s: Session,
     metric: str,
@@ -903,7 +925,7 @@ def _series(
         select(
             Measurement.impl,
             Measurement.value,
-            Measurement.samples,
+            repeats_text(),
             JobAttempt.run_id,
             JobAttempt.attempt,
             JobAttempt.hardware_key,
@@ -956,10 +978,11 @@ def _series(
         commit,
         details,
     ) in s.execute(query).all():
+        samples = repeats(samples) or ([value] if value is not None else [])
         series[(nm, skey, dtype, impl, hw)].append(
             {
                 "value": value,
-                "samples": samples if samples else ([value] if value is not None else []),
+                "samples": _finite(samples),  # a float array once: the rule reads each point's repeats many times
                 "run_id": run_id,
                 "attempt": attempt,
                 "measured_at": started or recorded,
@@ -1131,9 +1154,10 @@ def regression_report(
             current, reference = _last_per_run(points, runs), _last_per_run(points, baselines)
             if not current or not reference:
                 continue
-            first = min(points.index(p) for p in reference)
+            position = {id(p): i for i, p in enumerate(points)}  # by identity: points hold arrays, not comparable
+            first = min(position[id(p)] for p in reference)
             earlier = [p for p in points[:first] if p["run_id"] not in runs]
-            history = earlier[-noise_window:] + sorted(reference, key=points.index)
+            history = earlier[-noise_window:] + sorted(reference, key=lambda p: position[id(p)])
             plans.append((key, reference, current, history))
         else:
             last = len(points) - 1
@@ -1306,21 +1330,16 @@ def micro_choices(src: Source, kernel: str | None = None) -> dict[str, Any]:
     }
 
 
-def speedup_matrix(src: Source, reading: str = "time_us", impl: str = "triton") -> list[dict[str, Any]]:
-    """Speed-up of ``impl`` per kernel x GPU type, from the newest run that measured that kernel on that GPU type.
-
-    ``reading`` is one of TIME_READINGS.  Per (job = kernel, shape, dtype): speed-up = eager's reading / impl's,
-    and against the faster of compile / compile_max that passed correctness; a cell is the geometric mean over
-    the run's shapes and dtypes.  A cell where ``impl`` failed correctness in any of them has ``correct`` False
-    and no speed-up.  Keys: kernel, gpu_type, run_id, commit, measured_at, n_jobs, speedup_vs_eager,
-    speedup_vs_compile, compile_baseline, correct, min_speedup_vs_eager, max_speedup_vs_eager.
-    """
+def _newest_micro_values(src: Source, reading: str) -> tuple[dict, dict, dict]:
+    """What the Overview's cells are made of: (newest_micro_runs, (kernel, gpu type, job id) -> (impl, metric) ->
+    value of ``reading`` and ``correct`` from that newest run, run id -> commit).  ``reading``: one of
+    TIME_READINGS."""
     if reading not in TIME_READINGS:
         raise ValueError(f"reading must be one of {', '.join(TIME_READINGS)}, got {reading!r}")
     with _reading(src) as s:
         chosen = newest_micro_runs(s)
         if not chosen:
-            return []
+            return {}, {}, {}
         runs = sorted({r for _, r in chosen.values()})
         rows = s.execute(
             _good_attempt_join(
@@ -1348,6 +1367,53 @@ def speedup_matrix(src: Source, reading: str = "time_us", impl: str = "triton") 
     for kernel, gpu, run_id, job_id, mimpl, metric, value in rows:
         if chosen.get((kernel, gpu), (None, None))[1] == run_id:
             per_job[(kernel, gpu, job_id)][(mimpl, metric)] = value
+    return chosen, per_job, commits
+
+
+def newest_micro_cells(src: Source, reading: str = "time_us") -> list[dict[str, Any]]:
+    """Every implementation's ``reading`` per kernel x GPU type, from the newest run that measured that kernel on
+    that GPU type (the runs speedup_matrix reads): one row per cell with kernel, gpu_type, reading, run_id, commit,
+    measured_at, jobs (the job ids of the cell), times (impl -> job id -> value) and correct (impl -> False when it
+    failed correctness in any job of the cell, True when it passed in one at least, else None)."""
+    chosen, per_job, commits = _newest_micro_values(src, reading)
+    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    for (kernel, gpu, job), v in per_job.items():
+        at, run_id = chosen[(kernel, gpu)]
+        cell = cells.setdefault(
+            (kernel, gpu),
+            {
+                "kernel": kernel,
+                "gpu_type": gpu,
+                "reading": reading,
+                "run_id": run_id,
+                "commit": commits.get(run_id),
+                "measured_at": at,
+                "jobs": [],
+                "times": defaultdict(dict),
+                "correct": {},
+            },
+        )
+        cell["jobs"].append(job)
+        for (impl, metric), value in v.items():
+            if metric == reading and value is not None:
+                cell["times"][impl][job] = value
+            elif metric == "correct" and value is not None:
+                cell["correct"][impl] = cell["correct"].get(impl, True) and value >= 0.5
+    return [{**c, "times": dict(c["times"])} for _, c in sorted(cells.items())]
+
+
+def speedup_matrix(src: Source, reading: str = "time_us", impl: str = "triton") -> list[dict[str, Any]]:
+    """Speed-up of ``impl`` per kernel x GPU type, from the newest run that measured that kernel on that GPU type.
+
+    ``reading`` is one of TIME_READINGS.  Per (job = kernel, shape, dtype): speed-up = eager's reading / impl's,
+    and against the faster of compile / compile_max that passed correctness; a cell is the geometric mean over
+    the run's shapes and dtypes.  A cell where ``impl`` failed correctness in any of them has ``correct`` False
+    and no speed-up.  Keys: kernel, gpu_type, run_id, commit, measured_at, n_jobs, speedup_vs_eager,
+    speedup_vs_compile, compile_baseline, correct, min_speedup_vs_eager, max_speedup_vs_eager.
+    """
+    chosen, per_job, commits = _newest_micro_values(src, reading)
+    if not chosen:
+        return []
     cells: dict[tuple[str, str], dict[str, Any]] = {}
     for (kernel, gpu, _job), v in per_job.items():
         if (impl, reading) not in v and (impl, "correct") not in v:
@@ -1502,7 +1568,7 @@ def trend_points(
                 Measurement.impl,
                 Measurement.value,
                 Measurement.unit,
-                Measurement.samples,
+                repeats_text(),
                 eager.value,
                 own.value,
                 Job.kernel,
@@ -1561,7 +1627,7 @@ def trend_points(
             "gpu_type": gpu,
             "value": value,
             "unit": unit,
-            "samples": samples,
+            "samples": repeats(samples),
             "eager_value": eager_value,
             "correct": None if correct is None else correct >= 0.5,
             "run_id": run_id,

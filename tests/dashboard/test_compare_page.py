@@ -105,3 +105,45 @@ def test_the_runs_page_links_a_run_to_its_comparison_with_the_previous_run(brows
     load(browser, href)
     assert browser.find_element(By.CSS_SELECTOR, "#filter-current").text.find(f"run {run_id} ") >= 0
     assert browser.find_element(By.CSS_SELECTOR, "#filter-baseline").text.find(f"run {previous[run_id]} ") >= 0
+
+
+# Every page that shows a run, and the Compare filters its link sets besides the run (the row's kernel, GPU type,
+# reading; the End to end page compares ms per step).
+RUN_PAGES = {
+    "/": ("metric", "kernel", "gpu"),
+    "/trends": ("metric", "kernel", "gpu"),
+    "/bandwidth": ("metric", "kernel", "gpu"),
+    "/e2e": ("metric", "gpu"),
+    "/profiles": ("kernel", "gpu"),
+    "/isa": ("kernel",),
+    "/runs": (),
+}
+
+
+@pytest.mark.slow
+def test_every_page_that_shows_a_run_links_it_to_its_comparison(browser, server, filled_store):
+    previous = compare_queries.previous_runs(filled_store)
+    for path, filters in RUN_PAGES.items():
+        load(browser, server + path)
+        WebDriverWait(browser, TIMEOUT_S).until(
+            lambda d: d.find_elements(By.CSS_SELECTOR, "#page [id^=table-] a[href*='/compare?run=']")
+        )
+        href = browser.find_element(By.CSS_SELECTOR, "#page [id^=table-] a[href*='/compare?run=']").get_attribute(
+            "href"
+        )
+        params = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(href).query))
+        assert set(params) == {"run", *filters}, (path, href)
+        run_id = int(params["run"])
+        assert run_id in previous, (path, href)
+        load(browser, href)
+        assert f"run {run_id} " in browser.find_element(By.CSS_SELECTOR, "#filter-current").text, (path, href)
+        assert f"run {previous[run_id]} " in browser.find_element(By.CSS_SELECTOR, "#filter-baseline").text
+        page = browser.find_element(By.CSS_SELECTOR, "#page").text
+        assert "Nothing to compare" not in page and "no such filter" not in page, (path, page[:500])
+        assert "not a value of" not in page, (path, page[:500])
+        rows = _grid_rows(browser, "series")
+        assert rows, (path, href)
+        if "kernel" in filters:
+            assert {r["kernel"] for r in rows} == {params["kernel"]}, (path, href)
+        if params.get("metric") == "ms_per_step":  # an end-to-end run: its steps, per mode
+            assert "ms_per_step (ms)" in page

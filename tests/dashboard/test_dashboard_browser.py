@@ -17,6 +17,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from sqlalchemy import create_engine, text
 
 from dashboard.pages import PAGES
+from dashboard.pages.overview import MARKED, SPEEDUP_TRACES
 from orchestrator.store import queries
 from orchestrator.store.regression_rule import STATUS_WORDS
 
@@ -53,10 +54,20 @@ def _num(x: str | None) -> float | None:
 
 
 def _series(traces: list[dict]) -> list[dict]:
-    """The trend figure's median lines (not the IQR bands, not the flag markers)."""
+    """The trend figure's median lines (not the IQR bands, the flag markers, the markers on the y range's edge)."""
     return [
-        t for t in traces if t["name"] and not t["name"].endswith(" IQR") and not t["name"].startswith(VERDICT_MARKERS)
+        t
+        for t in traces
+        if t["name"]
+        and not t["name"].endswith(" IQR")
+        and not t["name"].startswith(VERDICT_MARKERS)
+        and t["name"] != "outside the y range"
     ]
+
+
+def _speedups(traces: list[dict]) -> list[dict]:
+    """The Overview's two speed-up heat maps (vs eager first), not the grey cells drawn over them."""
+    return [t for t in traces if t["type"] == "heatmap" and t["name"] in SPEEDUP_TRACES]
 
 
 @pytest.mark.slow
@@ -102,17 +113,26 @@ def test_overview_has_one_cell_per_kernel_and_gpu_type(browser, server, filled_s
     engine.dispose()
     assert {g for _, g in expected} >= {"cpu", "h200"}
     load(browser, server + "/")
-    heat = [t for t in wait_figure(browser, "overview-heatmap") if t["type"] == "heatmap"]
+    traces = wait_figure(browser, "overview-heatmap")
+    heat = _speedups(traces)
     assert len(heat) == 2
     for trace in heat:
         shown = {
             (k, g) for i, k in enumerate(trace["y"]) for j, g in enumerate(trace["x"]) if trace["text"][i][j] != ""
         }
         assert shown == expected
+    # the CPU column (all a CPU-only store has): Triton's interpreter, drawn as grey cells that say so, per panel
+    grey = [t for t in traces if t["name"] == MARKED]
+    assert len(grey) == 2
+    for trace, speed in zip(grey, heat):
+        cells = [(i, j, k, g) for i, k in enumerate(trace["y"]) for j, g in enumerate(trace["x"])]
+        cpu = [(i, j) for i, j, k, g in cells if (k, g) in expected and g == "cpu"]
+        assert cpu and all(trace["z"][i][j] is not None and trace["text"][i][j] == "interpreted" for i, j in cpu)
+        assert all(speed["z"][i][j] is None for i, j in cpu), "an interpreter's time is never coloured as a speed"
 
 
 @pytest.mark.slow
-def test_overview_marks_failed_correctness_and_clicks_through_to_the_trend(browser, server):
+def test_overview_marks_failed_correctness_and_clicks_through_to_the_trend(browser, server, filled_store):
     load(browser, server + "/")
     heat = wait_figure(browser, "overview-heatmap")[0]
     for i, row in enumerate(heat["text"]):
@@ -129,6 +149,7 @@ def test_overview_marks_failed_correctness_and_clicks_through_to_the_trend(brows
         if heat["text"][i][j] != "" and heat["z"][i][j] is not None
     )
     plot = browser.find_element("css selector", "#overview-heatmap .nsewdrag")  # the first heat-map's area
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", plot)
     x, y = browser.execute_script(
         "var gd = document.querySelector('#overview-heatmap .js-plotly-plot'), L = gd._fullLayout;"
         "return [L.xaxis.d2p(arguments[0]), L.yaxis.d2p(arguments[1])];",
@@ -143,10 +164,27 @@ def test_overview_marks_failed_correctness_and_clicks_through_to_the_trend(brows
 
     WebDriverWait(browser, 60).until(lambda d: "/trends?" in d.current_url)
     wait_idle(browser)
-    params = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(browser.current_url).query))
+    params = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(browser.current_url).query, keep_blank_values=True))
     assert (params["kernel"], params["gpu_type"], params["impl"]) == (kernel, gpu_type, "triton"), params
+    assert params["shape"] == "" and filter_value(browser, "shape") == "all", "every shape, not the first"
     assert filter_value(browser, "kernel") == params["kernel"]
     assert wait_figure(browser, "trend-figure")
+    plotted = {r["shape"] for r in _csv(browser.find_element("css selector", "#csv-points").get_attribute("href"))}
+    engine = create_engine(filled_store)
+    with engine.connect() as c:  # the shapes of the series, straight from the tables
+        measured = set(
+            c.execute(
+                text(
+                    "SELECT DISTINCT j.shape_key FROM measurements m JOIN job_attempts a ON a.job_id = m.job_id "
+                    "AND a.attempt = m.attempt JOIN jobs j ON j.id = m.job_id JOIN devices d "
+                    "ON d.hardware_key = a.hardware_key WHERE j.kind = 'micro' AND m.impl = 'triton' "
+                    "AND m.metric = 'time_us' AND j.kernel = :k AND d.gpu_type = :g"
+                ),
+                {"k": kernel, "g": gpu_type},
+            ).scalars()
+        )
+    engine.dispose()
+    assert len(measured) > 1 and plotted == measured
 
 
 @pytest.mark.slow
@@ -193,8 +231,78 @@ def test_csv_download_equals_what_the_page_shows(browser, server):
         if heat["text"][i][j] != ""
     }
     assert set(shown) == set(by)
-    for key, value in shown.items():
-        assert (value is None and by[key] is None) or math.isclose(value, by[key], rel_tol=1e-12), key
+    labels = {(k, g): heat["text"][i][j] for i, k in enumerate(heat["y"]) for j, g in enumerate(heat["x"])}
+    for key, value in shown.items():  # the colour is the log2 of the speed-up (a log colour scale)
+        assert (value is None and by[key] is None) or math.isclose(2**value, by[key], rel_tol=1e-9), key
+        if value is not None:
+            assert labels[key] == f"{by[key]:.2f}×", "the value is printed in its cell"
+
+
+@pytest.mark.slow
+def test_overview_table_has_readable_headers_and_rounded_speedups(browser, server):
+    load(browser, server + "/")
+    WebDriverWait(browser, 60).until(lambda d: d.find_elements("css selector", "#table-cells th"))
+    headers = [h.text for h in browser.find_elements("css selector", "#table-cells th")]
+    assert "GPU type" in headers and "× eager" in headers and "speedup_vs_eager" not in headers, headers
+    column = headers.index("× eager")
+    cells = [
+        r.find_elements("css selector", "td")[column].text
+        for r in browser.find_elements("css selector", "#table-cells tbody tr")
+        if r.find_elements("css selector", "td")
+    ]
+    numbers = [c for c in cells if c]
+    assert numbers and all(len(c.split(".")[1]) == 2 for c in numbers), cells
+    rows = _csv(browser.find_element("css selector", "#csv-cells").get_attribute("href"))
+    assert "speedup_vs_eager" in rows[0], "the CSV keeps the column names and every digit"
+
+
+def _times_by_impl(url: str, run_id: int, kernel: str, gpu_type: str) -> dict[str, dict[int, float]]:
+    """impl -> job id -> time_us of ``kernel`` on ``gpu_type`` in run ``run_id``, straight from the tables."""
+    engine = create_engine(url)
+    with engine.connect() as c:
+        rows = c.execute(
+            text(
+                "SELECT m.impl, j.id, m.value FROM measurements m JOIN job_attempts a ON a.job_id = m.job_id "
+                "AND a.attempt = m.attempt JOIN jobs j ON j.id = m.job_id JOIN devices d "
+                "ON d.hardware_key = a.hardware_key WHERE j.kind = 'micro' AND m.metric = 'time_us' "
+                "AND a.run_id = :r AND j.kernel = :k AND d.gpu_type = :g AND a.status IN ('ok', 'incorrect') "
+                "AND m.value IS NOT NULL"
+            ),
+            {"r": run_id, "k": kernel, "g": gpu_type},
+        ).all()
+    engine.dispose()
+    out: dict[str, dict[int, float]] = {}
+    for impl, job, value in rows:
+        out.setdefault(impl, {})[job] = value
+    return out
+
+
+@pytest.mark.slow
+def test_overview_shows_the_fastest_implementation_per_kernel_and_gpu_type(browser, server, filled_store):
+    from dashboard.colors import impl_color
+
+    load(browser, server + "/?view=fastest")
+    (heat,) = [t for t in wait_figure(browser, "overview-heatmap") if t["type"] == "heatmap"]
+    rows = _csv(browser.find_element("css selector", "#csv-fastest").get_attribute("href"))
+    assert {(r["kernel"], r["gpu_type"]) for r in rows} >= {("rmsnorm", "cpu"), ("rmsnorm", "h200")}
+    for r in rows:
+        times = _times_by_impl(filled_store, int(r["run_id"]), r["kernel"], r["gpu_type"])
+        competing = [i for i in r["competitors"].split(", ") if i]
+        jobs = set().union(*(t.keys() for t in times.values()))
+        assert all(set(times[i]) == jobs for i in competing), r
+        geo = {i: math.exp(sum(math.log(times[i][j]) for j in jobs) / len(jobs)) for i in competing}
+        assert r["fastest"] == min(geo, key=geo.get), r
+        if r["gpu_type"] == "cpu":
+            assert "triton" not in competing and "triton (interpreted)" in r["left_out"], "the interpreter never wins"
+        i, j = heat["y"].index(r["kernel"]), heat["x"].index(r["gpu_type"])
+        assert heat["text"][i][j].startswith(f"<b>{r['fastest']}</b>")
+    # a cell's colour is its implementation's colour on every page
+    colours = browser.execute_script(
+        "var gd = document.querySelector('#overview-heatmap .js-plotly-plot'), t = gd._fullData[0];"
+        "return t.colorscale.map(function (s) { return s[1]; });"
+    )
+    winners = sorted({r["fastest"] for r in rows})
+    assert [c.lower() for c in colours[::2]] == [impl_color(w).lower() for w in winners]
 
 
 @pytest.mark.slow
@@ -301,7 +409,7 @@ def _plot(browser, figure_id: str) -> dict:
 
 @pytest.mark.slow
 def test_an_implementation_keeps_its_colour_and_trends_has_a_log_scale(browser, server):
-    from dashboard.colors import impl_color, mode_color
+    from dashboard.colors import class_color, impl_color, mode_color
 
     load(browser, server + "/trends?kernel=rmsnorm&gpu_type=h200&scale=log")
     wait_figure(browser, "trend-figure")
@@ -319,6 +427,24 @@ def test_an_implementation_keeps_its_colour_and_trends_has_a_log_scale(browser, 
     modes = _plot(browser, "e2e-trend")["traces"]
     assert modes and all(t["line"] == mode_color(t["name"]) for t in modes)
     assert filter_value(browser, "job").startswith("run ")  # the newest job by default, not every job at once
+    # Profiles: a profile job's bars in the colour of the implementation, an end-to-end step's by kernel class
+    load(browser, server + "/profiles")
+    jobs = _csv(browser.find_element("css selector", "#csv-jobs").get_attribute("href"))
+    for kind in ("profile", "e2e"):
+        job = next(j for j in jobs if j["kind"] == kind and j["status"] == "ok")
+        load(browser, server + f"/profiles?job={job['job_id']}")
+        wait_figure(browser, "profile-figure")
+        (bars,) = _plot(browser, "profile-figure")["traces"]
+        top = _csv(browser.find_element("css selector", "#csv-top").get_attribute("href"))
+        part = filter_value(browser, "part")
+        shown = [r for r in top if r["part"] == part][:20][::-1]
+        expected = [class_color(r["class"]) if kind == "e2e" else impl_color(part) for r in shown]
+        assert bars["marker"] == expected, kind
+    # Compare: each implementation's baseline and current points
+    load(browser, server + "/compare")
+    wait_figure(browser, "compare-0")
+    points = _plot(browser, "compare-0")["traces"]
+    assert points and all(t["marker"] == impl_color(t["name"].rsplit(" ", 1)[0]) for t in points)
 
 
 @pytest.mark.slow
@@ -330,3 +456,11 @@ def test_isa_page_draws_registers_spills_occupancy_and_load_width_per_target(bro
     rows = _csv(browser.find_element("css selector", "#csv-isa").get_attribute("href"))
     assert rows and {r["kernel"] for r in rows} == {"rmsnorm"}
     assert {r["arch"] for r in rows} == archs
+
+
+@pytest.mark.slow
+def test_the_dashboard_is_served_by_a_production_server(server):
+    with urllib.request.urlopen(server + "/", timeout=60) as r:
+        assert r.headers["Server"] == "waitress", dict(r.headers)
+    with urllib.request.urlopen(server + "/_dash-layout", timeout=60) as r:  # Dash's own routes through it too
+        assert r.status == 200 and b"kernelfleet" in r.read()

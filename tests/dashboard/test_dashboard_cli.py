@@ -99,11 +99,13 @@ def test_default_binding_is_loopback(upgraded_store):
         text=True,
     )
     try:
-        first = proc.stdout.readline()
+        first, second = proc.stdout.readline(), proc.stdout.readline()
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=20)
     assert f"http://127.0.0.1:{port}/" in first and "(read-only)" in first
+    assert second.startswith("served by waitress"), "a production WSGI server, not Werkzeug's development one"
+    assert "development server" not in err
     assert "WARNING: the dashboard binds" not in err
 
 

@@ -223,7 +223,9 @@ def test_with_the_token_a_node_joins_is_listed_and_leaves(lab):
         assert node.poll() is None, lab.log("node.log")
         r = lab.cli("node", "list", "--json", "--address", lab.address, "--token-file", str(lab.token))
         assert r.returncode == 0, r.stdout + r.stderr
-        rows = [row for row in json.loads(r.stdout) if row["labels"].get("kernelfleet.io/gpu") == "h200"]
+        doc = json.loads(r.stdout)
+        assert (doc["schema"], doc["schema_version"], doc["address"]) == ("kernelfleet.nodes", 1, lab.address)
+        rows = [row for row in doc["nodes"] if row["labels"].get("kernelfleet.io/gpu") == "h200"]
         if rows and rows[0]["alive"]:
             break
         time.sleep(1)
@@ -248,4 +250,4 @@ def test_with_the_token_a_node_joins_is_listed_and_leaves(lab):
     assert left.returncode == 0, left.stdout + left.stderr
     assert "drained and left the cluster" in left.stdout
     after = lab.cli("node", "list", "--json", "--address", lab.address, "--token-file", str(lab.token))
-    assert not next(r for r in json.loads(after.stdout) if r["node_id"] == row["node_id"])["alive"]
+    assert not next(r for r in json.loads(after.stdout)["nodes"] if r["node_id"] == row["node_id"])["alive"]

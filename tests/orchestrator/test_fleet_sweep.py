@@ -178,7 +178,9 @@ def test_node_list_shows_the_dead_and_the_live_with_labels(changing_fleet):
         timeout=120,
     )
     assert r.returncode == 0, r.stdout + r.stderr
-    rows = {row["node_id"]: row for row in json.loads(r.stdout)}
+    doc = json.loads(r.stdout)
+    assert (doc["schema"], doc["schema_version"]) == ("kernelfleet.nodes", 1)
+    rows = {row["node_id"]: row for row in doc["nodes"]}
     for name in ("a2", "a3", "a4"):
         row = rows[sweep.nodes[name]]
         assert row["alive"] and row["labels"][GPU] == "mi355x" and row["gpus"] == 1

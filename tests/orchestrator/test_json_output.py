@@ -48,3 +48,13 @@ def test_report_json_and_the_summary_file(store, capsys, tmp_path):
     assert json.loads((tmp_path / "out" / "summary.json").read_text()) == doc
     assert cli.main(["report", "7", "--json", "--url", store], Console(file=io.StringIO())) == 2
     assert capsys.readouterr().err.startswith("error: no run 7")
+
+
+def test_regressions_json_is_a_versioned_document(store, capsys):
+    assert cli.main(["regressions", "--json", "--url", store], Console(file=io.StringIO())) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "kernelfleet.regressions" and doc["schema_version"] == 1
+    assert doc["exit_code"] == 0 and doc["metric"] == "time_us" and doc["baseline_runs"] == []
+    assert doc["series"] == 0 and doc["flags"] == [], "one run: no history to judge it against"
+    for key in ("runs", "cpu_series"):
+        assert key in doc

@@ -102,6 +102,7 @@ def test_one_run_against_one_is_unconfirmed_and_two_per_side_gate(tmp_path):
     js = cli("regressions", "3", "4", "--baseline", "1", "2", "--json", "--url", url)
     assert js.returncode == 1
     report = json.loads(js.stdout)
+    assert (report["schema"], report["schema_version"]) == ("kernelfleet.regressions", 1)
     assert report["exit_code"] == 1 and report["baseline_runs"] == [1, 2] and report["runs"] == [3, 4]
     assert {(f["impl"], f["status"], f["device"]) for f in report["flags"]} == {("triton", "confirmed", "gpu")}
 

@@ -124,3 +124,23 @@ def test_refs_by_run_id_and_commit_prefix(writer, store_url, factories):
         compare(store_url, a, [a[1], b])
     assert compare_queries.previous_run(store_url, b) == a[1]
     assert compare_queries.previous_run(store_url, a[0]) is None
+
+
+def test_log_quartiles_are_numpys_percentiles_to_the_bit_on_real_repeats():
+    import gzip
+    import json
+
+    import numpy as np
+
+    from orchestrator.store.compare_queries import log_quartiles
+    from tests.orchestrator.test_regressions_cli import RECORDED
+
+    samples = [np.array([3.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0, 4.0]), np.array([5.0, 1.0, 4.0, 2.0, 3.0])]
+    for line in gzip.open(RECORDED, "rt").read().splitlines()[1:]:
+        for m in json.loads(line)["result"]["measurements"]:
+            if m["samples"] and all(x is not None and x > 0 for x in m["samples"]) and len(m["samples"]) >= 3:
+                samples.append(np.asarray(m["samples"], dtype=float))
+    assert len(samples) > 40
+    for xs in samples:
+        q1, q3 = np.percentile(np.log(xs), [25, 75])
+        assert log_quartiles(xs) == (float(q1), float(q3)), xs.size

@@ -378,3 +378,30 @@ def test_an_unknown_metric_is_an_error_in_queries(store_url):
         queries.regressions(store_url, metric="time_ms")
     with pytest.raises(ValueError, match="unknown metric 'time_ms'"):
         queries.history(store_url, "rmsnorm", SHAPE, "bf16", "triton", metric="time_ms")
+
+
+def test_the_rules_mann_whitney_gives_scipys_p_to_the_bit_on_real_repeats():
+    """regression_rule.mann_whitney_p is scipy.stats.mannwhitneyu's one-sided p, without its per-call cost: checked
+    on every pair of the recorded H200 rmsnorm run's time_us repeats (hundreds each, with ties) both ways, and on
+    small samples with and without ties (SciPy's exact and normal methods)."""
+    import gzip
+    import json
+
+    from scipy.stats import mannwhitneyu
+
+    from orchestrator.store.regression_rule import mann_whitney_p
+    from tests.orchestrator.test_regressions_cli import RECORDED
+
+    repeats = []
+    for line in gzip.open(RECORDED, "rt").read().splitlines()[1:]:
+        for m in json.loads(line)["result"]["measurements"]:
+            if m["metric"] == "time_us" and m["samples"]:
+                repeats.append(np.asarray(m["samples"], dtype=float))
+    small = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0], [1.0, 1.0, 2.0], [2.0, 3.0, 3.0], [5.0] * 4]
+    samples = repeats[:24] + [np.asarray(s) for s in small]
+    assert len(repeats) >= 24 and any(np.unique(r).size < r.size for r in repeats), "real repeats, some tied"
+    for x in samples:
+        for y in samples:
+            for greater in (True, False):
+                expected = float(mannwhitneyu(x, y, alternative="greater" if greater else "less").pvalue)
+                assert mann_whitney_p(x, y, greater=greater) == expected, (x.size, y.size, greater)
