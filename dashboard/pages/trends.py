@@ -13,7 +13,15 @@ from dashboard import metrics
 from dashboard.colors import impl_color, rgba
 from dashboard.view import Figure, PageView, short
 from orchestrator.store import queries, revision_cache, series_verdicts
-from orchestrator.store.regression_rule import CONFIRMED, KERNEL_CHANGED, PICKS_UNKNOWN, STATUS_WORDS, UNCONFIRMED
+from orchestrator.store.regression_rule import (
+    CONFIRMED,
+    KERNEL_CHANGED,
+    PICKS_UNKNOWN,
+    STATUS_WORDS,
+    UNCONFIRMED,
+    _finite,
+)
+from orchestrator.store.series_verdicts import row_medians
 
 from ._common import ALL, COMPARE_COLUMN, SERIES_COLUMNS, add_compare_runs, choose, compare_link, make_filter
 
@@ -152,8 +160,9 @@ def build(src, params: Mapping[str, str]) -> PageView:
         judged = verdicts.get((kernel, *key), {})
         flags = [judged.get((p["run_id"], p["attempt"], p["job_key"])) for p in pts]
         keep = len(pts) if last == "all" else int(last)
-        for p, flag in list(zip(pts, flags))[-keep:]:
-            q1, q3 = _quartiles(p["samples"], p["value"])
+        shown = list(zip(pts, flags))[-keep:]
+        quartiles = quartiles_of([p["samples"] for p, _ in shown], [p["value"] for p, _ in shown])
+        for (p, flag), (q1, q3) in zip(shown, quartiles):
             speedup = None
             if p["correct"] is not False and p["eager_value"] and p["value"]:
                 speedup = p["eager_value"] / p["value"]
@@ -228,10 +237,14 @@ def stale_outliers(rows: list[dict], y: str) -> list[int]:
         spread = 1.4826 * float(np.median(steps)) / np.sqrt(2)  # one point's scatter from the successive steps
         floor = max(np.log(SPIKE_FLOOR), SPIKE_SPREADS * spread)
         middle = np.median(logs)
-        for j in range(len(logs) - KEEP_NEWEST):
-            near = np.concatenate((logs[max(0, j - NEIGHBOURS) : j], logs[j + 1 : j + 1 + NEIGHBOURS]))
-            if min(abs(logs[j] - np.median(near)), abs(logs[j] - middle)) > floor:
-                out.append(idx[j])
+        old = len(logs) - KEEP_NEWEST
+        # each old point's neighbours (NEIGHBOURS each side, fewer at the ends), their medians on one sort
+        before = [logs[max(0, j - NEIGHBOURS) : j] for j in range(old)]
+        after = [logs[j + 1 : j + 1 + NEIGHBOURS] for j in range(old)]
+        counts = np.array([[b.size, a.size] for b, a in zip(before, after)])
+        near = row_medians([before, after], counts)
+        far = np.minimum(np.abs(logs[:old] - near), np.abs(logs[:old] - middle)) > floor
+        out += [idx[j] for j in np.flatnonzero(far)]
     return sorted(out)
 
 
@@ -298,6 +311,34 @@ def _verdict_counts(records: list[dict]) -> str:
     if not counts:
         return f"no change marked ({judged})"
     return ", ".join(f"{n} {words}" for words, n in counts.items()) + f" marked ({judged})"
+
+
+def quartiles_of(samples: list, values: list) -> list[tuple[float, float]]:
+    """Each point's first and third quartile of its repeats, as _quartiles gives them (numpy's weibull percentiles,
+    to the bit), for all points on one NaN-padded sort; a point with fewer than 4 finite repeats: its value twice."""
+    arrays = [_finite(s) for s in samples]
+    n = np.array([a.size for a in arrays])
+    if not arrays or n.max(initial=0) < 4:
+        return [(v, v) for v in values]
+    padded = np.full((len(arrays), int(n.max())), np.nan)
+    for r, a in enumerate(arrays):
+        padded[r, : a.size] = a
+    padded.sort(axis=1)  # NaN last
+    rows = np.arange(len(arrays))
+    out = []
+    for q in (0.25, 0.75):
+        virtual = (n * q + q) - 1  # numpy's _compute_virtual_index for weibull (alpha = beta = 0)
+        below = np.floor(virtual)
+        prev = np.clip(below, 0, None).astype(np.intp)
+        nxt = np.minimum(prev + 1, np.maximum(n - 1, 0))
+        t = virtual - below
+        a, b = padded[rows, prev], padded[rows, nxt]
+        diff = b - a
+        value = np.where(t >= 0.5, b - diff * (1 - t), a + diff * t)  # numpy's _lerp
+        last = padded[rows, np.maximum(n - 1, 0)]
+        value = np.where(virtual >= n - 1, last, np.where(virtual < 0, padded[:, 0], value))
+        out.append(value)
+    return [(float(q1), float(q3)) if size >= 4 else (v, v) for q1, q3, size, v in zip(out[0], out[1], n, values)]
 
 
 def _quartiles(samples, value):

@@ -937,7 +937,7 @@ def _series(
             Job.dtype,
             Job.key,
             Run.commit,
-            JobAttempt.details,
+            repeats_text(JobAttempt.details),  # read for the autotune pick only: decoded as the repeats are
         )
         .join(JobAttempt, (JobAttempt.job_id == Measurement.job_id) & (JobAttempt.attempt == Measurement.attempt))
         .join(Job, Job.id == Measurement.job_id)
@@ -989,7 +989,7 @@ def _series(
                 "shape": list(shape or []),
                 "job_key": key,
                 "commit": commit,
-                "pick": autotune_pick(details, impl),
+                "pick": autotune_pick(repeats(details), impl),
             }
         )
     return series

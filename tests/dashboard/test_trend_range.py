@@ -99,3 +99,15 @@ def test_a_current_change_is_never_an_outlier(spiked):
     rows = view.table("points").rows
     flagged = trends.stale_outliers([{**r, "status": None, "direction": None} for r in rows], "time")
     assert [rows[i]["run_id"] for i in flagged] == [SPIKE_RUN]
+
+
+def test_the_quartiles_of_all_points_at_once_are_each_points_to_the_bit():
+    """trends.quartiles_of (one sort for every point shown) gives what trends._quartiles (numpy's weibull
+    percentiles, one call a point) gives, on the recorded H200 repeats and on short, tied or empty ones."""
+    samples = []
+    for line in gzip.open(RECORDED, "rt").read().splitlines()[1:]:
+        samples += [m["samples"] for m in json.loads(line)["result"]["measurements"] if m["samples"]]
+    samples += [[1.0, 2.0, 3.0], [1.0, 2.0, 3.0, 4.0], [5.0, None, 1.0, 4.0, 2.0], [2.0] * 7, [], None]
+    values = [float(i) for i in range(len(samples))]
+    assert len(samples) > 40
+    assert trends.quartiles_of(samples, values) == [trends._quartiles(s, v) for s, v in zip(samples, values)]
