@@ -126,7 +126,7 @@ def measure(name: str, shape: list[int], device: torch.device, fast: bool, repea
             events = event_times(call, device, repeats)
             host = host_times(call, device, max(repeats // 10, 3))
             graph = graph_time(call, device) if device.type == "cuda" else None
-            direct_cached = any(launcher.cache for launcher in fast_launch._DIRECT.values())
+            direct_cached = any(launcher.cache for launcher in fast_launch.direct_launchers())
     finally:  # the process's own switch again, and no plan of this measurement left behind
         fast_launch.FAST_LAUNCH = before
         launch_plans.forget_launches()

@@ -127,7 +127,7 @@ def test_fast_launch_matches_tritons_launch(monkeypatch):
                 for got, want in zip(_as_tuple(fn()), slow[name]):
                     assert torch.equal(got, want), name
     assert fast_launch.launch_path().fast, fast_launch.launch_path().reason  # a checked Triton build
-    assert all(l.cache for l in fast_launch._DIRECT.values())  # every kernel took the cached path
+    assert all(l.cache for l in fast_launch.direct_launchers())  # every kernel took the cached path
 
 
 @gpu_test
@@ -163,4 +163,4 @@ def test_direct_launch_under_the_interpreter_takes_tritons_path():
 
     with torch.no_grad():
         outs = {name: fn() for name, fn in _public_calls(torch.device("cpu")).items()}
-    assert outs and not any(l.cache for l in fast_launch._DIRECT.values())
+    assert outs and not any(l.cache for l in fast_launch.direct_launchers())

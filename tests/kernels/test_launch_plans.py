@@ -164,10 +164,10 @@ def test_no_plans_without_the_fast_launch():
 def test_forget_launches_drops_kept_kernels_and_plans(log):
     t = _inputs(0)
     kernels.rms_norm(t["x"], t["w"])
-    assert launch_plans.PLANS["rms_norm"].plans and any(d.cache for d in fast_launch._DIRECT.values())
+    assert launch_plans.PLANS["rms_norm"].plans and any(d.cache for d in fast_launch.direct_launchers())
     launch_plans.forget_launches()
     assert not any(plans.plans for plans in launch_plans.PLANS.values())
-    assert not any(d.cache for d in fast_launch._DIRECT.values())
+    assert not any(d.cache for d in fast_launch.direct_launchers())
     log.clear()
     kernels.rms_norm(t["x"], t["w"])  # the full path again: Triton's first launch (not in the fake's log), recorded
     assert not log and launch_plans.PLANS["rms_norm"].plans
