@@ -5,10 +5,11 @@ The workers and the planner know kernels only through this module.  Each kernel 
 scanning that package (every module but ``common``), so a kernel exists when its entry says so.  Derived from the
 entries: ``kernels.__all__`` (each entry's public ``function``), the injection's kernel list (``kernels.inject``:
 the functions of the entries without a ``not_injected`` reason), the orchestrator's ``--help`` and its check that
-``conf/kernel/`` names no unknown kernel (``orchestrator.validate.check_kernel_grids``), and the ``kernels`` sweep's
-list of kernels (every registered kernel with a grid, ``orchestrator.config``).  A kernel's default grid is its
-entry's ``grid`` (:class:`Grid`); a ``conf/kernel/<name>.yaml``, when present, overrides it.
-Adding a kernel = one kernel module + one entry module (README, "Add a kernel").
+``conf/kernel/`` names no unknown kernel (``orchestrator.validate.check_kernel_grids``), the ``kernels`` sweep's list of
+kernels (every registered kernel with a grid, ``orchestrator.config``) and the per-kernel contract tests
+(tests/kernels/test_contract.py, from each entry's :class:`Contract`).  A kernel's default grid is its entry's ``grid``
+(:class:`Grid`); a ``conf/kernel/<name>.yaml``, when present, overrides it.  Adding a kernel = one kernel module + one
+entry module (README, "Add a kernel").
 
 Extra entries can be loaded from modules named in the environment variable ``KERNELFLEET_PLUGINS``
 (comma-separated module paths, each with an ``ENTRIES`` list); the test-suite uses this for kernels that crash
@@ -24,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import torch
+
+from kernels.launch_table import LaunchTable
 
 DTYPES: dict[str, torch.dtype] = {
     "fp32": torch.float32,
@@ -63,6 +66,22 @@ class Grid:
 
 
 @dataclass(frozen=True)
+class Contract:
+    """What the per-kernel contract tests run a kernel's Triton implementation on (tests/kernels/test_contract.py:
+    bad inputs, ``_into`` outputs, launch plans, the op under tracing; tests/workers/test_isa.py: its machine code
+    for each AMD target), so that a new kernel's entry is all those tests need."""
+
+    # A shape the CPU interpreter runs in well under a second, with a row width of at least 64 elements.
+    small_shape: tuple[int, ...]
+    # Shapes beyond the default grid that reach the other rows of the kernel's launch tables (rows packed per
+    # program, other warps, other tiles): the isa tests compile the grid and these.
+    launch_shapes: tuple[tuple[int, ...], ...] = ()
+    # The narrowest global load, in bits, its gfx950 code may issue for what it does not pack several of into one
+    # program (16-bit rows load 128 bits a lane); lower only with the reason beside the entry.
+    narrowest_load_bits: int = 128
+
+
+@dataclass(frozen=True)
 class KernelEntry:
     name: str
     description: str
@@ -91,6 +110,11 @@ class KernelEntry:
     not_injected: str = ""
     # The default grid of sweeps (conf/kernel/<name>.yaml, when present, overrides it).
     grid: Grid | None = None
+    # What the contract tests run it on; every entry of kernels/entries/ declares one, test plugins may leave it out.
+    contract: Contract | None = None
+    # Its own launch parameters per architecture, where it has any (the table its module keeps; kernels.arch holds
+    # what every kernel shares): what a tuning run reads and proposes rows for.
+    launch_table: LaunchTable | None = None
 
     def impl_names(self) -> list[str]:
         return list(self.impls)
@@ -144,6 +168,8 @@ def _collect(reg: dict[str, KernelEntry], modname: str, builtin: bool) -> None:
             raise ValueError(f"kernel {entry.name!r} registered twice (again in {modname})")
         if builtin and entry.function is None:
             raise ValueError(f"kernel {entry.name!r} ({modname}) names no public function (KernelEntry.function)")
+        if builtin and entry.contract is None:
+            raise ValueError(f"kernel {entry.name!r} ({modname}) declares no contract shapes (KernelEntry.contract)")
         reg[entry.name] = entry
 
 

@@ -1,5 +1,6 @@
-"""The registry and the grids agree: every kernel has a default grid (its entry's, or conf/kernel/<name>.yaml), every
-grid file names a kernel, and every grid is valid for its kernel (keys, implementations, dtypes, shapes)."""
+"""The registry and the grids agree: every kernel has a default grid (its entry's, unless a conf/kernel/<name>.yaml
+overrides it), every grid file names a kernel, and every grid is valid for its kernel (keys, implementations, dtypes,
+shapes)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,15 @@ BUILTIN = sorted(registry.builtin())
 
 def test_every_conf_file_names_a_registered_kernel_and_every_kernel_has_a_grid():
     files = sorted(p.stem for p in CONF_DIR.glob("*.yaml"))
-    assert files and all(yaml.safe_load((CONF_DIR / f"{f}.yaml").read_text())["name"] == f for f in files)
+    assert all(yaml.safe_load((CONF_DIR / f"{f}.yaml").read_text())["name"] == f for f in files)
     assert set(files) <= set(BUILTIN)
     assert not [n for n in BUILTIN if kernel_grid(n) is None], "a registered kernel without a grid"
+
+
+def test_no_conf_file_repeats_its_entrys_grid():
+    """A file of conf/kernel/ is there to override its kernel's grid: one equal to the entry's is to be removed."""
+    for path in CONF_DIR.glob("*.yaml"):
+        assert kernel_grid(path.stem) != registry.get(path.stem).default_grid(), f"{path} repeats its entry's grid"
 
 
 @pytest.mark.parametrize("name", BUILTIN)
@@ -62,11 +69,14 @@ def test_kernels_all_and_the_injection_list_come_from_the_entries():
 
 
 def test_conf_grids_and_registered_kernels_must_match(tmp_path, monkeypatch):
+    import dataclasses
+
     from orchestrator.config import ConfigError
     from orchestrator.validate import check_kernel_grids
 
     conf = tmp_path / "conf"
     shutil.copytree(CONF_DIR.parent, conf)
+    (conf / "kernel").mkdir(exist_ok=True)
     monkeypatch.setenv("KERNELFLEET_CONF", str(conf))
     check_kernel_grids()
     (conf / "kernel" / "nosuch.yaml").write_text("name: nosuch\nshapes: [[1, 8]]\ndtypes: [bf16]\nimpls: [eager]\n")
@@ -77,10 +87,17 @@ def test_conf_grids_and_registered_kernels_must_match(tmp_path, monkeypatch):
     ):
         check_kernel_grids()
     (conf / "kernel" / "nosuch.yaml").unlink()
-    (conf / "kernel" / "gated_residual.yaml").unlink()  # and its entry declares no grid
+    builtin = dict(registry.builtin())
+    builtin["gated_residual"] = dataclasses.replace(builtin["gated_residual"], grid=None)  # an entry without a grid
+    monkeypatch.setattr(registry, "_BUILTIN", builtin)
+    monkeypatch.setattr(registry, "_REGISTRY", None)
     with pytest.raises(
         ConfigError,
         match=r"kernel 'gated_residual' \(kernels/entries/\) has no grid: declare grid=Grid\(shapes=...\) in its "
         r"entry, or add .*gated_residual.yaml",
     ):
         check_kernel_grids()
+    (conf / "kernel" / "gated_residual.yaml").write_text(
+        "name: gated_residual\nshapes: [[1, 8, 64]]\ndtypes: [bf16]\nimpls: [eager]\n"
+    )
+    check_kernel_grids()  # its file gives the grid
