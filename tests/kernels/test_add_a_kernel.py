@@ -1,10 +1,10 @@
 """The README's "Add a kernel" recipe, followed: one kernel module and one entry module, no conf file.
 
 The two files are written to temporary folders added to the ``kernels`` and ``kernels.entries`` packages, as if they
-were ``kernels/twice.py`` and ``kernels/entries/twice.py``; the registry, ``kernels``' public functions, the
-injection's list, ``python -m orchestrator --help``, the ``kernels`` sweep's plan and ``+kernel@kernels.NAME=NAME``
-all pick the kernel up, and it keeps the contract every kernel is tested for (tests/support/contract.py).  A
-``conf/kernel/<name>.yaml`` then overrides the grid its entry declares.
+were ``kernels/twice.py`` and ``kernels/entries/twice.py``; the registry, ``kernels``' public functions, the injection's
+list of kernels no rule uses, ``python -m orchestrator --help``, the ``kernels`` sweep's plan and
+``+kernel@kernels.NAME=NAME`` all pick the kernel up, and it keeps the contract every kernel is tested for
+(tests/support/contract.py).  A ``conf/kernel/<name>.yaml`` then overrides the grid its entry declares.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import torch
 import kernels
 import kernels.entries
 from kernels import launch_plans, registry
+from kernels.inject import rules
 from orchestrator import config
 from orchestrator.__main__ import main
 from tests.support import contract, fake_launch
@@ -132,7 +133,8 @@ def test_a_kernel_and_its_entry_are_all_it_takes(twice_kernel, tmp_path, capsys)
     assert "kernels.entries.twice" in registry.entry_modules()
     assert "twice" in registry.builtin() and "twice" in registry.kernel_names()
     assert "twice" in registry.public_functions()  # kernels.__all__
-    assert "twice" in registry.injectable_functions()  # kernels.inject.KERNEL_NAMES (no not_injected reason)
+    # no injection rule uses it: not injectable, and said so
+    assert rules.not_injectable()["twice"] == "no injection rule uses it (kernels/inject/rules.py)"
     entry = registry.get("twice")
     inputs = entry.make_inputs((4, 1000), torch.float32, torch.device("cpu"), torch.Generator().manual_seed(0))
     assert torch.equal(entry.impls["triton"].make()(**inputs), entry.reference(inputs).float())

@@ -63,9 +63,28 @@ def test_kernels_all_and_the_injection_list_come_from_the_entries():
     functions = {e.function.__name__: e.function for e in registry.builtin().values()}
     assert sorted(kernels.__all__) == sorted(functions) and len(functions) == len(registry.builtin())
     assert all(getattr(kernels, name) is fn for name, fn in functions.items())
-    assert set(inject.KERNEL_NAMES) | set(inject.NOT_INJECTABLE) == set(functions)
+    assert set(inject.KERNEL_NAMES) | set(inject.NOT_INJECTABLE) == set(registry.builtin())  # by kernel name
     assert not set(inject.KERNEL_NAMES) & set(inject.NOT_INJECTABLE)
-    assert {"rms_norm", "qk_norm_rope"} <= set(inject.KERNEL_NAMES) and "geglu" in inject.NOT_INJECTABLE
+    assert {"rmsnorm", "qk_norm_rope"} <= set(inject.KERNEL_NAMES) and "geglu" in inject.NOT_INJECTABLE
+
+
+def test_one_name_per_kernel_but_for_the_public_apis_table():
+    """A kernel's public function (and its op) is named as the kernel, but for the few kernels.registry.PUBLIC_NAMES
+    lists; either name gives the kernel's."""
+    for name, entry in registry.builtin().items():
+        assert entry.function.__name__ == registry.PUBLIC_NAMES.get(name, name)
+        assert registry.kernel_name(entry.function.__name__) == name and registry.kernel_name(name) == name
+    assert set(registry.PUBLIC_NAMES) <= set(registry.builtin())
+
+
+def test_a_public_function_named_otherwise_is_refused(monkeypatch):
+    import dataclasses
+    import types
+
+    entry = dataclasses.replace(registry.builtin()["gated_residual"], name="gated_residue")
+    monkeypatch.setitem(__import__("sys").modules, "kernels.entries.misnamed", types.SimpleNamespace(ENTRIES=[entry]))
+    with pytest.raises(ValueError, match="its public function is named 'gated_residual'; name it as its kernel"):
+        registry._collect({}, "kernels.entries.misnamed", builtin=True)
 
 
 def test_conf_grids_and_registered_kernels_must_match(tmp_path, monkeypatch):
