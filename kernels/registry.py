@@ -141,6 +141,7 @@ _HELPER_MODULES = ("common",)  # pieces the entries share; declare no kernel
 
 _REGISTRY: dict[str, KernelEntry] | None = None
 _BUILTIN: dict[str, KernelEntry] | None = None
+_MODULES: dict[str, str] = {}  # kernel name -> the module that declares its entry
 
 
 class UnknownKernelError(KeyError):
@@ -181,6 +182,7 @@ def _collect(reg: dict[str, KernelEntry], modname: str, builtin: bool) -> None:
         if builtin and entry.contract is None:
             raise ValueError(f"kernel {entry.name!r} ({modname}) declares no contract shapes (KernelEntry.contract)")
         reg[entry.name] = entry
+        _MODULES[entry.name] = modname
 
 
 def builtin() -> dict[str, KernelEntry]:
@@ -223,6 +225,12 @@ def kernel_name(name: str) -> str:
         if name == public:
             return kernel
     return name
+
+
+def entry_module(name: str) -> str:
+    """The module that declares kernel ``name``'s entry (``kernels.entries.rmsnorm``...)."""
+    get(name)
+    return _MODULES[name]
 
 
 def kernel_names() -> list[str]:
