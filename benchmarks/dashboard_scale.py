@@ -199,13 +199,16 @@ def time_store(url: str, repeats: int, browser: bool, export: bool = True, kerne
         "/profiles": {},
         "/runs": {},
     }
-    # each view in a fresh process state: the first build judges (verdict cache empty), the next ones reuse it
+    # cold: the answers kept per store revision forgotten before each build (the first view after a result is
+    # written, in a server that has run a while: imports, compiled statements and the file's pages are warm), the
+    # best of ``repeats`` such builds (on a shared machine one build measures the other work as much as the page);
+    # warm: the next views, which reuse what the cold one kept
     import scipy.stats  # noqa: F401  as `python -m dashboard` does at start: not a page's cost
 
     out["page_s"] = {}
     for p, v in views.items():
         build = lambda p=p, v=v: pages.build(engine, p.split("?")[0], v, url)  # noqa: E731
-        out["page_s"][p] = {"cold": _best(_cold(build), 1), "warm": _best(build, repeats)}
+        out["page_s"][p] = {"cold": _best(_cold(build), repeats), "warm": _best(build, repeats)}
     out["one_series_s"] = _best(
         lambda: queries.trend_points(engine, k, shape=s, dtype="bf16", impl="triton", gpu_type="h200"), repeats
     )

@@ -19,7 +19,6 @@ from orchestrator.store.regression_rule import (
     PICKS_UNKNOWN,
     STATUS_WORDS,
     UNCONFIRMED,
-    _finite,
 )
 from orchestrator.store.series_verdicts import row_medians
 
@@ -130,6 +129,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
             impl=impl or None,
             gpu_type=gpu or None,
             metric=reading,
+            with_samples=False,  # the IQR band comes with the verdicts, from the repeats the rule decodes
         )
         if kernel
         else []
@@ -141,8 +141,8 @@ def build(src, params: Mapping[str, str]) -> PageView:
     if len(keys) > MAX_SERIES:
         view.notes.append(f"{len(keys)} series match; showing the first {MAX_SERIES}: narrow the filters.")
         keys = keys[:MAX_SERIES]
-    verdicts = (
-        series_verdicts.trend_verdicts(
+    verdicts, bands = (
+        series_verdicts.trend_judged(
             src,
             kernel,
             metric=reading,
@@ -152,17 +152,17 @@ def build(src, params: Mapping[str, str]) -> PageView:
             hardware_keys={k[3] for k in keys},
         )
         if keys
-        else {}
+        else ({}, {})
     )
     records = []
     for key in keys:
         pts = series[key]
         judged = verdicts.get((kernel, *key), {})
+        band = bands[(kernel, *key)]
         flags = [judged.get((p["run_id"], p["attempt"], p["job_key"])) for p in pts]
         keep = len(pts) if last == "all" else int(last)
-        shown = list(zip(pts, flags))[-keep:]
-        quartiles = quartiles_of([p["samples"] for p, _ in shown], [p["value"] for p, _ in shown])
-        for (p, flag), (q1, q3) in zip(shown, quartiles):
+        for p, flag in list(zip(pts, flags))[-keep:]:
+            q1, q3 = band[(p["run_id"], p["attempt"], p["job_key"])]
             speedup = None
             if p["correct"] is not False and p["eager_value"] and p["value"]:
                 speedup = p["eager_value"] / p["value"]
@@ -311,43 +311,6 @@ def _verdict_counts(records: list[dict]) -> str:
     if not counts:
         return f"no change marked ({judged})"
     return ", ".join(f"{n} {words}" for words, n in counts.items()) + f" marked ({judged})"
-
-
-def quartiles_of(samples: list, values: list) -> list[tuple[float, float]]:
-    """Each point's first and third quartile of its repeats, as _quartiles gives them (numpy's weibull percentiles,
-    to the bit), for all points on one NaN-padded sort; a point with fewer than 4 finite repeats: its value twice."""
-    arrays = [_finite(s) for s in samples]
-    n = np.array([a.size for a in arrays])
-    if not arrays or n.max(initial=0) < 4:
-        return [(v, v) for v in values]
-    padded = np.full((len(arrays), int(n.max())), np.nan)
-    for r, a in enumerate(arrays):
-        padded[r, : a.size] = a
-    padded.sort(axis=1)  # NaN last
-    rows = np.arange(len(arrays))
-    out = []
-    for q in (0.25, 0.75):
-        virtual = (n * q + q) - 1  # numpy's _compute_virtual_index for weibull (alpha = beta = 0)
-        below = np.floor(virtual)
-        prev = np.clip(below, 0, None).astype(np.intp)
-        nxt = np.minimum(prev + 1, np.maximum(n - 1, 0))
-        t = virtual - below
-        a, b = padded[rows, prev], padded[rows, nxt]
-        diff = b - a
-        value = np.where(t >= 0.5, b - diff * (1 - t), a + diff * t)  # numpy's _lerp
-        last = padded[rows, np.maximum(n - 1, 0)]
-        value = np.where(virtual >= n - 1, last, np.where(virtual < 0, padded[:, 0], value))
-        out.append(value)
-    return [(float(q1), float(q3)) if size >= 4 else (v, v) for q1, q3, size, v in zip(out[0], out[1], n, values)]
-
-
-def _quartiles(samples, value):
-    xs = np.asarray(samples or [], dtype=float)  # None becomes NaN
-    xs = xs[np.isfinite(xs)]
-    if xs.size < 4:
-        return value, value
-    q1, q3 = np.percentile(xs, [25, 75], method="weibull")  # statistics.quantiles' default (exclusive) method
-    return float(q1), float(q3)
 
 
 def _figure(rows: list[dict], y: str, x: str, reading: str, scale: str = "linear") -> go.Figure:

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, Text, cast, func, select
+from sqlalchemy import Engine, Text, cast, func, null, select
 from sqlalchemy.orm import Session
 
 from orchestrator.store import e2e_anchors
@@ -1551,12 +1551,14 @@ def trend_points(
     gpu_type: str | None = None,
     metric: str = "time_us",
     limit: int = 2000,
+    with_samples: bool = True,
 ) -> list[dict[str, Any]]:
     """Every good micro measurement of ``metric`` for one kernel (optionally one shape, dtype, impl, GPU type),
     oldest first, with eager's reading of the same job beside it and the implementation's own correctness.
 
     Keys per point: kernel, shape_key, dtype, impl, hardware_key, gpu_type, value, unit, samples, eager_value,
     correct, run_id, commit, measured_at, job_key, attempt.  One statement; ``limit`` bounds the newest points.
+    ``with_samples=False``: samples None, the repeats not read (a reader that has them from elsewhere).
     """
     from sqlalchemy.orm import aliased
 
@@ -1568,7 +1570,7 @@ def trend_points(
                 Measurement.impl,
                 Measurement.value,
                 Measurement.unit,
-                repeats_text(),
+                repeats_text() if with_samples else null(),
                 eager.value,
                 own.value,
                 Job.kernel,

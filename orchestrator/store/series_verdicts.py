@@ -74,6 +74,46 @@ def point_verdicts(
     return out
 
 
+def quartiles_of(samples: list, values: list) -> list[tuple[float, float]]:
+    """Each point's first and third quartile of its repeats (the Trends page's IQR band), as quartiles gives them
+    (numpy's weibull percentiles, to the bit), for all points on one NaN-padded sort; a point with fewer than 4
+    finite repeats: its value twice."""
+    arrays = [_finite(s) for s in samples]
+    n = np.array([a.size for a in arrays])
+    if not arrays or n.max(initial=0) < 4:
+        return [(v, v) for v in values]
+    padded = np.full((len(arrays), int(n.max())), np.nan)
+    for r, a in enumerate(arrays):
+        padded[r, : a.size] = a
+    padded.sort(axis=1)  # NaN last
+    rows = np.arange(len(arrays))
+    out = []
+    for q in (0.25, 0.75):
+        virtual = (n * q + q) - 1  # numpy's _compute_virtual_index for weibull (alpha = beta = 0)
+        below = np.floor(virtual)
+        prev = np.clip(below, 0, None).astype(np.intp)
+        nxt = np.minimum(prev + 1, np.maximum(n - 1, 0))
+        t = virtual - below
+        a, b = padded[rows, prev], padded[rows, nxt]
+        diff = b - a
+        value = np.where(t >= 0.5, b - diff * (1 - t), a + diff * t)  # numpy's _lerp
+        last = padded[rows, np.maximum(n - 1, 0)]
+        value = np.where(virtual >= n - 1, last, np.where(virtual < 0, padded[:, 0], value))
+        out.append(value)
+    return [(float(q1), float(q3)) if size >= 4 else (v, v) for q1, q3, size, v in zip(out[0], out[1], n, values)]
+
+
+def quartiles(samples, value) -> tuple[float, float]:
+    """One point's first and third quartile of its repeats: numpy's weibull percentiles (statistics.quantiles'
+    default, exclusive method); fewer than 4 finite repeats: its value twice."""
+    xs = np.asarray(samples if samples is not None else [], dtype=float)  # None becomes NaN
+    xs = xs[np.isfinite(xs)]
+    if xs.size < 4:
+        return value, value
+    q1, q3 = np.percentile(xs, [25, 75], method="weibull")  # statistics.quantiles' default (exclusive) method
+    return float(q1), float(q3)
+
+
 _WINDOW_ELEMENTS = 4_000_000  # repeats held at once by window_medians (32 MB of floats)
 
 
@@ -133,18 +173,37 @@ def trend_verdicts(
     """The rule's verdicts on every point of the micro series of ``kernel`` that match the filters, by series key
     and point (run_id, attempt, job_key); points without a verdict are absent.  Kept per store revision
     (revision_cache): judged once, shown many times."""
+    return trend_judged(src, kernel, metric=metric, shape=shape, dtype=dtype, impl=impl, hardware_keys=hardware_keys)[0]
+
+
+def trend_judged(
+    src: queries.Source,
+    kernel: str,
+    *,
+    metric: str = "time_us",
+    shape: Sequence[int] | str | None = None,
+    dtype: str | None = None,
+    impl: str | None = None,
+    hardware_keys: Iterable[str] | None = None,
+) -> tuple[dict[SeriesKey, dict[PointId, dict[str, Any]]], dict[SeriesKey, dict[PointId, tuple[float, float]]]]:
+    """trend_verdicts' answer and, by the same series key and point, every point's first and third quartile of its
+    repeats (quartiles_of): the page's IQR band comes from the repeats the rule has decoded already, so the page's
+    points need not read them a second time.  Kept per store revision (revision_cache)."""
     shape = shape if shape is None or isinstance(shape, str) else tuple(shape)
     keys = None if hardware_keys is None else tuple(sorted(hardware_keys))
-    return revision_cache.memo(src, _trend_verdicts, kernel, metric, shape, dtype, impl, keys)
+    return revision_cache.memo(src, _trend_judged, kernel, metric, shape, dtype, impl, keys)
 
 
-def _trend_verdicts(src, kernel, metric, shape, dtype, impl, hardware_keys):
+def _trend_judged(src, kernel, metric, shape, dtype, impl, hardware_keys):
     with queries._reading(src) as s:
         series = queries._series(s, metric, kernel, None, shape=shape, dtype=dtype, impl=impl)
-    result: dict[SeriesKey, dict[PointId, dict[str, Any]]] = {}
+    verdicts: dict[SeriesKey, dict[PointId, dict[str, Any]]] = {}
+    bands: dict[SeriesKey, dict[PointId, tuple[float, float]]] = {}
     for key, points in series.items():
         if hardware_keys is not None and key[4] not in hardware_keys:
             continue
+        ids = [(p["run_id"], p["attempt"], p["job_key"]) for p in points]
         flags = point_verdicts(points, key, metric=metric)
-        result[key] = {(p["run_id"], p["attempt"], p["job_key"]): f for p, f in zip(points, flags) if f is not None}
-    return result
+        verdicts[key] = {i: f for i, f in zip(ids, flags) if f is not None}
+        bands[key] = dict(zip(ids, quartiles_of([p["samples"] for p in points], [p["value"] for p in points])))
+    return verdicts, bands

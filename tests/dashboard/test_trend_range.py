@@ -18,6 +18,7 @@ from dashboard.pages import trends
 from orchestrator.importer import import_results
 from orchestrator.plan import CodeVersion, job_key
 from orchestrator.store import queries, session
+from orchestrator.store.series_verdicts import quartiles, quartiles_of
 from tests.orchestrator.test_regressions_cli import RECORDED
 from workers.spec import JobSpec
 
@@ -102,7 +103,7 @@ def test_a_current_change_is_never_an_outlier(spiked):
 
 
 def test_the_quartiles_of_all_points_at_once_are_each_points_to_the_bit():
-    """trends.quartiles_of (one sort for every point shown) gives what trends._quartiles (numpy's weibull
+    """series_verdicts.quartiles_of (one sort for every point) gives what series_verdicts.quartiles (numpy's weibull
     percentiles, one call a point) gives, on the recorded H200 repeats and on short, tied or empty ones."""
     samples = []
     for line in gzip.open(RECORDED, "rt").read().splitlines()[1:]:
@@ -110,4 +111,4 @@ def test_the_quartiles_of_all_points_at_once_are_each_points_to_the_bit():
     samples += [[1.0, 2.0, 3.0], [1.0, 2.0, 3.0, 4.0], [5.0, None, 1.0, 4.0, 2.0], [2.0] * 7, [], None]
     values = [float(i) for i in range(len(samples))]
     assert len(samples) > 40
-    assert trends.quartiles_of(samples, values) == [trends._quartiles(s, v) for s, v in zip(samples, values)]
+    assert quartiles_of(samples, values) == [quartiles(s, v) for s, v in zip(samples, values)]
