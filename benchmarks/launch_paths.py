@@ -1,7 +1,7 @@
 """Per-call time of every registered kernel through the fast launch path and through Triton's own launch path.
 
 For each kernel of the registry, at its smallest grid shape and at its LTX-Video shape (the grid's shape with 6336
-tokens, else 1320: conf/kernel/<name>.yaml), bf16, its ``triton`` implementation is called with the fast launch on and
+tokens, else 1320: its default grid), bf16, its ``triton`` implementation is called with the fast launch on and
 off (kernels/fast_launch.py: ``FAST_LAUNCH``, the switch ``KERNELFLEET_FAST_LAUNCH=0`` sets at import) and timed as:
 
 - ``event``: device events around one call, the GPU idle before each (a sync), so the reading holds the host's time
@@ -32,19 +32,17 @@ import time
 from pathlib import Path
 
 import torch
-import yaml
 
 from benchmarks.cli_args import case
 
-REPO = Path(__file__).resolve().parents[1]
 LTX_TOKENS = (6336, 1320)  # LTX-Video's sequence lengths in the grids, preferred first
 
 
 def grid_shapes(name: str) -> list[list[int]]:
-    path = REPO / "conf" / "kernel" / f"{name}.yaml"
-    if not path.is_file():
-        return []
-    return [list(s) for s in (yaml.safe_load(path.read_text()) or {}).get("shapes") or []]
+    from orchestrator.config import kernel_grid
+
+    grid = kernel_grid(name)
+    return [list(s) for s in grid["shapes"]] if grid else []
 
 
 def registry_cases(names: list[str]) -> list[tuple[str, str, list[int]]]:
@@ -126,7 +124,7 @@ def measure(name: str, shape: list[int], device: torch.device, fast: bool, repea
             events = event_times(call, device, repeats)
             host = host_times(call, device, max(repeats // 10, 3))
             graph = graph_time(call, device) if device.type == "cuda" else None
-            direct_cached = any(launcher.cache for launcher in fast_launch._DIRECT.values())
+            direct_cached = any(launcher.cache for launcher in fast_launch.direct_launchers())
     finally:  # the process's own switch again, and no plan of this measurement left behind
         fast_launch.FAST_LAUNCH = before
         launch_plans.forget_launches()

@@ -18,10 +18,10 @@ import triton
 import triton.language as tl
 
 from kernels.checks import check_eps, check_float, check_modulation, check_out, check_rows_input, check_same_device
-from kernels.launch import eager_direct, launcher, no_backward
-from kernels.launch_plans import LaunchPlans, eager_call
+from kernels.launch import PublicKernel, launcher
+from kernels.launch_table import LaunchTable
 from kernels.rounding import cast_trip, fusion_options, round_before_add, round_code, round_to
-from kernels.rows import new_rows_out, out_rows_3d, row_block, row_grid, row_ptrs, strides_3d
+from kernels.rows import RowLaunch, new_rows_out, out_rows_3d, row_block, row_grid, row_ptrs, strides_3d
 
 
 @triton.jit
@@ -123,11 +123,29 @@ def _check_adaln_args(x, scale, shift, weight, bias, eps) -> None:
 # ----------------------------------------------------------------------------------------------------------------
 # Launch
 # ----------------------------------------------------------------------------------------------------------------
-def _launch(out, x, scale, shift, weight, bias, eps, layer_norm: bool, config=None, traced: bool = True):
+# H200 (docs/perf/kernels-h200.md, launch knobs): at 2048-wide rows 4 warps beat 8 for adaln_rms by 5-25 %
+# launch-free at 22-104 MB; at 3072 (block 4096) 8, the rule's, stays best
+ADALN_LAUNCH = LaunchTable(
+    "adaln",
+    RowLaunch(),
+    {"sm_90": RowLaunch(warps=((2048, 4),), measured=True, source="docs/perf/kernels-h200.md, launch knobs")},
+)
+# H200 (docs/perf/kernels-h200.md, launch knobs): adaln_layer_norm (two row reductions, mean then variance) at
+# 1536-3072 wide rows, per call: 2 warps at block 2048 (17.1 against 18.5 us with 4), 4 at block 4096 (16.9 against
+# 19.3 with 8; 26.0 against 33.2 at 2432)
+ADALN_LAYER_NORM_LAUNCH = LaunchTable(
+    "adaln_layer_norm",
+    RowLaunch(),
+    {"sm_90": RowLaunch(warps=((2048, 2), (4096, 4)), measured=True, source="docs/perf/kernels-h200.md, launch knobs")},
+)
+
+
+def _launch(outs, x, scale, shift, weight, bias, eps, layer_norm: bool, traced: bool, config) -> None:
+    (out,) = outs
     if x.numel() == 0:
-        return out
+        return
     out3 = out_rows_3d(out, x.shape)
-    g = row_grid(x.shape, x.device, config, layer_norm)
+    g = row_grid(x.shape, x.device, ADALN_LAYER_NORM_LAUNCH if layer_norm else ADALN_LAUNCH, config)
     launcher(_adaln_kernel, traced)[g.grid](
         x,
         scale,
@@ -152,40 +170,66 @@ def _launch(out, x, scale, shift, weight, bias, eps, layer_norm: bool, config=No
         **g.options(),
         **fusion_options(traced),
     )
-    return out
 
 
-@torch.library.triton_op("kernelfleet::adaln_rms", mutates_args=())
-def _adaln_rms_op(
-    x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight: Optional[torch.Tensor], eps: float
-) -> torch.Tensor:
-    return _launch(new_rows_out(x), x, scale, shift, weight, None, eps, False)
+def _launch_rms(
+    outs: tuple[torch.Tensor],
+    x: torch.Tensor,
+    scale: torch.Tensor,
+    shift: torch.Tensor,
+    weight: Optional[torch.Tensor],
+    eps: float,
+    *,
+    traced: bool,
+    config=None,
+) -> None:
+    _launch(outs, x, scale, shift, weight, None, eps, False, traced, config)
 
 
-@torch.library.triton_op("kernelfleet::adaln_layer_norm", mutates_args=())
-def _adaln_layer_norm_op(
+def _launch_layer_norm(
+    outs: tuple[torch.Tensor],
     x: torch.Tensor,
     scale: torch.Tensor,
     shift: torch.Tensor,
     weight: Optional[torch.Tensor],
     bias: Optional[torch.Tensor],
     eps: float,
-) -> torch.Tensor:
-    return _launch(new_rows_out(x), x, scale, shift, weight, bias, eps, True)
+    *,
+    traced: bool,
+    config=None,
+) -> None:
+    _launch(outs, x, scale, shift, weight, bias, eps, True, traced, config)
 
 
-for _op in ("kernelfleet::adaln_rms", "kernelfleet::adaln_layer_norm"):
-    _backward, _setup_context = no_backward(_op)
-    torch.library.register_autograd(_op, _backward, setup_context=_setup_context)
+def _new_outs(x, *_) -> tuple[torch.Tensor]:
+    return (new_rows_out(x),)
+
+
+def _check_out(outs, x, *_) -> None:
+    check_out(outs[0], x.shape, x.dtype, x.device)
+
+
+_ADALN_RMS = PublicKernel(
+    "adaln_rms",
+    check=lambda x, scale, shift, weight, eps: _check_adaln_args(x, scale, shift, weight, None, eps),
+    prepare=lambda x, scale, shift, weight, eps: (x, scale, shift, weight, float(eps)),
+    new_outs=_new_outs,
+    launch=_launch_rms,
+    check_out=_check_out,
+)
+_ADALN_LAYER_NORM = PublicKernel(
+    "adaln_layer_norm",
+    check=_check_adaln_args,
+    prepare=lambda x, scale, shift, weight, bias, eps: (x, scale, shift, weight, bias, float(eps)),
+    new_outs=_new_outs,
+    launch=_launch_layer_norm,
+    check_out=_check_out,
+)
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Public API
 # ----------------------------------------------------------------------------------------------------------------
-# eager calls' launches, per argument geometry
-_RMS_PLANS, _LN_PLANS = LaunchPlans("adaln_rms"), LaunchPlans("adaln_layer_norm")
-
-
 def adaln_rms(
     x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6
 ) -> torch.Tensor:
@@ -194,16 +238,7 @@ def adaln_rms(
     ``x``: ``[B, S, C]``; ``scale``, ``shift``: ``[B, 1, C]`` or ``[B, S, C]`` in x's dtype; ``weight``: ``[C]``
     (x's dtype) or None.  Any strides.  Forward only.
     """
-    if eager_direct(x, scale, shift, weight):
-        return eager_call(
-            _RMS_PLANS,
-            (x, scale, shift, weight, eps),
-            lambda: _check_adaln_args(x, scale, shift, weight, None, eps),
-            lambda: (new_rows_out(x),),
-            lambda out: _launch(out, x, scale, shift, weight, None, float(eps), False, traced=False),
-        )[0]
-    _check_adaln_args(x, scale, shift, weight, None, eps)
-    return torch.ops.kernelfleet.adaln_rms(x, scale, shift, weight, float(eps))
+    return _ADALN_RMS(x, scale, shift, weight, eps)
 
 
 def adaln_layer_norm(
@@ -218,16 +253,7 @@ def adaln_layer_norm(
 
     Shapes as :func:`adaln_rms`; ``weight``/``bias``: the LayerNorm's affine ``[C]`` or None.  Forward only.
     """
-    if eager_direct(x, scale, shift, weight, bias):
-        return eager_call(
-            _LN_PLANS,
-            (x, scale, shift, weight, bias, eps),
-            lambda: _check_adaln_args(x, scale, shift, weight, bias, eps),
-            lambda: (new_rows_out(x),),
-            lambda out: _launch(out, x, scale, shift, weight, bias, float(eps), True, traced=False),
-        )[0]
-    _check_adaln_args(x, scale, shift, weight, bias, eps)
-    return torch.ops.kernelfleet.adaln_layer_norm(x, scale, shift, weight, bias, float(eps))
+    return _ADALN_LAYER_NORM(x, scale, shift, weight, bias, eps)
 
 
 def adaln_rms_into(
@@ -241,9 +267,7 @@ def adaln_rms_into(
     _config=None,
 ) -> torch.Tensor:
     """:func:`adaln_rms` written into ``out`` (x's shape and dtype); returns ``out``."""
-    _check_adaln_args(x, scale, shift, weight, None, eps)
-    check_out(out, x.shape, x.dtype, x.device)
-    return _launch(out, x, scale, shift, weight, None, float(eps), False, _config, traced=False)
+    return _ADALN_RMS.into(out, (x, scale, shift, weight, eps), _config)
 
 
 def adaln_layer_norm_into(
@@ -258,6 +282,4 @@ def adaln_layer_norm_into(
     _config=None,
 ) -> torch.Tensor:
     """:func:`adaln_layer_norm` written into ``out`` (x's shape and dtype); returns ``out``."""
-    _check_adaln_args(x, scale, shift, weight, bias, eps)
-    check_out(out, x.shape, x.dtype, x.device)
-    return _launch(out, x, scale, shift, weight, bias, float(eps), True, _config, traced=False)
+    return _ADALN_LAYER_NORM.into(out, (x, scale, shift, weight, bias, eps), _config)

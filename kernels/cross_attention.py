@@ -1,13 +1,13 @@
 """Softmax attention over a short key/value sequence in one tile: cross-attention to text tokens.
 
-LTX-Video's ``attn2`` attends from every video token to the prompt's text tokens (128 at the seed setting, an
-additive padding mask of 0 / -10000 per text token).  With so few keys, the whole key and value sequence of a head
-fits in one tile, so each program loads a block of queries and all of its head's keys and values once, and computes
-``softmax(q @ k.T * scale + mask) @ v`` in one pass: no running maximum and no rescaling across key blocks.  On AMD,
-where every warp holds the whole key and value tiles in registers, tiles beyond LTX-Video's 128 keys x head dim 64
-are taken in steps of key blocks with a running maximum instead (:func:`keys_per_step`, the launch table's
-``attn_tile``); everywhere else, the H200 included, the kernel is the one pass.  Scores, the softmax and the
-normalisation are fp32; the probabilities are rounded to the inputs' dtype for the second product (as
+LTX-Video's ``attn2`` attends from every video token to the prompt's text tokens (128 at LTXPipeline's default
+``max_sequence_length``, an additive padding mask of 0 / -10000 per text token).  With so few keys, the whole key and
+value sequence of a head fits in one tile, so each program loads a block of queries and all of its head's keys and
+values once, and computes ``softmax(q @ k.T * scale + mask) @ v`` in one pass: no running maximum and no rescaling
+across key blocks.  On AMD, where every warp holds the whole key and value tiles in registers, tiles beyond LTX-Video's
+128 keys x head dim 64 are taken in steps of key blocks with a running maximum instead (:func:`keys_per_step`, the
+``tile`` of this kernel's launch table); everywhere else, the H200 included, the kernel is the one pass.  Scores, the
+softmax and the normalisation are fp32; the probabilities are rounded to the inputs' dtype for the second product (as
 flash-attention kernels do), and the result is rounded once.
 
 Layouts are diffusers' attention-dispatch layout, ``[B, S, H, D]`` (what the processors hand to
@@ -16,25 +16,25 @@ k and v as views of a fused key/value projection.  The output is a new contiguou
 ``[B, Sq, H * D]`` after ``flatten(2, 3)`` without a copy.  ``attn_mask`` is an additive float mask that broadcasts
 to ``[B, H, Sq, Sk]`` (SDPA's convention; LTX's is ``[B, H, 1, Sk]``), read with stride 0 over the dims it is
 broadcast along.  Up to :data:`MAX_KEYS` keys; longer sequences need a kernel that loops over key blocks (not this
-one).  Forward only.  A plain eager call launches directly; under torch.compile, for tensor subclasses, or when
-autograd must record the call, it goes through the ``kernelfleet::cross_attention`` op.
+one).  Forward only.  A plain eager call launches directly (a repeated geometry replays its launch plan); under
+torch.compile, for tensor subclasses, or when autograd must record the call, it goes through the
+``kernelfleet::cross_attention`` op (:class:`kernels.launch.PublicKernel`).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
 import triton
 import triton.language as tl
-from torch.library import triton_op, wrap_triton
 
-from kernels.arch import arch_launch, interpreting
+from kernels.arch import interpreting
 from kernels.checks import check_device, check_float, check_out
-from kernels.fast_launch import direct_launcher
-from kernels.launch import cdiv, eager_direct, next_pow2, no_backward
-from kernels.launch_plans import LaunchPlans, eager_call
+from kernels.launch import PublicKernel, cdiv, launcher, next_pow2
+from kernels.launch_table import LaunchRow, LaunchTable
 from kernels.rounding import round_to
 
 MAX_KEYS = 256  # keys per head that one tile holds (scores [BLOCK_M, MAX_KEYS] in fp32 registers)
@@ -62,11 +62,11 @@ def attn_config(keys_block: int, head_block: int) -> AttnConfig:
 
 def keys_per_step(keys_block: int, head_block: int, tile: tuple[int, int]) -> int:
     """Keys one step of the kernel holds, for a key tile of ``keys_block`` x ``head_block`` and the launch table's
-    ``attn_tile`` = (largest tile in one pass, keys x head dims a step beyond it), both 0 on sm_90 and every target
+    ``tile`` = (largest tile in one pass, keys x head dims a step beyond it), both 0 on sm_90 and every target
     but AMD: all ``keys_block`` keys (one pass) up to the first bound, else as many as the step holds (at least 16,
     the smallest product).
 
-    AMD (kernels/arch.py; docs/perf/amd-isa.md): the two products are chained, so Triton's AMD backend puts every
+    AMD (:data:`LAUNCH`; docs/perf/amd-isa.md): the two products are chained, so Triton's AMD backend puts every
     warp along the queries and each warp holds the whole key tile (the first product's operand) and the whole value
     tile (the second's) in registers.  With Triton 3.7.1, 64 queries, bf16 and the mask row, one pass over 128 keys
     at head dim 128 spilled 94 VGPRs on gfx1201 (16 to 128 queries, 4 to 16 warps: 48 to 125), one over 256 keys at
@@ -115,7 +115,7 @@ def _cross_attention_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
     # keys per step: BLOCK_N holds all keys and values of the head in one tile (one pass; every target but AMD);
-    # fewer loop over key blocks with a running maximum (the launch table's attn_tile, AMD: kernels/arch.py)
+    # fewer loop over key blocks with a running maximum (the tile of the launch table's AMD rows: LAUNCH)
     BLOCK_K: tl.constexpr,
 ):
     # One program: BLOCK_M queries of one (batch, head) against all Sk keys and values of that head, in one tile
@@ -307,31 +307,52 @@ def _mask_strides(mask: torch.Tensor | None, shape4: tuple[int, int, int, int]) 
 # Launch
 
 
+@dataclass(frozen=True)
+class AttnLaunch(LaunchRow):
+    """cross_attention's row of its launch table.  ``tile``: the key tiles, in keys x head dims, of
+    :func:`keys_per_step`: the largest it takes in one pass, and one step of its loop over key blocks beyond that;
+    (0, 0): always one pass."""
+
+    tile: tuple[int, int] = (0, 0)
+
+
+# On AMD at most 128 keys x 64 head dims in one pass (LTX-Video's tile), larger tiles in steps of 64 x 64: each warp
+# holds its whole key and value operand tiles in registers, and head dim 128 or 256 keys in one pass spilled
+# (keys_per_step; docs/perf/amd-isa.md).  Compiled for these targets, not measured on an AMD GPU.
+_AMD_TILE = AttnLaunch(tile=(128 * 64, 64 * 64), source="docs/perf/amd-isa.md (compiled, not run)")
+LAUNCH = LaunchTable(
+    "cross_attention",
+    AttnLaunch(),
+    {"gfx950": _AMD_TILE, "gfx942": _AMD_TILE, "gfx1201": _AMD_TILE, "gfx1100": _AMD_TILE},
+)
+
+
 def _launch(
-    out: torch.Tensor,
+    outs: tuple[torch.Tensor],
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
     attn_mask: torch.Tensor | None,
     scale: float | None,
+    *,
+    traced: bool,
     config: AttnConfig | None = None,
-    direct: bool = False,
-) -> torch.Tensor:
+) -> None:
+    (out,) = outs
     if out.numel() == 0:
-        return out
+        return
     b, sq, h, d = query.shape
     sk = key.shape[1]
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (query, key, value))
     mask, mask_strides = _mask_strides(attn_mask, (b, h, sq, sk))
     block_n = max(16, next_pow2(sk))
     block_d = max(16, next_pow2(d))
-    block_k = keys_per_step(block_n, block_d, arch_launch(query.device).attn_tile)
+    block_k = keys_per_step(block_n, block_d, LAUNCH.for_device(query.device).tile)
     cfg = config or attn_config(block_k, block_d)
     if cfg.block_k:
         block_k = min(block_n, cfg.block_k)
     softmax_scale = (1.0 / math.sqrt(d)) if scale is None else float(scale)
-    kernel = direct_launcher(_cross_attention_kernel) if direct else wrap_triton(_cross_attention_kernel)
-    kernel[(cdiv(sq, cfg.block_m), b * h)](
+    launcher(_cross_attention_kernel, traced)[(cdiv(sq, cfg.block_m), b * h)](
         q,
         k,
         v,
@@ -364,29 +385,23 @@ def _launch(
         BLOCK_K=block_k,
         num_warps=cfg.num_warps,
     )
-    return out
 
 
-def _new_out(query: torch.Tensor) -> torch.Tensor:
-    return torch.empty(query.shape, dtype=query.dtype, device=query.device)
+def _check_out(outs, query, *_) -> None:
+    check_out(outs[0], query.shape, query.dtype, query.device, unit_last=True)
 
 
-@triton_op("kernelfleet::cross_attention", mutates_args=())
-def _cross_attention_op(
-    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None, scale: float | None
-) -> torch.Tensor:
-    return _launch(_new_out(query), query, key, value, attn_mask, scale)
-
-
-_backward, _setup_context = no_backward("kernelfleet::cross_attention")
-_cross_attention_op.register_autograd(_backward, setup_context=_setup_context)
+_CROSS_ATTENTION = PublicKernel(
+    "cross_attention",
+    check=_check,
+    new_outs=lambda query, *_: (torch.empty(query.shape, dtype=query.dtype, device=query.device),),
+    launch=_launch,
+    check_out=_check_out,
+)
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Public API
-
-
-_PLANS = LaunchPlans("cross_attention")  # eager calls' launches, per argument geometry
 
 
 def cross_attention(
@@ -402,16 +417,7 @@ def cross_attention(
     unit-stride last dim), one float dtype; ``attn_mask`` an additive float mask broadcasting to
     ``[B, H, Sq, Sk]`` or None; ``scale`` defaults to ``D ** -0.5``.  Returns a new contiguous ``[B, Sq, H, D]``.
     """
-    if eager_direct(query, key, value, attn_mask):
-        return eager_call(
-            _PLANS,
-            (query, key, value, attn_mask, scale),
-            lambda: _check(query, key, value, attn_mask, scale),
-            lambda: (_new_out(query),),
-            lambda out: _launch(out, query, key, value, attn_mask, scale, direct=True),
-        )[0]
-    _check(query, key, value, attn_mask, scale)
-    return torch.ops.kernelfleet.cross_attention(query, key, value, attn_mask, scale)
+    return _CROSS_ATTENTION(query, key, value, attn_mask, scale)
 
 
 def cross_attention_into(
@@ -426,6 +432,4 @@ def cross_attention_into(
 ) -> torch.Tensor:
     """:func:`cross_attention` written into ``out`` (query's shape and dtype, unit-stride last dim);
     ``_config`` overrides the launch knobs (tuning)."""
-    _check(query, key, value, attn_mask, scale)
-    check_out(out, query.shape, query.dtype, query.device, unit_last=True)
-    return _launch(out, query, key, value, attn_mask, scale, _config, direct=True)
+    return _CROSS_ATTENTION.into(out, (query, key, value, attn_mask, scale), _config)

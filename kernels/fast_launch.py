@@ -210,7 +210,7 @@ class DirectLauncher:
         if not fast_launch_active():
             _RECORDING.launches = None  # a launch through Triton's path cannot be replayed
             return self.fn[grid](*args, **kwargs)
-        device = _current_device()
+        device = current_device()
         arg_key, values = _specialise(args)
         key = (device, arg_key, tuple(kwargs.items()))
         hit = self.cache.get(key)
@@ -223,7 +223,7 @@ class DirectLauncher:
             return kernel
         kernel, constexprs, raw = hit
         g0, g1, g2 = _grid3(grid)
-        stream = _current_stream(device)
+        stream = current_stream(device)
         if raw is None:
             kernel.run(
                 g0, g1, g2, stream, kernel.function, kernel.packed_metadata, None, None, None, *values, *constexprs
@@ -241,11 +241,11 @@ def _grid3(grid) -> tuple:
     return grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1
 
 
-def _current_device() -> int:
+def current_device() -> int:
     return torch._C._cuda_getDevice()
 
 
-def _current_stream(device: int) -> int:
+def current_stream(device: int) -> int:
     """The raw handle of the device's current stream (what Triton launches on)."""
     return torch._C._cuda_getCurrentRawStream(device)
 
@@ -283,9 +283,6 @@ def _hook_set(hook) -> bool:
     return hook is not None and bool(getattr(hook, "calls", True))
 
 
-_DIRECT: dict = {}
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # Recording: the launches of the call being recorded (kernels.launch_plans replays them)
 # ----------------------------------------------------------------------------------------------------------------
@@ -294,6 +291,19 @@ class _Recording(threading.local):
 
 
 _RECORDING = _Recording()
+
+
+def start_recording() -> None:
+    """Record the direct launches this thread makes from now on (:func:`stop_recording` gives them)."""
+    _RECORDING.launches = []
+
+
+def stop_recording() -> list | None:
+    """Stop recording; the launches made since :func:`start_recording`, each ``(launch, grid3, values, tensor
+    slots, constexprs)`` (``launch``: :func:`_raw_launch`'s triple), or None when one of them could not be replayed
+    (it went through Triton's own path, or has no C launch function)."""
+    launches, _RECORDING.launches = _RECORDING.launches, None
+    return launches
 
 
 def _record(entry, grid, args, values) -> None:
@@ -309,7 +319,7 @@ def _record(entry, grid, args, values) -> None:
     rec.append((entry[2], _grid3(grid), list(values), tensors, entry[1]))
 
 
-_DIRECT: dict = {}
+_DIRECT: dict = {}  # @triton.jit kernel -> its DirectLauncher
 
 
 def direct_launcher(fn) -> DirectLauncher:
@@ -318,3 +328,14 @@ def direct_launcher(fn) -> DirectLauncher:
     if launcher is None:
         launcher = _DIRECT[fn] = DirectLauncher(fn)
     return launcher
+
+
+def direct_launchers() -> list[DirectLauncher]:
+    """Every kernel's DirectLauncher made so far in this process."""
+    return list(_DIRECT.values())
+
+
+def forget_direct_launches() -> None:
+    """Drop the compiled kernels every DirectLauncher keeps: the next launch of each goes through Triton again."""
+    for launcher in _DIRECT.values():
+        launcher.cache.clear()

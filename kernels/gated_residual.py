@@ -18,10 +18,10 @@ import triton
 import triton.language as tl
 
 from kernels.checks import check_modulation, check_out, check_residual, check_rows_input
-from kernels.launch import eager_direct, launcher, no_backward
-from kernels.launch_plans import LaunchPlans, eager_call
+from kernels.launch import PublicKernel, launcher
+from kernels.launch_table import LaunchTable
 from kernels.rounding import fusion_options, round_before_add, round_code, round_to
-from kernels.rows import new_rows_out, out_rows_3d, row_block, row_grid, row_ptrs, strides_3d
+from kernels.rows import RowLaunch, new_rows_out, out_rows_3d, row_block, row_grid, row_ptrs, strides_3d
 
 
 @triton.jit
@@ -69,11 +69,24 @@ def _check_args(residual, x, gate) -> None:
     check_modulation("gate", gate, x)
 
 
-def _launch(out, residual, x, gate, config=None, traced: bool = True):
+# sm_90: the norm family's measured 4 warps at 2048-wide rows (kernels/rmsnorm.py), not measured for this kernel
+LAUNCH = LaunchTable("gated_residual", RowLaunch(), {"sm_90": RowLaunch(warps=((2048, 4),))})
+
+
+def _launch(
+    outs: tuple[torch.Tensor],
+    residual: torch.Tensor,
+    x: torch.Tensor,
+    gate: torch.Tensor,
+    *,
+    traced: bool,
+    config=None,
+) -> None:
+    (out,) = outs
     if residual.numel() == 0:
-        return out
+        return
     out3 = out_rows_3d(out, residual.shape)
-    g = row_grid(residual.shape, residual.device, config)
+    g = row_grid(residual.shape, residual.device, LAUNCH, config)
     launcher(_gated_residual_kernel, traced)[g.grid](
         residual,
         x,
@@ -90,19 +103,19 @@ def _launch(out, residual, x, gate, config=None, traced: bool = True):
         **g.options(),
         **fusion_options(traced),
     )
-    return out
 
 
-@torch.library.triton_op("kernelfleet::gated_residual", mutates_args=())
-def _gated_residual_op(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
-    return _launch(new_rows_out(residual), residual, x, gate)
+def _check_out(outs, residual, x, gate) -> None:
+    check_out(outs[0], residual.shape, residual.dtype, residual.device)
 
 
-_backward, _setup_context = no_backward("kernelfleet::gated_residual")
-torch.library.register_autograd("kernelfleet::gated_residual", _backward, setup_context=_setup_context)
-
-
-_PLANS = LaunchPlans("gated_residual")  # eager calls' launches, per argument geometry
+_GATED_RESIDUAL = PublicKernel(
+    "gated_residual",
+    check=_check_args,
+    new_outs=lambda residual, x, gate: (new_rows_out(residual),),
+    launch=_launch,
+    check_out=_check_out,
+)
 
 
 def gated_residual(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
@@ -111,22 +124,11 @@ def gated_residual(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor) 
     ``residual``, ``x``: ``[B, S, C]`` of one dtype; ``gate``: ``[B, 1, C]`` or ``[B, S, C]`` in that dtype.  Any
     strides.  Forward only.
     """
-    if eager_direct(residual, x, gate):
-        return eager_call(
-            _PLANS,
-            (residual, x, gate),
-            lambda: _check_args(residual, x, gate),
-            lambda: (new_rows_out(residual),),
-            lambda out: _launch(out, residual, x, gate, traced=False),
-        )[0]
-    _check_args(residual, x, gate)
-    return torch.ops.kernelfleet.gated_residual(residual, x, gate)
+    return _GATED_RESIDUAL(residual, x, gate)
 
 
 def gated_residual_into(
     out: torch.Tensor, residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor, *, _config=None
 ) -> torch.Tensor:
     """:func:`gated_residual` written into ``out`` (residual's shape and dtype); returns ``out``."""
-    _check_args(residual, x, gate)
-    check_out(out, residual.shape, residual.dtype, residual.device)
-    return _launch(out, residual, x, gate, _config, traced=False)
+    return _GATED_RESIDUAL.into(out, (residual, x, gate), _config)

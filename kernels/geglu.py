@@ -5,7 +5,8 @@
   ``x / (1 + exp(-2a))``: one exp, no tanh (``tl.math.tanh``/libdevice are not portable to ROCm), and it stays
   finite for any finite x (exp overflowing to inf gives x/inf = -0, as torch's 0.5*x*(1-1) does).
 * ``geglu(x)`` = ``F.gelu(x[..., :H], approximate="tanh") * x[..., H:]`` for ``x [..., 2H]`` (gate = first
-  half, the seed's convention; diffusers' GEGLU module gates with the second half).  It rounds where that eager
+  half, as liger-kernel's ``LigerGELUMulFunction(gate, value)`` takes them; diffusers' GEGLU module gates with the
+  second half).  It rounds where that eager
   expression rounds: the GELU result to x's dtype, then the product.  Only ``approximate="tanh"`` is offered:
   ``tl.erf`` is not known to lower on every ROCm Triton, so "none" (erf) raises.
 
@@ -13,9 +14,9 @@ Both are purely elementwise: a program covers a [BLOCK_M, BLOCK_N] tile of the o
 work (no block has to cover a whole row).  A contiguous x is processed as one flat row; other strided inputs are
 addressed through a 2-D view (copied only when the leading dims cannot be viewed as one).
 
-Like every public kernel function here, a plain eager call launches directly; under torch.compile, for tensor
-subclasses, or when autograd must record the call, it goes through the ``kernelfleet::`` op
-(:func:`kernels.launch.eager_direct`).
+Like every public kernel function here, a plain eager call launches directly (a repeated geometry replays its
+launch plan); under torch.compile, for tensor subclasses, or when autograd must record the call, it goes through the
+``kernelfleet::`` op (:class:`kernels.launch.PublicKernel`).
 """
 
 from __future__ import annotations
@@ -27,12 +28,10 @@ from typing import NamedTuple
 import torch
 import triton
 import triton.language as tl
-from torch.library import triton_op, wrap_triton
 
-from kernels.arch import arch_launch
+from kernels.arch import for_arch, launch_arch
 from kernels.checks import check_device, check_float, check_out
-from kernels.fast_launch import direct_launcher
-from kernels.launch import cdiv, eager_direct, next_pow2, no_backward
+from kernels.launch import PublicKernel, cdiv, launcher, next_pow2
 from kernels.rounding import round_to
 
 APPROXIMATIONS = ("tanh",)
@@ -46,12 +45,16 @@ class ElementwiseConfig(NamedTuple):
     num_warps: int
 
 
-@functools.lru_cache(maxsize=256)
 def elementwise_config(cols: int | None, device: torch.device | None = None) -> ElementwiseConfig:
     """A tile of the architecture's elementwise block (2048 on Hopper): as wide as a row of ``cols`` allows, or
     one flat stretch (``cols=None``: a contiguous tensor seen as one row).  The row count never enters, so a
     dynamic leading dim under torch.compile stays dynamic."""
-    tile = arch_launch(device).elementwise_block
+    return _elementwise_config(cols, launch_arch(device))
+
+
+@functools.lru_cache(maxsize=256)
+def _elementwise_config(cols: int | None, arch: str) -> ElementwiseConfig:
+    tile = for_arch(arch).elementwise_block
     block_n = tile if cols is None else min(next_pow2(cols), tile)
     block_m = max(1, tile // block_n)
     num_warps = max(1, min(8, (block_m * block_n) // 512))
@@ -102,24 +105,22 @@ def _gelu_kernel(
 # Launch
 
 
-def _launch(
+def _launch_2d(
     out2d: torch.Tensor,
     x2d: torch.Tensor,
     gated: bool,
     flat: bool,
+    traced: bool,
     config: ElementwiseConfig | None = None,
-    direct: bool = False,
 ) -> None:
-    """Launch over [rows, cols] views (``flat``: one row holding a whole contiguous tensor); through
-    ``wrap_triton`` inside the op (traceable), or ``direct`` from the eager ``_into`` launchers."""
+    """Launch over [rows, cols] views (``flat``: one row holding a whole contiguous tensor)."""
     rows, cols = out2d.shape
     if out2d.numel() == 0:
         return
     # Compile-time sizes from the row width only, as plain ints (a traced SymInt is specialised).
     cfg = config or elementwise_config(None if flat else int(cols), x2d.device)
     n_col_blocks = cdiv(cols, cfg.block_n)
-    kernel = direct_launcher(_gelu_kernel) if direct else wrap_triton(_gelu_kernel)
-    kernel[(cdiv(rows, cfg.block_m) * n_col_blocks,)](
+    launcher(_gelu_kernel, traced)[(cdiv(rows, cfg.block_m) * n_col_blocks,)](
         x2d,
         out2d,
         rows,
@@ -134,6 +135,27 @@ def _launch(
         BLOCK_N=cfg.block_n,
         num_warps=cfg.num_warps,
     )
+
+
+def _launch_gelu(
+    outs: tuple[torch.Tensor], x: torch.Tensor, *, traced: bool, config: ElementwiseConfig | None = None
+) -> None:
+    """A contiguous x into a contiguous out as one flat row; otherwise x's rows (copied only when the leading dims
+    cannot be viewed as one) into out's."""
+    (out,) = outs
+    if x.is_contiguous() and out.is_contiguous():
+        _launch_2d(out.view(1, -1), x.view(1, -1), False, True, traced, config)
+    else:
+        x2d = x.reshape(_rows(x), x.shape[-1])
+        _launch_2d(_rows_view(out, x.shape[-1]), x2d, False, False, traced, config)
+
+
+def _launch_geglu(
+    outs: tuple[torch.Tensor], x: torch.Tensor, *, traced: bool, config: ElementwiseConfig | None = None
+) -> None:
+    (out,) = outs
+    width = x.shape[-1] // 2
+    _launch_2d(_rows_view(out, width), x.reshape(_rows(x), x.shape[-1]), True, False, traced, config)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -169,41 +191,25 @@ def _rows_view(out: torch.Tensor, width: int) -> torch.Tensor:
         raise ValueError(f"out (strides {out.stride()}) must be viewable as [rows, {width}]") from None
 
 
-# --------------------------------------------------------------------------------------------------------------
-# PyTorch ops
+def _geglu_shape(x: torch.Tensor) -> tuple:
+    return (*x.shape[:-1], x.shape[-1] // 2)
 
 
-def _gelu_tanh_run(x: torch.Tensor, direct: bool) -> torch.Tensor:
-    """Allocate the output and launch (the op's body, and the eager direct path)."""
-    flat = x.is_contiguous()
-    x2d = x.view(1, -1) if flat else x.reshape(_rows(x), x.shape[-1])
-    out = torch.empty(x2d.shape, dtype=x.dtype, device=x.device)
-    _launch(out, x2d, gated=False, flat=flat, direct=direct)
-    return out.view(x.shape)
-
-
-def _geglu_run(x: torch.Tensor, direct: bool) -> torch.Tensor:
-    """Allocate the output and launch (the op's body, and the eager direct path)."""
-    width = x.shape[-1] // 2
-    x2d = x.reshape(_rows(x), x.shape[-1])
-    out = torch.empty((x2d.shape[0], width), dtype=x.dtype, device=x.device)
-    _launch(out, x2d, gated=True, flat=False, direct=direct)
-    return out.view(*x.shape[:-1], width)
-
-
-@triton_op("kernelfleet::gelu_tanh", mutates_args=())
-def _gelu_tanh_op(x: torch.Tensor) -> torch.Tensor:
-    return _gelu_tanh_run(x, direct=False)
-
-
-@triton_op("kernelfleet::geglu", mutates_args=())
-def _geglu_op(x: torch.Tensor) -> torch.Tensor:
-    return _geglu_run(x, direct=False)
-
-
-for _op, _name in ((_gelu_tanh_op, "kernelfleet::gelu_tanh"), (_geglu_op, "kernelfleet::geglu")):
-    _backward, _setup_context = no_backward(_name)
-    _op.register_autograd(_backward, setup_context=_setup_context)
+_GELU_TANH = PublicKernel(
+    "gelu_tanh",
+    check=_validate_gelu,
+    new_outs=lambda x: (torch.empty(x.shape, dtype=x.dtype, device=x.device),),
+    launch=_launch_gelu,
+    check_out=lambda outs, x: check_out(outs[0], x.shape, x.dtype, x.device),
+)
+_GEGLU = PublicKernel(
+    "geglu",
+    check=_validate_geglu,
+    prepare=lambda x, approximate: (x,),  # "tanh", the only approximation, is what the kernel computes
+    new_outs=lambda x: (torch.empty(_geglu_shape(x), dtype=x.dtype, device=x.device),),
+    launch=_launch_geglu,
+    check_out=lambda outs, x: check_out(outs[0], _geglu_shape(x), x.dtype, x.device),
+)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -212,41 +218,21 @@ for _op, _name in ((_gelu_tanh_op, "kernelfleet::gelu_tanh"), (_geglu_op, "kerne
 
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
     """``F.gelu(x, approximate="tanh")`` (fp32 math, one rounding); any shape and strides."""
-    _validate_gelu(x)
-    if eager_direct(x):
-        return _gelu_tanh_run(x, direct=True)
-    return torch.ops.kernelfleet.gelu_tanh(x)
+    return _GELU_TANH(x)
 
 
 def geglu(x: torch.Tensor, approximate: str = "tanh") -> torch.Tensor:
     """``F.gelu(x[..., :H], approximate="tanh") * x[..., H:]`` for x [..., 2H] -> [..., H]."""
-    _validate_geglu(x, approximate)
-    if eager_direct(x):
-        return _geglu_run(x, direct=True)
-    return torch.ops.kernelfleet.geglu(x)
+    return _GEGLU(x, approximate)
 
 
 def gelu_tanh_into(out: torch.Tensor, x: torch.Tensor, *, _config: ElementwiseConfig | None = None) -> torch.Tensor:
     """gelu_tanh writing into ``out`` (x's shape, viewable as 2-D); ``_config`` overrides the launch knobs."""
-    _validate_gelu(x)
-    check_out(out, x.shape, x.dtype, x.device)
-    flat = x.is_contiguous() and out.is_contiguous()
-    if flat:
-        x2d, out2d = x.view(1, -1), out.view(1, -1)
-    else:
-        x2d, out2d = x.reshape(_rows(x), x.shape[-1]), _rows_view(out, x.shape[-1])
-    _launch(out2d, x2d, gated=False, flat=flat, config=_config, direct=True)
-    return out
+    return _GELU_TANH.into(out, (x,), _config)
 
 
 def geglu_into(
     out: torch.Tensor, x: torch.Tensor, approximate: str = "tanh", *, _config: ElementwiseConfig | None = None
 ) -> torch.Tensor:
     """geglu writing into ``out`` ([..., H], viewable as 2-D); ``_config`` overrides the launch knobs."""
-    _validate_geglu(x, approximate)
-    width = x.shape[-1] // 2
-    check_out(out, (*x.shape[:-1], width), x.dtype, x.device)
-    _launch(
-        _rows_view(out, width), x.reshape(_rows(x), x.shape[-1]), gated=True, flat=False, config=_config, direct=True
-    )
-    return out
+    return _GEGLU.into(out, (x, approximate), _config)

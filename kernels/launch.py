@@ -1,27 +1,29 @@
-"""How a public kernel function launches its kernel: through its torch op (traced, or whenever the op must be seen)
-or straight to the kernel in plain eager code, and the small helpers every wrapper's launch shares.
+"""How a public kernel function launches its kernel, made once for every kernel: :class:`PublicKernel`.
 
-Where the rest lives: the per-architecture launch table in :mod:`kernels.arch`, the argument checks in
-:mod:`kernels.checks`, the direct launcher in :mod:`kernels.fast_launch` and the replay of an eager call's launches
-in :mod:`kernels.launch_plans`.
+A kernel module declares its kernel's parts — the argument check, the outputs it allocates, the launch — and
+:class:`PublicKernel` makes of them everything else a public function needs: the ``kernelfleet::<name>`` torch op
+(so torch.compile, make_fx and export see the launch), its forward-only autograd formula, the eager path (a direct
+launch, replayed from the call's launch plan on a repeated geometry: :mod:`kernels.launch_plans`) and the ``_into``
+variant that writes into given outputs.  The public functions themselves are written in their modules (their
+signatures and docstrings are the API) and hand their arguments to their PublicKernel.
+
+Also here, the small helpers every launch shares: the launcher for a traced or a direct launch, and the layout of
+outputs.  The per-architecture launch tables are in :mod:`kernels.arch` (shared) and each kernel's module
+(:mod:`kernels.launch_table`), the argument checks in :mod:`kernels.checks`, the direct launcher in
+:mod:`kernels.fast_launch`.
 """
 
 from __future__ import annotations
 
+import inspect
+import typing
+from typing import Any, Callable, Sequence
+
 import torch
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
-# The launch table and the interpreter check stay importable from here, where they lived before kernels.arch.
-from kernels.arch import (  # noqa: F401
-    ArchLaunch,
-    arch_launch,
-    compile_target,
-    device_arch,
-    for_arch,
-    interpreting,
-    row_num_warps,
-)
 from kernels.fast_launch import PLAIN_TENSORS, direct_launcher
+from kernels.launch_plans import LaunchPlans
 
 
 def no_backward(op_name: str):
@@ -36,8 +38,9 @@ def no_backward(op_name: str):
     return backward, setup_context
 
 
-def eager_direct(*tensors: torch.Tensor | None) -> bool:
-    """Whether a public kernel function may launch its kernel directly instead of calling its torch op.
+def eager_direct(*args: Any) -> bool:
+    """Whether a public kernel function may launch its kernel directly instead of calling its torch op; ``args``:
+    the call's arguments (those that are not tensors are not looked at).
 
     The op's dispatch costs tens of microseconds of host time per call, which is the whole runtime of a small
     kernel.  A direct launch computes the same thing, so it is taken in plain eager calls; the op is used while
@@ -47,8 +50,8 @@ def eager_direct(*tensors: torch.Tensor | None) -> bool:
     if torch.compiler.is_compiling() or torch.jit.is_tracing() or _get_current_dispatch_mode() is not None:
         return False  # traced (torch.compile, jit.trace, make_fx, export, fake tensors): the op must be seen
     grad = torch.is_grad_enabled()
-    for t in tensors:
-        if t is not None and (type(t) not in PLAIN_TENSORS or (grad and t.requires_grad)):
+    for t in args:
+        if isinstance(t, torch.Tensor) and (type(t) not in PLAIN_TENSORS or (grad and t.requires_grad)):
             return False
     return True
 
@@ -57,6 +60,118 @@ def launcher(kernel, traced: bool):
     """``wrap_triton(kernel)`` inside an op body (so tracing sees the launch); the kernel itself for direct eager
     launches, where wrap_triton's higher-order-op dispatch would cost far more than the kernel at small sizes."""
     return torch.library.wrap_triton(kernel) if traced else direct_launcher(kernel)
+
+
+class PublicKernel:
+    """A public kernel function's op, eager path and ``_into`` variant, made from the kernel's parts.
+
+    ``name``: the public function's name, which its op (``kernelfleet::<name>``) and its launch plans take too.
+    The parts, each called with the call's arguments in the public function's order (``args``) or with the op's
+    arguments (``op_args``, what ``prepare(*args)`` returns):
+
+    * ``check(*args)``: raise on bad input (TypeError, ValueError) naming the argument;
+    * ``prepare(*args)``: the op's arguments (defaults to ``args`` unchanged), for arguments already checked: a
+      float ``eps``, what a layout argument means...;
+    * ``new_outs(*op_args)``: the outputs, a tuple with one tensor per name of ``outs``;
+    * ``launch(outs, *op_args, traced, config=None)``: the launch (``traced``: inside the op; ``config``: the
+      ``_into`` caller's launch knobs, None for the table's).  Its annotated positional parameters after ``outs``
+      are the op's schema;
+    * ``check_out(outs, *op_args)``: raise when given outputs (a tuple) are not the ones ``new_outs`` would make.
+
+    ``outs``: the outputs' names (``("out",)`` for one), in the ``_into`` variant's errors.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        check: Callable[..., None],
+        new_outs: Callable[..., tuple],
+        launch: Callable[..., None],
+        check_out: Callable[..., None],
+        prepare: Callable[..., tuple] | None = None,
+        outs: Sequence[str] = ("out",),
+    ):
+        self.name = name
+        self.check = check
+        self.prepare = prepare or _same
+        self.new_outs = new_outs
+        self.launch = launch
+        self.check_out = check_out
+        self.out_names = tuple(outs)
+        self.plans = LaunchPlans(name)  # eager calls' launches, per argument geometry
+        self.op = _register_op(name, launch, new_outs, len(self.out_names))
+
+    def __call__(self, *args):
+        """The public function's call: the direct launch in plain eager calls (:func:`eager_direct`), the op
+        otherwise.  Returns the output, or the tuple of outputs."""
+        if not eager_direct(*args):
+            self.check(*args)
+            return self.op(*self.prepare(*args))
+        # With a plan for this geometry (every argument as in a call that passed the checks): allocate and replay
+        # it; without one: check, allocate, launch, and record the launches as the key's plan.
+        key, plan = self.plans.find(*args)
+        if plan is None:
+            self.check(*args)
+        op_args = self.prepare(*args)
+        outs = self.new_outs(*op_args)
+        if plan is not None:
+            plan(args + outs)
+        else:
+            with self.plans.record(key, args + outs):
+                self.launch(outs, *op_args, traced=False)
+        return outs[0] if len(outs) == 1 else outs
+
+    def into(self, out, args: tuple, config=None):
+        """The ``_into`` variant: check ``args`` and the given ``out`` (a tensor, or a tuple of one per output) and
+        launch into it with the launch knobs ``config`` (None: the launch table's).  Returns ``out`` (a tuple for
+        several outputs)."""
+        self.check(*args)
+        n = len(self.out_names)
+        if n == 1:
+            outs = (out,)
+        elif isinstance(out, (tuple, list)) and len(out) == n:
+            outs = tuple(out)
+        else:
+            raise TypeError(f"out must be a pair ({', '.join(self.out_names)}) of tensors, got {type(out).__name__}")
+        op_args = self.prepare(*args)
+        self.check_out(outs, *op_args)
+        self.launch(outs, *op_args, traced=False, config=config)
+        return out if n == 1 else outs
+
+
+def _same(*args) -> tuple:
+    return args
+
+
+def _register_op(name: str, launch: Callable[..., None], new_outs: Callable[..., tuple], n_outs: int):
+    """``kernelfleet::<name>`` as a triton op whose body allocates with ``new_outs`` and launches with ``launch``
+    (traced), its schema ``launch``'s annotated positional parameters after ``outs``; forward-only.  Returns the
+    op (``torch.ops.kernelfleet.<name>``)."""
+    hints = typing.get_type_hints(launch)
+    params = [
+        p.replace(annotation=hints[p.name])
+        for p in list(inspect.signature(launch).parameters.values())[1:]
+        if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    ]
+    returns = torch.Tensor if n_outs == 1 else tuple[(torch.Tensor,) * n_outs]
+    signature = inspect.Signature(params, return_annotation=returns)
+
+    def body(*args, **kwargs):
+        if kwargs:
+            args = signature.bind(*args, **kwargs).args
+        outs = new_outs(*args)
+        launch(outs, *args, traced=True)
+        return outs[0] if n_outs == 1 else outs
+
+    body.__signature__ = signature
+    body.__name__ = body.__qualname__ = f"{name}_op"
+    body.__module__ = launch.__module__
+    qualified = f"kernelfleet::{name}"
+    torch.library.triton_op(qualified, body, mutates_args=())
+    backward, setup_context = no_backward(qualified)
+    torch.library.register_autograd(qualified, backward, setup_context=setup_context)
+    return getattr(torch.ops.kernelfleet, name)
 
 
 def unit_last(t: torch.Tensor | None) -> torch.Tensor | None:

@@ -1,7 +1,7 @@
 """Launch plans: an eager call's launches, recorded once per argument geometry and replayed.
 
-The launches are the direct launches of :mod:`kernels.fast_launch`; a public kernel function's eager path is
-:func:`eager_call`.
+The launches are the direct launches of :mod:`kernels.fast_launch`; a public kernel function's eager path
+(:meth:`kernels.launch.PublicKernel.__call__`) finds, replays and records the plans.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ def plan_key(*items) -> tuple:
     """What a recorded launch depends on, besides the tensors' addresses: each tensor's shape, strides, dtype,
     device and 16-byte alignment (Triton specialises on it), the type and value of everything else, and the
     current device."""
-    return (fast_launch._current_device(),) + tuple(
+    return (fast_launch.current_device(),) + tuple(
         [
             (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() & 15) if isinstance(t, torch.Tensor) else (type(t), t)
             for t in items
@@ -36,7 +36,7 @@ class _Plan:
         self.launches = launches
 
     def __call__(self, tensors) -> None:
-        stream = fast_launch._current_stream(fast_launch._current_device())
+        stream = fast_launch.current_stream(fast_launch.current_device())
         for (fn, prefix, packed), (g0, g1, g2), values, slots, constexprs in self.launches:
             values = values.copy()
             for slot, i in slots:
@@ -85,12 +85,11 @@ class LaunchPlans:
         if key is None:
             yield
             return
-        fast_launch._RECORDING.launches = []
+        fast_launch.start_recording()
         try:
             yield
-            launches = fast_launch._RECORDING.launches
         finally:
-            fast_launch._RECORDING.launches = None
+            launches = fast_launch.stop_recording()
         if launches is None:
             self._keep(key, _UNPLANNABLE)
             return
@@ -117,24 +116,6 @@ def forget_launches() -> None:
     """Drop every direct launcher's kept kernels and every public function's launch plans (they hold the
     constexprs a launch was recorded with), so the next calls take the full path again: after a change to what
     the launch table says, e.g."""
-    for launcher in fast_launch._DIRECT.values():
-        launcher.cache.clear()
+    fast_launch.forget_direct_launches()
     for plans in PLANS.values():
         plans.plans.clear()
-
-
-def eager_call(plans: LaunchPlans, items: tuple, check, new_outs, launch) -> tuple:
-    """The eager (direct) path of a public kernel function: with a plan for ``items`` (the call's tensors and
-    scalars, in a fixed order), allocate the outputs (``new_outs()``, a tuple) and replay it; without one, run
-    ``check()`` (which raises on bad input), allocate, ``launch(*outs)`` and record the launches.  Returns the
-    outputs."""
-    key, plan = plans.find(*items)
-    if plan is None:
-        check()
-    outs = new_outs()
-    if plan is not None:
-        plan(items + outs)
-    else:
-        with plans.record(key, items + outs):
-            launch(*outs)
-    return outs

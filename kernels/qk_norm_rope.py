@@ -31,13 +31,11 @@ from typing import NamedTuple, Optional
 import torch
 import triton
 import triton.language as tl
-from torch.library import triton_op, wrap_triton
 
-from kernels.arch import row_num_warps
+from kernels.arch import for_arch, launch_arch, row_num_warps
 from kernels.checks import check_device, check_float, check_out
-from kernels.fast_launch import direct_launcher
-from kernels.launch import cdiv, eager_direct, next_pow2, no_backward, out_like, unit_last
-from kernels.launch_plans import LaunchPlans, eager_call
+from kernels.launch import PublicKernel, cdiv, launcher, next_pow2, out_like, unit_last
+from kernels.rope import table_strides
 from kernels.rounding import round_to
 
 
@@ -48,15 +46,19 @@ class QkNormRopeConfig(NamedTuple):
     num_warps: int
 
 
-@functools.lru_cache(maxsize=256)
 def qk_norm_rope_config(width: int, device: torch.device | None = None) -> QkNormRopeConfig:
     """One row per program for rows of 2048 and more; narrow rows are packed until a program holds ~2048.
 
     Only the width enters (never the row count), so a dynamic sequence length under torch.compile stays dynamic.
     """
+    return _qk_norm_rope_config(width, launch_arch(device))
+
+
+@functools.lru_cache(maxsize=256)
+def _qk_norm_rope_config(width: int, arch: str) -> QkNormRopeConfig:
     block_c = next_pow2(width)
     block_rows = max(1, 2048 // block_c)
-    return QkNormRopeConfig(block_rows, row_num_warps(block_rows * block_c, device))
+    return QkNormRopeConfig(block_rows, for_arch(arch).warps_for(block_rows * block_c))
 
 
 def shared_table_config(batch: int, width: int, device: torch.device | None = None) -> QkNormRopeConfig:
@@ -208,37 +210,31 @@ def _row_strides(t: torch.Tensor) -> tuple[int, int]:
     return st[0], st[1]
 
 
-def _table_strides(t: torch.Tensor) -> tuple[int, int]:
-    """(stride_b, stride_s) of a cos/sin table; stride 0 over the batch when it is shared."""
-    st = t.stride()
-    if len(st) == 2:
-        return 0, st[0]
-    return (st[0] if t.shape[0] > 1 else 0), st[1]
-
-
 def _launch(
-    q_out,
-    k_out,
-    q,
-    k,
-    q_weight,
-    k_weight,
-    cos,
-    sin,
+    outs: tuple[torch.Tensor, torch.Tensor],
+    q: torch.Tensor,
+    k: torch.Tensor,
+    q_weight: Optional[torch.Tensor],
+    k_weight: Optional[torch.Tensor],
+    cos: torch.Tensor,
+    sin: torch.Tensor,
     eps: float,
+    *,
+    traced: bool,
     config: QkNormRopeConfig | None = None,
-    direct: bool = False,
 ) -> None:
-    """Launch through ``wrap_triton`` inside the op (traceable), or ``direct`` (eager calls).  Inputs must have a
-    unit-stride last dim (:func:`kernels.launch.unit_last`).  In eager calls fp fusion is off, so the RoPE multiply
-    and add round as the model's separate ops do (on an H200 this took bf16 mismatches against eager from 2e-5 to 3e-6,
-    what remains being the row sum's order)."""
+    """Launch through ``wrap_triton`` inside the op (``traced``), or directly (eager calls).  An input whose last
+    dim is not unit-stride is copied first (:func:`kernels.launch.unit_last`).  In eager calls fp fusion is off, so
+    the RoPE multiply and add round as the model's separate ops do (on an H200 this took bf16 mismatches against
+    eager from 2e-5 to 3e-6, what remains being the row sum's order)."""
+    q_out, k_out = outs
     if q.numel() == 0:
         return
+    q, k, q_weight, k_weight, cos, sin = (unit_last(t) for t in (q, k, q_weight, k_weight, cos, sin))
     batch, seq, width = q.shape
     rows = batch * seq
     width = int(width)  # compile-time sizes as plain ints (a traced SymInt is specialised)
-    cos_strides, sin_strides = _table_strides(cos), _table_strides(sin)
+    cos_strides, sin_strides = table_strides(cos), table_strides(sin)
     token_major = cos_strides[0] == 0 and sin_strides[0] == 0
     static_batch = isinstance(batch, int)  # a traced SymInt batch keeps the row-per-program launch
     if config is not None:
@@ -247,11 +243,10 @@ def _launch(
         cfg = shared_table_config(batch, width, q.device)
     else:
         cfg = qk_norm_rope_config(width, q.device)
-    kernel = direct_launcher(_qk_norm_rope_kernel) if direct else wrap_triton(_qk_norm_rope_kernel)
     # fp fusion off wherever the kernel launches as itself (every eager call); a launch traced by torch.compile
     # cannot carry the option through Inductor, which compiles with Triton's default (may differ by an ulp).
-    options = {"enable_fp_fusion": False} if direct else {}
-    kernel[(cdiv(rows, cfg.block_rows),)](
+    options = {} if traced else {"enable_fp_fusion": False}
+    launcher(_qk_norm_rope_kernel, traced)[(cdiv(rows, cfg.block_rows),)](
         q,
         k,
         q if q_weight is None else q_weight,
@@ -282,36 +277,24 @@ def _launch(
     )
 
 
-def _unit_inputs(q, k, q_weight, k_weight, cos, sin):
-    return (unit_last(q), unit_last(k), unit_last(q_weight), unit_last(k_weight), unit_last(cos), unit_last(sin))
+def _check_out(outs, q, k, *_) -> None:
+    check_out(outs[0], q.shape, q.dtype, q.device, "out[0] (q_out)", unit_last=True)
+    check_out(outs[1], k.shape, k.dtype, k.device, "out[1] (k_out)", unit_last=True)
 
 
-@triton_op("kernelfleet::qk_norm_rope", mutates_args=())
-def _qk_norm_rope_op(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    q_weight: Optional[torch.Tensor],
-    k_weight: Optional[torch.Tensor],
-    cos: torch.Tensor,
-    sin: torch.Tensor,
-    eps: float,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    q, k, q_weight, k_weight, cos, sin = _unit_inputs(q, k, q_weight, k_weight, cos, sin)
-    q_out = torch.empty_like(q)
-    k_out = torch.empty_like(k)
-    _launch(q_out, k_out, q, k, q_weight, k_weight, cos, sin, eps)
-    return q_out, k_out
-
-
-_backward, _setup_context = no_backward("kernelfleet::qk_norm_rope")
-_qk_norm_rope_op.register_autograd(_backward, setup_context=_setup_context)
+_QK_NORM_ROPE = PublicKernel(
+    "qk_norm_rope",
+    check=_validate,
+    prepare=lambda q, k, q_weight, k_weight, cos, sin, eps: (q, k, q_weight, k_weight, cos, sin, float(eps)),
+    new_outs=lambda q, k, *_: (out_like(q), out_like(k)),
+    launch=_launch,
+    check_out=_check_out,
+    outs=("q_out", "k_out"),
+)
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Public API
-
-
-_PLANS = LaunchPlans("qk_norm_rope")  # eager calls' launches, per argument geometry
 
 
 def qk_norm_rope(
@@ -324,18 +307,7 @@ def qk_norm_rope(
     eps: float = 1e-5,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(rope(rmsnorm(q) * q_weight), rope(rmsnorm(k) * k_weight)) with LTX's rounding; see the module doc."""
-    if eager_direct(q, k, q_weight, k_weight, cos, sin):
-        return eager_call(
-            _PLANS,
-            (q, k, q_weight, k_weight, cos, sin, eps),
-            lambda: _validate(q, k, q_weight, k_weight, cos, sin, eps),
-            lambda: (out_like(q), out_like(k)),
-            lambda q_out, k_out: _launch(
-                q_out, k_out, *_unit_inputs(q, k, q_weight, k_weight, cos, sin), float(eps), direct=True
-            ),
-        )
-    _validate(q, k, q_weight, k_weight, cos, sin, eps)
-    return torch.ops.kernelfleet.qk_norm_rope(q, k, q_weight, k_weight, cos, sin, float(eps))
+    return _QK_NORM_ROPE(q, k, q_weight, k_weight, cos, sin, eps)
 
 
 def qk_norm_rope_into(
@@ -352,11 +324,4 @@ def qk_norm_rope_into(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """qk_norm_rope writing into ``out = (q_out, k_out)`` (unit-stride last dims); ``_config`` overrides the
     launch knobs (tuning)."""
-    _validate(q, k, q_weight, k_weight, cos, sin, eps)
-    if not isinstance(out, (tuple, list)) or len(out) != 2:
-        raise TypeError(f"out must be a (q_out, k_out) pair of tensors, got {type(out).__name__}")
-    check_out(out[0], q.shape, q.dtype, q.device, "out[0] (q_out)", unit_last=True)
-    check_out(out[1], k.shape, k.dtype, k.device, "out[1] (k_out)", unit_last=True)
-    q, k, q_weight, k_weight, cos, sin = _unit_inputs(q, k, q_weight, k_weight, cos, sin)
-    _launch(out[0], out[1], q, k, q_weight, k_weight, cos, sin, float(eps), _config, direct=True)
-    return out[0], out[1]
+    return _QK_NORM_ROPE.into(out, (q, k, q_weight, k_weight, cos, sin, eps), _config)

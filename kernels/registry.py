@@ -1,14 +1,14 @@
 """The kernel registry: everything the planner and the workers know about a kernel.
 
 The workers and the planner know kernels only through this module.  Each kernel family has one module under
-``kernels/entries/`` that declares its ``ENTRIES`` (a list of :class:`KernelEntry`); this module finds them by
-scanning that package (every module but ``common``), so a kernel exists when its entry says so.  Derived from the
-entries: ``kernels.__all__`` (each entry's public ``function``), the injection's kernel list (``kernels.inject``:
-the functions of the entries without a ``not_injected`` reason), the orchestrator's ``--help`` and its check that
-``conf/kernel/`` names no unknown kernel (``orchestrator.validate.check_kernel_grids``), and the ``kernels`` sweep's
-list of kernels (every registered kernel with a grid, ``orchestrator.config``).  A kernel's default grid is its
-entry's ``grid`` (:class:`Grid`); a ``conf/kernel/<name>.yaml``, when present, overrides it.
-Adding a kernel = one kernel module + one entry module (README, "Add a kernel").
+``kernels/entries/`` that declares its ``ENTRIES`` (a list of :class:`KernelEntry`); this module finds them by scanning
+that package (every module but ``common``), so a kernel exists when its entry says so.  Derived from the entries:
+``kernels.__all__`` (each entry's public ``function``), the orchestrator's ``--help`` and its check that
+``conf/kernel/`` names no unknown kernel (``orchestrator.validate.check_kernel_grids``), the ``kernels`` sweep's list of
+kernels (every registered kernel with a grid, ``orchestrator.config``), the names the injection's rules may select by
+(``kernels.inject.rules``) and the per-kernel contract tests (tests/kernels/test_contract.py, from each entry's
+:class:`Contract`).  A kernel's default grid is its entry's ``grid`` (:class:`Grid`); a ``conf/kernel/<name>.yaml``,
+when present, overrides it.  Adding a kernel = one kernel module + one entry module (README, "Add a kernel").
 
 Extra entries can be loaded from modules named in the environment variable ``KERNELFLEET_PLUGINS``
 (comma-separated module paths, each with an ``ENTRIES`` list); the test-suite uses this for kernels that crash
@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import torch
+
+from kernels.launch_table import LaunchTable
 
 DTYPES: dict[str, torch.dtype] = {
     "fp32": torch.float32,
@@ -63,6 +65,22 @@ class Grid:
 
 
 @dataclass(frozen=True)
+class Contract:
+    """What the per-kernel contract tests run a kernel's Triton implementation on (tests/kernels/test_contract.py:
+    bad inputs, ``_into`` outputs, launch plans, the op under tracing; tests/workers/test_isa.py: its machine code
+    for each AMD target), so that a new kernel's entry is all those tests need."""
+
+    # A shape the CPU interpreter runs in well under a second, with a row width of at least 64 elements.
+    small_shape: tuple[int, ...]
+    # Shapes beyond the default grid that reach the other rows of the kernel's launch tables (rows packed per
+    # program, other warps, other tiles): the isa tests compile the grid and these.
+    launch_shapes: tuple[tuple[int, ...], ...] = ()
+    # The narrowest global load, in bits, its gfx950 code may issue for what it does not pack several of into one
+    # program (16-bit rows load 128 bits a lane); lower only with the reason beside the entry.
+    narrowest_load_bits: int = 128
+
+
+@dataclass(frozen=True)
 class KernelEntry:
     name: str
     description: str
@@ -91,6 +109,11 @@ class KernelEntry:
     not_injected: str = ""
     # The default grid of sweeps (conf/kernel/<name>.yaml, when present, overrides it).
     grid: Grid | None = None
+    # What the contract tests run it on; every entry of kernels/entries/ declares one, test plugins may leave it out.
+    contract: Contract | None = None
+    # Its own launch parameters per architecture, where it has any (the table its module keeps; kernels.arch holds
+    # what every kernel shares): what a tuning run reads and proposes rows for.
+    launch_table: LaunchTable | None = None
 
     def impl_names(self) -> list[str]:
         return list(self.impls)
@@ -107,11 +130,18 @@ class KernelEntry:
         }
 
 
+# The kernels whose public function has another name than the kernel: ``kernels.rms_norm`` and its op
+# ``kernelfleet::rms_norm`` are the public API's names of the kernel ``rmsnorm``, which sweeps, the store, the
+# injection and reports call it.  Every other kernel's function is named as its kernel (checked at registration);
+# :func:`kernel_name` takes either name.
+PUBLIC_NAMES = {"rmsnorm": "rms_norm", "rope": "rope_interleaved", "adaln": "adaln_rms"}
+
 ENTRY_PACKAGE = "kernels.entries"
 _HELPER_MODULES = ("common",)  # pieces the entries share; declare no kernel
 
 _REGISTRY: dict[str, KernelEntry] | None = None
 _BUILTIN: dict[str, KernelEntry] | None = None
+_MODULES: dict[str, str] = {}  # kernel name -> the module that declares its entry
 
 
 class UnknownKernelError(KeyError):
@@ -144,7 +174,15 @@ def _collect(reg: dict[str, KernelEntry], modname: str, builtin: bool) -> None:
             raise ValueError(f"kernel {entry.name!r} registered twice (again in {modname})")
         if builtin and entry.function is None:
             raise ValueError(f"kernel {entry.name!r} ({modname}) names no public function (KernelEntry.function)")
+        if builtin and entry.function.__name__ != PUBLIC_NAMES.get(entry.name, entry.name):
+            raise ValueError(
+                f"kernel {entry.name!r} ({modname}): its public function is named {entry.function.__name__!r}; name "
+                f"it as its kernel (kernels.registry.PUBLIC_NAMES lists the public API's other names)"
+            )
+        if builtin and entry.contract is None:
+            raise ValueError(f"kernel {entry.name!r} ({modname}) declares no contract shapes (KernelEntry.contract)")
         reg[entry.name] = entry
+        _MODULES[entry.name] = modname
 
 
 def builtin() -> dict[str, KernelEntry]:
@@ -180,14 +218,19 @@ def public_functions() -> dict[str, Callable[..., Output]]:
     return dict(sorted(functions.items()))
 
 
-def injectable_functions() -> tuple[str, ...]:
-    """The public functions kernels.inject may use (those of entries without a ``not_injected`` reason)."""
-    return tuple(sorted(e.function.__name__ for e in builtin().values() if not e.not_injected))
+def kernel_name(name: str) -> str:
+    """The kernel's name for ``name``, a kernel's name or its public function's (:data:`PUBLIC_NAMES`); other names
+    are returned as they are."""
+    for kernel, public in PUBLIC_NAMES.items():
+        if name == public:
+            return kernel
+    return name
 
 
-def not_injected() -> dict[str, str]:
-    """Public function name -> why kernels.inject never uses it."""
-    return {e.function.__name__: e.not_injected for e in builtin().values() if e.not_injected}
+def entry_module(name: str) -> str:
+    """The module that declares kernel ``name``'s entry (``kernels.entries.rmsnorm``...)."""
+    get(name)
+    return _MODULES[name]
 
 
 def kernel_names() -> list[str]:

@@ -16,10 +16,10 @@ import triton.language as tl
 
 from kernels.adaln import modulate
 from kernels.checks import check_eps, check_modulation, check_out, check_residual, check_rows_input
-from kernels.launch import eager_direct, launcher, no_backward
-from kernels.launch_plans import LaunchPlans, eager_call
+from kernels.launch import PublicKernel, launcher
+from kernels.launch_table import LaunchTable
 from kernels.rounding import cast_trip, fusion_options, round_code, round_to
-from kernels.rows import new_rows_out, out_rows_3d, row_block, row_grid, row_ptrs, strides_3d
+from kernels.rows import RowLaunch, new_rows_out, out_rows_3d, row_block, row_grid, row_ptrs, strides_3d
 
 
 @triton.jit
@@ -80,12 +80,32 @@ def _check_args(x, residual, scale, shift, eps) -> None:
     check_eps(eps)
 
 
-def _launch(new_residual, normed, x, residual, scale, shift, eps, config=None, traced: bool = True):
+# H200 (docs/perf/kernels-h200.md, launch knobs): at 2048-wide rows 4 warps tie with 8, as measured for the norm
+# family (kernels/rmsnorm.py); at 3072 (block 4096) 8, the rule's
+LAUNCH = LaunchTable(
+    "add_rms_norm_modulate",
+    RowLaunch(),
+    {"sm_90": RowLaunch(warps=((2048, 4),), measured=True, source="docs/perf/kernels-h200.md, launch knobs")},
+)
+
+
+def _launch(
+    outs: tuple[torch.Tensor, torch.Tensor],
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    scale: torch.Tensor,
+    shift: torch.Tensor,
+    eps: float,
+    *,
+    traced: bool,
+    config=None,
+) -> None:
+    new_residual, normed = outs
     if x.numel() == 0:
-        return new_residual, normed
+        return
     new_res3 = out_rows_3d(new_residual, x.shape)
     normed3 = out_rows_3d(normed, x.shape)
-    g = row_grid(x.shape, x.device, config)
+    g = row_grid(x.shape, x.device, LAUNCH, config)
     launcher(_add_rms_norm_modulate_kernel, traced)[g.grid](
         x,
         residual,
@@ -107,25 +127,22 @@ def _launch(new_residual, normed, x, residual, scale, shift, eps, config=None, t
         **g.options(),
         **fusion_options(traced),
     )
-    return new_residual, normed
 
 
-def _new_outs(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    return new_rows_out(x), new_rows_out(x)
+def _check_out(outs, x, *_) -> None:
+    check_out(outs[0], x.shape, x.dtype, x.device, "out[0] (new_residual)")
+    check_out(outs[1], x.shape, x.dtype, x.device, "out[1] (normed)")
 
 
-@torch.library.triton_op("kernelfleet::add_rms_norm_modulate", mutates_args=())
-def _add_rms_norm_modulate_op(
-    x: torch.Tensor, residual: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, eps: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    return _launch(*_new_outs(x), x, residual, scale, shift, eps)
-
-
-_backward, _setup_context = no_backward("kernelfleet::add_rms_norm_modulate")
-torch.library.register_autograd("kernelfleet::add_rms_norm_modulate", _backward, setup_context=_setup_context)
-
-
-_PLANS = LaunchPlans("add_rms_norm_modulate")  # eager calls' launches, per argument geometry
+_ADD_RMS_NORM_MODULATE = PublicKernel(
+    "add_rms_norm_modulate",
+    check=_check_args,
+    prepare=lambda x, residual, scale, shift, eps: (x, residual, scale, shift, float(eps)),
+    new_outs=lambda x, *_: (new_rows_out(x), new_rows_out(x)),
+    launch=_launch,
+    check_out=_check_out,
+    outs=("new_residual", "normed"),
+)
 
 
 def add_rms_norm_modulate(
@@ -136,19 +153,7 @@ def add_rms_norm_modulate(
     ``x``, ``residual``: ``[B, S, C]`` of one dtype; ``scale``, ``shift``: ``[B, 1, C]`` or ``[B, S, C]`` in that
     dtype.  Any strides.  Returns ``(new_residual, normed)``.  Forward only.
     """
-    if eager_direct(x, residual, scale, shift):
-        return eager_call(
-            _PLANS,
-            (x, residual, scale, shift, eps),
-            lambda: _check_args(x, residual, scale, shift, eps),
-            lambda: _new_outs(x),
-            lambda new_residual, normed: _launch(
-                new_residual, normed, x, residual, scale, shift, float(eps), traced=False
-            ),
-        )
-    _check_args(x, residual, scale, shift, eps)
-    new_residual, normed = torch.ops.kernelfleet.add_rms_norm_modulate(x, residual, scale, shift, float(eps))
-    return new_residual, normed
+    return _ADD_RMS_NORM_MODULATE(x, residual, scale, shift, eps)
 
 
 def add_rms_norm_modulate_into(
@@ -162,9 +167,4 @@ def add_rms_norm_modulate_into(
     _config=None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`add_rms_norm_modulate` written into ``out = (new_residual, normed)``; returns ``out``."""
-    _check_args(x, residual, scale, shift, eps)
-    if not isinstance(out, (tuple, list)) or len(out) != 2:
-        raise TypeError("out must be a pair (new_residual, normed) of tensors")
-    check_out(out[0], x.shape, x.dtype, x.device, "out[0] (new_residual)")
-    check_out(out[1], x.shape, x.dtype, x.device, "out[1] (normed)")
-    return _launch(out[0], out[1], x, residual, scale, shift, float(eps), _config, traced=False)
+    return _ADD_RMS_NORM_MODULATE.into(out, (x, residual, scale, shift, eps), _config)

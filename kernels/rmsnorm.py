@@ -21,10 +21,10 @@ import triton
 import triton.language as tl
 
 from kernels.checks import check_device, check_eps, check_float, check_out, check_row_count, check_same_device
-from kernels.launch import eager_direct, launcher, no_backward
-from kernels.launch_plans import LaunchPlans, eager_call
+from kernels.launch import PublicKernel, launcher
+from kernels.launch_table import LaunchTable
 from kernels.rounding import ROUND_NONE, cast_trip, round_code, round_to
-from kernels.rows import out_rows_3d, row_block, row_grid, row_ptrs, rows_3d, strides_3d
+from kernels.rows import RowLaunch, out_rows_3d, row_block, row_grid, row_ptrs, rows_3d, strides_3d
 
 NUMERICS = ("torch", "diffusers", "llama")
 
@@ -101,20 +101,36 @@ def _check_rms_args(x, weight, eps, numerics) -> None:
         raise ValueError(f"numerics={numerics!r} is not supported; allowed: {', '.join(map(repr, NUMERICS))}")
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# Launch
+# ----------------------------------------------------------------------------------------------------------------
+LAUNCH = LaunchTable(
+    "rmsnorm",
+    RowLaunch(),
+    {
+        # H200 (docs/perf/kernels-h200.md, launch knobs): at 2048-wide rows 4 warps beat 8 by 5-25 % launch-free
+        # at 22-104 MB; at 3072 (block 4096) 8, the rule's, stays best
+        "sm_90": RowLaunch(warps=((2048, 4),), measured=True, source="docs/perf/kernels-h200.md, launch knobs"),
+    },
+)
+
+
 def _launch(
-    out: torch.Tensor,
+    outs: tuple[torch.Tensor],
     x: torch.Tensor,
     weight: Optional[torch.Tensor],
     eps: float,
     numerics: str,
+    *,
+    traced: bool,
     config=None,
-    traced: bool = True,
-) -> torch.Tensor:
+) -> None:
+    (out,) = outs
     if x.numel() == 0:
-        return out
+        return
     x3 = rows_3d(x)
     out3 = out_rows_3d(out, x3.shape)
-    g = row_grid(x3.shape, x.device, config)
+    g = row_grid(x3.shape, x.device, LAUNCH, config)
     w_dtype = None if weight is None else weight.dtype
     launcher(_rms_norm_kernel, traced)[g.grid](
         x3,
@@ -131,24 +147,28 @@ def _launch(
         ROUND_NORMED=_normed_round_code(x.dtype, w_dtype, numerics),
         **g.options(),
     )
-    return out
 
 
-def _new_out(x: torch.Tensor, weight: Optional[torch.Tensor], numerics: str) -> torch.Tensor:
-    dtype = rms_norm_out_dtype(x.dtype, None if weight is None else weight.dtype, numerics)
-    return torch.empty(x.shape, dtype=dtype, device=x.device)
+def _out_dtype(x: torch.Tensor, weight: Optional[torch.Tensor], numerics: str) -> torch.dtype:
+    return rms_norm_out_dtype(x.dtype, None if weight is None else weight.dtype, numerics)
 
 
-@torch.library.triton_op("kernelfleet::rms_norm", mutates_args=())
-def _rms_norm_op(x: torch.Tensor, weight: Optional[torch.Tensor], eps: float, numerics: str) -> torch.Tensor:
-    return _launch(_new_out(x, weight, numerics), x, weight, eps, numerics)
+def _new_outs(x, weight, eps, numerics) -> tuple[torch.Tensor]:
+    return (torch.empty(x.shape, dtype=_out_dtype(x, weight, numerics), device=x.device),)
 
 
-_backward, _setup_context = no_backward("kernelfleet::rms_norm")
-torch.library.register_autograd("kernelfleet::rms_norm", _backward, setup_context=_setup_context)
+def _check_out(outs, x, weight, eps, numerics) -> None:
+    check_out(outs[0], x.shape, _out_dtype(x, weight, numerics), x.device)
 
 
-_PLANS = LaunchPlans("rms_norm")  # eager calls' launches, per argument geometry
+_RMS_NORM = PublicKernel(
+    "rms_norm",
+    check=_check_rms_args,
+    prepare=lambda x, weight, eps, numerics: (x, weight, float(eps), numerics),
+    new_outs=_new_outs,
+    launch=_launch,
+    check_out=_check_out,
+)
 
 
 def rms_norm(
@@ -160,16 +180,7 @@ def rms_norm(
     ``"torch"``, ``"diffusers"``, ``"llama"`` (the module whose rounding is mirrored; see the module docstring).
     Forward only.
     """
-    if eager_direct(x, weight):
-        return eager_call(
-            _PLANS,
-            (x, weight, eps, numerics),
-            lambda: _check_rms_args(x, weight, eps, numerics),
-            lambda: (_new_out(x, weight, numerics),),
-            lambda out: _launch(out, x, weight, float(eps), numerics, traced=False),
-        )[0]
-    _check_rms_args(x, weight, eps, numerics)
-    return torch.ops.kernelfleet.rms_norm(x, weight, float(eps), numerics)
+    return _RMS_NORM(x, weight, eps, numerics)
 
 
 def rms_norm_into(
@@ -185,6 +196,4 @@ def rms_norm_into(
 
     ``_config`` overrides the launch knobs (a :class:`NormLaunch` or ``(rows_per_program, num_warps)``).
     """
-    _check_rms_args(x, weight, eps, numerics)
-    check_out(out, x.shape, rms_norm_out_dtype(x.dtype, None if weight is None else weight.dtype, numerics), x.device)
-    return _launch(out, x, weight, float(eps), numerics, _config, traced=False)
+    return _RMS_NORM.into(out, (x, weight, eps, numerics), _config)

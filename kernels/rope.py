@@ -1,4 +1,4 @@
-"""Rotary position embedding (RoPE) kernels: interleaved pairs (LTX-Video, FLUX) and rotate-half (Llama, the seed).
+"""Rotary position embedding (RoPE) kernels: interleaved pairs (LTX-Video, FLUX) and rotate-half (Llama family).
 
 Two conventions, one Triton kernel (a constexpr picks the pairing):
 
@@ -16,7 +16,7 @@ Two conventions, one Triton kernel (a constexpr picks the pairing):
   (transformers' ``apply_rotary_pos_emb``).  The dtype of cos/sin picks the numerics: cos/sin in ``x.dtype``
   (what ``LlamaRotaryEmbedding`` returns) reproduces transformers exactly, rounding to ``x.dtype`` after each
   product and after the sum as torch's bf16/fp16 ops do; fp32 cos/sin with a bf16/fp16 ``x`` computes in fp32
-  and rounds once (the seed kernel's numerics).
+  and rounds once, as the interleaved convention does.
 
 Layouts.  ``x`` is ``[B, S, C]`` (LTX applies RoPE before the head split; one "head" of width C) or 4-D,
 ``[B, S, H, D]`` or ``[B, H, S, D]``.  ``cos``/``sin`` are ``[S, D]`` (shared by the batch: read with stride 0) or
@@ -26,24 +26,23 @@ and ``layout="bshd"`` or ``layout="bhsd"`` must be passed.  Batch, sequence and 
 directly (a stride-0 batch for shared tables); a tensor whose last dim is not unit-stride is copied first.  The
 output has the layout of ``x`` when ``x`` is dense, else it is contiguous.  A plain eager call launches directly;
 under torch.compile, for tensor subclasses, or when autograd must record the call, it goes through the
-``kernelfleet::`` op (:func:`kernels.launch.eager_direct`).
+``kernelfleet::`` op (:class:`kernels.launch.PublicKernel`).
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
 import triton
 import triton.language as tl
-from torch.library import triton_op, wrap_triton
 
-from kernels.arch import arch_launch, row_num_warps
+from kernels.arch import for_arch, launch_arch
 from kernels.checks import check_device, check_float, check_out
-from kernels.fast_launch import direct_launcher
-from kernels.launch import cdiv, eager_direct, next_pow2, no_backward, out_like, unit_last
-from kernels.launch_plans import LaunchPlans, eager_call
+from kernels.launch import PublicKernel, cdiv, launcher, next_pow2, out_like, unit_last
+from kernels.launch_table import LaunchRow, LaunchTable
 from kernels.rounding import fusion_options, round_before_add, round_code, round_to
 
 LAYOUTS = ("bshd", "bhsd")
@@ -64,7 +63,6 @@ class RopeConfig(NamedTuple):
     num_warps: int
 
 
-@functools.lru_cache(maxsize=256)
 def rope_config(heads: int, width: int, device: torch.device | None = None, interleaved: bool = True) -> RopeConfig:
     """The launch knobs for a block of ``width`` per head (the pow2 block over the head dim, or over half of it for
     rotate-half, which loads each half separately).
@@ -73,10 +71,35 @@ def rope_config(heads: int, width: int, device: torch.device | None = None, inte
     the cos/sin row of a position is then loaded once for all its heads.  Only the head count and width enter
     (never the sequence length), so torch.compile with a dynamic sequence length does not specialise on it.
     """
+    return _rope_config(heads, width, launch_arch(device), interleaved)
+
+
+@functools.lru_cache(maxsize=256)
+def _rope_config(heads: int, width: int, arch: str, interleaved: bool) -> RopeConfig:
     per_load = _TILE_ELEMENTS if interleaved else _TILE_ELEMENTS // 2
     block_h = min(next_pow2(heads), max(1, per_load // width))
     block_s = max(1, per_load // (width * block_h))
-    return RopeConfig(block_s, block_h, row_num_warps(block_s * block_h * width, device))
+    return RopeConfig(block_s, block_h, for_arch(arch).warps_for(block_s * block_h * width))
+
+
+@dataclass(frozen=True)
+class RotateHalfLaunch(LaunchRow):
+    """rope_rotate_half's row of its launch table.  ``half_math``: with tables in x's half dtype (transformers'
+    per-op rounding), multiply and add in the half dtype itself, one correctly rounded op each, instead of in fp32
+    with a cast per op; only where a GPU run compared the result with PyTorch's bit for bit and timed it."""
+
+    half_math: bool = False
+
+
+ROTATE_HALF_LAUNCH = LaunchTable(
+    "rope_rotate_half",
+    RotateHalfLaunch(),
+    {
+        # H200 (docs/perf/kernels-h200.md, RoPE): with bf16 tables equal to transformers' bit for bit at the five
+        # grid shapes, 2-5 % faster per call at 69-105 MB than with a cast per op
+        "sm_90": RotateHalfLaunch(half_math=True, measured=True, source="docs/perf/kernels-h200.md, RoPE"),
+    },
+)
 
 
 @triton.jit
@@ -215,7 +238,7 @@ def _resolve_seq_dim(x: torch.Tensor, cos: torch.Tensor, layout: str | None) -> 
     )
 
 
-def _validate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str | None) -> int:
+def _validate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str | None) -> None:
     check_float("x", x)
     check_float("cos", cos)
     check_float("sin", sin)
@@ -247,7 +270,6 @@ def _validate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str
             f"cos/sin {tuple(cos.shape)} do not broadcast against x {tuple(x.shape)}: sequence length "
             f"{cos.shape[-2]} != x.shape[{seq_dim}]={x.shape[seq_dim]}"
         )
-    return seq_dim
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -264,8 +286,9 @@ def _x_strides(t: torch.Tensor, seq_dim: int) -> tuple[int, int, int, int, int, 
     return shape[0], shape[2], shape[1], st[0], st[2], st[1]
 
 
-def _table_strides(t: torch.Tensor) -> tuple[int, int]:
-    """(stride_b, stride_s) of a cos/sin table; stride 0 over the batch when it is shared."""
+def table_strides(t: torch.Tensor) -> tuple[int, int]:
+    """(stride_b, stride_s) of a cos/sin table, ``[S, D]`` or ``[B, S, D]``; stride 0 over the batch when it is
+    shared (an ``[S, D]`` table, or a batch of one)."""
     st = t.stride()
     if len(st) == 2:
         return 0, st[0]
@@ -280,12 +303,12 @@ def _launch(
     seq_dim: int,
     interleaved: bool,
     round_each: bool,
-    config: RopeConfig | None = None,
-    direct: bool = False,
+    traced: bool,
+    config: RopeConfig | None,
 ) -> None:
-    """Launch the kernel: through ``wrap_triton`` inside the op (traceable), or ``direct`` (eager calls;
-    outside an op, wrap_triton would dispatch through a slow higher-order op).  Every tensor's last dim must be
-    unit-stride (inputs pass through :func:`kernels.launch.unit_last`).
+    """Launch the kernel: through ``wrap_triton`` inside the op (``traced``), or directly (eager calls; outside an
+    op, wrap_triton would dispatch through a slow higher-order op).  A tensor whose last dim is not unit-stride is
+    copied first (:func:`kernels.launch.unit_last`); ``out`` must be unit-stride there.
 
     In eager calls fp fusion is off: a fused multiply-add rounds differently from the model's separate multiply
     and add (measured on an H200: with fusion 24% of fp32 and, for rotate-half, of bf16 outputs differed from
@@ -293,20 +316,20 @@ def _launch(
     """
     if x.numel() == 0:
         return
+    x, cos, sin = unit_last(x), unit_last(cos), unit_last(sin)
     batch, seq, heads, sxb, sxs, sxh = _x_strides(x, seq_dim)
     _, _, _, sob, sos, soh = _x_strides(out, seq_dim)
     width = int(x.shape[-1])  # compile-time sizes as plain ints (a traced SymInt is specialised)
     block_d = next_pow2(width if interleaved else width // 2)
     cfg = config or rope_config(int(heads), block_d, x.device, interleaved)
     n_programs = batch * cdiv(seq, cfg.block_s) * cdiv(heads, cfg.block_h)
-    kernel = direct_launcher(_rope_kernel) if direct else wrap_triton(_rope_kernel)
     # fp fusion off wherever the kernel launches as itself (every eager call); a launch traced by torch.compile
     # cannot carry the option through Inductor, which compiles with Triton's default (the interleaved convention
     # may then differ by an ulp; rotate-half's per-op rounding stays exact through INT_ROUND).
-    options = fusion_options(traced=not direct)
+    options = fusion_options(traced)
     # native half-dtype ops only with fusion off: a traced launch could have a multiply and an add contracted
-    half_math = direct and round_each and arch_launch(x.device).native_half_math
-    kernel[(n_programs,)](
+    half_math = not traced and round_each and ROTATE_HALF_LAUNCH.for_device(x.device).half_math
+    launcher(_rope_kernel, traced)[(n_programs,)](
         x,
         cos,
         sin,
@@ -320,8 +343,8 @@ def _launch(
         sob,
         sos,
         soh,
-        *_table_strides(cos),
-        *_table_strides(sin),
+        *table_strides(cos),
+        *table_strides(sin),
         INTERLEAVED=interleaved,
         ROUND_EACH=round_code(x.dtype) if round_each else 0,
         BLOCK_S=cfg.block_s,
@@ -335,78 +358,74 @@ def _launch(
 
 def _round_each(x: torch.Tensor, cos: torch.Tensor) -> bool:
     """rotate-half numerics: transformers' per-op rounding when cos/sin come in x's (half-precision) dtype."""
-    if cos.dtype == x.dtype:
-        return x.dtype != torch.float32
-    if cos.dtype != torch.float32:
+    return cos.dtype == x.dtype and x.dtype != torch.float32
+
+
+def _check_table_dtype(x: torch.Tensor, cos: torch.Tensor) -> None:
+    """rotate-half's tables: x's dtype (transformers' numerics) or float32 (fp32 math)."""
+    if cos.dtype != x.dtype and cos.dtype != torch.float32:
         raise TypeError(
             f"cos/sin dtype {cos.dtype} must be x's dtype {x.dtype} (transformers' numerics) or float32 "
             f"(fp32 math, one rounding)"
         )
-    return False
 
 
-# --------------------------------------------------------------------------------------------------------------
-# PyTorch ops
+def _launch_interleaved(
+    outs: tuple[torch.Tensor],
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    seq_dim: int,
+    *,
+    traced: bool,
+    config: RopeConfig | None = None,
+) -> None:
+    _launch(outs[0], x, cos, sin, seq_dim, True, False, traced, config)
 
 
-@triton_op("kernelfleet::rope_interleaved", mutates_args=())
-def _rope_interleaved_op(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, seq_dim: int) -> torch.Tensor:
-    x, cos, sin = unit_last(x), unit_last(cos), unit_last(sin)
-    out = torch.empty_like(x)
-    _launch(out, x, cos, sin, seq_dim, interleaved=True, round_each=False)
-    return out
+def _launch_rotate_half(
+    outs: tuple[torch.Tensor],
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    seq_dim: int,
+    round_each: bool,
+    *,
+    traced: bool,
+    config: RopeConfig | None = None,
+) -> None:
+    _launch(outs[0], x, cos, sin, seq_dim, False, round_each, traced, config)
 
 
-@triton_op("kernelfleet::rope_rotate_half", mutates_args=())
-def _rope_rotate_half_op(
-    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, seq_dim: int, round_each: bool
-) -> torch.Tensor:
-    x, cos, sin = unit_last(x), unit_last(cos), unit_last(sin)
-    out = torch.empty_like(x)
-    _launch(out, x, cos, sin, seq_dim, interleaved=False, round_each=round_each)
-    return out
+def _check_rotate_half(x, cos, sin, layout) -> None:
+    _validate(x, cos, sin, layout)
+    _check_table_dtype(x, cos)
 
 
-for _op, _name in (
-    (_rope_interleaved_op, "kernelfleet::rope_interleaved"),
-    (_rope_rotate_half_op, "kernelfleet::rope_rotate_half"),
-):
-    _backward, _setup_context = no_backward(_name)
-    _op.register_autograd(_backward, setup_context=_setup_context)
+def _check_out(outs, x, *_) -> None:
+    check_out(outs[0], x.shape, x.dtype, x.device, unit_last=True)
+
+
+_ROPE_INTERLEAVED = PublicKernel(
+    "rope_interleaved",
+    check=_validate,
+    prepare=lambda x, cos, sin, layout: (x, cos, sin, _resolve_seq_dim(x, cos, layout)),
+    new_outs=lambda x, *_: (out_like(x),),
+    launch=_launch_interleaved,
+    check_out=_check_out,
+)
+_ROPE_ROTATE_HALF = PublicKernel(
+    "rope_rotate_half",
+    check=_check_rotate_half,
+    prepare=lambda x, cos, sin, layout: (x, cos, sin, _resolve_seq_dim(x, cos, layout), _round_each(x, cos)),
+    new_outs=lambda x, *_: (out_like(x),),
+    launch=_launch_rotate_half,
+    check_out=_check_out,
+)
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Public API
-
-
-# eager calls' launches, per geometry
-_INTERLEAVED_PLANS, _ROTATE_HALF_PLANS = LaunchPlans("rope_interleaved"), LaunchPlans("rope_rotate_half")
-
-
-def _eager(plans: LaunchPlans, x, cos, sin, layout, interleaved: bool) -> torch.Tensor:
-    """The direct eager path of both conventions: a repeat of a geometry replays its launch plan."""
-    seq_dim = []
-
-    def launch(out):
-        round_each = False if interleaved else _round_each(x, cos)
-        _launch(
-            out,
-            unit_last(x),
-            unit_last(cos),
-            unit_last(sin),
-            seq_dim[0],
-            interleaved=interleaved,
-            round_each=round_each,
-            direct=True,
-        )
-
-    return eager_call(
-        plans,
-        (x, cos, sin, layout),
-        lambda: seq_dim.append(_validate(x, cos, sin, layout)),
-        lambda: (out_like(x),),
-        launch,
-    )[0]
 
 
 def rope_interleaved(
@@ -417,24 +436,18 @@ def rope_interleaved(
     x: [B, S, C], [B, S, H, D] or [B, H, S, D] (fp32/bf16/fp16, last dim even); cos, sin: [S, D] or [B, S, D]
     (any float dtype, fp32 in the models).  ``layout`` ("bshd"/"bhsd") only when a 4-D x has H == S.
     """
-    if eager_direct(x, cos, sin):
-        return _eager(_INTERLEAVED_PLANS, x, cos, sin, layout, interleaved=True)
-    seq_dim = _validate(x, cos, sin, layout)
-    return torch.ops.kernelfleet.rope_interleaved(x, cos, sin, seq_dim)
+    return _ROPE_INTERLEAVED(x, cos, sin, layout)
 
 
 def rope_rotate_half(
     x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str | None = None
 ) -> torch.Tensor:
-    """RoPE ``x*cos + rotate_half(x)*sin`` (transformers/Llama and the seed kernel's convention).
+    """RoPE ``x*cos + rotate_half(x)*sin`` (transformers'/Llama's convention).
 
     x: [B, S, H, D] or [B, H, S, D] (or [B, S, D], one head); cos, sin: [S, D] or [B, S, D] in x's dtype
     (transformers' rounding) or fp32 (fp32 math, one rounding).
     """
-    if eager_direct(x, cos, sin):
-        return _eager(_ROTATE_HALF_PLANS, x, cos, sin, layout, interleaved=False)
-    seq_dim = _validate(x, cos, sin, layout)
-    return torch.ops.kernelfleet.rope_rotate_half(x, cos, sin, seq_dim, _round_each(x, cos))
+    return _ROPE_ROTATE_HALF(x, cos, sin, layout)
 
 
 def rope_interleaved_into(
@@ -447,11 +460,7 @@ def rope_interleaved_into(
     _config: RopeConfig | None = None,
 ) -> torch.Tensor:
     """rope_interleaved writing into ``out`` (any strides); ``_config`` overrides the launch knobs (tuning)."""
-    seq_dim = _validate(x, cos, sin, layout)
-    check_out(out, x.shape, x.dtype, x.device, unit_last=True)
-    x, cos, sin = unit_last(x), unit_last(cos), unit_last(sin)
-    _launch(out, x, cos, sin, seq_dim, interleaved=True, round_each=False, config=_config, direct=True)
-    return out
+    return _ROPE_INTERLEAVED.into(out, (x, cos, sin, layout), _config)
 
 
 def rope_rotate_half_into(
@@ -464,8 +473,4 @@ def rope_rotate_half_into(
     _config: RopeConfig | None = None,
 ) -> torch.Tensor:
     """rope_rotate_half writing into ``out`` (any strides); ``_config`` overrides the launch knobs (tuning)."""
-    seq_dim = _validate(x, cos, sin, layout)
-    check_out(out, x.shape, x.dtype, x.device, unit_last=True)
-    x, cos, sin = unit_last(x), unit_last(cos), unit_last(sin)
-    _launch(out, x, cos, sin, seq_dim, interleaved=False, round_each=_round_each(x, cos), config=_config, direct=True)
-    return out
+    return _ROPE_ROTATE_HALF.into(out, (x, cos, sin, layout), _config)

@@ -1,6 +1,7 @@
 """What every row kernel shares: any tensor viewed as ``[B, S, D]`` rows addressed through its strides (so
 non-contiguous inputs need no copy), the program's block of rows (:func:`row_block`, the kernels' prologue), the
-launch knobs (rows per program, warps: :func:`norm_launch_config`) and the launch geometry (:func:`row_grid`).
+launch knobs (rows per program, warps: :func:`row_launch_config`, from each kernel's launch table of
+:class:`RowLaunch` rows) and the launch geometry (:func:`row_grid`).
 
 The row kernels: :mod:`kernels.rmsnorm`, :mod:`kernels.adaln`, :mod:`kernels.residual_norm`,
 :mod:`kernels.gated_residual`.
@@ -16,8 +17,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.arch import arch_launch, row_num_warps
+from kernels.arch import for_arch, launch_arch
 from kernels.launch import cdiv, next_pow2
+from kernels.launch_table import LaunchRow, LaunchTable
 
 
 @triton.jit
@@ -57,7 +59,7 @@ def row_block(n_rows, seq, width, ROWS: tl.constexpr, BLOCK_D: tl.constexpr):
 # ----------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class NormLaunch:
-    """Per-launch knobs of the norm-family kernels: how many rows one program normalises, and its warps."""
+    """Per-launch knobs of the row kernels: how many rows one program normalises, and its warps."""
 
     rows_per_program: int
     num_warps: int
@@ -69,29 +71,47 @@ class NormLaunch:
                 raise ValueError(f"NormLaunch.{name} must be a power of two >= 1, got {v!r}")
 
 
+@dataclass(frozen=True)
+class RowLaunch(LaunchRow):
+    """A row kernel's row of its launch table: ``warps``, (padded row width, num_warps) pairs that take the place
+    of the architecture's rule (:meth:`kernels.arch.ArchLaunch.warps_for`) at those widths, where one program holds
+    one row."""
+
+    warps: tuple[tuple[int, int], ...] = ()
+
+
+# A row kernel's table without rows: the architecture's rule at every width.
+RULE_ONLY = LaunchTable("row kernels", RowLaunch())
+
 # Elements one program should hold when rows are narrow: several narrow rows per program keep the loads wide.
 _ELEMENTS_PER_PROGRAM = 2048
 _MAX_ROWS_PER_PROGRAM = 32
 
 
-@functools.lru_cache(maxsize=None)
-def norm_launch_config(block_d: int, device: Optional[torch.device] = None, layer_norm: bool = False) -> NormLaunch:
-    """Rows per program and num_warps for rows of padded width ``block_d`` (the one place to tune them);
-    ``layer_norm``: for the LayerNorm variant, which has its own measured warps.
+def row_launch_config(
+    block_d: int, device: Optional[torch.device] = None, table: LaunchTable = RULE_ONLY
+) -> NormLaunch:
+    """Rows per program and num_warps for rows of padded width ``block_d`` on ``device``: several narrow rows per
+    program, one row from 2048 elements; the warps from the kernel's launch ``table`` where its row for the
+    architecture names the width, else the architecture's rule for the elements a program holds.
 
     It depends on the row width only, not on the number of rows, so that a dynamic row count stays symbolic
     under torch.compile.
     """
+    return _row_launch_config(block_d, launch_arch(device), table)
+
+
+@functools.lru_cache(maxsize=None)
+def _row_launch_config(block_d: int, arch: str, table: LaunchTable) -> NormLaunch:
     rows = max(1, min(_MAX_ROWS_PER_PROGRAM, _ELEMENTS_PER_PROGRAM // block_d))
-    table = arch_launch(device)
-    measured = dict(table.layer_norm_warps if layer_norm else table.norm_warps).get(block_d) if rows == 1 else None
-    return NormLaunch(rows, measured or row_num_warps(rows * block_d, device))
+    measured = dict(table.for_arch(arch).warps).get(block_d) if rows == 1 else None
+    return NormLaunch(rows, measured or for_arch(arch).warps_for(rows * block_d))
 
 
-def resolve_config(config, block_d: int, device: torch.device, layer_norm: bool = False) -> NormLaunch:
-    """``config`` (a private tuning override: NormLaunch, ``(rows, warps)`` or a dict) or the default."""
+def resolve_config(config, block_d: int, device: torch.device, table: LaunchTable) -> NormLaunch:
+    """``config`` (a private tuning override: NormLaunch, ``(rows, warps)`` or a dict) or the table's."""
     if config is None:
-        return norm_launch_config(block_d, device, layer_norm)
+        return row_launch_config(block_d, device, table)
     if isinstance(config, NormLaunch):
         return config
     if isinstance(config, dict):
@@ -121,11 +141,12 @@ class RowGrid:
         return {"ROWS": self.knobs.rows_per_program, "BLOCK_D": self.block_d, "num_warps": self.knobs.num_warps}
 
 
-def row_grid(shape3: Sequence[int], device: torch.device, config=None, layer_norm: bool = False) -> RowGrid:
-    """The :class:`RowGrid` of rows shaped ``[B, S, D]``; ``config``: a tuning override (:func:`resolve_config`)."""
+def row_grid(shape3: Sequence[int], device: torch.device, table: LaunchTable, config=None) -> RowGrid:
+    """The :class:`RowGrid` of rows shaped ``[B, S, D]`` for a kernel of launch ``table``; ``config``: a tuning
+    override (:func:`resolve_config`)."""
     n_b, seq, width = shape3
     block_d = next_pow2(int(width))  # a compile-time block: the row width is specialised
-    return RowGrid(n_b * seq, seq, width, block_d, resolve_config(config, block_d, device, layer_norm))
+    return RowGrid(n_b * seq, seq, width, block_d, resolve_config(config, block_d, device, table))
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ def plan_header(cfg: dict, specs: list[JobSpec]) -> dict:
         "sweep": cfg["sweep"]["name"],
         "config": public_config(cfg),
         "plan_key": planner.plan_key(specs),
-        **code.to_dict(),
+        **code.to_dict(specs),
     }
 
 

@@ -11,6 +11,7 @@ result.  ``profiled``: this process has run torch.profiler, which leaves every l
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -28,25 +29,11 @@ COMPILE_ONLY_ENV = "KERNELFLEET_COMPILE_ONLY"
 
 
 def _run_one(spec, device):
-    from workers import correctness, micro
+    from workers.spec import JOB_MODULES
 
-    if spec.kind == "isa":
-        from workers import isa
-
-        return isa.run(spec, device)
-    if spec.kind == "correctness":
-        return correctness.run(spec, device)
-    if spec.kind == "micro":
-        return micro.run(spec, device)
-    if spec.kind == "profile":
-        from workers import profile
-
-        return profile.run(spec, device)
-    if spec.kind == "e2e":
-        from workers import e2e
-
-        return e2e.run(spec, device)
-    raise ValueError(f"unknown job kind {spec.kind!r}")
+    if spec.kind not in JOB_MODULES:
+        raise ValueError(f"unknown job kind {spec.kind!r}")
+    return importlib.import_module(JOB_MODULES[spec.kind]).run(spec, device)
 
 
 def main() -> int:

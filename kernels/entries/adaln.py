@@ -10,9 +10,16 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from kernels.adaln import adaln_layer_norm, adaln_layer_norm_into, adaln_rms, adaln_rms_into
+from kernels.adaln import (
+    ADALN_LAUNCH,
+    ADALN_LAYER_NORM_LAUNCH,
+    adaln_layer_norm,
+    adaln_layer_norm_into,
+    adaln_rms,
+    adaln_rms_into,
+)
 from kernels.entries.common import numel, randn, standard_impls, upcast
-from kernels.registry import KernelEntry
+from kernels.registry import Contract, Grid, KernelEntry
 
 MODULATION_STD = 0.25  # scale/shift ~ N(0, 0.25^2): 1 + scale stays positive almost always, as in the models
 
@@ -115,6 +122,21 @@ ENTRIES = [
         tolerances=TOLERANCES,
         default_impls=DEFAULT_IMPLS,
         function=adaln_rms,
+        grid=Grid(
+            shapes=(
+                (1, 1024, 2048),
+                (2, 1024, 2048),
+                (4, 1024, 2048),
+                (1, 4096, 2048),
+                (2, 4096, 3072),
+                (1, 8192, 2048),
+                (4, 4096, 3072),
+                (2, 1320, 2048),
+                (2, 6336, 2048),
+            )
+        ),
+        contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024), (1, 16, 8192))),
+        launch_table=ADALN_LAUNCH,
     ),
     KernelEntry(
         name="adaln_layer_norm",
@@ -137,5 +159,10 @@ ENTRIES = [
         tolerances=TOLERANCES,
         default_impls=DEFAULT_IMPLS,
         function=adaln_layer_norm,
+        grid=Grid(
+            shapes=((2, 1024, 1536), (2, 4096, 1536), (2, 4096, 2432), (1, 512, 3072), (1, 4096, 3072), (2, 1024, 3072))
+        ),
+        contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024), (1, 16, 8192))),
+        launch_table=ADALN_LAYER_NORM_LAUNCH,
     ),
 ]

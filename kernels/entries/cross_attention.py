@@ -15,9 +15,9 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from kernels.cross_attention import MAX_HEAD_DIM, MAX_KEYS, cross_attention, cross_attention_into
+from kernels.cross_attention import LAUNCH, MAX_HEAD_DIM, MAX_KEYS, cross_attention, cross_attention_into
 from kernels.entries.common import numel, randn, standard_impls, upcast
-from kernels.registry import KernelEntry
+from kernels.registry import Contract, Grid, KernelEntry
 
 PADDING = -10000.0  # LTXVideoTransformer3DModel: (1 - encoder_attention_mask) * -10000.0
 
@@ -101,5 +101,14 @@ ENTRIES = [
         tolerances={"fp32": (1e-5, 1e-4), "bf16": (1e-2, 6.25e-2), "fp16": (2e-3, 8e-3)},
         default_impls=("triton", "eager", "compile", "compile_max"),
         function=cross_attention,
+        grid=Grid(shapes=((1, 256, 32, 64, 128), (2, 1320, 32, 64, 128), (2, 6336, 32, 64, 128))),
+        contract=Contract(
+            small_shape=(2, 12, 4, 16, 12),
+            launch_shapes=((1, 16, 8, 128, 128), (1, 16, 8, 64, 256)),
+            # the mask row [Sk] (256 bytes of bf16 at 128 keys) is loaded straight into the MFMA accumulator's
+            # column layout, 4 keys a lane; query, key and value tiles load 128 bits a lane
+            narrowest_load_bits=64,
+        ),
+        launch_table=LAUNCH,
     ),
 ]

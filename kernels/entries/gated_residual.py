@@ -10,8 +10,8 @@ import torch
 
 from kernels.entries.adaln import MODULATION_STD, TOLERANCES, check_shape_bsc
 from kernels.entries.common import numel, randn, standard_impls, upcast
-from kernels.gated_residual import gated_residual, gated_residual_into
-from kernels.registry import KernelEntry
+from kernels.gated_residual import LAUNCH, gated_residual, gated_residual_into
+from kernels.registry import Contract, Grid, KernelEntry
 
 
 def make_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> dict:
@@ -73,5 +73,8 @@ ENTRIES = [
         tolerances=TOLERANCES,
         default_impls=("triton", "eager", "compile", "compile_max"),
         function=gated_residual,
+        grid=Grid(shapes=((1, 256, 2048), (2, 1320, 2048), (2, 6336, 2048))),
+        contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024), (1, 16, 8192))),
+        launch_table=LAUNCH,
     ),
 ]

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from kernels.entries.common import liger_unavailable, numel, randn, standard_impls, upcast
 from kernels.geglu import geglu, geglu_into, gelu_tanh, gelu_tanh_into
-from kernels.registry import Impl, KernelEntry
+from kernels.registry import Contract, Grid, Impl, KernelEntry
 
 
 def _gelu_tanh64(x: torch.Tensor) -> torch.Tensor:
@@ -144,6 +144,8 @@ ENTRIES = [
         tolerances={"fp32": (1e-5, 1e-4), "bf16": (1e-2, 2.5e-1), "fp16": (2e-3, 6.25e-2)},
         default_impls=("triton", "eager", "compile", "compile_max", "liger"),
         function=geglu,
+        grid=Grid(shapes=((1, 1024, 2048), (2, 1024, 4096), (2, 4096, 3072), (4, 4096, 4096), (4, 4096, 8192))),
+        contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024))),
         not_injected=(
             "LTX-Video, SD3 and FLUX have no GEGLU feed-forward, and transformers' gated MLPs compute "
             "gate and up in two projections rounding after each op, which geglu (one [..., 2H] input, "
@@ -165,6 +167,8 @@ ENTRIES = [
         tolerances={"fp32": (1e-5, 1e-4), "bf16": (8e-3, 6.25e-2), "fp16": (1e-3, 8e-3)},
         default_impls=("triton", "eager", "compile", "compile_max"),
         function=gelu_tanh,
+        grid=Grid(shapes=((2, 1320, 8192), (2, 6336, 8192), (1, 4096, 3072), (4, 4096, 4096))),
+        contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024))),
         not_injected=(
             "GELU-tanh is one PyTorch kernel already; a standalone Triton GELU saves no memory traffic in "
             "these models (the gain needs a GEMM epilogue: the linear_gelu rewrite), so no module is "

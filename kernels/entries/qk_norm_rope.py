@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from kernels.entries.common import numel, randn, standard_impls, upcast
 from kernels.entries.rope import interleaved_reference, ltx_apply_rotary_emb, ltx_rope_tables
 from kernels.qk_norm_rope import qk_norm_rope, qk_norm_rope_into
-from kernels.registry import KernelEntry
+from kernels.registry import Contract, Grid, KernelEntry
 
 LTX_QK_EPS = 1e-5
 
@@ -109,5 +109,7 @@ ENTRIES = [
         tolerances={"fp32": (5e-6, 1e-4), "bf16": (1e-2, 1.25e-1), "fp16": (2e-3, 1.6e-2)},
         default_impls=("triton", "eager", "compile", "compile_max"),
         function=qk_norm_rope,
+        grid=Grid(shapes=((2, 1320, 2048), (2, 6336, 2048))),
+        contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 512), (4, 16, 1024))),
     ),
 ]

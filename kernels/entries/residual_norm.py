@@ -10,8 +10,8 @@ import torch
 
 from kernels.entries.adaln import MODULATION_STD, TOLERANCES, check_shape_bsc, rms_normalised
 from kernels.entries.common import numel, randn, standard_impls, upcast
-from kernels.registry import KernelEntry
-from kernels.residual_norm import add_rms_norm_modulate, add_rms_norm_modulate_into
+from kernels.registry import Contract, Grid, KernelEntry
+from kernels.residual_norm import LAUNCH, add_rms_norm_modulate, add_rms_norm_modulate_into
 
 
 def make_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> dict:
@@ -87,5 +87,8 @@ ENTRIES = [
         tolerances=TOLERANCES,
         default_impls=("triton", "eager", "compile", "compile_max"),
         function=add_rms_norm_modulate,
+        grid=Grid(shapes=((1, 256, 2048), (2, 1320, 2048), (2, 6336, 2048))),
+        contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024), (1, 16, 8192))),
+        launch_table=LAUNCH,
     ),
 ]

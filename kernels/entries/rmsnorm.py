@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from kernels.entries.common import liger_unavailable, numel, randn, standard_impls, upcast
-from kernels.registry import Impl, KernelEntry
-from kernels.rmsnorm import rms_norm, rms_norm_into, rms_norm_out_dtype
+from kernels.registry import Contract, Grid, Impl, KernelEntry
+from kernels.rmsnorm import LAUNCH, rms_norm, rms_norm_into, rms_norm_out_dtype
 
 NUMERICS = "diffusers"
 
@@ -107,5 +107,20 @@ ENTRIES = [
         tolerances={"fp32": (1e-5, 1e-4), "bf16": (8e-3, 8e-2), "fp16": (1e-3, 1e-2)},
         default_impls=("triton", "eager", "compile", "compile_max", "F.rms_norm", "liger"),
         function=rms_norm,
+        grid=Grid(
+            shapes=(
+                (1, 1024, 2048),
+                (2, 1024, 2048),
+                (4, 1024, 2048),
+                (1, 4096, 2048),
+                (2, 4096, 3072),
+                (1, 8192, 2048),
+                (4, 4096, 3072),
+                (2, 1320, 2048),
+                (2, 6336, 2048),
+            )
+        ),
+        contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024), (1, 16, 8192))),
+        launch_table=LAUNCH,
     ),
 ]

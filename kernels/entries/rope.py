@@ -21,8 +21,14 @@ from typing import Sequence
 import torch
 
 from kernels.entries.common import numel, randn, standard_impls, upcast
-from kernels.registry import KernelEntry
-from kernels.rope import rope_interleaved, rope_interleaved_into, rope_rotate_half, rope_rotate_half_into
+from kernels.registry import Contract, Grid, KernelEntry
+from kernels.rope import (
+    ROTATE_HALF_LAUNCH,
+    rope_interleaved,
+    rope_interleaved_into,
+    rope_rotate_half,
+    rope_rotate_half_into,
+)
 
 # LTXPipeline's RoPE setting: rope_interpolation_scale = (8 / frame_rate, 32, 32) at 25 fps, patch 1x1,
 # base (frames, height, width) = (20, 2048, 2048), theta = 10000; latent 15 x 22 for a 480x704 video.
@@ -201,6 +207,8 @@ ENTRIES = [
         tolerances={"fp32": (2e-6, 2e-5), "bf16": (8e-3, 6.25e-2), "fp16": (1e-3, 8e-3)},
         default_impls=("triton", "eager", "compile", "compile_max"),
         function=rope_interleaved,
+        grid=Grid(shapes=((2, 1320, 2048), (2, 6336, 2048), (1, 4096, 2048), (1, 1024, 2048))),
+        contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 512), (1, 16, 4096))),
     ),
     KernelEntry(
         name="rope_rotate_half",
@@ -222,5 +230,10 @@ ENTRIES = [
         tolerances={"fp32": (2e-6, 2e-5), "bf16": (1e-2, 6.25e-2), "fp16": (2e-3, 8e-3)},
         default_impls=("triton", "eager", "compile", "compile_max"),
         function=rope_rotate_half,
+        grid=Grid(
+            shapes=((1, 1024, 16, 64), (1, 4096, 16, 64), (2, 4096, 16, 128), (1, 8192, 32, 64), (2, 6336, 32, 64))
+        ),
+        contract=Contract(small_shape=(2, 12, 4, 16), launch_shapes=((1, 16, 8, 32), (1, 16, 4, 256))),
+        launch_table=ROTATE_HALF_LAUNCH,
     ),
 ]

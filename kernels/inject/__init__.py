@@ -36,6 +36,7 @@ from typing import Any, Iterable
 import torch.nn as nn
 
 from kernels import registry
+from kernels.inject import rules
 from kernels.inject.compile_options import compile_options
 from kernels.inject.grad import MODES as GRAD_MODES
 from kernels.inject.grad import GradNotSupported, check_mode, refuse_grad
@@ -43,16 +44,12 @@ from kernels.inject.graphs import GraphedForward, cuda_graphs, remove_cuda_graph
 from kernels.inject.report import InjectionReport, Left, Replaced
 from kernels.inject.state import STATE_ATTR, InjectionState, Session, get_state, undo
 
-# Kernels an injection can use: kernels.__all__ minus those whose registry entry says why no injection uses them.
-KERNEL_NAMES = registry.injectable_functions()
+# Kernels an injection can use: those its rules use (kernels.inject.rules), by their registry names.
+KERNEL_NAMES = rules.KERNELS
 # Rewrites an injection can make that are not Triton kernels; selected like kernels ("all" includes them).
-REWRITES = {
-    "fused_qkv": "the projections that read one input (LTX-Video's attn1 q/k/v, attn2 k/v) as one GEMM each, the "
-    "modules' weights made views of one concatenation (kernels.inject.fused_linear)",
-    "linear_gelu": "a feed-forward's GELU-tanh projection as one GEMM with the GELU in the BLAS epilogue "
-    "(LTX-Video, FLUX, SD3; kernels.inject.linear_gelu)",
-}
-NOT_INJECTABLE = registry.not_injected()
+REWRITES = rules.REWRITES
+# Every other kernel of the registry, with why no injection uses it.
+NOT_INJECTABLE = rules.not_injectable()
 
 __all__ = [
     "inject",
@@ -79,13 +76,15 @@ def _families():
 
 
 def resolve_kernels(kernels: str | Iterable[str]) -> tuple[str, ...]:
-    """``"all"`` or an iterable of kernel names -> the sorted tuple; unknown names raise ValueError."""
+    """``"all"`` or an iterable of kernel names -> the sorted tuple of kernel names; a kernel's public function name
+    stands for the kernel (``rms_norm`` for ``rmsnorm``: :data:`kernels.registry.PUBLIC_NAMES`); unknown names
+    raise ValueError."""
     selectable = KERNEL_NAMES + tuple(REWRITES)
     if isinstance(kernels, str):
         if kernels == "all":
             return tuple(sorted(selectable))
         kernels = [kernels]
-    names = list(kernels)
+    names = [registry.kernel_name(k) if isinstance(k, str) else k for k in kernels]
     for k in names:
         if k in NOT_INJECTABLE:
             raise ValueError(
@@ -185,8 +184,9 @@ def _inject_root(prefix: str, root: nn.Module, names: tuple[str, ...], grad: str
 def inject(model_or_pipeline: Any, kernels: str | Iterable[str] = "all", grad: str = "fallback") -> InjectionReport:
     """Replace the parts of ``model_or_pipeline`` that kernelfleet's kernels compute; returns the report.
 
-    ``kernels``: ``"all"`` or the kernel names allowed (see :data:`KERNEL_NAMES`); a replacement needing only
-    kernels that are not allowed is not made (and the report says why).
+    ``kernels``: ``"all"`` or the kernel names allowed (see :data:`KERNEL_NAMES`: the registry's names; a kernel's
+    public function name is taken for it); a replacement needing only kernels that are not allowed is not made (and
+    the report says why).
 
     ``grad``: what a kernel call does when autograd records it and an input or weight requires grad (the kernels
     are forward-only): ``"fallback"`` computes that call with the model's own code, ``"error"`` raises

@@ -37,6 +37,7 @@ from kernels.inject.attention import attend
 from kernels.inject.grad import grad_enabled, stock_for_grad
 from kernels.inject.linear_gelu import inject_gelu_projections
 from kernels.inject.report import KIND_BLOCK_FORWARD, KIND_NORM_FORWARD
+from kernels.inject.rules import ADALN, ADALN_LAYER_NORM, RMSNORM, ROPE
 from kernels.inject.state import Session, mark
 
 FAMILY = "flux"
@@ -66,7 +67,7 @@ def _rope_ok(x: torch.Tensor, rope) -> bool:
 
 
 def _rope(attn: nn.Module, x: torch.Tensor, rope, use_kernel: bool) -> torch.Tensor:
-    if use_kernel and _rope_ok(x, rope) and not (grad_enabled() and stock_for_grad(attn, "rope_interleaved", x, *rope)):
+    if use_kernel and _rope_ok(x, rope) and not (grad_enabled() and stock_for_grad(attn, ROPE, x, *rope)):
         cos, sin = rope
         return rope_interleaved(x, cos, sin, layout="bshd")
     return apply_rotary_emb(x, rope, sequence_dim=1)
@@ -216,7 +217,7 @@ def inject_ada_norm(s: Session, name: str, mod: nn.Module) -> bool:
     if fn is None:
         return False
     norm = mod.norm
-    kernel = "adaln_rms" if type(norm) is DiffusersRMSNorm else "adaln_layer_norm"
+    kernel = ADALN if type(norm) is DiffusersRMSNorm else ADALN_LAYER_NORM
     if not norms.norm_modulate_supported(norm):
         s.leave(name, mod, f"its norm is {type(norm).__name__}, whose numerics no kernel reproduces")
         return True
@@ -236,30 +237,30 @@ def _inject_attention(s: Session, name: str, attn: FluxAttention) -> None:
     norm_mods = [attn.norm_q, attn.norm_k] + (
         [attn.norm_added_q, attn.norm_added_k] if attn.added_kv_proj_dim is not None else []
     )
-    rms = s.allowed("rms_norm") and all(type(n) is nn.RMSNorm for n in norm_mods)
-    rope = s.allowed("rope_interleaved")
+    rms = s.allowed(RMSNORM) and all(type(n) is nn.RMSNorm for n in norm_mods)
+    rope = s.allowed(ROPE)
     if not (rms or rope):
-        s.leave(name, attn, "rms_norm and rope_interleaved not selected")
+        s.leave(name, attn, "rmsnorm and rope not selected")
         return
-    used = (("rms_norm",) if rms else ()) + (("rope_interleaved",) if rope else ())
+    used = ((RMSNORM,) if rms else ()) + ((ROPE,) if rope else ())
     note = " + ".join(x for x in ("per-head q/k RMSNorm" if rms else "", "interleaved RoPE" if rope else "") if x)
     s.replace_processor(name, attn, FluxKernelAttnProcessor(rms_norm=rms, rope=rope), used, note)
     if rms:
         s.cover(*norm_mods)
     else:
         for n in norm_mods:
-            s.reason(n, "rms_norm not selected")
+            s.reason(n, "rmsnorm not selected")
 
 
 def _inject_block(s: Session, name: str, blk: FluxTransformerBlock) -> None:
-    if not s.allowed("adaln_layer_norm"):
+    if not s.allowed(ADALN_LAYER_NORM):
         s.reason(blk.norm2, "adaln_layer_norm not selected")
         s.reason(blk.norm2_context, "adaln_layer_norm not selected")
         return
     if not (norms.norm_modulate_supported(blk.norm2) and norms.norm_modulate_supported(blk.norm2_context)):
         return
     if s.replace_forward(
-        name, blk, flux_block_forward, KIND_BLOCK_FORWARD, ("adaln_layer_norm",), "norm2 / norm2_context + modulate"
+        name, blk, flux_block_forward, KIND_BLOCK_FORWARD, (ADALN_LAYER_NORM,), "norm2 / norm2_context + modulate"
     ):
         s.cover(blk.norm2, blk.norm2_context)
 

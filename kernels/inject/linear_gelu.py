@@ -35,6 +35,7 @@ from diffusers.models.activations import GELU
 from kernels.inject.calls import plain
 from kernels.inject.grad import grad_enabled, stock_for_grad
 from kernels.inject.report import KIND_ACTIVATION_FORWARD
+from kernels.inject.rules import LINEAR_GELU
 from kernels.inject.state import Session, mark
 
 # bias + mat1 @ mat2 and its GELU-tanh in cuBLASLt's (hipBLASLt's) epilogue; on the CPU the erf GELU instead
@@ -112,7 +113,7 @@ def gelu_projection_forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
     if (
         plain(proj, nn.Linear)
         and linear_gelu_ok(hidden_states, proj.weight, proj.bias)
-        and not (grad_enabled() and stock_for_grad(self, "linear_gelu", hidden_states, proj.weight, proj.bias))
+        and not (grad_enabled() and stock_for_grad(self, LINEAR_GELU, hidden_states, proj.weight, proj.bias))
     ):
         return linear_gelu(hidden_states, proj.weight, proj.bias)
     return GELU.forward(self, hidden_states)
@@ -124,7 +125,7 @@ def inject_gelu_projections(s: Session, root: nn.Module) -> None:
     for name, mod in root.named_modules():
         if type(mod) is not GELU or s.is_covered(mod):
             continue
-        if not s.allowed("linear_gelu"):
+        if not s.allowed(LINEAR_GELU):
             s.reason(mod, "linear_gelu not selected")
         elif not gelu_projection_ok(mod):
             s.reason(mod, "linear_gelu: not the tanh approximation with a plain biased projection")
@@ -134,6 +135,6 @@ def inject_gelu_projections(s: Session, root: nn.Module) -> None:
                 mod,
                 gelu_projection_forward,
                 KIND_ACTIVATION_FORWARD,
-                ("linear_gelu",),
+                (LINEAR_GELU,),
                 "projection + GELU-tanh as one GEMM (BLAS epilogue)",
             )

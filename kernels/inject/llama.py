@@ -35,6 +35,7 @@ from kernels.checks import FLOAT_DTYPES
 from kernels.inject import grad
 from kernels.inject.grad import grad_enabled, stock_for_grad
 from kernels.inject.report import KIND_ATTENTION_FORWARD, KIND_NORM_FORWARD
+from kernels.inject.rules import RMSNORM, ROPE_ROTATE_HALF
 from kernels.inject.state import MARK, Session, mark
 
 FAMILY = "llama"
@@ -94,7 +95,7 @@ def llama_rms_norm_ok(norm: nn.Module, x: torch.Tensor) -> bool:
 def llama_rms_norm_forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
     """``LlamaRMSNorm.forward`` through rms_norm(numerics='llama')."""
     if llama_rms_norm_ok(self, hidden_states) and not (
-        grad_enabled() and stock_for_grad(self, "rms_norm", hidden_states, self.weight)
+        grad_enabled() and stock_for_grad(self, RMSNORM, hidden_states, self.weight)
     ):
         return rms_norm(hidden_states, self.weight, float(self.variance_epsilon), numerics="llama")
     return type(self).forward(self, hidden_states)
@@ -150,7 +151,7 @@ def make_apply_rotary_pos_emb(stock: Callable) -> Callable:
             and rope_ok(k, cos, sin, unsqueeze_dim)
             and not (
                 grad_enabled()
-                and stock_for_grad(_calling_module() if grad.refusing() else None, "rope_rotate_half", q, k, cos, sin)
+                and stock_for_grad(_calling_module() if grad.refusing() else None, ROPE_ROTATE_HALF, q, k, cos, sin)
             )
         ):
             layout = "bhsd" if unsqueeze_dim == 1 else "bshd"
@@ -308,11 +309,11 @@ def inject(s: Session, root: nn.Module) -> None:
         if cls.__name__.endswith("RMSNorm"):
             if llama_norm_compatible(cls):
                 found = True
-                if not s.allowed("rms_norm"):
-                    s.leave(name, mod, "rms_norm not selected")
+                if not s.allowed(RMSNORM):
+                    s.leave(name, mod, "rmsnorm not selected")
                 else:
                     s.replace_forward(
-                        name, mod, llama_rms_norm_forward, KIND_NORM_FORWARD, ("rms_norm",), "numerics llama"
+                        name, mod, llama_rms_norm_forward, KIND_NORM_FORWARD, (RMSNORM,), "numerics llama"
                     )
             else:
                 s.reason(mod, "its forward differs from LlamaRMSNorm's (other numerics): no kernel reproduces it")
@@ -320,11 +321,11 @@ def inject(s: Session, root: nn.Module) -> None:
         fwd = attention_forward_for(cls)
         if fwd is not None:
             found = True
-            if not s.allowed("rope_rotate_half"):
+            if not s.allowed(ROPE_ROTATE_HALF):
                 s.leave(name, mod, "rope_rotate_half not selected")
             else:
                 s.replace_forward(
-                    name, mod, fwd, KIND_ATTENTION_FORWARD, ("rope_rotate_half",), "rotate-half RoPE on q and k"
+                    name, mod, fwd, KIND_ATTENTION_FORWARD, (ROPE_ROTATE_HALF,), "rotate-half RoPE on q and k"
                 )
         elif cls.__name__.endswith("MLP") and hasattr(mod, "act_fn") and hasattr(mod, "gate_proj"):
             s.reason(mod.act_fn, _gated_mlp_reason(mod.act_fn))

@@ -74,6 +74,16 @@ from kernels.inject.norms import (
     torch_rms_norm_ok,
 )
 from kernels.inject.report import KIND_BLOCK_FORWARD, KIND_ROPE_FORWARD
+from kernels.inject.rules import (
+    ADALN,
+    ADD_RMS_NORM_MODULATE,
+    CROSS_ATTENTION,
+    FUSED_QKV,
+    GATED_RESIDUAL,
+    LINEAR_GELU,
+    QK_NORM_ROPE,
+    RMSNORM,
+)
 from kernels.inject.state import Session, mark
 
 FAMILY = "ltx"
@@ -142,14 +152,14 @@ class LTXKernelAttnProcessor:
             encoder_hidden_states is None
             and self.qkv is not None
             and self.qkv.usable()
-            and not (grad_enabled() and stock_for_grad(attn, "fused_qkv", hidden_states, *self.qkv.parameters()))
+            and not (grad_enabled() and stock_for_grad(attn, FUSED_QKV, hidden_states, *self.qkv.parameters()))
         ):
             return self.qkv(hidden_states)
         if (
             encoder_hidden_states is not None
             and self.kv is not None
             and self.kv.usable()
-            and not (grad_enabled() and stock_for_grad(attn, "fused_qkv", encoder_hidden_states, *self.kv.parameters()))
+            and not (grad_enabled() and stock_for_grad(attn, FUSED_QKV, encoder_hidden_states, *self.kv.parameters()))
         ):
             return (call(attn.to_q, hidden_states),) + self.kv(encoder_hidden_states)
         if encoder_hidden_states is None:
@@ -181,7 +191,7 @@ class LTXKernelAttnProcessor:
             and not (
                 grad_enabled()
                 and stock_for_grad(
-                    attn, "qk_norm_rope", query, key, attn.norm_q.weight, attn.norm_k.weight, *image_rotary_emb
+                    attn, QK_NORM_ROPE, query, key, attn.norm_q.weight, attn.norm_k.weight, *image_rotary_emb
                 )
             )
         ):
@@ -205,7 +215,7 @@ class LTXKernelAttnProcessor:
             and encoder_hidden_states is not None
             and native_default(self._attention_backend, self._parallel_config)
             and cross_attention_ok(query, key, value, attention_mask)
-            and not (grad_enabled() and stock_for_grad(attn, "cross_attention", query, key, value, attention_mask))
+            and not (grad_enabled() and stock_for_grad(attn, CROSS_ATTENTION, query, key, value, attention_mask))
         ):
             hidden_states = cross_attention(query, key, value, attention_mask)
         else:
@@ -252,7 +262,7 @@ def _gated_add(
         and x.device == residual.device
         and residual.device.type in ("cuda", "cpu")
         and modulation_ok(gate, residual)
-        and not (grad_enabled() and stock_for_grad(block, "gated_residual", residual, x, gate))
+        and not (grad_enabled() and stock_for_grad(block, GATED_RESIDUAL, residual, x, gate))
     ):
         return gated_residual(residual, x, gate)
     return residual + x * gate
@@ -270,7 +280,7 @@ def _feed_forward(block: nn.Module, ff: nn.Module, x: torch.Tensor, fuse: bool) 
     if fuse and _ff_fusable(ff):
         proj = ff.net[0].proj
         if linear_gelu_ok(x, proj.weight, proj.bias) and not (
-            grad_enabled() and stock_for_grad(block, "linear_gelu", x, proj.weight, proj.bias)
+            grad_enabled() and stock_for_grad(block, LINEAR_GELU, x, proj.weight, proj.bias)
         ):
             x = linear_gelu(x, proj.weight, proj.bias)
             for sub in ff.net[1:]:
@@ -385,9 +395,7 @@ def _block_forward(use_adaln: bool, use_add_norm: bool, use_gate: bool, use_ff: 
             and rms_modulate_ok(self.norm2, hidden_states, scale_mlp, shift_mlp)
             and not (
                 grad_enabled()
-                and stock_for_grad(
-                    self, "add_rms_norm_modulate", attn_hidden_states, hidden_states, scale_mlp, shift_mlp
-                )
+                and stock_for_grad(self, ADD_RMS_NORM_MODULATE, attn_hidden_states, hidden_states, scale_mlp, shift_mlp)
             )
         ):
             hidden_states, norm_hidden_states = add_rms_norm_modulate(
@@ -445,28 +453,28 @@ def _inject_attention(s: Session, name: str, attn: LTXAttention, self_attention:
     if not (type(attn.norm_q) is nn.RMSNorm and type(attn.norm_k) is nn.RMSNorm):
         s.leave(name, attn, "norm_q/norm_k are not torch.nn.RMSNorm")
         return
-    fuse = self_attention and s.allowed("qk_norm_rope")
-    rms = s.allowed("rms_norm")
-    xattn = not self_attention and s.allowed("cross_attention")
-    if not (fuse or rms or s.allowed("fused_qkv") or xattn):
+    fuse = self_attention and s.allowed(QK_NORM_ROPE)
+    rms = s.allowed(RMSNORM)
+    xattn = not self_attention and s.allowed(CROSS_ATTENTION)
+    if not (fuse or rms or s.allowed(FUSED_QKV) or xattn):
         why = (
-            "qk_norm_rope, rms_norm and fused_qkv not selected"
+            "qk_norm_rope, rmsnorm and fused_qkv not selected"
             if self_attention
-            else "rms_norm, fused_qkv and cross_attention not selected"
+            else "rmsnorm, fused_qkv and cross_attention not selected"
         )
         s.leave(name, attn, why)
         return
-    used = (("qk_norm_rope",) if fuse else ()) + (("rms_norm",) if rms and not fuse else ())
+    used = ((QK_NORM_ROPE,) if fuse else ()) + ((RMSNORM,) if rms and not fuse else ())
     note = (
         "norm_q + norm_k + interleaved RoPE fused"
         if fuse
-        else "norm_q / norm_k through rms_norm (numerics torch)"
+        else "norm_q / norm_k through rmsnorm (numerics torch)"
         if rms
         else "norm_q / norm_k as they are"
     )
     note += "; RoPE eager" if self_attention and not fuse else ""
     qkv = kv = None
-    if s.allowed("fused_qkv"):
+    if s.allowed(FUSED_QKV):
         group = (attn.to_q, attn.to_k, attn.to_v) if self_attention else (attn.to_k, attn.to_v)
         why = fused_linear.why_not(group)
         if why:
@@ -475,10 +483,10 @@ def _inject_attention(s: Session, name: str, attn: LTXAttention, self_attention:
             fused = fused_linear.fuse(group)
             s.on_undo(attn, lambda: fused_linear.unshare(fused))
             qkv, kv = (fused, None) if self_attention else (None, fused)
-            used += ("fused_qkv",)
+            used += (FUSED_QKV,)
             note += "; q/k/v projections as one GEMM" if self_attention else "; k/v projections as one GEMM"
     if xattn:
-        used += ("cross_attention",)
+        used += (CROSS_ATTENTION,)
         note += "; attention to the text tokens in one tile (cross_attention)"
     s.replace_processor(
         name,
@@ -492,19 +500,19 @@ def _inject_attention(s: Session, name: str, attn: LTXAttention, self_attention:
 
 def _inject_block(s: Session, name: str, blk: LTXVideoTransformerBlock) -> bool:
     """Replace the block's forward where the selection and the block allow; whether it was replaced."""
-    use_adaln = s.allowed("adaln_rms") and _norm_ok_static(blk.norm1)
-    use_add = s.allowed("add_rms_norm_modulate") and _norm_ok_static(blk.norm2) and blk.norm2.weight is None
-    use_gate = s.allowed("gated_residual")
-    use_ff = s.allowed("linear_gelu") and _ff_fusable(blk.ff)
-    if s.allowed("linear_gelu") and not use_ff:
+    use_adaln = s.allowed(ADALN) and _norm_ok_static(blk.norm1)
+    use_add = s.allowed(ADD_RMS_NORM_MODULATE) and _norm_ok_static(blk.norm2) and blk.norm2.weight is None
+    use_gate = s.allowed(GATED_RESIDUAL)
+    use_ff = s.allowed(LINEAR_GELU) and _ff_fusable(blk.ff)
+    if s.allowed(LINEAR_GELU) and not use_ff:
         s.reason(
             blk.ff.net[0] if isinstance(blk.ff, FeedForward) else blk.ff,
             "linear_gelu: the feed-forward is not a plain FeedForward with a GELU-tanh projection with bias",
         )
     if not (use_adaln or use_add or use_gate or use_ff):
         why = (
-            "adaln_rms, add_rms_norm_modulate and gated_residual not selected"
-            if not (s.allowed("adaln_rms") or s.allowed("add_rms_norm_modulate"))
+            "adaln, add_rms_norm_modulate and gated_residual not selected"
+            if not (s.allowed(ADALN) or s.allowed(ADD_RMS_NORM_MODULATE))
             else "norm1/norm2 are not diffusers RMSNorm without bias (and gated_residual not selected)"
         )
         s.reason(blk.norm1, why)
@@ -513,10 +521,10 @@ def _inject_block(s: Session, name: str, blk: LTXVideoTransformerBlock) -> bool:
     used = tuple(
         k
         for k, on in (
-            ("adaln_rms", use_adaln),
-            ("add_rms_norm_modulate", use_add),
-            ("gated_residual", use_gate),
-            ("linear_gelu", use_ff),
+            (ADALN, use_adaln),
+            (ADD_RMS_NORM_MODULATE, use_add),
+            (GATED_RESIDUAL, use_gate),
+            (LINEAR_GELU, use_ff),
         )
         if on
     )
@@ -538,11 +546,11 @@ def _inject_block(s: Session, name: str, blk: LTXVideoTransformerBlock) -> bool:
         if use_adaln:
             s.cover(blk.norm1)
         else:
-            s.reason(blk.norm1, "adaln_rms not selected")
+            s.reason(blk.norm1, "adaln not selected")
         if use_add or use_adaln:  # without add_rms_norm_modulate, norm2 + modulate still goes through adaln_rms
             s.cover(blk.norm2)
         else:
-            s.reason(blk.norm2, "adaln_rms and add_rms_norm_modulate not selected")
+            s.reason(blk.norm2, "adaln and add_rms_norm_modulate not selected")
     return replaced
 
 
@@ -599,7 +607,7 @@ def inject(s: Session, root: nn.Module) -> None:
         if isinstance(mod, LTXVideoTransformer3DModel):
             found = True
             rope_name = f"{name}.rope" if name else "rope"
-            if not s.allowed("qk_norm_rope"):
+            if not s.allowed(QK_NORM_ROPE):
                 s.reason(mod.rope, "qk_norm_rope not selected (the tables stay per batch element)")
             elif type(mod.rope) is not LTXVideoRotaryPosEmbed:
                 s.leave(rope_name, mod.rope, f"{type(mod.rope).__name__} is not LTXVideoRotaryPosEmbed")
@@ -609,7 +617,7 @@ def inject(s: Session, root: nn.Module) -> None:
                     mod.rope,
                     _rope_forward,
                     KIND_ROPE_FORWARD,
-                    ("qk_norm_rope",),
+                    (QK_NORM_ROPE,),
                     "cos/sin computed once and shared by the batch (batch stride 0)",
                 )
             _share_ada_values(

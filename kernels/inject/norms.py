@@ -20,6 +20,7 @@ from diffusers.models.normalization import RMSNorm as DiffusersRMSNorm
 from kernels import adaln_layer_norm, adaln_rms, rms_norm
 from kernels.checks import FLOAT_DTYPES
 from kernels.inject.grad import grad_enabled, stock_for_grad
+from kernels.inject.rules import ADALN, ADALN_LAYER_NORM, RMSNORM
 from kernels.inject.state import mark
 
 
@@ -77,7 +78,7 @@ def torch_rms_norm(norm: nn.Module, x: torch.Tensor, use_kernel: bool) -> torch.
     if (
         use_kernel
         and torch_rms_norm_ok(norm, x)
-        and not (grad_enabled() and stock_for_grad(norm, "rms_norm", x, norm.weight))
+        and not (grad_enabled() and stock_for_grad(norm, RMSNORM, x, norm.weight))
     ):
         return rows_rms_norm(x, norm.weight, torch_eps(norm, x), "torch")
     return norm(x)
@@ -98,18 +99,10 @@ def diffusers_rms_norm_ok(norm: nn.Module, x: torch.Tensor) -> bool:
 def diffusers_rms_norm_forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
     """Replacement forward of diffusers ``RMSNorm`` (SD3.5's per-head q/k norms)."""
     if diffusers_rms_norm_ok(self, hidden_states) and not (
-        grad_enabled() and stock_for_grad(self, "rms_norm", hidden_states, self.weight)
+        grad_enabled() and stock_for_grad(self, RMSNORM, hidden_states, self.weight)
     ):
         return rows_rms_norm(hidden_states, self.weight, float(self.eps), "diffusers")
     return type(self).forward(self, hidden_states)
-
-
-@mark
-def torch_rms_norm_forward(self, x: torch.Tensor) -> torch.Tensor:
-    """Replacement forward of ``torch.nn.RMSNorm``."""
-    if torch_rms_norm_ok(self, x) and not (grad_enabled() and stock_for_grad(self, "rms_norm", x, self.weight)):
-        return rows_rms_norm(x, self.weight, torch_eps(self, x), "torch")
-    return type(self).forward(self, x)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -136,7 +129,7 @@ def rms_modulate(
     if (
         use_kernel
         and rms_modulate_ok(norm, x, scale, shift)
-        and not (grad_enabled() and stock_for_grad(norm, "adaln_rms", x, scale, shift, norm.weight))
+        and not (grad_enabled() and stock_for_grad(norm, ADALN, x, scale, shift, norm.weight))
     ):
         return adaln_rms(x, scale, shift, norm.weight, float(norm.eps))
     return norm(x) * (1 + scale) + shift
@@ -166,7 +159,7 @@ def layer_norm_modulate(
     if (
         use_kernel
         and layer_norm_modulate_ok(norm, x, scale, shift)
-        and not (grad_enabled() and stock_for_grad(norm, "adaln_layer_norm", x, scale, shift, norm.weight, norm.bias))
+        and not (grad_enabled() and stock_for_grad(norm, ADALN_LAYER_NORM, x, scale, shift, norm.weight, norm.bias))
     ):
         return adaln_layer_norm(x, scale, shift, norm.weight, norm.bias, float(norm.eps))
     return norm(x) * (1 + scale) + shift
@@ -229,7 +222,7 @@ def sd35_ada_layer_norm_zero_x_forward(self, hidden_states, emb=None):
     norm = self.norm
     # (emb holds every scale and shift: one of them requires grad only if it does)
     if layer_norm_modulate_ok(norm, hidden_states, scale_msa[:, None], shift_msa[:, None]) and not (
-        grad_enabled() and stock_for_grad(norm, "adaln_layer_norm", hidden_states, emb, norm.weight, norm.bias)
+        grad_enabled() and stock_for_grad(norm, ADALN_LAYER_NORM, hidden_states, emb, norm.weight, norm.bias)
     ):
         out = layer_norm_modulate(self.norm, hidden_states, scale_msa[:, None], shift_msa[:, None])
         out2 = layer_norm_modulate(self.norm, hidden_states, scale_msa2[:, None], shift_msa2[:, None])

@@ -26,6 +26,7 @@ from kernels.inject import norms
 from kernels.inject.flux import inject_ada_norm
 from kernels.inject.linear_gelu import inject_gelu_projections
 from kernels.inject.report import KIND_BLOCK_FORWARD, KIND_NORM_FORWARD
+from kernels.inject.rules import ADALN_LAYER_NORM, RMSNORM
 from kernels.inject.state import Session, mark
 
 FAMILY = "sd3"
@@ -111,24 +112,24 @@ def _inject_qk_norms(s: Session, name: str, attn: Attention) -> None:
         if type(norm) is not DiffusersRMSNorm:
             continue  # LayerNorm / FP32LayerNorm q/k norms: reported by the final sweep
         if getattr(norm, "bias", None) is not None:
-            s.leave(path, norm, "diffusers RMSNorm with a bias: rms_norm has no bias")
+            s.leave(path, norm, "diffusers RMSNorm with a bias: rmsnorm has no bias")
             continue
-        if not s.allowed("rms_norm"):
-            s.leave(path, norm, "rms_norm not selected")
+        if not s.allowed(RMSNORM):
+            s.leave(path, norm, "rmsnorm not selected")
             continue
         s.replace_forward(
             path,
             norm,
             norms.diffusers_rms_norm_forward,
             KIND_NORM_FORWARD,
-            ("rms_norm",),
+            (RMSNORM,),
             "per-head q/k RMSNorm (numerics diffusers)",
         )
 
 
 def _inject_block(s: Session, name: str, blk: nn.Module, fn) -> None:
     norms2 = [blk.norm2] + ([blk.norm2_context] if getattr(blk, "norm2_context", None) is not None else [])
-    if not s.allowed("adaln_layer_norm"):
+    if not s.allowed(ADALN_LAYER_NORM):
         for n in norms2:
             s.reason(n, "adaln_layer_norm not selected")
         return
@@ -139,7 +140,7 @@ def _inject_block(s: Session, name: str, blk: nn.Module, fn) -> None:
         blk,
         fn,
         KIND_BLOCK_FORWARD,
-        ("adaln_layer_norm",),
+        (ADALN_LAYER_NORM,),
         " / ".join(("norm2", "norm2_context")[: len(norms2)]) + " + modulate",
     ):
         s.cover(*norms2)

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import torch.nn as nn
 
+from kernels.inject import rules
 from kernels.inject.report import KIND_ATTN_PROCESSOR, InjectionReport, Left, Replaced
 
 STATE_ATTR = "_kernelfleet_injection"
@@ -93,6 +94,10 @@ class Session:
         return f"{self.prefix}.{name}" if self.prefix else name
 
     def allowed(self, kernel: str) -> bool:
+        """Whether the injection's selection holds ``kernel``, a name of :mod:`kernels.inject.rules` (any other is a
+        ValueError: a rule that asked for a misspelt name would be off without a word)."""
+        if kernel not in rules.NAMES:
+            raise ValueError(f"no injection rule selects by {kernel!r}; names: {', '.join(sorted(rules.NAMES))}")
         return kernel in self.kernels
 
     def family(self, name: str) -> None:

@@ -10,14 +10,33 @@ from kernels.inject import KERNEL_NAMES, REWRITES, inject, is_injected, resolve_
 
 def test_kernel_selection_is_checked():
     assert resolve_kernels("all") == tuple(sorted(KERNEL_NAMES + tuple(REWRITES)))
-    assert resolve_kernels(["fused_qkv", "rms_norm"]) == ("fused_qkv", "rms_norm")
-    assert resolve_kernels(["rms_norm", "rms_norm", "adaln_rms"]) == ("adaln_rms", "rms_norm")
-    with pytest.raises(ValueError, match=r"unknown kernel 'rmsnorm'; injectable kernels: adaln_layer_norm, adaln_rms"):
-        resolve_kernels(["rmsnorm"])
+    assert resolve_kernels(["fused_qkv", "rmsnorm"]) == ("fused_qkv", "rmsnorm")
+    assert resolve_kernels(["rmsnorm", "rmsnorm", "adaln"]) == ("adaln", "rmsnorm")
+    # a public function's name stands for its kernel (kernels.registry.PUBLIC_NAMES)
+    assert resolve_kernels(["rms_norm", "adaln_rms", "rope_interleaved"]) == ("adaln", "rmsnorm", "rope")
+    with pytest.raises(ValueError, match=r"unknown kernel 'rms_nrom'; injectable kernels: adaln, adaln_layer_norm"):
+        resolve_kernels(["rms_nrom"])
     with pytest.raises(ValueError, match=r"kernel 'gelu_tanh' cannot be injected: GELU-tanh is one PyTorch kernel"):
         resolve_kernels(["gelu_tanh"])
     with pytest.raises(ValueError, match="empty selection"):
         resolve_kernels([])
+
+
+def test_rules_select_by_registered_names_only():
+    """The rules' names are checked against the registry when kernels.inject.rules is imported, and a rule that
+    asks for another name raises instead of being silently off."""
+    from kernels.inject import rules
+    from kernels.inject.report import InjectionReport
+    from kernels.inject.state import Session
+
+    with pytest.raises(ValueError, match="no kernel 'rms_nrom' in the registry"):
+        rules._kernel("rms_nrom")
+    with pytest.raises(ValueError, match="kernel 'geglu' says no injection uses it"):
+        rules._kernel("geglu")
+    s = Session(torch.nn.Linear(2, 2), "", ("rmsnorm",), InjectionReport("Linear", ("rmsnorm",)))
+    assert s.allowed(rules.RMSNORM) and not s.allowed(rules.ROPE)
+    with pytest.raises(ValueError, match="no injection rule selects by 'rms_norm'"):
+        s.allowed("rms_norm")
 
 
 def test_only_models_and_pipelines():

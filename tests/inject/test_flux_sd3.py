@@ -125,7 +125,7 @@ def test_flux(dtype):
     )
     assert rep.families == ("flux",)
     kinds = {r.path: (r.kind, r.kernels) for r in rep.replaced}
-    assert kinds["transformer_blocks.0.attn"] == ("attn_processor", ("rms_norm", "rope_interleaved"))
+    assert kinds["transformer_blocks.0.attn"] == ("attn_processor", ("rmsnorm", "rope"))
     assert kinds["single_transformer_blocks.1.norm"] == ("norm_forward", ("adaln_layer_norm",))
     assert kinds["norm_out"] == ("norm_forward", ("adaln_layer_norm",))
     assert kinds["transformer_blocks.1.ff_context.net.0"] == ("activation_forward", ("linear_gelu",))
@@ -137,13 +137,13 @@ def test_flux(dtype):
 def test_flux_rope_only():
     model, kw = _flux(), _flux_inputs()
     ref = _run(model, kw)
-    rep = inject(model, kernels=["rope_interleaved"])
+    rep = inject(model, kernels=["rope"])
     assert rep.counts() == {"attn_processor": 4}
     with KernelCalls() as kc:
         out = _run(model, kw)
     assert dict(kc.calls) == {"rope_interleaved": 8}
     assert_close_bf16(out, ref)
-    assert "rms_norm not selected" in {x.path: x.reason for x in rep.left}["transformer_blocks.0.attn.norm_q"]
+    assert "rmsnorm not selected" in {x.path: x.reason for x in rep.left}["transformer_blocks.0.attn.norm_q"]
     restore(model)
 
 
@@ -168,7 +168,7 @@ def test_sd35_dual_attention_and_qk_norm(dtype):
     kinds = {r.path: (r.module, r.kernels) for r in rep.replaced}
     assert kinds["transformer_blocks.0.norm1"] == ("SD35AdaLayerNormZeroX", ("adaln_layer_norm",))
     assert kinds["transformer_blocks.2.norm1_context"] == ("AdaLayerNormContinuous", ("adaln_layer_norm",))
-    assert kinds["transformer_blocks.1.attn.norm_added_k"] == ("RMSNorm", ("rms_norm",))
+    assert kinds["transformer_blocks.1.attn.norm_added_k"] == ("RMSNorm", ("rmsnorm",))
     assert kinds["transformer_blocks.2.ff.net.0"] == ("GELU", ("linear_gelu",))
     assert rep.left_counts() == {}
 

@@ -110,12 +110,12 @@ def test_pipeline_matches_stock_counts_and_restores_exactly(pipe):
         for i in range(LAYERS):
             assert by_path[f"transformer.transformer_blocks.{i}.attn1"].kernels == ("qk_norm_rope", "fused_qkv")
             assert by_path[f"transformer.transformer_blocks.{i}.attn2"].kernels == (
-                "rms_norm",
+                "rmsnorm",
                 "fused_qkv",
                 "cross_attention",
             )
             assert by_path[f"transformer.transformer_blocks.{i}"].kernels == (
-                "adaln_rms",
+                "adaln",
                 "add_rms_norm_modulate",
                 "gated_residual",
                 "linear_gelu",
@@ -192,9 +192,9 @@ def test_kernel_selection():
     model = _transformer()
     kw = _inputs()
     ref = _run(model, kw)
-    rep = inject(model, kernels=["rms_norm"])
+    rep = inject(model, kernels=["rmsnorm"])
     assert rep.counts() == {"attn_processor": 2 * LAYERS}
-    assert all(r.kernels == ("rms_norm",) for r in rep.replaced)
+    assert all(r.kernels == ("rmsnorm",) for r in rep.replaced)
     left = {x.path: x.reason for x in rep.left}
     assert "not selected" in left["transformer_blocks.0.norm1"]
     with KernelCalls() as kc:
@@ -202,12 +202,12 @@ def test_kernel_selection():
     assert dict(kc.calls) == {"rms_norm": 4 * LAYERS}  # attn1's norms unfused (RoPE stays eager), attn2's
     assert_close_bf16(out, ref)
     # a different selection on an injected model: restore, then inject again
-    rep = inject(model, kernels=["qk_norm_rope", "adaln_rms"])
+    rep = inject(model, kernels=["qk_norm_rope", "adaln"])
     assert not rep.already_injected
     assert rep.counts() == {"attn_processor": LAYERS, "block_forward": LAYERS, "rope_forward": 1}
     assert {x.path: x.reason for x in rep.left}[
         "transformer_blocks.1.attn2"
-    ] == "rms_norm, fused_qkv and cross_attention not selected"
+    ] == "rmsnorm, fused_qkv and cross_attention not selected"
     with KernelCalls() as kc:
         out = _run(model, kw)
     # without add_rms_norm_modulate, norm2 + modulate also goes through adaln_rms
@@ -444,7 +444,7 @@ def test_rope_tables_are_computed_once_and_shared_by_the_batch():
     assert per_element[0].stride(0) != 0 and torch.equal(per_element[0], stock_coords[0])
     restore(model)
     assert "forward" not in vars(model.rope)
-    left = {x.path: x.reason for x in inject(model, kernels=["adaln_rms"]).left}
+    left = {x.path: x.reason for x in inject(model, kernels=["adaln"]).left}
     assert left["rope"] == "qk_norm_rope not selected (the tables stay per batch element)"
     restore(model)
 

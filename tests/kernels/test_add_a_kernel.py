@@ -1,9 +1,10 @@
 """The README's "Add a kernel" recipe, followed: one kernel module and one entry module, no conf file.
 
 The two files are written to temporary folders added to the ``kernels`` and ``kernels.entries`` packages, as if they
-were ``kernels/twice.py`` and ``kernels/entries/twice.py``; the registry, ``kernels``' public functions, the
-injection's list, ``python -m orchestrator --help``, the ``kernels`` sweep's plan and ``+kernel@kernels.NAME=NAME``
-all pick the kernel up.  A ``conf/kernel/<name>.yaml`` then overrides the grid its entry declares.
+were ``kernels/twice.py`` and ``kernels/entries/twice.py``; the registry, ``kernels``' public functions, the injection's
+list of kernels no rule uses, ``python -m orchestrator --help``, the ``kernels`` sweep's plan and
+``+kernel@kernels.NAME=NAME`` all pick the kernel up, and it keeps the contract every kernel is tested for
+(tests/support/contract.py).  A ``conf/kernel/<name>.yaml`` then overrides the grid its entry declares.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ import torch
 
 import kernels
 import kernels.entries
-from kernels import registry
+from kernels import launch_plans, registry
+from kernels.inject import rules
 from orchestrator import config
 from orchestrator.__main__ import main
+from tests.support import contract, fake_launch
 from tests.support.kernel_tests import CONF_DIR
 
 KERNEL_MODULE = """
@@ -28,29 +31,51 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.checks import check_device, check_float, check_out
+from kernels.launch import PublicKernel, cdiv, launcher
+
 
 @triton.jit
 def _twice_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(out_ptr + offs, (x * 2).to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def twice_into(out: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+def _check(x):
+    check_float("x", x)
+    check_device("x", x)
+
+
+def _launch(outs: tuple[torch.Tensor], x: torch.Tensor, *, traced: bool, config=None) -> None:
+    x = x.contiguous()
     n = x.numel()
-    _twice_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
-    return out
+    launcher(_twice_kernel, traced)[(cdiv(n, 1024),)](x, outs[0], n, BLOCK=1024)
+
+
+_TWICE = PublicKernel(
+    "twice",
+    check=_check,
+    new_outs=lambda x: (torch.empty(x.shape, dtype=x.dtype, device=x.device),),
+    launch=_launch,
+    check_out=lambda outs, x: check_out(outs[0], x.shape, x.dtype, x.device),
+)
 
 
 def twice(x: torch.Tensor) -> torch.Tensor:
-    return twice_into(torch.empty_like(x), x)
+    return _TWICE(x)
+
+
+def twice_into(out: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    return _TWICE.into(out, (x,))
 """
 
 ENTRY_MODULE = """
 import torch
 
 from kernels.entries.common import numel, randn, standard_impls
-from kernels.registry import Grid, KernelEntry
+from kernels.registry import Contract, Grid, KernelEntry
 from kernels.twice import twice, twice_into
 
 
@@ -81,6 +106,7 @@ ENTRIES = [
         tolerances={"fp32": (1e-6, 1e-6), "bf16": (1e-2, 1e-2), "fp16": (1e-3, 1e-3)},
         function=twice,
         grid=Grid(shapes=((4, 1000), (2, 64, 256)), dtypes=("bf16", "fp32"), impls=("triton", "eager")),
+        contract=Contract(small_shape=(4, 100)),
     )
 ]
 """
@@ -98,8 +124,8 @@ def twice_kernel(tmp_path, monkeypatch):
     monkeypatch.setattr(registry, "_BUILTIN", None)  # found again, with the new entry
     monkeypatch.setattr(registry, "_REGISTRY", None)
     yield tmp_path
-    for name in ("kernels.twice", "kernels.entries.twice"):
-        sys.modules.pop(name, None)
+    # kernels.twice stays imported: its op kernelfleet::twice is registered once per process
+    sys.modules.pop("kernels.entries.twice", None)
 
 
 def test_a_kernel_and_its_entry_are_all_it_takes(twice_kernel, tmp_path, capsys):
@@ -107,7 +133,8 @@ def test_a_kernel_and_its_entry_are_all_it_takes(twice_kernel, tmp_path, capsys)
     assert "kernels.entries.twice" in registry.entry_modules()
     assert "twice" in registry.builtin() and "twice" in registry.kernel_names()
     assert "twice" in registry.public_functions()  # kernels.__all__
-    assert "twice" in registry.injectable_functions()  # kernels.inject.KERNEL_NAMES (no not_injected reason)
+    # no injection rule uses it: not injectable, and said so
+    assert rules.not_injectable()["twice"] == "no injection rule uses it (kernels/inject/rules.py)"
     entry = registry.get("twice")
     inputs = entry.make_inputs((4, 1000), torch.float32, torch.device("cpu"), torch.Generator().manual_seed(0))
     assert torch.equal(entry.impls["triton"].make()(**inputs), entry.reference(inputs).float())
@@ -132,15 +159,29 @@ def test_a_kernel_and_its_entry_are_all_it_takes(twice_kernel, tmp_path, capsys)
         for shape in ((4, 1000), (2, 64, 256))
         for dtype in ("bf16", "fp32")
     }
-    assert {"rmsnorm", "rope", "geglu"} <= {j["kernel"] for j in jobs}  # the kernels of conf/kernel/ as before
+    assert {"rmsnorm", "rope", "geglu"} <= {j["kernel"] for j in jobs}  # the other kernels as before
 
     smoke = config.to_plain(config.compose(["+sweep=smoke", "+kernel@kernels.twice=twice"]))
     assert smoke["kernels"]["twice"]["shapes"] == [[4, 1000], [2, 64, 256]]
 
 
+def test_the_new_kernel_keeps_the_contract_of_every_kernel(twice_kernel, monkeypatch):
+    """What tests/kernels/test_contract.py checks of every kernel of the registry holds for the new one, made of
+    the recipe's parts: bad input, ``_into``, launch plans, the op under tracing, backward."""
+    entry = registry.get("twice")
+    contract.check_bad_inputs(entry)
+    contract.check_into_writes_every_element(entry)
+    contract.check_tracing_sees_the_op(entry)
+    contract.check_backward_raises(entry)
+    for plans in launch_plans.PLANS.values():
+        monkeypatch.setattr(plans, "plans", {})
+    contract.check_launch_plan(entry, fake_launch.install(monkeypatch.setattr), monkeypatch)
+
+
 def test_a_conf_file_overrides_the_grid_of_the_entry(twice_kernel, tmp_path, monkeypatch):
     conf = tmp_path / "conf"
     shutil.copytree(CONF_DIR.parent, conf)
+    (conf / "kernel").mkdir(exist_ok=True)
     (conf / "kernel" / "twice.yaml").write_text("name: twice\nshapes: [[8, 8]]\ndtypes: [fp32]\nimpls: [eager]\n")
     monkeypatch.setenv("KERNELFLEET_CONF", str(conf))
     assert config.kernel_grid("twice")["shapes"] == [[8, 8]]

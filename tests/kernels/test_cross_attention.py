@@ -7,8 +7,7 @@ import torch.nn.functional as F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernels.arch import for_arch
-from kernels.cross_attention import MAX_KEYS, AttnConfig, cross_attention, cross_attention_into, keys_per_step
+from kernels.cross_attention import LAUNCH, MAX_KEYS, AttnConfig, cross_attention, cross_attention_into, keys_per_step
 from kernels.entries.cross_attention import ENTRIES
 from kernels.registry import DTYPES
 from tests.support.kernel_tests import FLOATS, assert_impls_match_reference, gpu_test, rand
@@ -107,10 +106,10 @@ def test_key_blocks_with_a_block_of_minus_infinity(device):
 
 def test_keys_per_step_loops_only_on_amd_beyond_ltx_tile():
     for arch in ("sm_90", "generic"):  # the H200's launch and every non-AMD target: one pass over all keys
-        tile = for_arch(arch).attn_tile
+        tile = LAUNCH.for_arch(arch).tile
         assert tile == (0, 0) and keys_per_step(256, 128, tile) == 256
     for arch in ("gfx950", "gfx942", "gfx1201"):
-        tile = for_arch(arch).attn_tile
+        tile = LAUNCH.for_arch(arch).tile
         assert keys_per_step(128, 64, tile) == 128  # LTX-Video's tile: one pass
         assert keys_per_step(256, 32, tile) == 256
         assert keys_per_step(128, 128, tile) == keys_per_step(256, 128, tile) == 32

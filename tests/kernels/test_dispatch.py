@@ -1,20 +1,18 @@
-"""Plain eager calls launch the kernel directly (no op dispatch cost); anything that traces sees the torch op."""
+"""Plain eager calls launch the kernel directly (no op dispatch cost); anything that traces sees the torch op.
+
+Every kernel's op under tracing, and on a GPU its fast launch against Triton's own, are checked from its registry
+entry in tests/kernels/test_contract.py.
+"""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from torch.fx.experimental.proxy_tensor import make_fx
 
-import kernels
+from kernels import registry
 from kernels.arch import interpreting
 from kernels.launch import eager_direct
-from tests.support.kernel_tests import gpu_test
-
-
-def _ops(fn, *args):
-    g = make_fx(fn)(*args)
-    return {str(n.target) for n in g.graph.nodes if n.op == "call_function"}
+from tests.support import contract
 
 
 def test_eager_calls_go_direct():
@@ -27,19 +25,6 @@ def test_tensors_that_need_grad_go_through_the_op():
     assert not eager_direct(x)
     with torch.no_grad():
         assert eager_direct(x)
-
-
-def test_make_fx_records_the_ops():
-    device = "cpu" if interpreting() else "cuda"  # CPU tensors need the interpreter; a GPU host compiles
-    x, w = torch.randn(2, 8, 64, device=device), torch.randn(64, device=device)
-    assert "kernelfleet.rms_norm.default" in _ops(lambda x, w: kernels.rms_norm(x, w), x, w)
-    scale, shift = torch.randn(2, 1, 64, device=device), torch.randn(2, 1, 64, device=device)
-    assert "kernelfleet.adaln_rms.default" in _ops(lambda x, a, b: kernels.adaln_rms(x, a, b), x, scale, shift)
-    cos, sin = torch.randn(8, 64, device=device), torch.randn(8, 64, device=device)
-    assert "kernelfleet.rope_interleaved.default" in _ops(
-        lambda x, c, s: kernels.rope_interleaved(x, c, s), x, cos, sin
-    )
-    assert "kernelfleet.gelu_tanh.default" in _ops(lambda x: kernels.gelu_tanh(x), x)
 
 
 def test_module_weights_go_direct_under_no_grad():
@@ -84,87 +69,11 @@ def test_fast_launch_passes_tensors_as_addresses():
     assert key == ((torch.bfloat16, True), 0, float, None, (torch.bfloat16, True))
 
 
-def _public_calls(device, seed=0):
-    g = torch.Generator(device=device).manual_seed(seed)
-
-    def r(*shape, dtype=torch.bfloat16):
-        return torch.randn(*shape, generator=g, device=device, dtype=torch.float32).to(dtype)
-
-    x, res = r(2, 40, 256), r(2, 40, 256)
-    sc, sh, w, w2 = r(2, 1, 256), r(2, 40, 256), r(256), r(256)
-    cos, sin = r(40, 256, dtype=torch.float32), r(40, 256, dtype=torch.float32)
-    return {
-        "rms_norm": lambda: kernels.rms_norm(x, w),
-        "rms_norm misaligned": lambda: kernels.rms_norm(x.flatten()[1:].view(1, -1)[:, : 255 * 2].view(2, 255), None),
-        "adaln_rms": lambda: kernels.adaln_rms(x, sc, sh),
-        # weight and bias apart: one tensor passed twice leaves a call without a launch plan (kernels/launch_plans.py)
-        "adaln_layer_norm": lambda: kernels.adaln_layer_norm(x, sc, sh, w, w2),
-        "add_rms_norm_modulate": lambda: kernels.add_rms_norm_modulate(x, res, sc, sh),
-        "gated_residual": lambda: kernels.gated_residual(res, x, sh),
-        "qk_norm_rope": lambda: kernels.qk_norm_rope(x, res, w, w2, cos, sin),
-        "qk_norm_rope one weight": lambda: kernels.qk_norm_rope(x, res, w, w, cos, sin),
-        "rope_interleaved": lambda: kernels.rope_interleaved(x, cos, sin),
-        "rope_rotate_half": lambda: kernels.rope_rotate_half(x.view(2, 40, 4, 64), cos[:, :64], sin[:, :64]),
-        "gelu_tanh": lambda: kernels.gelu_tanh(x),
-        "geglu": lambda: kernels.geglu(x),
-    }
-
-
-def _as_tuple(out):
-    return out if isinstance(out, tuple) else (out,)
-
-
-@gpu_test
-def test_fast_launch_matches_tritons_launch(monkeypatch):
-    """Every public kernel gives bit-identical results through the fast launcher and through Triton's own launch
-    path, on repeat calls (the cached path) and with a misaligned input (another specialisation)."""
-    from kernels import fast_launch
-
-    calls = _public_calls(torch.device("cuda"))
-    with torch.no_grad():
-        monkeypatch.setattr(fast_launch, "FAST_LAUNCH", False)
-        slow = {name: _as_tuple(fn()) for name, fn in calls.items()}
-        monkeypatch.setattr(fast_launch, "FAST_LAUNCH", True)
-        for _ in range(3):
-            for name, fn in calls.items():
-                for got, want in zip(_as_tuple(fn()), slow[name]):
-                    assert torch.equal(got, want), name
-    assert fast_launch.launch_path().fast, fast_launch.launch_path().reason  # a checked Triton build
-    assert all(l.cache for l in fast_launch._DIRECT.values())  # every kernel took the cached path
-
-
-@gpu_test
-def test_replayed_launches_match_tritons_launch_on_other_tensors(monkeypatch):
-    """Launch plans recorded on one set of tensors and replayed on another of the same geometry give, bit for bit,
-    what Triton's own launch path gives on the second set."""
-    from kernels import fast_launch, launch_plans
-
-    first, second = _public_calls(torch.device("cuda"), 0), _public_calls(torch.device("cuda"), 1)
-    with torch.no_grad():
-        monkeypatch.setattr(fast_launch, "FAST_LAUNCH", False)
-        want = {name: _as_tuple(fn()) for name, fn in second.items()}
-        monkeypatch.setattr(fast_launch, "FAST_LAUNCH", True)
-        for fn in first.values():
-            fn()  # compiles (cached), records the plan
-            fn()
-        for name, fn in second.items():
-            for got, expected in zip(_as_tuple(fn()), want[name]):
-                assert torch.equal(got, expected), name
-    for name in (
-        "adaln_rms",
-        "adaln_layer_norm",
-        "add_rms_norm_modulate",
-        "gated_residual",
-        "rms_norm",
-        "qk_norm_rope",
-    ):
-        assert any(isinstance(p, launch_plans._Plan) for p in launch_plans.PLANS[name].plans.values()), name
-
-
 @pytest.mark.skipif(not interpreting(), reason="needs Triton's interpreter (TRITON_INTERPRET=1), as on a CPU host")
 def test_direct_launch_under_the_interpreter_takes_tritons_path():
     from kernels import fast_launch
 
     with torch.no_grad():
-        outs = {name: fn() for name, fn in _public_calls(torch.device("cpu")).items()}
-    assert outs and not any(l.cache for l in fast_launch._DIRECT.values())
+        for entry in registry.builtin().values():
+            entry.impls["triton"].make()(**contract.inputs_of(entry))
+    assert not any(launcher.cache for launcher in fast_launch.direct_launchers())

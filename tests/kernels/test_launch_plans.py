@@ -2,8 +2,10 @@
 
 Run on the CPU with Triton's compile and launch replaced by fakes that log the C launch call
 (tests/support/fake_launch.py): a replayed launch must pass exactly what the full path (checks, set-up, launch)
-passes for the same tensors; bad input must still raise; calls a plan cannot repeat take the full path.  On a GPU,
-tests/kernels/test_dispatch.py checks the real launches bit for bit against Triton's own launch path.
+passes for the same tensors; bad input must still raise; calls a plan cannot repeat take the full path.  Every
+kernel's own replay is checked from its registry entry (tests/kernels/test_contract.py, which on a GPU also checks
+the real launches bit for bit against Triton's own launch path); here, the plans' machinery and a few more
+geometries.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ import pytest
 import torch
 
 import kernels
-from kernels import fast_launch, launch_plans
-from tests.support import fake_launch
+from kernels import fast_launch, launch_plans, registry
+from tests.support import contract, fake_launch
 
 BF = torch.bfloat16
 
@@ -38,15 +40,10 @@ def _inputs(seed):
     )
 
 
-CALLS = {
-    "adaln_rms": lambda t: kernels.adaln_rms(t["x"], t["sc"], t["sh"], t["w"]),
-    "adaln_layer_norm": lambda t: kernels.adaln_layer_norm(t["x"], t["sc"], t["sh"], t["w"], t["w2"]),
-    "add_rms_norm_modulate": lambda t: kernels.add_rms_norm_modulate(t["x"], t["res"], t["sc"], t["sh"]),
-    "gated_residual": lambda t: kernels.gated_residual(t["res"], t["x"], t["sc"]),
-    "rms_norm": lambda t: kernels.rms_norm(t["x"], t["w"], 1e-5),
+# Geometries beyond each kernel's contract inputs (tests/kernels/test_contract.py replays every kernel's): no weight,
+# 4-D RoPE, half tables, a broadcast mask.
+VARIANTS = {
     "rms_norm diffusers": lambda t: kernels.rms_norm(t["x"], None, 1e-6, numerics="diffusers"),
-    "qk_norm_rope": lambda t: kernels.qk_norm_rope(t["x"], t["res"], t["w"], t["w2"], t["cos"], t["sin"]),
-    "rope_interleaved": lambda t: kernels.rope_interleaved(t["x"], t["cos"], t["sin"]),
     "rope_interleaved [B,S,H,D]": lambda t: kernels.rope_interleaved(
         t["x"].view(2, 12, 4, 16), t["cos"][:, :16], t["sin"][:, :16]
     ),
@@ -79,10 +76,10 @@ def log(monkeypatch, request):
     return fake_launch.install(monkeypatch.setattr, packed="3.7" in request.param)
 
 
-@pytest.mark.parametrize("name", list(CALLS))
+@pytest.mark.parametrize("name", list(VARIANTS))
 def test_a_replay_launches_what_the_full_path_launches(log, monkeypatch, name):
     a, b = _inputs(0), _inputs(1)
-    call = CALLS[name]
+    call = VARIANTS[name]
     call(a)  # first call of this geometry: checks, compile (faked), plan recorded
     assert any(plan for plans in launch_plans.PLANS.values() for plan in plans.plans.values())
     log.clear()
@@ -153,21 +150,23 @@ def test_plans_are_bounded(log, monkeypatch):
 def test_no_plans_without_the_fast_launch():
     """Under the interpreter (as in CI) every call takes Triton's path and nothing is recorded."""
     launch_plans.forget_launches()  # what earlier tests of this process recorded with a faked fast path
-    t = _inputs(0)
     with torch.no_grad():
-        for call in CALLS.values():
-            call(t)
-            call(t)
+        for entry in registry.builtin().values():
+            call = entry.impls["triton"].make()
+            inputs = contract.inputs_of(entry)
+            call(**inputs)
+            call(**inputs)
     assert not any(plans.plans for plans in launch_plans.PLANS.values())
+    assert not any(launcher.cache for launcher in fast_launch.direct_launchers())
 
 
 def test_forget_launches_drops_kept_kernels_and_plans(log):
     t = _inputs(0)
     kernels.rms_norm(t["x"], t["w"])
-    assert launch_plans.PLANS["rms_norm"].plans and any(d.cache for d in fast_launch._DIRECT.values())
+    assert launch_plans.PLANS["rms_norm"].plans and any(d.cache for d in fast_launch.direct_launchers())
     launch_plans.forget_launches()
     assert not any(plans.plans for plans in launch_plans.PLANS.values())
-    assert not any(d.cache for d in fast_launch._DIRECT.values())
+    assert not any(d.cache for d in fast_launch.direct_launchers())
     log.clear()
     kernels.rms_norm(t["x"], t["w"])  # the full path again: Triton's first launch (not in the fake's log), recorded
     assert not log and launch_plans.PLANS["rms_norm"].plans

@@ -1,5 +1,6 @@
-"""The registry and the grids agree: every kernel has a default grid (its entry's, or conf/kernel/<name>.yaml), every
-grid file names a kernel, and every grid is valid for its kernel (keys, implementations, dtypes, shapes)."""
+"""The registry and the grids agree: every kernel has a default grid (its entry's, unless a conf/kernel/<name>.yaml
+overrides it), every grid file names a kernel, and every grid is valid for its kernel (keys, implementations, dtypes,
+shapes)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,15 @@ BUILTIN = sorted(registry.builtin())
 
 def test_every_conf_file_names_a_registered_kernel_and_every_kernel_has_a_grid():
     files = sorted(p.stem for p in CONF_DIR.glob("*.yaml"))
-    assert files and all(yaml.safe_load((CONF_DIR / f"{f}.yaml").read_text())["name"] == f for f in files)
+    assert all(yaml.safe_load((CONF_DIR / f"{f}.yaml").read_text())["name"] == f for f in files)
     assert set(files) <= set(BUILTIN)
     assert not [n for n in BUILTIN if kernel_grid(n) is None], "a registered kernel without a grid"
+
+
+def test_no_conf_file_repeats_its_entrys_grid():
+    """A file of conf/kernel/ is there to override its kernel's grid: one equal to the entry's is to be removed."""
+    for path in CONF_DIR.glob("*.yaml"):
+        assert kernel_grid(path.stem) != registry.get(path.stem).default_grid(), f"{path} repeats its entry's grid"
 
 
 @pytest.mark.parametrize("name", BUILTIN)
@@ -56,17 +63,39 @@ def test_kernels_all_and_the_injection_list_come_from_the_entries():
     functions = {e.function.__name__: e.function for e in registry.builtin().values()}
     assert sorted(kernels.__all__) == sorted(functions) and len(functions) == len(registry.builtin())
     assert all(getattr(kernels, name) is fn for name, fn in functions.items())
-    assert set(inject.KERNEL_NAMES) | set(inject.NOT_INJECTABLE) == set(functions)
+    assert set(inject.KERNEL_NAMES) | set(inject.NOT_INJECTABLE) == set(registry.builtin())  # by kernel name
     assert not set(inject.KERNEL_NAMES) & set(inject.NOT_INJECTABLE)
-    assert {"rms_norm", "qk_norm_rope"} <= set(inject.KERNEL_NAMES) and "geglu" in inject.NOT_INJECTABLE
+    assert {"rmsnorm", "qk_norm_rope"} <= set(inject.KERNEL_NAMES) and "geglu" in inject.NOT_INJECTABLE
+
+
+def test_one_name_per_kernel_but_for_the_public_apis_table():
+    """A kernel's public function (and its op) is named as the kernel, but for the few kernels.registry.PUBLIC_NAMES
+    lists; either name gives the kernel's."""
+    for name, entry in registry.builtin().items():
+        assert entry.function.__name__ == registry.PUBLIC_NAMES.get(name, name)
+        assert registry.kernel_name(entry.function.__name__) == name and registry.kernel_name(name) == name
+    assert set(registry.PUBLIC_NAMES) <= set(registry.builtin())
+
+
+def test_a_public_function_named_otherwise_is_refused(monkeypatch):
+    import dataclasses
+    import types
+
+    entry = dataclasses.replace(registry.builtin()["gated_residual"], name="gated_residue")
+    monkeypatch.setitem(__import__("sys").modules, "kernels.entries.misnamed", types.SimpleNamespace(ENTRIES=[entry]))
+    with pytest.raises(ValueError, match="its public function is named 'gated_residual'; name it as its kernel"):
+        registry._collect({}, "kernels.entries.misnamed", builtin=True)
 
 
 def test_conf_grids_and_registered_kernels_must_match(tmp_path, monkeypatch):
+    import dataclasses
+
     from orchestrator.config import ConfigError
     from orchestrator.validate import check_kernel_grids
 
     conf = tmp_path / "conf"
     shutil.copytree(CONF_DIR.parent, conf)
+    (conf / "kernel").mkdir(exist_ok=True)
     monkeypatch.setenv("KERNELFLEET_CONF", str(conf))
     check_kernel_grids()
     (conf / "kernel" / "nosuch.yaml").write_text("name: nosuch\nshapes: [[1, 8]]\ndtypes: [bf16]\nimpls: [eager]\n")
@@ -77,10 +106,17 @@ def test_conf_grids_and_registered_kernels_must_match(tmp_path, monkeypatch):
     ):
         check_kernel_grids()
     (conf / "kernel" / "nosuch.yaml").unlink()
-    (conf / "kernel" / "gated_residual.yaml").unlink()  # and its entry declares no grid
+    builtin = dict(registry.builtin())
+    builtin["gated_residual"] = dataclasses.replace(builtin["gated_residual"], grid=None)  # an entry without a grid
+    monkeypatch.setattr(registry, "_BUILTIN", builtin)
+    monkeypatch.setattr(registry, "_REGISTRY", None)
     with pytest.raises(
         ConfigError,
         match=r"kernel 'gated_residual' \(kernels/entries/\) has no grid: declare grid=Grid\(shapes=...\) in its "
         r"entry, or add .*gated_residual.yaml",
     ):
         check_kernel_grids()
+    (conf / "kernel" / "gated_residual.yaml").write_text(
+        "name: gated_residual\nshapes: [[1, 8, 64]]\ndtypes: [bf16]\nimpls: [eager]\n"
+    )
+    check_kernel_grids()  # its file gives the grid

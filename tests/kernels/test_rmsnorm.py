@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from kernels.entries.rmsnorm import ENTRIES
 from kernels.launch import eager_direct
 from kernels.registry import DTYPES
-from kernels.rmsnorm import NUMERICS, rms_norm, rms_norm_into
+from kernels.rmsnorm import LAUNCH, NUMERICS, rms_norm, rms_norm_into
 from kernels.rounding import ROUND_BF16, ROUND_FP16, round_trip
-from kernels.rows import NormLaunch, norm_launch_config
+from kernels.rows import NormLaunch, row_launch_config
 from tests.support.kernel_tests import assert_impls_match_reference, gpu_test, rand
 
 HALF = (torch.bfloat16, torch.float16)
@@ -241,10 +241,10 @@ def test_into_writes_poisoned_out_and_config_override(device):
 
 
 def test_launch_config_packs_narrow_rows():
-    assert norm_launch_config(4096).rows_per_program == 1
-    assert norm_launch_config(2048).rows_per_program == 1
-    assert norm_launch_config(128).rows_per_program == 16
-    assert norm_launch_config(16).rows_per_program == 32
+    assert row_launch_config(4096).rows_per_program == 1
+    assert row_launch_config(2048).rows_per_program == 1
+    assert row_launch_config(128).rows_per_program == 16
+    assert row_launch_config(16).rows_per_program == 32
     with pytest.raises(ValueError, match="rows_per_program"):
         NormLaunch(3, 4)
 
@@ -257,27 +257,27 @@ def test_the_launch_table_by_architecture_name():
     assert for_arch("gfx950").warp_size == 64 and for_arch("gfx1201").warp_size == 32
     assert [for_arch("gfx950").warps_for(b) for b in (512, 2048, 8192)] == [2, 4, 8]
     assert all(for_arch("gfx950").warps_for(b) * 2 == for_arch("generic").warps_for(b) for b in (512, 2048, 8192))
-    assert for_arch("sm_90").warps_for(512) == 2 and for_arch("sm_90").norm_warps == ((2048, 4),)
+    assert for_arch("sm_90").warps_for(512) == 2 and LAUNCH.for_arch("sm_90").warps == ((2048, 4),)
     assert for_arch("nosuch") is arch_launch(torch.device("cpu")) and for_arch("nosuch").arch == "generic"
     assert row_num_warps(2048) == for_arch("generic").warps_for(2048)
 
 
-@gpu_test
-def test_launch_config_takes_the_measured_norm_warps():
-    """Where the device's launch table has measured warps for a row width (sm_90: 2048), the norm kernels use
-    them; other widths keep the generic rule."""
-    from kernels.arch import arch_launch, row_num_warps
+def test_launch_config_takes_the_kernels_measured_warps():
+    """Where a kernel's launch table has measured warps for a row width on the architecture compiled for (sm_90:
+    2048), its launches use them; other widths, and kernels whose table has no such row, keep the rule."""
+    from kernels.adaln import ADALN_LAYER_NORM_LAUNCH
+    from kernels.arch import compile_target, for_arch
 
-    dev = torch.device("cuda")
-    measured = dict(arch_launch(dev).norm_warps)
-    for block in (1024, 2048, 4096):
-        want = measured.get(block) or row_num_warps(norm_launch_config(block, dev).rows_per_program * block, dev)
-        assert norm_launch_config(block, dev).num_warps == want
-    if arch_launch(dev).arch == "sm_90":
-        assert norm_launch_config(2048, dev).num_warps == 4 and norm_launch_config(4096, dev).num_warps == 8
-        # the LayerNorm variant has its own measured entries
-        assert norm_launch_config(2048, dev, layer_norm=True).num_warps == 2
-        assert norm_launch_config(4096, dev, layer_norm=True).num_warps == 4
+    with compile_target("sm_90"):
+        assert row_launch_config(2048, None, LAUNCH).num_warps == 4
+        assert row_launch_config(4096, None, LAUNCH).num_warps == 8 == for_arch("sm_90").warps_for(4096)
+        assert row_launch_config(2048).num_warps == for_arch("sm_90").warps_for(2048) == 8  # the rule alone
+        # the LayerNorm variant has its own measured rows
+        assert row_launch_config(2048, None, ADALN_LAYER_NORM_LAUNCH).num_warps == 2
+        assert row_launch_config(4096, None, ADALN_LAYER_NORM_LAUNCH).num_warps == 4
+    with compile_target("gfx950"):  # no measured row there: the rule
+        assert row_launch_config(2048, None, LAUNCH).num_warps == for_arch("gfx950").warps_for(2048)
+    assert row_launch_config(2048, None, LAUNCH).num_warps == for_arch("generic").warps_for(2048)  # the CPU
 
 
 def test_into_rejects_bad_out(device):

@@ -451,18 +451,15 @@ def test_gpu_bit_exact_with_eager(dtype):
 @pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16))
 @pytest.mark.parametrize("half_math", (True, False))
 def test_gpu_rotate_half_per_op_rounding_over_wide_magnitudes(dtype, half_math, monkeypatch):
-    """transformers' per-op rounding with half tables, computed either with native half-dtype ops (the sm_90 entry's
-    ``native_half_math``) or in fp32 with a cast per op: bit for bit equal to the eager chain where the two products
-    of a sum are up to 2**24 apart (the case where rounding an fp32 sum once more could differ from one rounding)."""
-    import dataclasses
-
+    """transformers' per-op rounding with half tables, computed either with native half-dtype ops (the sm_90 row's
+    ``half_math``) or in fp32 with a cast per op: bit for bit equal to the eager chain where the two products of a
+    sum are up to 2**24 apart (the case where rounding an fp32 sum once more could differ from one rounding)."""
     from kernels import arch, launch_plans
+    from kernels.rope import ROTATE_HALF_LAUNCH, RotateHalfLaunch
 
     dev = torch.device("cuda")
     monkeypatch.setitem(
-        arch._TABLE,
-        arch.device_arch(dev.index or 0),
-        dataclasses.replace(arch.arch_launch(dev), native_half_math=half_math),
+        ROTATE_HALF_LAUNCH.rows, arch.device_arch(dev.index or 0), RotateHalfLaunch(half_math=half_math)
     )
     launch_plans.forget_launches()
     g = torch.Generator().manual_seed(3)

@@ -68,7 +68,9 @@ def test_code_version_reads_this_checkout():
     assert len(v.code_hash) == 16 and v.code_hash == keys.code_hash(ROOT)
     assert v.commit
     assert set(v.software) == {"python", "torch", "triton"}
-    assert plan.CodeVersion.from_dict(v.to_dict()) == v
+    specs = plan.plan(_cfg("sweep.shapes=[[1,8,64]]"))
+    again = plan.CodeVersion.from_dict(v.to_dict(specs))
+    assert [plan.job_key(s, again) for s in specs] == [s.key for s in specs]
 
 
 @pytest.fixture
@@ -80,29 +82,55 @@ def checkout(tmp_path):
     return tmp_path
 
 
-def test_a_docs_change_keeps_the_keys_and_a_kernel_change_changes_them(checkout):
-    def keys_of(root):
-        code = plan.CodeVersion("any", keys.code_hash(root), keys.software_versions())
-        return [s.key for s in plan.plan(_cfg(), code)]
+def test_a_key_follows_the_code_its_job_can_run(checkout):
+    """Docs, the orchestrator and code no job of the plan imports leave its keys; a change to the kernel's module, or
+    to a module its job kind runs, re-keys exactly the jobs that run it."""
 
-    before = keys_of(checkout)
+    def keys_of(root, *overrides):
+        code = keys.checkout_version(root)
+        return {(s.kind, s.kernel, tuple(s.shape)): s.key for s in plan.plan(_cfg(*overrides), code)}
+
+    def append(path, line):
+        with open(checkout / path, "a") as f:
+            f.write(f"\n# {line}\n")
+
+    rope = ("+kernel@kernels.rope=rope",)
+    before, before_rope = keys_of(checkout), keys_of(checkout, *rope)
     (checkout / "README.md").write_text("# another README\n")
     (checkout / "docs" / "new-page.md").write_text("a new page\n")
-    with open(checkout / "orchestrator" / "report.py", "a") as f:
-        f.write("\n# the orchestrator does not run jobs\n")
+    append("orchestrator/report.py", "the orchestrator does not run jobs")
+    append("kernels/rope.py", "another kernel's module")
+    append("workers/profile.py", "another job kind's module")
     assert keys_of(checkout) == before
-    with open(checkout / "kernels" / "rmsnorm.py", "a") as f:
-        f.write("\n# a kernel source changed\n")
+    assert keys_of(checkout, *rope) != before_rope  # ... which re-keys that kernel's jobs
+    append("kernels/rmsnorm.py", "a kernel source changed")
     after_kernel = keys_of(checkout)
-    assert not set(after_kernel) & set(before)
-    with open(checkout / "workers" / "timing.py", "a") as f:
-        f.write("\n# the timing changed\n")
-    assert not set(keys_of(checkout)) & set(after_kernel)
+    assert not set(after_kernel.values()) & set(before.values())
+    append("workers/micro.py", "the micro job changed")
+    after_micro = keys_of(checkout)
+    changed = {k for k in after_micro if after_micro[k] != after_kernel[k]}
+    assert changed == {k for k in after_micro if k[0] == "micro"}  # the correctness jobs do not run workers/micro.py
+    append("workers/timing.py", "the timing changed")  # the sandbox measures the copy ceiling with it for every job
+    assert not set(keys_of(checkout).values()) & set(after_micro.values())
+
+
+def test_old_keys_are_recomputed_from_their_plans_header():
+    """A scheme-2 header (every job keyed by the hash of all of kernels/ and workers/) still verifies its keys."""
+    spec = JobSpec(kind="micro", kernel="rmsnorm", shape=[2, 8, 64], dtype="bf16", impls=["triton"], params={})
+    old = {"commit": "c0", "code_hash": "0123456789abcdef", "software": {"torch": "2.9"}, "key_scheme": 2}
+    payload = {"job": spec.content(), "code": {"code_hash": "0123456789abcdef", "software": {"torch": "2.9"}}}
+    want = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
+    assert plan.job_key(spec, plan.CodeVersion.from_dict(old)) == want
+    new = plan.CodeVersion.from_dict({**old, "key_scheme": 3, "job_code": {"micro:rmsnorm": "fedcba9876543210"}})
+    assert plan.job_key(spec, new) != want
+    with pytest.raises(ValueError, match="no code hash for 'correctness:rmsnorm' jobs"):
+        plan.job_key(JobSpec(**{**spec.to_dict(), "kind": "correctness"}), new)
 
 
 def test_a_plan_is_checked_against_its_keys_and_this_checkout():
     specs = plan.plan(_cfg("sweep.shapes=[[1,8,64]]", "sweep.dtypes=[bf16]"))
-    header = plan.code_version().to_dict()
+    header = plan.code_version().to_dict(specs)
+    assert set(header["job_code"]) == {"correctness:rmsnorm", "micro:rmsnorm"}
     assert keys.check_plan(header, specs) == []
     older = {**header, "software": {**header["software"], "torch": "0.1"}}
     older_specs = plan.plan(_cfg("sweep.shapes=[[1,8,64]]", "sweep.dtypes=[bf16]"), plan.CodeVersion.from_dict(older))
@@ -111,10 +139,12 @@ def test_a_plan_is_checked_against_its_keys_and_this_checkout():
     with pytest.raises(ValueError, match="is not the hash of its content"):
         keys.check_plan(header, [specs[0], JobSpec(**{**specs[1].to_dict(), "dtype": "fp16"})])
     other = plan.plan(_cfg("sweep.shapes=[[1,8,64]]"), plan.CodeVersion("c", "0123456789abcdef"))
-    with pytest.raises(ValueError, match="other kernels/ or workers/ sources"):
+    with pytest.raises(ValueError, match="other kernels/ or workers/ sources of the code it runs"):
         keys.check_plan(plan.CodeVersion("c", "0123456789abcdef").to_dict(), other)
     with pytest.raises(ValueError, match="key scheme 1"):
         keys.check_plan({"commit": "c", "kernels_hash": "k0"}, specs)
+    with pytest.raises(ValueError, match="key scheme 2"):
+        keys.check_plan({**header, "key_scheme": 2}, specs)
 
 
 def test_keys_of_older_plans_are_recomputed_as_they_were_made():

@@ -56,6 +56,6 @@ def install(setattr_, packed: bool = False) -> list:
     setattr_(fast_launch, "_DIRECT", {})
     setattr_(fast_launch.DirectLauncher, "_launch", fake_launch)
     setattr_(fast_launch, "fast_launch_active", lambda: True)  # the kernels' device checks still see the interpreter
-    setattr_(fast_launch, "_current_device", lambda: 0)
-    setattr_(fast_launch, "_current_stream", lambda device: 0)
+    setattr_(fast_launch, "current_device", lambda: 0)
+    setattr_(fast_launch, "current_stream", lambda device: 0)
     return log

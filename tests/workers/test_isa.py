@@ -1,16 +1,17 @@
 """The isa job (workers/isa.py) on every registered Triton kernel, compiled for gfx950 (MI355X) and gfx1201 (R9700).
 
-Every kernel is compiled at every launch configuration its launch table picks: its default grid (conf/kernel/ or its
-entry's) with the sequence shrunk to 16 positions (the launch table keys on row widths, heads and batch, never on the
-sequence length), plus widths that reach the table's other rows (rows packed per program below 2048, one row up to 4096,
-wider).  The jobs run as a sweep runs them: through workers.runner, in a compile-only sandbox, once per test session.
+Every kernel is compiled at every launch configuration its launch tables pick: its default grid with the sequence shrunk
+to 48 positions (the launch tables key on row widths, heads and batch, never on the sequence length), plus the shapes
+its registry entry's contract names to reach the tables' other rows (rows packed per program below 2048, one row up to
+4096, wider: ``Contract.launch_shapes``).  The jobs run as a sweep runs them: through workers.runner, in a compile-only
+sandbox, once per test session.
 
-Checks: every launch compiles; none spills or uses scratch (cross_attention's larger tiles included, which AMD's
-launch table takes in steps of key blocks); the compiled wave size is the launch table's (wave64 on CDNA, wave32 on
-RDNA); on gfx950, every global/buffer store and every load of 16-bit rows (16-byte aligned, widths a multiple of 8
-elements) is 128 bits wide (dwordx4), but the broadcast vectors of a program that packs several rows (see PACKING)
-and the exceptions in NARROW_LOADS.  A failure names the kernel, shape, architecture and the offending instruction or
-count.
+Checks: every launch compiles; none spills or uses scratch (cross_attention's larger tiles included, which AMD's launch
+table takes in steps of key blocks); the compiled wave size is the launch table's (wave64 on CDNA, wave32 on RDNA); on
+gfx950, every global/buffer store and every load of 16-bit rows (16-byte aligned, widths a multiple of 8 elements) is
+128 bits wide (dwordx4), but the broadcast vectors of a program that packs several rows (see PACKING) and a kernel's
+loads its contract allows narrower (``Contract.narrowest_load_bits``).  A failure names the kernel, shape, architecture
+and the offending instruction or count.
 """
 
 from __future__ import annotations
@@ -34,26 +35,6 @@ from workers.spec import STATUS_OK, JobSpec
 
 ARCHS = ("gfx950", "gfx1201")
 REPO = Path(__file__).resolve().parents[2]
-# Shapes beyond the default grids that reach the launch table's other entries.
-EXTRA_SHAPES = {
-    "rmsnorm": [[1, 16, 256], [1, 16, 1024], [1, 16, 8192]],
-    "adaln": [[1, 16, 256], [1, 16, 1024], [1, 16, 8192]],
-    "adaln_layer_norm": [[1, 16, 256], [1, 16, 1024], [1, 16, 8192]],
-    "add_rms_norm_modulate": [[1, 16, 256], [1, 16, 1024], [1, 16, 8192]],
-    "gated_residual": [[1, 16, 256], [1, 16, 1024], [1, 16, 8192]],
-    "geglu": [[1, 16, 256], [1, 16, 1024]],
-    "gelu_tanh": [[1, 16, 256], [1, 16, 1024]],
-    "rope": [[1, 16, 512], [1, 16, 4096]],
-    "rope_rotate_half": [[1, 16, 8, 32], [1, 16, 4, 256]],
-    "qk_norm_rope": [[1, 16, 512], [4, 16, 1024]],
-    "cross_attention": [[1, 16, 8, 128, 128], [1, 16, 8, 64, 256]],
-}
-# Loads narrower than 128 bits that are expected, with the reason (a failure still names every narrow access).
-NARROW_LOADS = {
-    # the mask row [Sk] (256 bytes of bf16 at 128 keys) is loaded straight into the MFMA accumulator's column
-    # layout, 4 keys a lane; query, key and value tiles load 128 bits a lane
-    "cross_attention": 64,
-}
 # Constexprs that pack several rows (or heads, or positions) into one program.  Such a program loads its broadcast
 # vectors (weight, scale/shift rows, cos/sin rows) once, spread over more lanes than they have 8-element groups, so
 # those loads may be narrower than 128 bits; the rows themselves must still load 128 bits and every store is a row.
@@ -67,8 +48,9 @@ def registered_kernels() -> list[str]:
 
 
 def shapes_for(kernel: str) -> list[list[int]]:
+    """The kernel's default grid with 48 tokens, and its contract's shapes that reach its launch tables' other rows."""
     grid = kernel_grid(kernel)["shapes"]
-    shapes = [[s[0], 48, *s[2:]] for s in grid] + EXTRA_SHAPES.get(kernel, [])
+    shapes = [[s[0], 48, *s[2:]] for s in grid] + [list(s) for s in registry.get(kernel).contract.launch_shapes]
     return [list(s) for s in dict.fromkeys(tuple(s) for s in shapes)]
 
 
@@ -138,7 +120,7 @@ def test_every_registered_kernel_has_a_default_grid_to_compile():
     names = registered_kernels()
     assert len(names) >= 11
     missing = [n for n in names if kernel_grid(n) is None]
-    assert not missing, f"kernels without a default grid (entry or conf/kernel/<name>.yaml): {missing}"
+    assert not missing, f"kernels without a default grid (their entry's, or conf/kernel/<name>.yaml): {missing}"
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -174,7 +156,8 @@ def test_nothing_spills(compiled, arch):
             c = launch["constexprs"]
             key_steps += k == "cross_attention" and c["BLOCK_K"] < c["BLOCK_N"]
     assert not bad, "\n".join(bad)
-    # head dim 128 and 256 keys (EXTRA_SHAPES) reach cross_attention's loop over key blocks, which spilled as one pass
+    # head dim 128 and 256 keys (its contract's launch shapes) reach cross_attention's loop over key blocks, which
+    # spilled as one pass
     assert key_steps == 2, f"{arch}: {key_steps} cross_attention launches in steps of key blocks; expected 2"
 
 
@@ -201,7 +184,8 @@ def test_16bit_rows_load_and_store_128_bits_on_gfx950(compiled):
             packed = any(launch["constexprs"].get(name, 1) > 1 for name in PACKING)
             for mnemonic, n in launch["memory_instructions"].items():
                 direction, bits = amdgcn.memory_width(mnemonic)
-                allowed = 128 if direction == "store" else 16 if packed else NARROW_LOADS.get(k, 128)
+                narrowest = registry.get(k).contract.narrowest_load_bits
+                allowed = 128 if direction == "store" else 16 if packed else narrowest
                 if bits < allowed:
                     bad.append(
                         f"{_where(s)}: {launch['kernel']}: {n} x {mnemonic} ({bits}-bit {direction}s; "
