@@ -7,17 +7,26 @@ call the planned jobs would make (the first call, the correctness check, and per
 and the minimum repeats, see workers.timing.bench); every other implementation at the speed of an eager PyTorch
 RMSNorm timed in the same child, each at least its timing budget (warm-up and repeat milliseconds).  torch.compile's
 compile time is not included, so the estimate is low rather than high.
+
+A calibration is kept for a day per machine and software stack (:func:`kept_fit`, a JSON file under
+``$XDG_CACHE_HOME/kernelfleet``, else ``~/.cache/kernelfleet``), so that the sweeps run one after another on a laptop
+or a CI machine pay its seconds once; ``KERNELFLEET_CPU_CALIBRATION=fresh`` calibrates every time.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import importlib.metadata
 import json
 import math
 import os
+import platform
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from workers.spec import JobSpec
 
@@ -27,6 +36,7 @@ TRITON_IMPLS = ("triton",)
 CALIBRATION_SHAPES = ((1, 4, 2048), (1, 32, 2048))
 EAGER_SHAPE = (1, 1024, 2048)  # large enough that an eager call's fixed cost is small beside its elements
 CALIBRATION_TIMEOUT_S = 60.0
+KEEP_S = 24 * 3600.0  # how long a kept calibration stands for its machine and stack
 # workers.timing.bench on a CPU: at least 3 repeats per round, after a first call and a one-call estimate
 MIN_REPS_CPU = 3
 
@@ -104,6 +114,63 @@ def calibrate(proc: subprocess.Popen | None = None, timeout_s: float = CALIBRATI
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"the calibration failed: {(err or out).strip()[-500:]}")
     return {k: float(v) for k, v in json.loads(lines[-1]).items() if k != "points"}
+
+
+def calibration_path() -> Path:
+    """Where this machine's calibration is kept."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "kernelfleet" / "cpu-calibration.json"
+
+
+def _stack() -> dict[str, object]:
+    """What a calibration's speeds depend on: the machine (its name, CPU model and count) and the Python, torch and
+    Triton that run the interpreter."""
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    versions = {}
+    for dist in ("torch", "triton"):
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            versions[dist] = None
+    machine = {"host": platform.node(), "cpu": cpu, "cpus": os.cpu_count()}
+    return {**machine, "python": platform.python_version(), **versions}
+
+
+def kept_fit(now: float | None = None) -> tuple[dict[str, float], str] | None:
+    """This machine's kept calibration and when it was measured (UTC, to the minute), or None: none kept, kept for
+    another machine or stack, older than :data:`KEEP_S`, unreadable, or ``KERNELFLEET_CPU_CALIBRATION=fresh``."""
+    if os.environ.get("KERNELFLEET_CPU_CALIBRATION", "") == "fresh":
+        return None
+    try:
+        kept = json.loads(calibration_path().read_text())
+        age = (now if now is not None else time.time()) - float(kept["measured_at"])
+        if kept.get("stack") != _stack() or not 0 <= age < KEEP_S:
+            return None
+        fit = {k: float(kept["fit"][k]) for k in ("per_call_s", "per_element_s", "eager_per_element_s")}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    when = dt.datetime.fromtimestamp(float(kept["measured_at"]), dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return fit, when
+
+
+def keep_fit(fit: dict[str, float]) -> None:
+    """Keep ``fit`` for this machine and stack (written whole, then renamed: a reader never sees half a file); a
+    machine where it cannot be written calibrates again next time."""
+    path = calibration_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"measured_at": time.time(), "stack": _stack(), "fit": fit}
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cpu-calibration.")
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def gb(nbytes: int) -> str:

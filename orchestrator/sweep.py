@@ -244,22 +244,26 @@ def _check_cpu_price(
     from orchestrator import cpu_price
 
     if not any(s.kind in ("correctness", "micro") for s in todo):
-        if calibration is not None:
-            calibration.kill()
-            calibration.communicate()
+        _stop_calibration(calibration)
         return
-    try:
-        fit = cpu_price.calibrate(calibration)
-    except Exception as exc:  # the price is advice: without it the sweep goes on, and says so
-        console.print(f"[yellow]could not price this sweep on the CPU:[/] {exc}")
-        return
+    kept = cpu_price.kept_fit()
+    if kept is not None:
+        _stop_calibration(calibration)
+        fit, source = kept[0], f"this machine's calibration of {kept[1]}"
+    else:
+        try:
+            fit = cpu_price.calibrate(calibration)
+        except Exception as exc:  # the price is advice: without it the sweep goes on, and says so
+            console.print(f"[yellow]could not price this sweep on the CPU:[/] {exc}")
+            return
+        cpu_price.keep_fit(fit)
+        source = "a calibration just now"
     p = cpu_price.price(todo, fit)
     interp = f"{p.triton_calls} Triton calls in the interpreter at {p.per_element_s * 1e6:.1f} µs per element"
     what = (
         f"{no_gpu}: {p.jobs} jobs to run, the largest {p.largest} ({cpu_price.gb(p.largest_bytes)} "
         f"of tensors); {interp}, PyTorch at {p.eager_per_element_s * 1e9:.1f} ns per element: estimated "
-        f"{cpu_price.duration(p.estimate_s)} on this CPU (an estimate from a calibration just now; compile time "
-        f"not included)"
+        f"{cpu_price.duration(p.estimate_s)} on this CPU (an estimate from {source}; compile time not included)"
     )
     if p.small or cfg.get("allow_cpu"):
         console.print(what, highlight=False, markup=False)
@@ -350,15 +354,18 @@ class _Sweep:
         self.run_id: int | None = None
         self.overrides: list[str] = []  # the command line's, for the commands a refusal suggests
         self.recorded_nodes: list[dict] = []  # the fleet snapshot this sweep stored
+        self.priced_on_cpu = False  # the embedded instance has no GPU: the jobs are priced before Ray starts
 
     def open(self):
         """Open the store and plan (a target=all plan asks the fleet first); returns the CPU price calibration
-        started meanwhile (None with a GPU or a cluster)."""
+        started meanwhile (None with a GPU, a cluster or a kept calibration)."""
         calibration = None
         if self.embedded and not _local_gpu():  # priced before Ray starts, so the answer comes in seconds
-            from orchestrator.cpu_price import start_calibration
+            from orchestrator import cpu_price
 
-            calibration = start_calibration()
+            self.priced_on_cpu = True
+            if cpu_price.kept_fit() is None:  # a kept calibration needs no child (_check_cpu_price reads it)
+                calibration = cpu_price.start_calibration()
         try:
             _check_writable(self.cfg["store"].get("url"))
             self.writer, self.url = open_writer(self.cfg["store"].get("url"), self.console)
@@ -582,7 +589,7 @@ def run_sweep(cfg: dict, console: Console, overrides: Sequence[str] = ()) -> int
     calibration = sweep.open()
     sweep.find_resumable()
     sweep.take_stock()
-    if calibration is not None:
+    if sweep.priced_on_cpu:
         _check_cpu_price(cfg, sweep.todo, "this machine has no GPU", console, calibration, overrides)
     if not sweep.todo and not sweep.resumed:
         return _nothing_to_run(sweep.writer, sweep.url, cfg, sweep.header, sweep.specs, console)

@@ -1,0 +1,56 @@
+"""The CPU price's calibration is kept per machine and stack for a day, and a kept one prices a sweep without a
+calibration child."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from rich.console import Console
+
+from orchestrator import cpu_price, sweep
+from orchestrator.config import ConfigError
+from workers.spec import JobSpec
+
+FIT = {"per_call_s": 0.001, "per_element_s": 2e-6, "eager_per_element_s": 3e-8}
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("KERNELFLEET_CPU_CALIBRATION", raising=False)
+    return tmp_path / "kernelfleet" / "cpu-calibration.json"
+
+
+def test_a_kept_calibration_stands_for_a_day_on_its_machine_and_stack(cache, monkeypatch):
+    assert cpu_price.kept_fit() is None  # nothing kept yet
+    cpu_price.keep_fit(FIT)
+    assert cache.exists()
+    fit, when = cpu_price.kept_fit()
+    assert fit == FIT and when.endswith(" UTC")
+    record = json.loads(cache.read_text())
+    assert cpu_price.kept_fit(now=record["measured_at"] + cpu_price.KEEP_S + 1) is None  # a day old
+    monkeypatch.setenv("KERNELFLEET_CPU_CALIBRATION", "fresh")
+    assert cpu_price.kept_fit() is None  # asked to calibrate again
+    monkeypatch.delenv("KERNELFLEET_CPU_CALIBRATION")
+    cache.write_text(json.dumps({**record, "stack": {**record["stack"], "triton": "0.0.0"}}))
+    assert cpu_price.kept_fit() is None  # another Triton
+    cache.write_text("{not json")
+    assert cpu_price.kept_fit() is None  # unreadable: calibrate again
+
+
+def test_a_kept_calibration_prices_a_sweep_without_a_child(cache, monkeypatch):
+    cpu_price.keep_fit(FIT)
+    started = []
+    monkeypatch.setattr(cpu_price, "start_calibration", lambda: started.append(1))
+    monkeypatch.setattr(cpu_price, "calibrate", lambda *a, **k: pytest.fail("calibrated although one is kept"))
+    big = [
+        JobSpec(kind="micro", kernel="rmsnorm", shape=[8, 4096, 4096 + i], dtype="bf16", impls=["triton", "eager"])
+        for i in range(4)
+    ]
+    console = Console(record=True, width=400)
+    cfg = {"sweep": {"name": "rmsnorm"}, "allow_cpu": False}
+    with pytest.raises(ConfigError, match="GPU-sized"):
+        sweep._check_cpu_price(cfg, big, "this machine has no GPU", console, None)
+    assert "this machine's calibration of" in console.export_text()
+    assert not started
