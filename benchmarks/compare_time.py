@@ -161,7 +161,7 @@ def measure(url: str, base: list[int], cur: list[int], repeats: int, browser: bo
         from dashboard.pages import compare as compare_page
 
         def fresh():
-            compare_page._CACHE.clear()  # the comparison computed again, as on a first request
+            compare_page.clear_cache()  # the comparison computed again, as on a first request
             pages.build(engine, "/compare", params, url)
 
         out["page_view_s"] = _best(fresh, repeats)

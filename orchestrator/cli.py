@@ -9,8 +9,8 @@ from rich.console import Console
 
 from orchestrator import arg_types, runs_cli
 from orchestrator.config import ConfigError
+from orchestrator.errors import exit_on_user_error
 from orchestrator.store.migrate import SchemaOutOfDate
-from workers.errors import exit_on_user_error
 
 
 def _parser() -> argparse.ArgumentParser:

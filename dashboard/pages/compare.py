@@ -69,6 +69,11 @@ _CACHE: dict[tuple, dict] = {}
 _CACHE_SIZE = 8
 
 
+def clear_cache() -> None:
+    """Forget the comparisons kept for the next request: the next view computes its comparison again."""
+    _CACHE.clear()
+
+
 def _compare(src, base: list[int], cur: list[int], include_cpu: bool, metric: str) -> dict:
     """compare_queries.compare, kept for the next request (a filter change, the CSV) while every run compared has
     finished: a finished run's results do not change."""
