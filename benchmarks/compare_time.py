@@ -1,5 +1,5 @@
 """How long `python -m orchestrator compare` and the dashboard's Compare page take on a store: the comparison
-query (orchestrator/store/compare_queries.compare), the whole command as a user runs it (a fresh process, --json
+query (orchestrator/store/query/compare_queries.compare), the whole command as a user runs it (a fresh process, --json
 and --markdown with its plots), the page's server-side view, and (--browser) the page's full load in headless
 Chromium.  The figures in docs/perf/dashboard.md ("Compare") come from this script.
 
@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import chromium  # noqa: E402
-from orchestrator.store import compare_queries, queries  # noqa: E402
+from orchestrator.store.query import access, compare_queries, run_queries  # noqa: E402
 from orchestrator.store.session import dispose_engines  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -143,12 +143,12 @@ def _page_choice(engine, ids: list[int]) -> str | None:
 def measure(url: str, base: list[int], cur: list[int], repeats: int, browser: bool) -> dict:
     from dashboard import pages
 
-    engine = queries.open_read_only(url)
+    engine = access.open_read_only(url)
     report = compare_queries.compare(engine, base, cur)
     sides = [_page_choice(engine, ids) for ids in (base, cur)]
     params = {"baseline": sides[0], "current": sides[1]} if all(sides) else None
     out = {
-        "store_counts": queries.store_counts(engine),
+        "store_counts": run_queries.store_counts(engine),
         "baseline": base,
         "current": cur,
         "series": report["counts"]["series"],

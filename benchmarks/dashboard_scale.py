@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import chromium  # noqa: E402
 from benchmarks.sample_devices import DEVICES, device_row  # noqa: E402
-from orchestrator.store import migrate, queries, revision_cache  # noqa: E402
+from orchestrator.store import migrate  # noqa: E402
+from orchestrator.store.query import access, revision_cache, run_queries, series_queries  # noqa: E402
 from orchestrator.store.session import dispose_engines, normalize_url, sqlite_path  # noqa: E402
 from orchestrator.store.writer import StoreWriter  # noqa: E402
 from workers.spec import DeviceInfo, JobResult, JobSpec, Measurement  # noqa: E402
@@ -185,8 +186,8 @@ def _cold(fn):
 def time_store(url: str, repeats: int, browser: bool, export: bool = True, kernel: str = KERNELS[0]) -> dict:
     from dashboard import pages
 
-    engine = queries.open_read_only(url)
-    out: dict = {"counts": queries.store_counts(engine), "bytes": store_bytes(url)}
+    engine = access.open_read_only(url)
+    out: dict = {"counts": run_queries.store_counts(engine), "bytes": store_bytes(url)}
     k, s = kernel, "x".join(map(str, SHAPES[0]))
     one = {"kernel": k, "shape": s, "dtype": "bf16", "impl": "triton", "gpu_type": "h200"}
     views = {
@@ -210,7 +211,7 @@ def time_store(url: str, repeats: int, browser: bool, export: bool = True, kerne
         build = lambda p=p, v=v: pages.build(engine, p.split("?")[0], v, url)  # noqa: E731
         out["page_s"][p] = {"cold": _best(_cold(build), repeats), "warm": _best(build, repeats)}
     out["one_series_s"] = _best(
-        lambda: queries.trend_points(engine, k, shape=s, dtype="bf16", impl="triton", gpu_type="h200"), repeats
+        lambda: series_queries.trend_points(engine, k, shape=s, dtype="bf16", impl="triton", gpu_type="h200"), repeats
     )
     if not export:
         return out

@@ -17,9 +17,8 @@ import plotly.graph_objects as go
 from dashboard import metrics
 from dashboard.colors import impl_color, mode_color
 from dashboard.view import Figure, PageView, short
-from orchestrator.compare_markdown import verdict_text
-from orchestrator.compare_svg import plot_groups
-from orchestrator.store import compare_queries
+from orchestrator.store.query import compare_queries
+from orchestrator.store.query.compare_queries import plot_groups, verdict_text
 
 from ._common import ALL, choose, make_filter
 

@@ -14,8 +14,8 @@ import plotly.graph_objects as go
 from dashboard import metrics
 from dashboard.colors import MARKED_CELL, SPEEDUP_SCALE, impl_color
 from dashboard.view import Figure, PageView, short
-from orchestrator.report import interpreted
-from orchestrator.store import queries
+from orchestrator.store.query import run_queries, view_queries
+from orchestrator.store.query.run_queries import interpreted
 
 from ._common import COMPARE_COLUMN, add_compare_runs, choose, compare_link, make_filter
 
@@ -88,14 +88,14 @@ def trend_link(kernel: str, gpu_type: str, impl: str, reading: str) -> str:
 
 
 def build(src, params: Mapping[str, str]) -> PageView:
-    choices = queries.micro_choices(src)
+    choices = view_queries.micro_choices(src)
     reading = choose(params, "reading", list(metrics.READINGS), metrics.DEFAULT_READING)
     shown = choose(params, "view", list(VIEWS), "speedup")
     if shown == "fastest":
         return _fastest(src, reading)
     impls = [i for i in choices["impls"] if i != metrics.BASELINE_IMPL]
     impl = choose(params, "impl", impls, metrics.DEFAULT_IMPL if metrics.DEFAULT_IMPL in impls else None)
-    cells = queries.speedup_matrix(src, reading, impl) if impl else []
+    cells = view_queries.speedup_matrix(src, reading, impl) if impl else []
     for c in cells:
         if interpreted(c):  # timed in Triton's interpreter: a ratio no one would get
             c.update(dict.fromkeys(_SPEEDUP_KEYS))
@@ -125,13 +125,13 @@ def build(src, params: Mapping[str, str]) -> PageView:
         "not a kernel's speed). Click a cell for the trend of every shape."
     )
     _rehearsal_note(view, src, table.rows)
-    tags = queries.rehearsal_gpu_types(src)
+    tags = run_queries.rehearsal_gpu_types(src)
     view.figures.append(Figure(HEATMAP_ID, _heatmaps(table.rows, impl, reading, tags)))
     return view
 
 
 def _rehearsal_note(view: PageView, src, rows: list[dict]) -> None:
-    tags = queries.rehearsal_gpu_types(src)
+    tags = run_queries.rehearsal_gpu_types(src)
     shown = {r["gpu_type"] for r in rows} & set(tags)
     if shown:
         view.notes.append(
@@ -256,7 +256,7 @@ def _hover(r: dict | None, label: str) -> str:
 
 # -- the fastest implementation per kernel x GPU type ----------------------------------------------------------------
 def fastest_cells(cells: list[dict]) -> list[dict]:
-    """Per cell of queries.newest_micro_cells, the fastest implementation.  The implementations that compete were
+    """Per cell of view_queries.newest_micro_cells, the fastest implementation.  The implementations that compete were
     timed in every timed job (shape, dtype) of the cell and failed correctness in none, and are not Triton's
     interpreter on a CPU; the fastest has the smallest geometric mean of the reading over those jobs.  Adds
     fastest, runner_up, margin (runner-up / fastest), speedup_vs_eager (eager / fastest), jobs_won (jobs in which
@@ -299,7 +299,7 @@ def fastest_cells(cells: list[dict]) -> list[dict]:
 
 
 def _fastest(src, reading: str) -> PageView:
-    rows = fastest_cells(queries.newest_micro_cells(src, reading))
+    rows = fastest_cells(view_queries.newest_micro_cells(src, reading))
     add_compare_runs(src, rows)
     view = PageView(page="overview", title="Overview", params={"view": "fastest", "reading": reading})
     view.filters = [
