@@ -11,7 +11,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 # modules the scripts (and tests) import, and the plugin kernels (fault rehearsal, failing on purpose)
-HELPERS = ("__init__", "cli_args", "chromium", "fault_kernels", "sample_devices", "spin_kernel")
+HELPERS = ("__init__", "cli_args", "chromium", "fault_kernels", "sample_devices", "spin_kernel", "wall")
 SCRIPTS = sorted(p.stem for p in (REPO / "benchmarks").glob("*.py") if p.stem not in HELPERS)
 
 

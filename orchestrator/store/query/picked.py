@@ -13,13 +13,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from orchestrator.store.models import (
-    Device,
-    Job,
-    JobAttempt,
-    Measurement,
-    Run,
-)
+from orchestrator.store.models import Device, Job, JobAttempt, Measurement, Run, RunJob, shape_key
 from orchestrator.store.query.access import chunks
 from workers import metrics as catalogue
 
@@ -69,6 +63,23 @@ def run_or_raise(s: Session, run_id: int) -> Run:
     if run is None:
         raise KeyError(f"no run {run_id}")
     return run
+
+
+def run_jobs(s: Session, run_id: int, *where: Any, order_by: Sequence[Any] = ()) -> Sequence[Job]:
+    """The jobs run ``run_id`` comprises that match ``where``, in ``order_by``."""
+    query = select(Job).join(RunJob, RunJob.job_id == Job.id).where(RunJob.run_id == run_id, *where)
+    return s.scalars(query.order_by(*order_by)).all()
+
+
+def narrowed(query: Any, shape: Sequence[int] | str | None, dtype: str | None, impl: str | None) -> Any:
+    """``query`` kept to one shape, dtype and implementation, each where given."""
+    if shape is not None:
+        query = query.where(Job.shape_key == shape_key(shape))
+    if dtype is not None:
+        query = query.where(Job.dtype == dtype)
+    if impl is not None:
+        query = query.where(Measurement.impl == impl)
+    return query
 
 
 def pick_for_run(s: Session, run_id: int, jobs: Sequence[Job]) -> list[Picked]:

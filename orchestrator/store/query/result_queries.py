@@ -22,7 +22,6 @@ from orchestrator.store.models import (
     JobAttempt,
     Measurement,
     Run,
-    RunJob,
     shape_key,
 )
 from orchestrator.store.query.access import Source, chunks, read_session
@@ -39,6 +38,7 @@ from orchestrator.store.query.picked import (
     name_filter,
     pct_of,
     pick_for_run,
+    run_jobs,
     run_or_raise,
     safe_ratio,
 )
@@ -272,12 +272,7 @@ def isa_results(src: Source, run_id: int) -> list[dict[str, Any]]:
     """
     with read_session(src) as s:
         run_or_raise(s, run_id)
-        jobs = s.scalars(
-            select(Job)
-            .join(RunJob, RunJob.job_id == Job.id)
-            .where(RunJob.run_id == run_id, Job.kind == "isa")
-            .order_by(Job.kernel, Job.shape_key, Job.dtype, Job.id)
-        ).all()
+        jobs = run_jobs(s, run_id, Job.kind == "isa", order_by=(Job.kernel, Job.shape_key, Job.dtype, Job.id))
         picked = pick_for_run(s, run_id, jobs)
         gpu_type = gpu_types_of(s, {p.hardware_key for p in picked})
     return [
@@ -364,12 +359,7 @@ def e2e_results(src: Source, run_id: int | None = None, limit: int = 100) -> lis
     with read_session(src) as s:
         if run_id is not None:
             run_or_raise(s, run_id)
-            jobs = s.scalars(
-                select(Job)
-                .join(RunJob, RunJob.job_id == Job.id)
-                .where(RunJob.run_id == run_id, Job.kind == "e2e")
-                .order_by(Job.model, Job.shape_key, Job.dtype, Job.id)
-            ).all()
+            jobs = run_jobs(s, run_id, Job.kind == "e2e", order_by=(Job.model, Job.shape_key, Job.dtype, Job.id))
             picked = pick_for_run(s, run_id, jobs)
         else:
             jobs = s.scalars(

@@ -24,6 +24,7 @@ from orchestrator.store.query.picked import (
     fill_micro,
     gpu_types_of,
     pick_for_run,
+    run_jobs,
     run_or_raise,
 )
 from workers import rehearsal
@@ -79,7 +80,7 @@ def run_info(src: Source, run_id: int) -> dict[str, Any] | None:
         run = s.get(Run, run_id)
         if run is None:
             return None
-        jobs = s.scalars(select(Job).join(RunJob, RunJob.job_id == Job.id).where(RunJob.run_id == run_id)).all()
+        jobs = run_jobs(s, run_id)
         counts: dict[str, int] = defaultdict(int)
         for p in pick_for_run(s, run_id, jobs):
             if p.attempt is not None and p.attempt.run_id == run_id:
@@ -108,12 +109,12 @@ def run_summary(src: Source, run_id: int) -> list[dict[str, Any]]:
     """
     with read_session(src) as s:
         run_or_raise(s, run_id)
-        jobs = s.scalars(
-            select(Job)
-            .join(RunJob, RunJob.job_id == Job.id)
-            .where(RunJob.run_id == run_id, Job.kind.in_(("correctness", "micro")))
-            .order_by(Job.kernel, Job.shape_key, Job.dtype, Job.kind, Job.id)
-        ).all()
+        jobs = run_jobs(
+            s,
+            run_id,
+            Job.kind.in_(("correctness", "micro")),
+            order_by=(Job.kernel, Job.shape_key, Job.dtype, Job.kind, Job.id),
+        )
         picked = pick_for_run(s, run_id, jobs)
         hw = {p.hardware_key for p in picked}
         bandwidth, gpu_type = bandwidths_of(s, hw), gpu_types_of(s, hw)
@@ -310,7 +311,7 @@ def run_measured(src: Source, run_id: int) -> dict[str, Any]:
     attempts' details)."""
     with read_session(src) as s:
         run_or_raise(s, run_id)
-        jobs = s.scalars(select(Job).join(RunJob, RunJob.job_id == Job.id).where(RunJob.run_id == run_id)).all()
+        jobs = run_jobs(s, run_id)
         picked = [p for p in pick_for_run(s, run_id, jobs) if p.attempt is not None]
         keys = {p.attempt.hardware_key for p in picked if p.attempt.hardware_key}
         names = sorted({d.name for d in s.scalars(select(Device).where(Device.hardware_key.in_(keys)))}) if keys else []

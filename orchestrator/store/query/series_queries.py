@@ -21,10 +21,9 @@ from orchestrator.store.models import (
     JobAttempt,
     Measurement,
     Run,
-    shape_key,
 )
 from orchestrator.store.query.access import Source, read_session
-from orchestrator.store.query.picked import BASELINE_IMPL, attempt_time, good_attempt_join, name_filter
+from orchestrator.store.query.picked import BASELINE_IMPL, attempt_time, good_attempt_join, name_filter, narrowed
 from workers import metrics as catalogue
 from workers.spec import GOOD_STATUSES
 
@@ -97,12 +96,7 @@ def series_by_key(
         query = query.where(JobAttempt.hardware_key == hardware_key)
     if names is not None:
         query = query.where(name_col.in_(sorted(n for n in names if n is not None)))
-    if shape is not None:
-        query = query.where(Job.shape_key == shape_key(shape))
-    if dtype is not None:
-        query = query.where(Job.dtype == dtype)
-    if impl is not None:
-        query = query.where(Measurement.impl == impl)
+    query = narrowed(query, shape, dtype, impl)
     series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for (
         impl,
@@ -212,12 +206,7 @@ def trend_points(
             JobAttempt.status.in_(GOOD_STATUSES),
         )
     )
-    if shape is not None:
-        query = query.where(Job.shape_key == shape_key(shape))
-    if dtype is not None:
-        query = query.where(Job.dtype == dtype)
-    if impl is not None:
-        query = query.where(Measurement.impl == impl)
+    query = narrowed(query, shape, dtype, impl)
     if gpu_type is not None:
         query = query.where(Device.gpu_type == gpu_type)
     query = query.order_by(attempt_time().desc(), JobAttempt.id.desc()).limit(limit)
