@@ -27,8 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orchestrator.store import queries  # noqa: E402
-from orchestrator.store.regression_rule import CONFIRMED  # noqa: E402
+from orchestrator.stats.regression_rule import CONFIRMED  # noqa: E402
+from orchestrator.stats.series_verdicts import is_cpu_device  # noqa: E402
+from orchestrator.store.query import regression_queries, run_queries  # noqa: E402
 from orchestrator.store.session import resolve_url  # noqa: E402
 
 SUMMARY_COLUMN = {"time_us": "median_us", "graph_time_us": "graph_time_us", "kernel_time_us": "kernel_time_us"}
@@ -39,10 +40,10 @@ def spreads(url: str, runs: list[int], metric: str, include_cpu: bool) -> dict[s
     column = SUMMARY_COLUMN[metric]
     values: dict[tuple, list[float]] = defaultdict(list)
     for run in runs:
-        for r in queries.run_summary(url, run):
+        for r in run_queries.run_summary(url, run):
             if r["kind"] != "micro" or r.get(column) is None:
                 continue
-            if queries.is_cpu_device(r["hardware_key"]) and not include_cpu:
+            if is_cpu_device(r["hardware_key"]) and not include_cpu:
                 continue
             values[(r["kernel"], tuple(r["shape"]), r["dtype"], r["impl"], r["hardware_key"])].append(r[column])
     out: dict[str, list[float]] = defaultdict(list)
@@ -70,9 +71,9 @@ def check(url: str, runs: list[int], slowed: list[int], metric: str = "time_us",
             }
         )
     kw = dict(metric=metric, include_improvements=True, include_cpu=include_cpu)
-    aa = {"A2 vs A1": queries.regression_report(url, runs[1], baseline_run_ids=runs[0], **kw)}
+    aa = {"A2 vs A1": regression_queries.regression_report(url, runs[1], baseline_run_ids=runs[0], **kw)}
     if len(runs) >= 4:
-        aa["A3 A4 vs A1 A2"] = queries.regression_report(url, runs[2:4], baseline_run_ids=runs[:2], **kw)
+        aa["A3 A4 vs A1 A2"] = regression_queries.regression_report(url, runs[2:4], baseline_run_ids=runs[:2], **kw)
     out = {
         "metric": metric,
         "runs": runs,
@@ -88,7 +89,7 @@ def check(url: str, runs: list[int], slowed: list[int], metric: str = "time_us",
         },
     }
     if slowed:
-        r = queries.regression_report(url, slowed, baseline_run_ids=runs[: len(slowed)], **kw)
+        r = regression_queries.regression_report(url, slowed, baseline_run_ids=runs[: len(slowed)], **kw)
         out["slowed"] = {
             "series": r["series"],
             "confirmed": _alerts(r),

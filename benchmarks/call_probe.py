@@ -30,7 +30,7 @@ import triton
 
 from benchmarks.cli_args import case
 from kernels import registry
-from workers.timing import _flush, bench, graph_time
+from workers.timing import bench, flush_l2, graph_time
 
 dev = torch.device("cuda")
 SPIN_CYCLES = 400_000  # ~200 µs at 1.98 GHz: longer than any enqueue below
@@ -64,11 +64,11 @@ def cold_graph_time(
     """
 
     def flushed() -> None:
-        _flush(device, flush_mode)
+        flush_l2(device, flush_mode)
         fn()
 
     pairs = graph_time(flushed, device, calls=calls, replays=replays)
-    flushes = graph_time(lambda: _flush(device, flush_mode), device, calls=calls, replays=replays)
+    flushes = graph_time(lambda: flush_l2(device, flush_mode), device, calls=calls, replays=replays)
     return [p - f for p, f in zip(pairs, flushes)]
 
 
@@ -83,7 +83,7 @@ def spin_bench(fn, reps=200):
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for i in range(reps):
-        _flush(dev, "read")
+        flush_l2(dev, "read")
         torch.cuda._sleep(SPIN_CYCLES)
         starts[i].record()
         fn()
@@ -114,7 +114,7 @@ def kernel_us(fn, reps=30):
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(reps):
-            _flush(dev, "read")
+            flush_l2(dev, "read")
             torch.cuda._sleep(SPIN_CYCLES // 4)
             fn()
         torch.cuda.synchronize()

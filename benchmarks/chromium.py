@@ -1,8 +1,15 @@
-"""Headless Chromium through selenium, as the dashboard's browser tests and benchmarks/dashboard_scale.py drive it."""
+"""Headless Chromium through selenium, as the dashboard's browser tests and the dashboard benchmarks
+(benchmarks/dashboard_scale.py, benchmarks/compare_time.py) drive it."""
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
 
 FLAGS = (
     "--headless",
@@ -42,3 +49,53 @@ def start(profile: str):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+
+
+@contextmanager
+def dashboard_in_browser(url: str) -> Iterator[tuple[Any, str]]:
+    """A real ``python -m dashboard`` server on a free port reading the store at ``url``, and headless Chromium:
+    (driver, the server's base URL) once the server answers; both stopped on leaving."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import tempfile
+    import time
+    import urllib.request
+
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        port = so.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "dashboard", "--db", url, "--port", str(port)],
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    driver = start(tempfile.mkdtemp())
+    try:
+        for _ in range(400):
+            try:
+                urllib.request.urlopen(base + "/", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.3)
+        yield driver, base
+    finally:
+        driver.quit()
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def load_s(driver, target: str, idle: str, timeout: float) -> float:
+    """Seconds from asking ``driver`` for ``target`` until the script ``idle`` returns true."""
+    import time
+
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    t = time.perf_counter()
+    driver.get(target)
+    WebDriverWait(driver, timeout).until(lambda d: d.execute_script(idle))
+    return time.perf_counter() - t

@@ -1,5 +1,5 @@
 """How long `python -m orchestrator compare` and the dashboard's Compare page take on a store: the comparison
-query (orchestrator/store/compare_queries.compare), the whole command as a user runs it (a fresh process, --json
+query (orchestrator/store/query/compare_queries.compare), the whole command as a user runs it (a fresh process, --json
 and --markdown with its plots), the page's server-side view, and (--browser) the page's full load in headless
 Chromium.  The figures in docs/perf/dashboard.md ("Compare") come from this script.
 
@@ -23,14 +23,14 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import chromium  # noqa: E402
-from orchestrator.store import compare_queries, queries  # noqa: E402
+from benchmarks.wall import best_s  # noqa: E402
+from orchestrator.store.query import access, compare_queries, run_queries  # noqa: E402
 from orchestrator.store.session import dispose_engines  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,15 +41,6 @@ def _ids(text: str) -> list[int]:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: run ids such as 1,2") from None
-
-
-def _best(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def _cli(url: str, base: list[int], cur: list[int], folder: str) -> None:
@@ -79,52 +70,18 @@ def _cli(url: str, base: list[int], cur: list[int], folder: str) -> None:
 def _browser(url: str, query: str, repeats: int) -> tuple[float, float]:
     """(the first load: a fresh server computes the comparison, the browser fetches Dash's JavaScript; the best
     later load: browser cache warm, the comparison kept by the server)"""
-    import socket
-    import urllib.request
-
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    with socket.socket() as so:
-        so.bind(("127.0.0.1", 0))
-        port = so.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "dashboard", "--db", url, "--port", str(port)],
-        cwd=REPO,
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    driver = chromium.start(tempfile.mkdtemp())
     # rendered: the page's title, no Dash callback pending, the series grid filled
     idle = (
         "return document.querySelector('#page h2') !== null && "
         "document.querySelector('[data-dash-is-loading=\"true\"]') === null && "
         "document.querySelector('#table-series .ag-row') !== null"
     )
-    try:
-        for _ in range(400):
-            try:
-                urllib.request.urlopen(base + "/", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.3)
+    with chromium.dashboard_in_browser(url) as (driver, base):
         target = f"{base}/compare?{query}"
-        t = time.perf_counter()
-        driver.get(target)  # first: then the browser caches Dash's JavaScript as a returning user's has
-        WebDriverWait(driver, 300).until(lambda d: d.execute_script(idle))
-        first = time.perf_counter() - t
-        best = None
-        for _ in range(repeats):
-            t = time.perf_counter()
-            driver.get(target)
-            WebDriverWait(driver, 300).until(lambda d: d.execute_script(idle))
-            best = min(best or 1e9, time.perf_counter() - t)
+        # first: then the browser caches Dash's JavaScript as a returning user's has
+        first = chromium.load_s(driver, target, idle, 300)
+        best = min(chromium.load_s(driver, target, idle, 300) for _ in range(repeats)) if repeats else None
         return first, best
-    finally:
-        driver.quit()
-        server.terminate()
-        server.wait(timeout=20)
 
 
 def _page_choice(engine, ids: list[int]) -> str | None:
@@ -143,29 +100,29 @@ def _page_choice(engine, ids: list[int]) -> str | None:
 def measure(url: str, base: list[int], cur: list[int], repeats: int, browser: bool) -> dict:
     from dashboard import pages
 
-    engine = queries.open_read_only(url)
+    engine = access.open_read_only(url)
     report = compare_queries.compare(engine, base, cur)
     sides = [_page_choice(engine, ids) for ids in (base, cur)]
     params = {"baseline": sides[0], "current": sides[1]} if all(sides) else None
     out = {
-        "store_counts": queries.store_counts(engine),
+        "store_counts": run_queries.store_counts(engine),
         "baseline": base,
         "current": cur,
         "series": report["counts"]["series"],
         "series_rows": len(report["series"]),
-        "compare_query_s": _best(lambda: compare_queries.compare(engine, base, cur), repeats),
+        "compare_query_s": best_s(lambda: compare_queries.compare(engine, base, cur), repeats),
     }
     with tempfile.TemporaryDirectory() as tmp:
-        out["compare_cli_s"] = _best(lambda: _cli(url, base, cur, tmp), repeats)
+        out["compare_cli_s"] = best_s(lambda: _cli(url, base, cur, tmp), repeats)
     if params:
         from dashboard.pages import compare as compare_page
 
         def fresh():
-            compare_page._CACHE.clear()  # the comparison computed again, as on a first request
+            compare_page.clear_cache()  # the comparison computed again, as on a first request
             pages.build(engine, "/compare", params, url)
 
-        out["page_view_s"] = _best(fresh, repeats)
-        out["page_view_cached_s"] = _best(lambda: pages.build(engine, "/compare", params, url), repeats)
+        out["page_view_s"] = best_s(fresh, repeats)
+        out["page_view_cached_s"] = best_s(lambda: pages.build(engine, "/compare", params, url), repeats)
         if browser:
             out["page_browser_first_s"], out["page_browser_s"] = _browser(url, urllib.parse.urlencode(params), repeats)
     out["load_average"] = os.getloadavg()

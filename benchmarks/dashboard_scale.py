@@ -16,7 +16,6 @@ import argparse
 import datetime as dt
 import hashlib
 import json
-import os
 import random
 import statistics
 import subprocess
@@ -29,7 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import chromium  # noqa: E402
 from benchmarks.sample_devices import DEVICES, device_row  # noqa: E402
-from orchestrator.store import migrate, queries, revision_cache  # noqa: E402
+from benchmarks.wall import best_s  # noqa: E402
+from orchestrator.store import migrate  # noqa: E402
+from orchestrator.store.query import access, revision_cache, run_queries, series_queries  # noqa: E402
 from orchestrator.store.session import dispose_engines, normalize_url, sqlite_path  # noqa: E402
 from orchestrator.store.writer import StoreWriter  # noqa: E402
 from workers.spec import DeviceInfo, JobResult, JobSpec, Measurement  # noqa: E402
@@ -163,15 +164,6 @@ def store_bytes(url: str) -> int:
     return int(size)
 
 
-def _best(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
-
-
 def _cold(fn):
     """``fn`` with the answers kept per store revision forgotten first."""
 
@@ -185,8 +177,8 @@ def _cold(fn):
 def time_store(url: str, repeats: int, browser: bool, export: bool = True, kernel: str = KERNELS[0]) -> dict:
     from dashboard import pages
 
-    engine = queries.open_read_only(url)
-    out: dict = {"counts": queries.store_counts(engine), "bytes": store_bytes(url)}
+    engine = access.open_read_only(url)
+    out: dict = {"counts": run_queries.store_counts(engine), "bytes": store_bytes(url)}
     k, s = kernel, "x".join(map(str, SHAPES[0]))
     one = {"kernel": k, "shape": s, "dtype": "bf16", "impl": "triton", "gpu_type": "h200"}
     views = {
@@ -208,9 +200,9 @@ def time_store(url: str, repeats: int, browser: bool, export: bool = True, kerne
     out["page_s"] = {}
     for p, v in views.items():
         build = lambda p=p, v=v: pages.build(engine, p.split("?")[0], v, url)  # noqa: E731
-        out["page_s"][p] = {"cold": _best(_cold(build), repeats), "warm": _best(build, repeats)}
-    out["one_series_s"] = _best(
-        lambda: queries.trend_points(engine, k, shape=s, dtype="bf16", impl="triton", gpu_type="h200"), repeats
+        out["page_s"][p] = {"cold": best_s(_cold(build), repeats), "warm": best_s(build, repeats)}
+    out["one_series_s"] = best_s(
+        lambda: series_queries.trend_points(engine, k, shape=s, dtype="bf16", impl="triton", gpu_type="h200"), repeats
     )
     if not export:
         return out
@@ -234,54 +226,19 @@ def time_store(url: str, repeats: int, browser: bool, export: bool = True, kerne
 
 def _browser_times(url: str, views: dict, repeats: int) -> dict:
     """Full page loads in headless Chromium against a real `python -m dashboard` server."""
-    import socket
     import urllib.parse
-    import urllib.request
 
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    with socket.socket() as so:
-        so.bind(("127.0.0.1", 0))
-        port = so.getsockname()[1]
-    repo = Path(__file__).resolve().parents[1]
-    env = dict(os.environ, PYTHONPATH=str(repo))
-    server = subprocess.Popen(
-        [sys.executable, "-m", "dashboard", "--db", url, "--port", str(port)],
-        cwd=repo,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    driver = chromium.start(tempfile.mkdtemp())
     idle = (
         "return document.querySelector('#page h2') !== null && "
         "document.querySelector('[data-dash-is-loading=\"true\"]') === null"
     )
-    try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(base + "/", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.3)
+    with chromium.dashboard_in_browser(url) as (driver, base):
         times = {}
         for path, params in views.items():
             target = base + path.split("?")[0] + ("?" + urllib.parse.urlencode(params) if params else "")
-            driver.get(target)  # warm: the browser caches Dash's JavaScript as a user's would
-            WebDriverWait(driver, 120).until(lambda d: d.execute_script(idle))
-            best = None
-            for _ in range(repeats):
-                t = time.perf_counter()
-                driver.get(target)
-                WebDriverWait(driver, 120).until(lambda d: d.execute_script(idle))
-                best = min(best or 1e9, time.perf_counter() - t)
-            times[path] = best
+            chromium.load_s(driver, target, idle, 120)  # warm: the browser caches Dash's JavaScript as a user's would
+            times[path] = min(chromium.load_s(driver, target, idle, 120) for _ in range(repeats)) if repeats else None
         return times
-    finally:
-        driver.quit()
-        server.terminate()
-        server.wait(timeout=20)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,7 +3,7 @@ It backs docs/perf/fleet.md.
 
 The cluster is ray.cluster_utils.Cluster on this machine: a head without CPUs and worker nodes with one logical GPU
 each, labelled like fleet nodes.  Jobs run the real path (orchestrator.schedule.execute -> Ray task -> sandbox child
--> job) with the test plugin kernel `noop` (tests/support/fault_kernels.py), so what is measured is the fleet's
+-> job) with the plugin kernel `noop` (benchmarks/fault_kernels.py), so what is measured is the fleet's
 overhead, not a kernel.  Three figures:
 
 1. join -> first job: a sweep keeps one node busy with work queued behind it; a new node is added; the time from
@@ -37,7 +37,7 @@ TYPE = "mi355x"
 def _env_setup() -> None:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("TRITON_INTERPRET", "1")
-    from tests.support import fault_kernels
+    from benchmarks import fault_kernels
 
     fault_kernels.enable()
     os.environ["KERNELFLEET_MEASURE_CEILING"] = "0"  # no 1 GiB copy per sandbox on a CPU

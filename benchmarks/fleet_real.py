@@ -201,7 +201,7 @@ def phase_up(lab: Lab) -> None:
     if lab.node_src.resolve() != REPO.resolve():
         shutil.rmtree(lab.node_src, ignore_errors=True)
         shutil.copytree(REPO, lab.node_src, ignore=shutil.ignore_patterns(".git", ".kf", ".whl", "results", "docs"))
-    from ray._private.services import get_node_ip_address
+    from ray.util import get_node_ip_address
 
     lab.state["head"] = f"{get_node_ip_address()}:{lab.port}"
     lab.save()

@@ -19,7 +19,7 @@ import time
 
 
 def measure(n_jobs: int, batch_size: int) -> dict:
-    from tests.support import fault_kernels
+    from benchmarks import fault_kernels
 
     fault_kernels.enable()  # the `noop` kernel
     from orchestrator import schedule

@@ -1,4 +1,5 @@
 """kernelfleet's dashboard (Plotly Dash): speed-ups, trends, bandwidth, end to end, profiles, runs and the fleet.
 
-It reads the store only through :mod:`orchestrator.store.queries`, read-only.  ``python -m dashboard --help``.
+It reads the store only through the query modules of :mod:`orchestrator.store.query`, read-only.
+``python -m dashboard --help``.
 """

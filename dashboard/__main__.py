@@ -38,16 +38,16 @@ def _parser() -> argparse.ArgumentParser:
 
 def open_store(db: str | None):
     """(read-only engine, url), or a one-line error and SystemExit(2)."""
-    from orchestrator.store import queries
+    from orchestrator.store.query import access
 
     try:
-        url = queries.store_url(db)
-        return queries.open_read_only(url), url
-    except queries.SchemaOutOfDate as exc:
+        url = access.store_url(db)
+        return access.open_read_only(url), url
+    except access.SchemaOutOfDate as exc:
         _die(str(exc))
     except Exception as exc:  # bad URL, unknown driver, unreachable server, not a database
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        _die(f"cannot open the store {queries.display_store_url(db) if db else '(default)'}: {first}")
+        _die(f"cannot open the store {access.display_store_url(db) if db else '(default)'}: {first}")
 
 
 def _die(message: str) -> None:
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     _check_listen(args.host, args.port)
     engine, url = open_store(args.db)
     from dashboard.app import create_app
-    from orchestrator.store import queries
+    from orchestrator.store.query import access
 
     app = create_app(engine, url)
     import scipy.stats  # noqa: F401  the regression rule's test, loaded now rather than by the first trend page
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print("!" * 78, file=sys.stderr)
     print(
-        f"kernelfleet dashboard of {queries.display_store_url(url)} (read-only) on http://{args.host}:{args.port}/",
+        f"kernelfleet dashboard of {access.display_store_url(url)} (read-only) on http://{args.host}:{args.port}/",
         flush=True,
     )
     if args.debug:  # Dash's debug mode needs its own (Werkzeug's) server

@@ -24,7 +24,7 @@ from dashboard.view import (
     to_csv,
     unreadable_store_line,
 )
-from orchestrator.store import queries
+from orchestrator.store.query import access, result_queries
 
 NAV_STYLE = {
     "display": "flex",
@@ -49,7 +49,7 @@ def search_of(params: dict[str, str]) -> str:
 
 
 def create_app(src, url: str) -> Dash:
-    """The app reading ``src`` (a read-only engine from queries.open_read_only); ``url`` names the store."""
+    """The app reading ``src`` (a read-only engine from access.open_read_only); ``url`` names the store."""
     app = Dash(__name__, title="kernelfleet", suppress_callback_exceptions=True, update_title=None)
     nav = html.Nav(
         [html.B("kernelfleet", style={"color": "#fff"})]
@@ -57,7 +57,7 @@ def create_app(src, url: str) -> Dash:
             dcc.Link(label, href=path, style=LINK_STYLE, id=f"nav-{name}")
             for path, (name, label, _) in pages.PAGES.items()
         ]
-        + [html.Span(queries.display_store_url(url), style={"color": "#9aa", "marginLeft": "auto"})],
+        + [html.Span(access.display_store_url(url), style={"color": "#9aa", "marginLeft": "auto"})],
         style=NAV_STYLE,
     )
     app.layout = html.Div([dcc.Location(id="url", refresh="callback-nav"), nav, html.Div(id="page", style=PAGE_STYLE)])
@@ -114,7 +114,7 @@ def create_app(src, url: str) -> Dash:
     @app.server.route("/artifact/<int:artifact_id>")
     def artifact(artifact_id: int):
         try:
-            data = queries.artifact_data(src, artifact_id)
+            data = result_queries.artifact_data(src, artifact_id)
         except KeyError:
             abort(404)
         if data is None:

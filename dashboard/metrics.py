@@ -4,9 +4,10 @@
 
 from __future__ import annotations
 
-from orchestrator.store import queries
+from orchestrator.store.query import picked
+from workers import metrics as catalogue
 
-# the three readings of one call (queries.TIME_READINGS), as the README names them
+# the three readings of one call (view_queries.TIME_READINGS), as the README names them
 READINGS = {
     "time_us": "per call (µs, L2 flushed)",
     "kernel_time_us": "kernel time (µs, profiler)",
@@ -15,7 +16,7 @@ READINGS = {
 BANDWIDTH_OF = {"time_us": "gbs", "kernel_time_us": "kernel_gbs"}  # the GB/s metric of a reading
 DEFAULT_READING = "time_us"
 DEFAULT_IMPL = "triton"
-BASELINE_IMPL = queries.BASELINE_IMPL
+BASELINE_IMPL = picked.BASELINE_IMPL
 
 _SHOWN_UNITS = {"us": "µs", "x": "×", "count": "", "kernels": ""}  # the catalogue's units as the pages print them
 
@@ -55,17 +56,17 @@ IDLE = "idle"
 
 
 def unit(metric: str) -> str:
-    u = queries.catalogue.get(metric).unit
+    u = catalogue.get(metric).unit
     return _SHOWN_UNITS.get(u, u)
 
 
 def kind(metric: str) -> str:
     """The kind of job that measures ``metric``: micro, e2e, isa, ..."""
-    return queries.catalogue.get(metric).kind
+    return catalogue.get(metric).kind
 
 
 def higher_is_better(metric: str) -> bool:
-    return queries.catalogue.higher_is_better(metric)
+    return catalogue.higher_is_better(metric)
 
 
 def label(metric: str) -> str:

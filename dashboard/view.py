@@ -22,7 +22,7 @@ from urllib.parse import quote
 import plotly.graph_objects as go
 from sqlalchemy.exc import SQLAlchemyError
 
-from orchestrator.store.csv_cells import csv_cell
+from orchestrator.store.query.csv_cells import csv_cell
 
 
 @dataclass

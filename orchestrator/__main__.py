@@ -28,8 +28,8 @@ def _sweep_main(argv: list[str], console) -> int:
     from omegaconf import OmegaConf
 
     from orchestrator import config
+    from orchestrator.errors import exit_on_user_error
     from orchestrator.sweep import EXIT_CONFIG, run_sweep
-    from workers.errors import exit_on_user_error
 
     print_cfg = False
     if "--cfg" in argv:

@@ -9,8 +9,8 @@ from rich.console import Console
 
 from orchestrator import arg_types, runs_cli
 from orchestrator.config import ConfigError
+from orchestrator.errors import exit_on_user_error
 from orchestrator.store.migrate import SchemaOutOfDate
-from workers.errors import exit_on_user_error
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,6 +69,7 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
     try:
         if args.cmd == "db":
             from orchestrator.store import migrate
+            from orchestrator.store.query import run_queries
             from orchestrator.store.session import display_url, resolve_url
 
             url = resolve_url(args.url)
@@ -91,12 +92,12 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
             import json
 
             from orchestrator import run_json
-            from orchestrator.store import queries
+            from orchestrator.store.query import run_queries
             from orchestrator.store.session import resolve_url
 
             url = resolve_url(args.url)
-            run_id = args.run if args.run is not None else next((r["id"] for r in queries.list_runs(url, 1)), None)
-            if run_id is None or queries.run_info(url, run_id) is None:
+            run_id = args.run if args.run is not None else next((r["id"] for r in run_queries.list_runs(url, 1)), None)
+            if run_id is None or run_queries.run_info(url, run_id) is None:
                 raise ValueError(f"no run {run_id} in {url}; list the runs with `python -m orchestrator runs`")
             print(json.dumps(run_json.run_document(url, run_id), sort_keys=True, allow_nan=False))
             return 0

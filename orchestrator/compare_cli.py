@@ -46,7 +46,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     from orchestrator import compare_refs
-    from orchestrator.store import compare_queries
+    from orchestrator.store.query import compare_queries
     from orchestrator.store.session import display_url, resolve_url
     from workers.metrics import UnknownMetricError
 
@@ -82,8 +82,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 
 def _print(report: dict, console: Console, every: bool) -> None:
-    from orchestrator.compare_markdown import ratio_text, series_cells, verdict_text
+    from orchestrator.compare_markdown import ratio_text, series_cells
     from orchestrator.report import plain
+    from orchestrator.store.query.compare_queries import verdict_text
 
     for side in ("baseline", "current"):
         for note in report["refs"][side]:

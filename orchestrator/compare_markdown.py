@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.compare_svg import write_plots
-from orchestrator.store.compare_queries import failing, is_confirmed_regression
+from orchestrator.store.query.compare_queries import failing, is_confirmed_regression, verdict_text
 
 
 def ratio_text(r: float | None) -> str:
@@ -34,21 +34,6 @@ def _cell(text: Any) -> str:
 def _runs(rows: Sequence[Mapping[str, Any]]) -> str:
     commits = sorted({(r.get("commit") or "unknown")[:10] for r in rows})
     return f"run(s) {', '.join(str(r['id']) for r in rows)} (commit {', '.join(commits)})"
-
-
-def verdict_text(row: Mapping[str, Any]) -> str:
-    if row.get("correctness") == "lost":
-        return "correctness lost"
-    v = row.get("verdict")
-    if v == "confirmed":
-        return f"confirmed {row['direction']}"
-    if v == "unconfirmed":
-        return f"unconfirmed {row['direction']}"
-    if v == "kernel_changed":
-        return "baseline changed its kernel"
-    if row.get("correctness") == "regained":
-        return "correctness regained"
-    return {"new": "new", "vanished": "vanished"}.get(row["state"], "")
 
 
 def _ci(row: Mapping[str, Any]) -> str:

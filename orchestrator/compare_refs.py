@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from orchestrator.store.compare_queries import RefError, run_exists, runs_of_commit
+from orchestrator.store.query.compare_queries import RefError, run_exists, runs_of_commit
 
 _HEX = re.compile(r"^[0-9a-fA-F]{4,64}$")
 _IDS = re.compile(r"^\d+(,\d+)*$")

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
+
+from orchestrator.store.query.compare_queries import plot_groups
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f")
 ROW_H, LEFT, TOP, PLOT_W, LEGEND_W = 22, 150, 34, 360, 150
@@ -24,15 +25,6 @@ def _label(row: Mapping[str, Any]) -> str:
     shape = row["shape"]
     shape = "x".join(map(str, shape)) if isinstance(shape, list) else str(shape)
     return f"{shape} {row['dtype']}"
-
-
-def plot_groups(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
-    """The rows of each (kernel, GPU type) that have a median on either side."""
-    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
-    for r in rows:
-        if r.get("baseline_median") or r.get("current_median"):
-            groups[(r["kernel"] or "", r["gpu_type"] or r["hardware_key"] or "")].append(r)
-    return dict(sorted(groups.items()))
 
 
 def svg(kernel: str, gpu_type: str, rows: Sequence[Mapping[str, Any]], unit: str) -> str:

@@ -1,6 +1,6 @@
 """python -m orchestrator export --format csv|parquet|jsonl|liger|tritonbench [--run RUN] [--since DATE] [--out FILE]
 
-One row per measurement in a long format a pandas user pivots (queries.EXPORT_COLUMNS: the series key columns
+One row per measurement in a long format a pandas user pivots (result_queries.EXPORT_COLUMNS: the series key columns
 kind, kernel/model, shape, dtype, impl, target, gpu_type, hardware_key; then commit, run_id, job_key, attempt,
 status, measured_at, metric, value, unit).  Rows stream from the database in batches and are written as they come,
 so a store of millions of measurements never sits in memory.  The store is opened read-only.
@@ -55,17 +55,17 @@ def parse_since(text: str | None) -> dt.datetime | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.store import queries
+    from orchestrator.store.query import access, result_queries, run_queries
 
     since = parse_since(args.since)
     if args.format == "parquet" and not args.out:
         raise ValueError("--format parquet writes a binary file: give --out FILE")
-    engine = queries.open_read_only(queries.store_url(args.url))
-    if args.run is not None and queries.run_info(engine, args.run) is None:
+    engine = access.open_read_only(access.store_url(args.url))
+    if args.run is not None and run_queries.run_info(engine, args.run) is None:
         raise ValueError(f"--run {args.run}: no such run in the store")
     if args.format in ("liger", "tritonbench"):
         return _tool_export(engine, args, since)
-    rows = queries.iter_measurements(engine, run_id=args.run, since=since, batch=BATCH)
+    rows = result_queries.iter_measurements(engine, run_id=args.run, since=since, batch=BATCH)
     try:
         n = export(rows, args.format, args.out)
     except BrokenPipeError:  # the reader went away (`| head`): not an error
@@ -80,7 +80,7 @@ def _tool_export(engine, args: argparse.Namespace, since: dt.datetime | None) ->
     from pathlib import Path
 
     from orchestrator import tool_formats
-    from orchestrator.store.timing_queries import iter_timings
+    from orchestrator.store.query.timing_queries import iter_timings
 
     if args.format == "tritonbench" and not args.out:
         raise ValueError("--format tritonbench writes a folder (op_<operator>.csv, tritonbench.json): give --out DIR")
@@ -125,8 +125,8 @@ def _json_value(value: Any) -> Any:
 
 
 def _csv(rows: Iterable[dict[str, Any]], stream: IO[str]) -> int:
-    from orchestrator.store.csv_cells import csv_cell
-    from orchestrator.store.queries import EXPORT_COLUMNS
+    from orchestrator.store.query.csv_cells import csv_cell
+    from orchestrator.store.query.result_queries import EXPORT_COLUMNS
 
     w = csv.writer(stream, lineterminator="\n")
     w.writerow(EXPORT_COLUMNS)

@@ -1,5 +1,5 @@
 """python -m orchestrator regressions: changes that are large against a series' between-run spread
-(orchestrator/store/regression_rule.py), as a table or as JSON, with an exit code CI can gate on.
+(orchestrator/stats/regression_rule.py), as a table or as JSON, with an exit code CI can gate on.
 
 Exit codes: 0 no confirmed regression (unconfirmed candidates and kernel changes are listed, not counted), 1 at
 least one confirmed regression, 2 a usage error (an unknown run id, a bad combination of runs).
@@ -16,7 +16,7 @@ from rich.table import Table
 
 from orchestrator import arg_types
 from orchestrator.report import _fmt, plain
-from orchestrator.store.regression_rule import CONFIRMED, KERNEL_CHANGED, PICKS_UNKNOWN, UNCONFIRMED
+from orchestrator.stats.regression_rule import CONFIRMED, KERNEL_CHANGED, PICKS_UNKNOWN, UNCONFIRMED
 from orchestrator.store.session import display_url
 
 EXIT_NONE, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
@@ -76,7 +76,7 @@ def json_document(report: dict, code: int) -> str:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from orchestrator.store import queries
+    from orchestrator.store.query import regression_queries
     from orchestrator.store.session import resolve_url
 
     url = resolve_url(args.url)
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         print(f"error: --threshold {args.threshold}: a fraction such as 0.05", file=sys.stderr)
         return EXIT_USAGE
     try:
-        report = queries.regression_report(
+        report = regression_queries.regression_report(
             url,
             args.run or None,
             baseline_run_ids=args.baseline,

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from orchestrator.report_e2e import anchor_markdown, anchor_table, e2e_notes
+from orchestrator.store.query.run_queries import interpreted
 from workers.errors import UserError
 
 COLUMNS = (
@@ -46,7 +47,6 @@ COMPACT_COLUMNS = (
 )
 LEFT = ("kernel", "impl", "dtype", "shape", "status")
 # Implementations that are Triton kernels: on a CPU they run through Triton's interpreter
-TRITON_IMPLS = ("triton", "liger")
 # Columns derived from a time: meaningless for an interpreter's time, so shown as "–" (the store keeps them)
 _DERIVED = ("GB/s", "% ceiling", "% ceiling (kernel)", "vs eager", "vs compile")
 INTERPRETER_NOTE = (
@@ -60,11 +60,6 @@ def _fmt(v, spec: str = ".1f", suffix: str = "") -> str:
     if isinstance(v, float):
         return f"{v:{spec}}{suffix}"
     return str(v)
-
-
-def interpreted(r: dict) -> bool:
-    """A Triton implementation timed on a CPU: Triton's interpreter ran it."""
-    return r.get("gpu_type") == "cpu" and r.get("impl") in TRITON_IMPLS
 
 
 def not_run_reason(r: dict, unavailable: dict | None) -> str | None:
@@ -365,15 +360,15 @@ def e2e_markdown(rows: Iterable[dict]) -> str:
 
 def print_run_summary(console: Console, url: str, run_id: int, title: str, wide: bool = False) -> None:
     """A stored run's summary table(s), with why implementations were not run and what interpreted times are."""
-    from orchestrator.store import queries
+    from orchestrator.store.query import result_queries, run_queries
 
     print_summary(
         console,
-        queries.run_summary(url, run_id),
+        run_queries.run_summary(url, run_id),
         title,
-        queries.e2e_results(url, run_id),
-        queries.isa_results(url, run_id),
-        unavailable=queries.run_measured(url, run_id)["unavailable"],
+        result_queries.e2e_results(url, run_id),
+        result_queries.isa_results(url, run_id),
+        unavailable=run_queries.run_measured(url, run_id)["unavailable"],
         wide=wide,
     )
 
@@ -452,21 +447,21 @@ def run_markdown(
 def show_run(
     url: str | None, run_id: int | None, markdown_path: str | None, console: Console, wide: bool = False
 ) -> int:
-    from orchestrator.store import queries
+    from orchestrator.store.query import result_queries, run_queries
     from orchestrator.store.session import display_url, resolve_url
 
     url = resolve_url(url)
     if run_id is None:
-        runs = queries.list_runs(url, limit=1)
+        runs = run_queries.list_runs(url, limit=1)
         if not runs:
             raise ValueError(f"the store {display_url(url)} holds no run yet")
         run_id = runs[0]["id"]
-    info = queries.run_info(url, run_id)
+    info = run_queries.run_info(url, run_id)
     if info is None:
         raise UserError(f"no run {run_id} in {display_url(url)}; list the runs with `python -m orchestrator runs`")
-    rows, e2e_rows = queries.run_summary(url, run_id), queries.e2e_results(url, run_id)
-    isa_rows = queries.isa_results(url, run_id)
-    measured = queries.run_measured(url, run_id)
+    rows, e2e_rows = run_queries.run_summary(url, run_id), result_queries.e2e_results(url, run_id)
+    isa_rows = result_queries.isa_results(url, run_id)
+    measured = run_queries.run_measured(url, run_id)
     print_summary(
         console,
         rows,
@@ -478,6 +473,6 @@ def show_run(
     )
     if markdown_path:
         with open(markdown_path, "w") as f:
-            f.write(run_markdown(info, rows, e2e_rows, queries.devices(url), measured, isa_rows))
+            f.write(run_markdown(info, rows, e2e_rows, run_queries.devices(url), measured, isa_rows))
         console.print(f"wrote {markdown_path}", markup=False, highlight=False)
     return 0

@@ -1,7 +1,7 @@
 """The end-to-end part of a run's summary beyond its per-mode table: each injected mode beside the best
 torch.compile anchor of its own kind (CUDA graphs against CUDA graphs, plain calls against plain calls), and the
 lines under the tables (modes not run and why, what the device floor is).  The anchors come from
-orchestrator.store.queries.e2e_comparisons, as on the dashboard's end-to-end page."""
+orchestrator.store.query.result_queries.e2e_comparisons, as on the dashboard's end-to-end page."""
 
 from __future__ import annotations
 
@@ -35,12 +35,12 @@ def _ms(v: float | None) -> str:
 
 def anchor_rows(e2e_rows: Iterable[dict]) -> list[list[str]]:
     """The anchor table's cells: per job, per kind, each injected mode beside its kind's anchor."""
-    from orchestrator.store import queries
+    from orchestrator.store.query import result_queries
 
     rows = list(e2e_rows)
     shapes = {r["job_id"]: "x".join(str(s) for s in r["shape"]) for r in rows}
     out = []
-    for c in queries.e2e_comparisons(rows):
+    for c in result_queries.e2e_comparisons(rows):
         out.append(
             [
                 shapes[c["job_id"]],

@@ -29,13 +29,13 @@ def plain(value: Any) -> Any:
 
 def run_document(url: str, run_id: int) -> dict[str, Any]:
     """The document of run ``run_id``; KeyError when the store has no such run."""
-    from orchestrator.store import queries
+    from orchestrator.store.query import result_queries, run_queries
     from orchestrator.store.session import display_url
 
-    info = queries.run_info(url, run_id)
+    info = run_queries.run_info(url, run_id)
     if info is None:
         raise KeyError(f"no run {run_id}")
-    measured = queries.run_measured(url, run_id)
+    measured = run_queries.run_measured(url, run_id)
     return plain(
         {
             "schema": SCHEMA,
@@ -43,9 +43,9 @@ def run_document(url: str, run_id: int) -> dict[str, Any]:
             "store": display_url(url),
             "run": {k: info.get(k) for k in RUN_FIELDS},
             "measured": {k: measured[k] for k in ("devices", "measured_from", "measured_to")},
-            "results": queries.run_summary(url, run_id),
-            "e2e": queries.e2e_results(url, run_id),
-            "isa": queries.isa_results(url, run_id),
+            "results": run_queries.run_summary(url, run_id),
+            "e2e": result_queries.e2e_results(url, run_id),
+            "isa": result_queries.isa_results(url, run_id),
         }
     )
 

@@ -44,15 +44,15 @@ def as_json(url: str, runs: list[dict], devices: dict[int, list[str]]) -> dict:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from orchestrator.store import queries
+    from orchestrator.store.query import run_queries
     from orchestrator.store.session import display_url, resolve_url
 
     url = resolve_url(args.url)
-    runs = queries.list_runs(url, limit=max(args.limit, 1))
+    runs = run_queries.list_runs(url, limit=max(args.limit, 1))
     if getattr(args, "json", False):
         import json
 
-        devices = {r["id"]: queries.run_measured(url, r["id"])["devices"] for r in runs}
+        devices = {r["id"]: run_queries.run_measured(url, r["id"])["devices"] for r in runs}
         print(json.dumps(as_json(url, runs, devices), sort_keys=True))
         return 0
     if not runs:
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     for c in ("id", "sweep", "started", "device", "status", "jobs", "source"):
         t.add_column(c, justify="right" if c == "id" else "left", overflow="fold")
     for r in runs:
-        devices = queries.run_measured(url, r["id"])["devices"]
+        devices = run_queries.run_measured(url, r["id"])["devices"]
         started = r["started_at"].strftime("%Y-%m-%d %H:%M") if r.get("started_at") else "–"
         t.add_row(
             *plain(
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             )
         )
     console.print(t)
-    total = queries.store_counts(url).get("runs", len(runs))
+    total = run_queries.store_counts(url).get("runs", len(runs))
     if total > len(runs):
         console.print(f"the newest {len(runs)} of {total} runs; --limit N lists more", highlight=False)
     console.print("show one with `python -m orchestrator report RUN`", highlight=False)

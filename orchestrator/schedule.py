@@ -79,10 +79,6 @@ def _local_only() -> Iterator[None]:
             os.environ[CLUSTERS_ENV] = before_env
 
 
-class NoMatchingNodeError(RuntimeError):
-    pass
-
-
 def takes_whole_node(spec: JobSpec) -> bool:
     """End-to-end and profile jobs (and any job with ``params.whole_node``) run alone on their node."""
     return spec.kind in WHOLE_NODE_KINDS or bool(spec.params.get("whole_node"))

@@ -305,9 +305,9 @@ def _check_writable(explicit_url: str | None) -> None:
 
 def _nothing_to_run(writer, url: str, cfg: dict, header: dict, specs: list[JobSpec], console: Console) -> int:
     """Every job already has a good result: no new run; show the newest run of this plan."""
-    from orchestrator.store import queries
+    from orchestrator.store.query import run_queries
 
-    same = [r for r in queries.list_runs(url, limit=500) if r["plan_key"] == header["plan_key"]]
+    same = [r for r in run_queries.list_runs(url, limit=500) if r["plan_key"] == header["plan_key"]]
     if same:
         report.print_run_summary(
             console, url, same[0]["id"], f"run {same[0]['id']} · {cfg['sweep']['name']}", wide=bool(cfg.get("wide"))

@@ -51,8 +51,8 @@ BASELINE_PROVIDER = "eager"
 
 def write_csv(stream: IO[str], header: Sequence[str], rows: Iterable[Sequence[Any]], delimiter: str = ",") -> int:
     """The one CSV writer of the tool exports; returns the rows written.  Text that a spreadsheet would read as a
-    formula is written as text (orchestrator/store/csv_cells.py)."""
-    from orchestrator.store.csv_cells import csv_cell
+    formula is written as text (orchestrator/store/query/csv_cells.py)."""
+    from orchestrator.store.query.csv_cells import csv_cell
 
     w = csv.writer(stream, delimiter=delimiter, lineterminator="\n")
     w.writerow(header)

@@ -11,7 +11,7 @@ import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
-os.environ.setdefault("KERNELFLEET_PLUGINS", "tests.support.fault_kernels")
+os.environ.setdefault("KERNELFLEET_PLUGINS", "benchmarks.fault_kernels")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 

@@ -30,7 +30,9 @@ _FLUSH_BYTES = 256 * 1024 * 1024  # > 4x the L2 of an H200 (60 MB) or an MI355X 
 _flush_buf: dict[torch.device, torch.Tensor] = {}
 
 
-def _flush(device: torch.device, mode: str) -> None:
+def flush_l2(device: torch.device, mode: str) -> None:
+    """Evict the last-level cache of ``device`` by touching a buffer larger than it: ``mode`` ``read`` reads every
+    line, ``write`` writes every line."""
     buf = _flush_buf.get(device)
     if buf is None:
         buf = torch.zeros(_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
@@ -129,7 +131,7 @@ def bench(
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for i in range(reps):
         if flush:
-            _flush(device, flush_mode)
+            flush_l2(device, flush_mode)
         _hold_gpu()
         starts[i].record()
         fn()
@@ -187,7 +189,7 @@ def kernel_time(
     mark_profiler_used()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):
-            _flush(device, flush_mode)
+            flush_l2(device, flush_mode)
             _hold_gpu()
             fn()
             torch.cuda._sleep(1)  # closes the call's span on the timeline

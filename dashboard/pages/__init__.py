@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from dashboard.view import PageView
-from orchestrator.store import queries
+from orchestrator.store.query import access, run_queries
 
 from . import bandwidth, compare, e2e, isa, overview, profiles, runs, trends
 
@@ -25,14 +25,14 @@ PATH_OF = {name: path for path, (name, _, _) in PAGES.items()}
 
 def fill_command(url: str) -> str:
     """The command that puts results into the store at ``url``."""
-    return f"python -m orchestrator +sweep=smoke store.url='{queries.display_store_url(url)}'"
+    return f"python -m orchestrator +sweep=smoke store.url='{access.display_store_url(url)}'"
 
 
 def build(src, path: str, params: Mapping[str, str], url: str) -> PageView:
     """The view of the page at ``path`` (unknown paths: the overview) for the URL parameters ``params``, read
     from ``src`` (the store at ``url``)."""
     name, label, builder = PAGES.get(path or "/", PAGES["/"])
-    if not queries.list_runs(src, limit=1):
+    if not run_queries.list_runs(src, limit=1):
         return PageView(page=name, title=label, empty=fill_command(url))
     view = builder(src, params)
     if (path or "/") not in PAGES:

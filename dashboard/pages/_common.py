@@ -49,7 +49,7 @@ def compare_link(*filters: str) -> str:
 
 def add_compare_runs(src, records: Sequence[dict], run_key: str = "run_id") -> None:
     """Set each record's compare column: its run's id where the run has an earlier run of its sweep, else None."""
-    from orchestrator.store import compare_queries
+    from orchestrator.store.query import compare_queries
 
     previous = compare_queries.previous_runs(src)
     for r in records:

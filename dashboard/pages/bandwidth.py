@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from dashboard import metrics
 from dashboard.colors import impl_color
 from dashboard.view import Figure, PageView, short
-from orchestrator.store import queries
+from orchestrator.store.query import view_queries
 
 from ._common import ALL, COMPARE_COLUMN, SERIES_COLUMNS, add_compare_runs, choose, compare_link, make_filter
 
@@ -32,7 +32,7 @@ FIGURE_ID = "bandwidth-figure"
 
 
 def build(src, params: Mapping[str, str]) -> PageView:
-    choices = queries.micro_choices(src)
+    choices = view_queries.micro_choices(src)
     kernel = choose(params, "kernel", choices["kernels"])
     if kernel == ALL and choices["kernels"]:
         kernel = choices["kernels"][0]
@@ -52,7 +52,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
     ]
     gbs_metric = metrics.BANDWIDTH_OF[reading]
     records = []
-    for r in queries.newest_micro_results(src, kernel) if kernel else []:
+    for r in view_queries.newest_micro_results(src, kernel) if kernel else []:
         if (gpu and r["gpu_type"] != gpu) or (dtype and r["dtype"] != dtype):
             continue
         t, gbs, bw = r[reading], r[gbs_metric], r["copy_bandwidth_gbs"]
@@ -69,7 +69,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
                 "pct_of_ceiling": gbs / bw * 100 if bw else None,
             }
         )
-    ceilings = [c for c in queries.device_ceilings(src) if not gpu or c["gpu_type"] == gpu]
+    ceilings = [c for c in view_queries.device_ceilings(src) if not gpu or c["gpu_type"] == gpu]
     add_compare_runs(src, records)
     table = view.add_table(
         "points",

@@ -17,9 +17,8 @@ import plotly.graph_objects as go
 from dashboard import metrics
 from dashboard.colors import impl_color, mode_color
 from dashboard.view import Figure, PageView, short
-from orchestrator.compare_markdown import verdict_text
-from orchestrator.compare_svg import plot_groups
-from orchestrator.store import compare_queries
+from orchestrator.store.query import compare_queries
+from orchestrator.store.query.compare_queries import plot_groups, verdict_text
 
 from ._common import ALL, choose, make_filter
 
@@ -67,6 +66,11 @@ def _run_label(r: Mapping) -> str:
 
 _CACHE: dict[tuple, dict] = {}
 _CACHE_SIZE = 8
+
+
+def clear_cache() -> None:
+    """Forget the comparisons kept for the next request: the next view computes its comparison again."""
+    _CACHE.clear()
 
 
 def _compare(src, base: list[int], cur: list[int], include_cpu: bool, metric: str) -> dict:

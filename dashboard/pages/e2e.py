@@ -1,7 +1,7 @@
 """End to end: LTX-Video ms per step per mode per device, the latents' error against eager and the tolerance, peak
 memory, SM clock and power where recorded, the device time per step by kernel class (stacked, idle on top) and the
 device floor (GEMM + attention), and each injected mode beside the fastest torch.compile mode of its own kind (CUDA
-graphs against CUDA graphs, plain calls against plain calls: queries.e2e_comparisons)."""
+graphs against CUDA graphs, plain calls against plain calls: result_queries.e2e_comparisons)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 from dashboard import metrics
 from dashboard.colors import class_color, mode_color
 from dashboard.view import Figure, PageView, short
-from orchestrator.store import queries
+from orchestrator.store.query import result_queries, view_queries
 
 from ._common import ALL, COMPARE_COLUMN, add_compare_runs, choose, compare_link, make_filter
 
@@ -35,7 +35,7 @@ def _job_label(r: dict) -> str:
 
 
 def build(src, params: Mapping[str, str]) -> PageView:
-    all_rows = queries.e2e_view(src, limit=MAX_JOBS)
+    all_rows = view_queries.e2e_view(src, limit=MAX_JOBS)
     gpus = sorted({r["gpu_type"] for r in all_rows if r["gpu_type"]})
     gpu = choose(params, "gpu_type", gpus, ALL)
     rows = [r for r in all_rows if not gpu or r["gpu_type"] == gpu]
@@ -78,7 +78,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
     if not records:
         view.notes.append("No end-to-end (ltx_e2e) job in the store: python -m orchestrator +sweep=ltx_e2e")
         return view
-    anchors = [{**c, "job": labels[str(c["job_id"])]} for c in queries.e2e_comparisons(shown)]
+    anchors = [{**c, "job": labels[str(c["job_id"])]} for c in result_queries.e2e_comparisons(shown)]
     view.add_table(
         "anchors",
         "each injected mode against the fastest torch.compile mode of its own kind (CUDA graphs: +graph, compile-ro, "

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboard.view import Figure, PageView, short
-from orchestrator.store import queries
+from orchestrator.store.query import result_queries
 
 from ._common import ALL, COMPARE_COLUMN, add_compare_runs, choose, compare_link, make_filter
 
@@ -44,7 +44,7 @@ COLUMNS = [
 
 
 def build(src, params: Mapping[str, str]) -> PageView:
-    everything = queries.isa_history(src)
+    everything = result_queries.isa_history(src)
     kernels = sorted({r["kernel"] for r in everything})
     kernel = choose(params, "kernel", kernels)
     archs = sorted({r["arch"] for r in everything if r["kernel"] == kernel})

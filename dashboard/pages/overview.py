@@ -14,8 +14,8 @@ import plotly.graph_objects as go
 from dashboard import metrics
 from dashboard.colors import MARKED_CELL, SPEEDUP_SCALE, impl_color
 from dashboard.view import Figure, PageView, short
-from orchestrator.report import interpreted
-from orchestrator.store import queries
+from orchestrator.store.query import run_queries, view_queries
+from orchestrator.store.query.run_queries import interpreted
 
 from ._common import COMPARE_COLUMN, add_compare_runs, choose, compare_link, make_filter
 
@@ -88,33 +88,21 @@ def trend_link(kernel: str, gpu_type: str, impl: str, reading: str) -> str:
 
 
 def build(src, params: Mapping[str, str]) -> PageView:
-    choices = queries.micro_choices(src)
+    choices = view_queries.micro_choices(src)
     reading = choose(params, "reading", list(metrics.READINGS), metrics.DEFAULT_READING)
     shown = choose(params, "view", list(VIEWS), "speedup")
     if shown == "fastest":
         return _fastest(src, reading)
     impls = [i for i in choices["impls"] if i != metrics.BASELINE_IMPL]
     impl = choose(params, "impl", impls, metrics.DEFAULT_IMPL if metrics.DEFAULT_IMPL in impls else None)
-    cells = queries.speedup_matrix(src, reading, impl) if impl else []
+    cells = view_queries.speedup_matrix(src, reading, impl) if impl else []
     for c in cells:
         if interpreted(c):  # timed in Triton's interpreter: a ratio no one would get
             c.update(dict.fromkeys(_SPEEDUP_KEYS))
     add_compare_runs(src, cells)
     view = PageView(page="overview", title="Overview", params={"view": shown, "reading": reading, "impl": impl})
-    view.filters = [
-        make_filter("view", "view", list(VIEWS), shown, labels=VIEWS),
-        make_filter("reading", "reading", list(metrics.READINGS), reading, labels=metrics.READINGS),
-        make_filter("impl", "implementation", impls, impl),
-    ]
-    table = view.add_table(
-        "cells",
-        f"{impl} speed-up per kernel and GPU type (newest run of each; compare: that run against the previous run of "
-        "its sweep)",
-        COLUMNS,
-        cells,
-        links={COMPARE_COLUMN: compare_link("metric={reading}", "kernel={kernel}", "gpu={gpu_type}")},
-    )
-    table.headers, table.rounded = HEADERS, ROUNDED
+    view.filters = [*_view_filters(shown, reading), make_filter("impl", "implementation", impls, impl)]
+    table = _kernel_gpu_table(view, "cells", f"{impl} speed-up", COLUMNS, cells)
     if not cells:
         view.notes.append(f"No {impl or 'implementation'} measurement with the reading {reading} yet.")
         return view
@@ -125,13 +113,34 @@ def build(src, params: Mapping[str, str]) -> PageView:
         "not a kernel's speed). Click a cell for the trend of every shape."
     )
     _rehearsal_note(view, src, table.rows)
-    tags = queries.rehearsal_gpu_types(src)
+    tags = run_queries.rehearsal_gpu_types(src)
     view.figures.append(Figure(HEATMAP_ID, _heatmaps(table.rows, impl, reading, tags)))
     return view
 
 
+def _view_filters(shown: str, reading: str) -> list:
+    """The filters both views offer: the view and the reading."""
+    return [
+        make_filter("view", "view", list(VIEWS), shown, labels=VIEWS),
+        make_filter("reading", "reading", list(metrics.READINGS), reading, labels=metrics.READINGS),
+    ]
+
+
+def _kernel_gpu_table(view: PageView, name: str, what: str, columns: list[str], rows: list[dict]):
+    """A table of one row per kernel and GPU type, each row linked to the comparison of its newest run."""
+    table = view.add_table(
+        name,
+        f"{what} per kernel and GPU type (newest run of each; compare: that run against the previous run of its sweep)",
+        columns,
+        rows,
+        links={COMPARE_COLUMN: compare_link("metric={reading}", "kernel={kernel}", "gpu={gpu_type}")},
+    )
+    table.headers, table.rounded = HEADERS, ROUNDED
+    return table
+
+
 def _rehearsal_note(view: PageView, src, rows: list[dict]) -> None:
-    tags = queries.rehearsal_gpu_types(src)
+    tags = run_queries.rehearsal_gpu_types(src)
     shown = {r["gpu_type"] for r in rows} & set(tags)
     if shown:
         view.notes.append(
@@ -177,18 +186,14 @@ def _heatmaps(rows: list[dict], impl: str, reading: str, tags: Mapping[str, str]
         values = [[(by.get((k, g)) or {}).get(key) for g in gpus] for k in kernels]
         hover = [[_hover(by.get((k, g)), text[i][j]) for j, g in enumerate(gpus)] for i, k in enumerate(kernels)]
         fig.add_trace(
-            go.Heatmap(
-                z=[[math.log2(v) if v else None for v in row] for row in values],
-                x=gpus,
-                y=kernels,
-                text=text,
-                texttemplate="%{text}",
-                hovertext=hover,
-                hoverinfo="text",
+            _grid(
+                [[math.log2(v) if v else None for v in row] for row in values],
+                gpus,
+                kernels,
+                text,
+                hover,
                 coloraxis="coloraxis",
                 name=name,
-                xgap=2,
-                ygap=2,
             ),
             row=1,
             col=col,
@@ -230,12 +235,33 @@ def _heatmaps(rows: list[dict], impl: str, reading: str, tags: Mapping[str, str]
         fig.update_xaxes(
             tickvals=gpus, ticktext=[f"{g}<br>(rehearsal, really {tags[g]})" if g in tags else g for g in gpus]
         )
+    return _sized(fig, len(kernels), 80, f"speed-up, reading: {metrics.READINGS[reading]}")
+
+
+def _grid(z: list, gpus: list[str], kernels: list[str], text: list, hover: list, **style) -> go.Heatmap:
+    """A kernel x GPU type heatmap whose cells print ``text`` and show ``hover``, with gaps between them."""
+    return go.Heatmap(
+        z=z,
+        x=gpus,
+        y=kernels,
+        text=text,
+        texttemplate="%{text}",
+        hovertext=hover,
+        hoverinfo="text",
+        xgap=2,
+        ygap=2,
+        **style,
+    )
+
+
+def _sized(fig: go.Figure, rows: int, top: int, title: str) -> go.Figure:
+    """A heatmap of ``rows`` kernels sized to them, its labels given room, under ``title`` (``top`` pixels)."""
     fig.update_xaxes(automargin=True)
     fig.update_yaxes(automargin=True)
     fig.update_layout(
-        height=max(320, 44 * len(kernels) + 160),
-        margin={"l": 10, "r": 10, "t": 80, "b": 40},
-        title=f"speed-up, reading: {metrics.READINGS[reading]}",
+        height=max(320, 44 * rows + 160),
+        margin={"l": 10, "r": 10, "t": top, "b": 40},
+        title=title,
     )
     return fig
 
@@ -256,7 +282,7 @@ def _hover(r: dict | None, label: str) -> str:
 
 # -- the fastest implementation per kernel x GPU type ----------------------------------------------------------------
 def fastest_cells(cells: list[dict]) -> list[dict]:
-    """Per cell of queries.newest_micro_cells, the fastest implementation.  The implementations that compete were
+    """Per cell of view_queries.newest_micro_cells, the fastest implementation.  The implementations that compete were
     timed in every timed job (shape, dtype) of the cell and failed correctness in none, and are not Triton's
     interpreter on a CPU; the fastest has the smallest geometric mean of the reading over those jobs.  Adds
     fastest, runner_up, margin (runner-up / fastest), speedup_vs_eager (eager / fastest), jobs_won (jobs in which
@@ -299,22 +325,11 @@ def fastest_cells(cells: list[dict]) -> list[dict]:
 
 
 def _fastest(src, reading: str) -> PageView:
-    rows = fastest_cells(queries.newest_micro_cells(src, reading))
+    rows = fastest_cells(view_queries.newest_micro_cells(src, reading))
     add_compare_runs(src, rows)
     view = PageView(page="overview", title="Overview", params={"view": "fastest", "reading": reading})
-    view.filters = [
-        make_filter("view", "view", list(VIEWS), "fastest", labels=VIEWS),
-        make_filter("reading", "reading", list(metrics.READINGS), reading, labels=metrics.READINGS),
-    ]
-    table = view.add_table(
-        "fastest",
-        "fastest implementation per kernel and GPU type (newest run of each; compare: that run against the previous "
-        "run of its sweep)",
-        FASTEST_COLUMNS,
-        rows,
-        links={COMPARE_COLUMN: compare_link("metric={reading}", "kernel={kernel}", "gpu={gpu_type}")},
-    )
-    table.headers, table.rounded = HEADERS, ROUNDED
+    view.filters = _view_filters("fastest", reading)
+    table = _kernel_gpu_table(view, "fastest", "fastest implementation", FASTEST_COLUMNS, rows)
     if not rows:
         view.notes.append(f"No measurement with the reading {reading} yet.")
         return view
@@ -370,21 +385,17 @@ def _fastest_heatmap(rows: list[dict], reading: str) -> go.Figure:
         hover.append(hr)
         custom.append(cr)
     fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=gpus,
-            y=kernels,
-            text=text,
-            texttemplate="%{text}",
-            hovertext=hover,
-            hoverinfo="text",
+        _grid(
+            z,
+            gpus,
+            kernels,
+            text,
+            hover,
             customdata=custom,
             colorscale=scale or [[0, "#ffffff"], [1, "#ffffff"]],
             zmin=-0.5,  # index i maps to the middle of its band [i/n, (i+1)/n] of the scale
             zmax=n - 0.5,
             name="fastest implementation",
-            xgap=2,
-            ygap=2,
             colorbar={
                 "title": {"text": "fastest"},
                 "tickvals": list(range(len(impls))),
@@ -392,11 +403,9 @@ def _fastest_heatmap(rows: list[dict], reading: str) -> go.Figure:
             },
         )
     )
-    fig.update_xaxes(automargin=True)
-    fig.update_yaxes(automargin=True)
-    fig.update_layout(
-        height=max(320, 44 * len(kernels) + 160),
-        margin={"l": 10, "r": 10, "t": 60, "b": 40},
-        title=f"fastest implementation, reading: {metrics.READINGS[reading]} (in a cell: × faster than the runner-up)",
+    return _sized(
+        fig,
+        len(kernels),
+        60,
+        f"fastest implementation, reading: {metrics.READINGS[reading]} (in a cell: × faster than the runner-up)",
     )
-    return fig

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from dashboard.colors import class_color, impl_color
 from dashboard.view import Figure, PageView
-from orchestrator.store import queries
+from orchestrator.store.query import result_queries, view_queries
 
 from ._common import ALL, COMPARE_COLUMN, add_compare_runs, choose, compare_link, make_filter
 
@@ -34,7 +34,7 @@ TOP = 20
 
 
 def build(src, params: Mapping[str, str]) -> PageView:
-    jobs = queries.profile_jobs(src)
+    jobs = view_queries.profile_jobs(src)
     ids = [str(j["job_id"]) for j in jobs]
     labels = {
         str(j["job_id"]): f"{j['kind']} {j['name']} {j['shape_key']} {j['dtype']} · {j['gpu_type']} · run {j['run_id']}"
@@ -65,7 +65,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
         return view
     rows = [{**r, "part": p} for p, rs in parts.items() if not part or p == part for r in rs][: TOP * 4]
     table = view.add_table("top", f"top kernels of job {job_id} ({part or 'all'})", ROW_COLUMNS, rows)
-    arts = queries.artifacts(src, job["job_id"], job["attempt"])
+    arts = result_queries.artifacts(src, job["job_id"], job["attempt"])
     for a in arts:
         a["download"] = f"/artifact/{a['id']}" if a["stored"] == "blob" else a["path"]
     view.add_table("artifacts", "raw captures", ARTIFACT_COLUMNS, arts, links={"download": "{value}"})
@@ -119,7 +119,7 @@ def _parts(src, job: dict) -> dict[str, list[dict]]:
     """implementation or mode -> rows with name, class, calls, total_ms, avg_us, pct."""
     if job["kind"] == "e2e":
         out = {}
-        for mode, prof in queries.e2e_profile(src, job["job_id"], job["attempt"]).items():
+        for mode, prof in view_queries.e2e_profile(src, job["job_id"], job["attempt"]).items():
             out[mode] = [
                 {
                     "name": r.get("name"),
@@ -144,5 +144,5 @@ def _parts(src, job: dict) -> dict[str, list[dict]]:
             }
             for r in rs
         ]
-        for impl, rs in queries.profile_kernel_rows(src, job["job_id"], job["attempt"]).items()
+        for impl, rs in result_queries.profile_kernel_rows(src, job["job_id"], job["attempt"]).items()
     }

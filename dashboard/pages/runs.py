@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import plotly.graph_objects as go
 
 from dashboard.view import Figure, PageView, short
-from orchestrator.store import queries
+from orchestrator.store.query import run_queries
 
 from ._common import ALL, COMPARE_COLUMN, add_compare_runs, choose, compare_link, make_filter
 
@@ -57,7 +57,7 @@ FIGURE_ID = "runs-figure"
 
 
 def build(src, params: Mapping[str, str]) -> PageView:
-    runs = queries.run_outcomes(src, limit=100)
+    runs = run_queries.run_outcomes(src, limit=100)
     ids = [str(r["id"]) for r in runs]
     run = choose(params, "run", ids, ALL)
     view = PageView(page="runs", title="Runs and fleet", params={"run": run})
@@ -72,11 +72,11 @@ def build(src, params: Mapping[str, str]) -> PageView:
         runs,
         links={"id": "/runs?run={value}", COMPARE_COLUMN: compare_link()},
     )
-    failed = queries.failed_attempts(src, int(run) if run else None)
+    failed = run_queries.failed_attempts(src, int(run) if run else None)
     view.add_table(
         "failed", "failed attempts and their errors" + (f" (run {run})" if run else ""), FAILED_COLUMNS, failed
     )
-    fleet = queries.nodes(src)
+    fleet = run_queries.nodes(src)
     for n in fleet:
         n["gpus"] = (n["resources"] or {}).get("GPU", 0)
     view.add_table("nodes", "nodes of the fleet (last snapshot)", NODE_COLUMNS, fleet)

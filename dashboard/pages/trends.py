@@ -12,15 +12,15 @@ import plotly.graph_objects as go
 from dashboard import metrics
 from dashboard.colors import impl_color, rgba
 from dashboard.view import Figure, PageView, short
-from orchestrator.store import queries, revision_cache, series_verdicts
-from orchestrator.store.regression_rule import (
+from orchestrator.store.query import revision_cache, series_queries, trend_queries, view_queries
+from orchestrator.store.query.trend_queries import (
     CONFIRMED,
     KERNEL_CHANGED,
     PICKS_UNKNOWN,
     STATUS_WORDS,
     UNCONFIRMED,
+    row_medians,
 )
-from orchestrator.store.series_verdicts import row_medians
 
 from ._common import ALL, COMPARE_COLUMN, SERIES_COLUMNS, add_compare_runs, choose, compare_link, make_filter
 
@@ -73,7 +73,7 @@ OPEN_STYLE = {
 
 
 def build(src, params: Mapping[str, str]) -> PageView:
-    choices = queries.micro_choices(src, params.get("kernel") or None)
+    choices = view_queries.micro_choices(src, params.get("kernel") or None)
     kernel = choose(params, "kernel", choices["kernels"])
     if kernel == ALL and choices["kernels"]:
         kernel = choices["kernels"][0]
@@ -122,7 +122,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
     points = (
         revision_cache.memo(
             src,
-            queries.trend_points,
+            series_queries.trend_points,
             kernel,
             shape=shape or None,
             dtype=dtype or None,
@@ -142,7 +142,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
         view.notes.append(f"{len(keys)} series match; showing the first {MAX_SERIES}: narrow the filters.")
         keys = keys[:MAX_SERIES]
     verdicts, bands = (
-        series_verdicts.trend_judged(
+        trend_queries.trend_judged(
             src,
             kernel,
             metric=reading,

@@ -1,7 +1,8 @@
 """Registry entries ``geglu`` and ``gelu_tanh``.
 
 ``geglu``: the shape is the OUTPUT ``[..., H]``; the input is ``x [..., 2H]`` with the gate in the first half
-(the seed's convention; the baseline's byte counts use this shape).  Eager is
+(the convention of the ROCm kernels guidance document the project started from; the baseline's byte counts use
+this shape).  Eager is
 ``F.gelu(x[..., :H], approximate="tanh") * x[..., H:]``.  liger-kernel's ``LigerGELUMulFunction(a, b)`` computes
 ``gelu_tanh(a).to(b.dtype) * b`` (the same rounding points), so with ``a, b`` = the two halves it is the same
 operator; it makes the halves contiguous first (that copy is part of what it costs).

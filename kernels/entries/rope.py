@@ -1,4 +1,4 @@
-"""Registry entries ``rope`` (LTX-Video interleaved RoPE) and ``rope_rotate_half`` (transformers/Llama, the seed).
+"""Registry entries ``rope`` (LTX-Video interleaved RoPE) and ``rope_rotate_half`` (transformers/Llama).
 
 ``rope``: x ``[B, S, C]`` (LTX applies RoPE before the head split) with per-batch fp32 cos/sin ``[B, S, C]``
 built the way ``LTXVideoRotaryPosEmbed`` builds them (frequency table ``theta ** linspace(0, 1, C // 6)``,
@@ -7,10 +7,11 @@ built the way ``LTXVideoRotaryPosEmbed`` builds them (frequency table ``theta **
 frame after frame; each batch element starts at a random frame, so the rows of the table differ per batch.
 The eager implementation is diffusers' ``apply_rotary_emb`` from ``transformer_ltx.py``, line for line.
 
-``rope_rotate_half``: x ``[B, S, H, D]`` (the seed's layout) with cos/sin ``[S, D]`` built like
-``LlamaRotaryEmbedding`` (``1/10000**(arange(0, D, 2)/D)``, ``cat(freqs, freqs)``) and cast to x's dtype, as
-transformers hands them to ``apply_rotary_pos_emb``; positions start at a random offset.  The eager
-implementation is transformers' ``q * cos + rotate_half(q) * sin`` (``unsqueeze_dim=2`` for this layout).
+``rope_rotate_half``: x ``[B, S, H, D]`` (the layout of the ROCm kernels guidance document the project started from)
+with cos/sin ``[S, D]`` built like ``LlamaRotaryEmbedding`` (``1/10000**(arange(0, D, 2)/D)``, ``cat(freqs,
+freqs)``) and cast to x's dtype, as transformers hands them to ``apply_rotary_pos_emb``; positions start at a random
+offset.  The eager implementation is transformers' ``q * cos + rotate_half(q) * sin`` (``unsqueeze_dim=2`` for
+this layout).
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
 """A feed-forward's first projection and its GELU (tanh approximation) as one GEMM with the GELU in the epilogue.
 
-diffusers' ``GELU(approximate="tanh")`` module (the first layer of LTX-Video's feed-forward) computes
-``gelu(x @ W.T + b)``: a GEMM that writes its ``[tokens, 4C]`` result, then an elementwise kernel that reads it back
-and writes the activation.  At LTX-Video's seed setting that round trip is 86 MB per block, about 26 us at the
-H200's copy bandwidth, 28 times per denoising step.  ``torch._addmm_activation(b, x, W.T, use_gelu=True)`` asks
-cuBLASLt for the GEMM with its GELU-and-bias epilogue (the tanh approximation; hipBLASLt on ROCm has the same
-epilogue), so the activation is applied to the fp32 accumulator before the one store.  Where the BLAS library
-cannot take the epilogue, PyTorch's CUDA/ROCm code applies ``gelu(approximate="tanh")`` to the GEMM's result: the
-same function either way.  On the CPU, ``_addmm_activation`` applies the exact (erf) GELU instead, so there this
-function computes the two eager ops (nothing is fused on the CPU; the tests there check where it is used, the GPU
-tests what it computes).
+diffusers' ``GELU(approximate="tanh")`` module (the first layer of LTX-Video's feed-forward) computes ``gelu(x @ W.T
++ b)``: a GEMM that writes its ``[tokens, 4C]`` result, then an elementwise kernel that reads it back and writes the
+activation.  At the ltx_e2e sweep's default setting (25 frames at 480x704) that round trip is 86 MB per block, about
+26 us at the H200's copy bandwidth, 28 times per denoising step.  ``torch._addmm_activation(b, x, W.T,
+use_gelu=True)`` asks cuBLASLt for the GEMM with its GELU-and-bias epilogue (the tanh approximation; hipBLASLt on
+ROCm has the same epilogue), so the activation is applied to the fp32 accumulator before the one store.  Where the
+BLAS library cannot take the epilogue, PyTorch's CUDA/ROCm code applies ``gelu(approximate="tanh")`` to the GEMM's
+result: the same function either way.  On the CPU, ``_addmm_activation`` applies the exact (erf) GELU instead, so
+there this function computes the two eager ops (nothing is fused on the CPU; the tests there check where it is used,
+the GPU tests what it computes).
 
 Numerics: eager rounds the GEMM's result to the model's dtype and computes GELU from that; the epilogue computes
 GELU from the unrounded fp32 sum, so the two differ by about one rounding of the activation's input (one bf16 ulp

@@ -9,8 +9,10 @@ read API.
   ownership.py       who holds a run (owner and heartbeat), RunHeld, and when a run may be resumed
   checks.py          what the store accepts: typed fields, column lengths, text without NUL
   writer.py          StoreWriter: the driver is the only writer
-  queries.py         read API for the CLI summary and the dashboard (the dashboard imports only that)
-  regression_rule.py the regression rule (large AND significant) on plain numbers
+  query/             the read API by topic (runs, results, series, regressions, trends, dashboard views, compare);
+                     the dashboard imports nothing else from the orchestrator
+
+The statistics the readers apply (the regression rule) are in orchestrator/stats/.
 """
 
 from orchestrator.store.errors import StoreError

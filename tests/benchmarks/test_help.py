@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-# modules the scripts (and tests) import, and the fault-rehearsal plugin kernel
-HELPERS = ("__init__", "cli_args", "chromium", "sample_devices", "spin_kernel")
+# modules the scripts (and tests) import, and the plugin kernels (fault rehearsal, failing on purpose)
+HELPERS = ("__init__", "cli_args", "chromium", "fault_kernels", "sample_devices", "spin_kernel", "wall")
 SCRIPTS = sorted(p.stem for p in (REPO / "benchmarks").glob("*.py") if p.stem not in HELPERS)
 
 

@@ -12,7 +12,7 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from orchestrator.store import compare_queries, queries
+from orchestrator.store.query import compare_queries, run_queries
 
 from .pagetools import TIMEOUT_S, choose, console_errors, load, wait_figure
 
@@ -42,7 +42,7 @@ def _pair(url: str) -> tuple[int, int]:
     """A run with micro jobs and the previous run of its sweep, both with series on the same device."""
     previous = compare_queries.previous_runs(url)
     micro = set(compare_queries.compare_choices(url)["micro"])
-    for run in queries.list_runs(url, limit=100):
+    for run in run_queries.list_runs(url, limit=100):
         rid = run["id"]
         if rid in micro and previous.get(rid) in micro:
             if compare_queries.compare(url, [previous[rid]], [rid])["counts"]["series"]:

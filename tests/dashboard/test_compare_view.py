@@ -9,7 +9,8 @@ from rich.console import Console
 
 from dashboard import pages
 from orchestrator.importer import import_results
-from orchestrator.store import queries, session
+from orchestrator.store import session
+from orchestrator.store.query import access
 from tests.orchestrator.test_compare_cli import _copy
 
 
@@ -23,7 +24,7 @@ def test_compare_view_by_commit_with_filters_and_the_runs_link(tmp_path):
     ]
     for f in files:
         assert import_results([str(f)], url, Console(file=io.StringIO())) == 0
-    src = queries.open_read_only(url)
+    src = access.open_read_only(url)
     try:
         default = pages.build(src, "/compare", {}, url)
         assert default.params["current"] == "run:4" and default.params["baseline"] == "run:3"

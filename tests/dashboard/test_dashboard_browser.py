@@ -18,8 +18,9 @@ from sqlalchemy import create_engine, text
 
 from dashboard.pages import PAGES
 from dashboard.pages.overview import MARKED, SPEEDUP_TRACES
-from orchestrator.store import queries
-from orchestrator.store.regression_rule import STATUS_WORDS
+from orchestrator.stats.regression_rule import STATUS_WORDS
+from orchestrator.stats.series_verdicts import is_cpu_device
+from orchestrator.store.query import regression_queries
 
 from .conftest import REPO, h200_files, import_files, start_server, stop_server
 from .pagetools import choose, console_errors, filter_value, load, wait_figure, wait_idle
@@ -321,11 +322,11 @@ def test_trends_marks_exactly_the_regressions_commands_verdicts_in_its_words(bro
         assert any(t["name"].startswith(w) for w in VERDICT_MARKERS)
     from_cli = {}
     for run in sorted({int(r["run_id"]) for r in rows}):
-        report = queries.regression_report(
+        report = regression_queries.regression_report(
             filled_store, run, kernel="rmsnorm", include_improvements=True, include_cpu=True
         )
         for f in report["flags"]:
-            if f["run_id"] == run and queries.is_cpu_device(f["hardware_key"]) is False:
+            if f["run_id"] == run and is_cpu_device(f["hardware_key"]) is False:
                 key = (f["impl"], "x".join(map(str, f["shape"])), f["dtype"], f["hardware_key"], run)
                 from_cli[key] = f["verdict"]
     series_shown = {(r["impl"], r["shape"], r["dtype"], r["hardware_key"]) for r in rows}  # at most MAX_SERIES

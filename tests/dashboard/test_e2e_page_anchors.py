@@ -12,7 +12,8 @@ from rich.console import Console
 
 from dashboard import pages
 from orchestrator.importer import import_results
-from orchestrator.store import queries, session
+from orchestrator.store import session
+from orchestrator.store.query import access
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "results" / "h200" / "2026-12-01-1647-ltx-e2e.jsonl.gz"
@@ -22,7 +23,7 @@ def test_e2e_page_shows_each_injected_mode_beside_its_kinds_anchor(tmp_path):
     url = f"sqlite:///{tmp_path / 'kf.db'}"
     assert import_results([str(RECORDED)], url, Console(file=io.StringIO())) == 0
     session.dispose_engines()
-    engine = queries.open_read_only(url)
+    engine = access.open_read_only(url)
     try:
         view = pages.build(engine, "/e2e", {}, url)
     finally:

@@ -10,7 +10,8 @@ from rich.console import Console
 
 from dashboard import pages
 from orchestrator.importer import import_results
-from orchestrator.store import queries, session
+from orchestrator.store import session
+from orchestrator.store.query import access, run_queries
 from orchestrator.store.writer import StoreWriter
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,9 +33,9 @@ def test_the_rehearsal_gpu_type_is_marked_on_the_overview_and_the_fleet_page(tmp
             },
         ]
     )
-    src = queries.open_read_only(url)
+    src = access.open_read_only(url)
     try:
-        assert queries.rehearsal_gpu_types(src) == {"rehearsal": "h200"}
+        assert run_queries.rehearsal_gpu_types(src) == {"rehearsal": "h200"}
         overview = pages.build(src, "/", {"impl": "triton"}, url)
         assert {r["gpu_type"] for r in overview.table("cells").rows} == {"h200", "rehearsal"}
         assert any("rehearsal is a GPU-type tag of a rehearsal node, really h200" in n for n in overview.notes)
@@ -42,6 +43,6 @@ def test_the_rehearsal_gpu_type_is_marked_on_the_overview_and_the_fleet_page(tmp
         assert "rehearsal, really h200" in " ".join(axis.ticktext) and list(axis.tickvals) == ["h200", "rehearsal"]
         fleet = {r["node_id"][0]: r for r in pages.build(src, "/runs", {}, url).table("nodes").rows}
         assert fleet["a"]["gpu_type"] == "h200" and fleet["b"]["gpu_type"] == "rehearsal (rehearsal; really h200)"
-        assert {n["node_id"][0]: n["rehearsal_of"] for n in queries.nodes(src)} == {"a": None, "b": "h200"}
+        assert {n["node_id"][0]: n["rehearsal_of"] for n in run_queries.nodes(src)} == {"a": None, "b": "h200"}
     finally:
         session.dispose_engines()

@@ -17,8 +17,9 @@ from dashboard import pages
 from dashboard.pages import trends
 from orchestrator.importer import import_results
 from orchestrator.plan import CodeVersion, job_key
-from orchestrator.store import queries, session
-from orchestrator.store.series_verdicts import quartiles, quartiles_of
+from orchestrator.stats.series_verdicts import quartiles, quartiles_of
+from orchestrator.store import session
+from orchestrator.store.query import access
 from tests.orchestrator.test_regressions_cli import RECORDED
 from workers.spec import JobSpec
 
@@ -58,7 +59,7 @@ def spiked(tmp_path_factory):
         factor = SPIKE if n == SPIKE_RUN else NOW if n == RUNS else 1.0
         f = _run_file(folder / f"r{n}.jsonl", n, factor)
         assert import_results([str(f)], url, Console(file=io.StringIO())) == 0
-    src = queries.open_read_only(url)
+    src = access.open_read_only(url)
     yield src, url
     src.dispose()
     session.dispose_engines()

@@ -55,7 +55,7 @@ def fleet_of_three():
     from ray.cluster_utils import Cluster
 
     saved = {k: os.environ.get(k) for k in ("KERNELFLEET_PLUGINS", "KERNELFLEET_MEASURE_CEILING")}
-    os.environ["KERNELFLEET_PLUGINS"] = "tests.support.fault_kernels,benchmarks.spin_kernel"
+    os.environ["KERNELFLEET_PLUGINS"] = "benchmarks.fault_kernels,benchmarks.spin_kernel"
     os.environ["KERNELFLEET_MEASURE_CEILING"] = "0"
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
     try:

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from orchestrator.store import queries
+from orchestrator.store.query import run_queries
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -54,12 +54,12 @@ def test_smoke_sweep_runs_every_job_into_the_store(smoke_db):
     assert p.returncode == 0, out
     assert "16 jobs, 0 done earlier, 16 to run" in out
     assert "run 1: complete" in out and str(db) in out
-    runs = queries.list_runs(f"sqlite:///{db}")
+    runs = run_queries.list_runs(f"sqlite:///{db}")
     assert len(runs) == 1 and runs[0]["status"] == "complete" and runs[0]["sweep"] == "smoke"
-    info = queries.run_info(f"sqlite:///{db}", runs[0]["id"])
+    info = run_queries.run_info(f"sqlite:///{db}", runs[0]["id"])
     assert info["config"]["sweep"]["name"] == "smoke"
     assert len(info["commit"]) >= 7
-    rows = queries.run_summary(f"sqlite:///{db}", runs[0]["id"])
+    rows = run_queries.run_summary(f"sqlite:///{db}", runs[0]["id"])
     micro = [r for r in rows if r["kind"] == "micro"]
     assert len(micro) == 2 * 2 * 2 * 2  # kernels x shapes x dtypes x impls
     for r in micro:
@@ -78,7 +78,7 @@ def test_smoke_sweep_runs_every_job_into_the_store(smoke_db):
     # the summary table was printed
     assert "median µs" in out and "rmsnorm" in out and "adaln" in out
     # the fleet the sweep ran on is in the store (the dashboard's fleet page)
-    (node,) = queries.nodes(f"sqlite:///{db}")
+    (node,) = run_queries.nodes(f"sqlite:///{db}")
     assert node["resources"].get("CPU")
     assert not node["alive"]  # the embedded Ray instance ended with the sweep
 

@@ -11,8 +11,11 @@ import pytest
 from rich.console import Console
 
 from orchestrator.importer import import_results
-from orchestrator.store import migrate, queries, series_verdicts, session
-from orchestrator.store.regression_rule import CONFIRMED
+from orchestrator.stats.regression_rule import CONFIRMED
+from orchestrator.store import migrate, session
+from orchestrator.store.query import regression_queries, trend_queries
+from orchestrator.store.query.access import read_session
+from orchestrator.store.query.series_queries import series_by_key
 
 H200 = Path(__file__).resolve().parents[2] / "results" / "h200"
 # The A/A runs of results/h200: each group is one plan run again with the same code (docs/perf/regressions-h200.md).
@@ -70,7 +73,7 @@ def test_every_aa_pair_of_the_shipped_history_confirms_nothing(history):
         runs = [run_of[f] for f in files]
         for current, baseline in _comparisons(runs):
             for reading in READINGS:
-                report = queries.regression_report(
+                report = regression_queries.regression_report(
                     url, current, baseline_run_ids=baseline, metric=reading, include_improvements=True
                 )
                 confirmed = [f for f in report["flags"] if f["status"] == CONFIRMED]
@@ -79,7 +82,7 @@ def test_every_aa_pair_of_the_shipped_history_confirms_nothing(history):
     assert checked > 1000  # the comparisons judged real series
     # the example: four rmsnorm runs without picks, two a side: compile_max's step is "picks unknown"
     rms = [run_of[f] for f in AA_GROUPS["rmsnorm, picks not recorded"]]
-    report = queries.regression_report(url, rms[2:], baseline_run_ids=rms[:2], include_improvements=True)
+    report = regression_queries.regression_report(url, rms[2:], baseline_run_ids=rms[:2], include_improvements=True)
     assert any(f["impl"] == "compile_max" and f["verdict"].endswith("(picks unknown)") for f in report["flags"])
 
 
@@ -87,14 +90,16 @@ def test_every_aa_pair_of_the_shipped_history_confirms_nothing(history):
 def test_trend_verdicts_are_the_regressions_commands_verdicts(history):
     url, run_of = history
     for kernel in ("rmsnorm", "qk_norm_rope"):
-        verdicts = series_verdicts.trend_verdicts(url, kernel)
-        with queries._reading(url) as s:
-            series = queries._series(s, "time_us", kernel, None)
+        verdicts = trend_queries.trend_judged(url, kernel)[0]
+        with read_session(url) as s:
+            series = series_by_key(s, "time_us", kernel, None)
         runs = sorted({p["run_id"] for pts in series.values() for p in pts})
         assert len(runs) >= 5
         seen = 0
         for run in runs:
-            report = queries.regression_report(url, run, kernel=kernel, include_improvements=True, include_cpu=True)
+            report = regression_queries.regression_report(
+                url, run, kernel=kernel, include_improvements=True, include_cpu=True
+            )
             from_cli = {
                 (f["kernel"], "x".join(map(str, f["shape"])), f["dtype"], f["impl"], f["hardware_key"]): f
                 for f in report["flags"]

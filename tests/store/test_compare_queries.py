@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from orchestrator.compare_refs import resolve
-from orchestrator.store import compare_queries
-from orchestrator.store.compare_queries import RefError, compare
+from orchestrator.store.query import compare_queries
+from orchestrator.store.query.compare_queries import RefError, compare
 from workers.spec import DeviceInfo, Measurement
 
 SHAPES = [[1, n, 2048] for n in (256, 512, 1024, 2048, 4096)]
@@ -132,7 +132,7 @@ def test_log_quartiles_are_numpys_percentiles_to_the_bit_on_real_repeats():
 
     import numpy as np
 
-    from orchestrator.store.compare_queries import log_quartiles
+    from orchestrator.store.query.compare_queries import log_quartiles
     from tests.orchestrator.test_regressions_cli import RECORDED
 
     samples = [np.array([3.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0, 4.0]), np.array([5.0, 1.0, 4.0, 2.0, 3.0])]

@@ -1,4 +1,4 @@
-"""orchestrator.store.e2e_anchors: each injected mode against the fastest torch.compile mode of its own kind (CUDA
+"""orchestrator.stats.e2e_anchors: each injected mode against the fastest torch.compile mode of its own kind (CUDA
 graphs against CUDA graphs, plain calls against plain calls), and the device floor (GEMM + attention) of a profile,
 the latter from the profile the H200 recorded (results/h200/2026-12-01-1647-ltx-e2e.jsonl.gz)."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.store import e2e_anchors as A
-from orchestrator.store import queries
+from orchestrator.stats import e2e_anchors as A
+from orchestrator.store.query import result_queries
 from workers.e2e_spec import DEFAULT_MODES, MODES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -106,7 +106,7 @@ def test_comparisons_per_job_from_store_rows_of_either_shape():
     flat.append({"job_id": 2, "mode": "triton", "ms_per_step": 10.0, "correct": 0.0})  # incorrect: no row
     nested = [{"job_id": r["job_id"], "mode": r["mode"], "metrics": r} for r in flat]
     for rows in (flat, nested):
-        out = queries.e2e_comparisons(rows)
+        out = result_queries.e2e_comparisons(rows)
         assert [(c["job_id"], c["kind_label"], c["anchor"], c["mode"]) for c in out] == [
             (1, "CUDA graphs", "compile+graph", "triton+graph"),
             (1, "CUDA graphs", "compile+graph", "triton+compile+graph"),

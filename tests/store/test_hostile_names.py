@@ -14,7 +14,7 @@ from rich.console import Console
 from orchestrator import cli
 from orchestrator.plan import job_key, plan_key
 from orchestrator.report import md
-from orchestrator.store.csv_cells import csv_cell
+from orchestrator.store.query.csv_cells import csv_cell
 from tests.store import results_files as rf
 from workers.spec import JobSpec
 
@@ -132,14 +132,14 @@ def test_dashboard_csv_and_links_treat_names_as_data():
 def test_the_runs_page_cuts_a_huge_error(store_url, tmp_path):
     from dashboard.app import page_children
     from dashboard.view import MAX_CELL_CHARS
-    from orchestrator.store import queries
+    from orchestrator.store.query import access
 
     specs = rf.specs("9" * 40, 1)
     huge = "E" * (4 * 2**20)
     lines = rf.lines("9" * 40, n=1, rows=[(specs[0], rf.result(specs[0], status="error", error=huge))])
     path = rf.write(tmp_path / "r.jsonl", lines)
     assert rf.run_import(str(path), "--url", store_url)[0] == 0
-    engine = queries.open_read_only(store_url)
+    engine = access.open_read_only(store_url)
     try:
         shown = page_children(engine, store_url, "/runs", "")
     finally:

@@ -16,7 +16,8 @@ from sqlalchemy.exc import DBAPIError
 from orchestrator import config, schedule
 from orchestrator import sweep as sweep_mod
 from orchestrator.plan import plan as expand
-from orchestrator.store import queries, session
+from orchestrator.store import session
+from orchestrator.store.query import access, run_queries
 from tests.store import results_files as rf
 from workers.spec import JobResult
 
@@ -75,7 +76,7 @@ def test_a_damaged_store_is_a_page_error_and_one_line_from_build(store_url, tmp_
     from dashboard import __main__ as dashboard_main
     from dashboard.app import page_children
 
-    engine = queries.open_read_only(store_url)
+    engine = access.open_read_only(store_url)
     try:
         broken = []
         for page in ("/", "/runs", "/trends", "/bandwidth"):
@@ -131,7 +132,7 @@ def test_an_interrupted_sweep_counts_the_results_it_recorded(store_url, monkeypa
     finally:
         sw.writer.close()
     assert rc == 128 + signal.SIGINT
-    run = queries.run_info(store_url, sw.run_id)
+    run = run_queries.run_info(store_url, sw.run_id)
     assert run["status"] == "interrupted"
     assert run["counts"]["ran"] == 1 and run["counts"]["status_ok"] == 1 and run["counts"]["planned"] == 2
 
@@ -179,5 +180,5 @@ def test_a_sweep_named_with_markup_runs_and_says_its_name(store_url, monkeypatch
     assert rc == sweep_mod.EXIT_FAILED  # the jobs failed; the sweep did not
     said = out.getvalue()
     assert f"sweep {name}: 2 jobs" in said and "[/]boom" in said
-    run = queries.run_info(store_url, sw.run_id)
+    run = run_queries.run_info(store_url, sw.run_id)
     assert run["status"] == "failed" and run["counts"]["ran"] == 2

@@ -10,7 +10,8 @@ from sqlalchemy import text
 
 from dashboard import pages
 from orchestrator.importer import import_results
-from orchestrator.store import migrate, queries, session
+from orchestrator.store import migrate, session
+from orchestrator.store.query import access
 from tests.dashboard.conftest import h200_files
 
 VIEWS = {"/": {}, "/trends": {"kernel": "rmsnorm"}, "/bandwidth": {}, "/e2e": {}, "/profiles": {}, "/runs": {}}
@@ -26,7 +27,7 @@ def _fill(url: str) -> None:
 
 
 def _pages(url: str) -> dict:
-    engine = queries.open_read_only(url)
+    engine = access.open_read_only(url)
     out = {}
     for path, params in VIEWS.items():
         view = pages.build(engine, path, params, url)
@@ -51,7 +52,7 @@ def test_pages_agree_on_sqlite_and_postgresql(sqlite_url, pg_url):
 
 
 def test_read_only_engine_refuses_writes(store_url):
-    engine = queries.open_read_only(store_url)
+    engine = access.open_read_only(store_url)
     with pytest.raises(Exception, match="(?i)read.?only"):
         with engine.begin() as c:
             c.execute(text("DELETE FROM runs"))

@@ -13,8 +13,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from orchestrator.store import migrate, queries, session
+from orchestrator.store import migrate, session
 from orchestrator.store.models import Base
+from orchestrator.store.query import run_queries
 from orchestrator.store.writer import StoreWriter
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,7 +76,7 @@ def test_unmigrated_store_is_refused_with_the_command(empty_url):
     assert session.display_url(empty_url) in message
     assert err.value.current is None and err.value.head == migrate.head()
     with pytest.raises(migrate.SchemaOutOfDate, match="python -m orchestrator db upgrade"):
-        queries.list_runs(empty_url)
+        run_queries.list_runs(empty_url)
 
 
 def test_missing_sqlite_file_is_refused_and_not_created(tmp_path):
@@ -85,7 +86,7 @@ def test_missing_sqlite_file_is_refused_and_not_created(tmp_path):
     ):
         StoreWriter(str(path))
     with pytest.raises(migrate.SchemaOutOfDate, match="does not exist yet"):
-        queries.list_runs(str(path))
+        run_queries.list_runs(str(path))
     assert not path.exists()
 
 

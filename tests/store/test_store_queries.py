@@ -1,4 +1,4 @@
-"""The read API on SQLite and PostgreSQL (orchestrator/store/queries.py), on hand-made results."""
+"""The read API on SQLite and PostgreSQL (orchestrator/store/query/), on hand-made results."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from orchestrator.store import queries, session
+from orchestrator.store import session
 from orchestrator.store.models import Job
+from orchestrator.store.query import result_queries, run_queries
 from workers.spec import Measurement
 
 SHAPE_A, SHAPE_B = [4, 1024, 2048], [1, 77, 4096]
@@ -60,7 +61,7 @@ def summary_run(writer, factories):
 
 
 def test_run_summary_speedups_and_ceiling(store_url, summary_run):
-    rows = queries.run_summary(store_url, summary_run)
+    rows = run_queries.run_summary(store_url, summary_run)
     triton = _row(rows, SHAPE_A, "triton")
     assert triton["median_us"] == 50.0 and triton["iqr_us"] == 2.0 and triton["gbs"] == 3000.0
     assert triton["speedup_vs_eager"] == pytest.approx(2.0)
@@ -71,7 +72,7 @@ def test_run_summary_speedups_and_ceiling(store_url, summary_run):
     eager = _row(rows, SHAPE_A, "eager")
     assert eager["kernel_time_us"] is None and eager["kernel_pct_of_ceiling"] is None  # not measured: not made up
     assert _row(rows, SHAPE_B, "triton")["kernel_time_us"] is None
-    latest = {(tuple(r["shape"]), r["impl"]): r for r in queries.latest_results(store_url, "rmsnorm")}
+    latest = {(tuple(r["shape"]), r["impl"]): r for r in result_queries.latest_results(store_url, "rmsnorm")}
     assert latest[(tuple(SHAPE_A), "triton")]["kernel_pct_of_ceiling"] == pytest.approx(93.75)
     assert latest[(tuple(SHAPE_A), "triton")]["kernel_gbs"] == 3750.0
     assert eager["speedup_vs_eager"] == pytest.approx(1.0)
@@ -80,7 +81,7 @@ def test_run_summary_speedups_and_ceiling(store_url, summary_run):
 
 
 def test_run_summary_never_shows_a_speedup_for_an_incorrect_impl(store_url, summary_run):
-    rows = queries.run_summary(store_url, summary_run)
+    rows = run_queries.run_summary(store_url, summary_run)
     triton = _row(rows, SHAPE_B, "triton")
     assert triton["correct"] is False
     assert triton["median_us"] == 50.0, "the time is still shown"
@@ -104,12 +105,12 @@ def test_micro_job_own_correct_metric_wins(writer, store_url, factories):
         + [Measurement("triton", "correct", 0.0).to_dict()]
     )
     writer.record_result(run_id, factories.result(spec, measurements))
-    triton = _row(queries.run_summary(store_url, run_id), SHAPE_A, "triton")
+    triton = _row(run_queries.run_summary(store_url, run_id), SHAPE_A, "triton")
     assert triton["correct"] is False and triton["speedup_vs_eager"] is None
 
 
 def test_run_summary_failed_and_pending_jobs(store_url, summary_run):
-    rows = queries.run_summary(store_url, summary_run)
+    rows = run_queries.run_summary(store_url, summary_run)
     broken = [r for r in rows if r["shape"] == [3, 5]]
     assert [(r["impl"], r["status"], r["error"], r["median_us"]) for r in broken] == [
         ("eager", "error", "ValueError: odd row length", None),
@@ -117,7 +118,7 @@ def test_run_summary_failed_and_pending_jobs(store_url, summary_run):
     ]
     assert {r["status"] for r in rows if r["shape"] == [6, 5]} == {"pending"}
     with pytest.raises(KeyError):
-        queries.run_summary(store_url, summary_run + 1000)
+        run_queries.run_summary(store_url, summary_run + 1000)
 
 
 def test_resumed_run_shows_jobs_done_earlier(writer, store_url, factories):
@@ -132,23 +133,23 @@ def test_resumed_run_shows_jobs_done_earlier(writer, store_url, factories):
     )
     second = writer.start_run("s", {}, "p", "c", "h")
     writer.add_jobs(second, [spec])
-    rows = queries.run_summary(store_url, second)
+    rows = run_queries.run_summary(store_url, second)
     assert [(r["impl"], r["median_us"], r["speedup_vs_eager"]) for r in rows] == [
         ("eager", 8.0, 1.0),
         ("triton", 4.0, 2.0),
     ]
-    assert queries.run_info(store_url, second)["job_counts"] == {"done_before": 1}
+    assert run_queries.run_info(store_url, second)["job_counts"] == {"done_before": 1}
 
 
 def test_list_runs_and_run_info(writer, store_url, summary_run):
     later = writer.start_run("rope", {"x": 1}, "plan-2", "c2", "h2")
-    runs = queries.list_runs(store_url)
+    runs = run_queries.list_runs(store_url)
     assert [r["id"] for r in runs] == [later, summary_run]
     assert [r["n_jobs"] for r in runs] == [0, 6]
-    assert queries.list_runs(store_url, limit=1)[0]["id"] == later
-    info = queries.run_info(store_url, summary_run)
+    assert run_queries.list_runs(store_url, limit=1)[0]["id"] == later
+    info = run_queries.run_info(store_url, summary_run)
     assert info["job_counts"] == {"error": 1, "incorrect": 1, "ok": 3, "pending": 1}
-    assert queries.run_info(store_url, 12345) is None
+    assert run_queries.run_info(store_url, 12345) is None
 
 
 def _record_point(writer, factories, impl_samples, started_at, device=None, commit="c", shape=SHAPE_A):
@@ -167,7 +168,7 @@ def test_history_newest_last_per_device(writer, store_url, factories):
     r3 = _record_point(writer, factories, {"triton": [2.0, 2.0, 2.0]}, 1_800_000_200.0, commit="c2")
     _record_point(writer, factories, {"triton": [9.0, 9.0, 9.0]}, 1_800_000_250.0, device=mi355x)
     h200 = factories.device()["hardware_key"]
-    points = queries.history(store_url, "rmsnorm", SHAPE_A, "bf16", "triton", h200)
+    points = result_queries.history(store_url, "rmsnorm", SHAPE_A, "bf16", "triton", h200)
     assert [(p["value"], p["run_id"], p["commit"]) for p in points] == [
         (1.0, r2, "c1"),
         (2.0, r3, "c2"),
@@ -175,10 +176,10 @@ def test_history_newest_last_per_device(writer, store_url, factories):
     ]
     assert points[0]["samples"] == [1.0, 1.0, 1.0] and points[0]["measured_at"].tzinfo is not None
     assert [
-        p["value"] for p in queries.history(store_url, "rmsnorm", "4x1024x2048", "bf16", "triton", h200, limit=2)
+        p["value"] for p in result_queries.history(store_url, "rmsnorm", "4x1024x2048", "bf16", "triton", h200, limit=2)
     ] == [2.0, 3.0]
-    assert len(queries.history(store_url, "rmsnorm", SHAPE_A, "bf16", "triton")) == 4
-    assert queries.history(store_url, "rmsnorm", SHAPE_B, "bf16", "triton") == []
+    assert len(result_queries.history(store_url, "rmsnorm", SHAPE_A, "bf16", "triton")) == 4
+    assert result_queries.history(store_url, "rmsnorm", SHAPE_B, "bf16", "triton") == []
 
 
 def test_latest_results(writer, store_url, factories):
@@ -193,7 +194,7 @@ def test_latest_results(writer, store_url, factories):
     writer.add_jobs(check_run, [check])
     writer.record_result(check_run, factories.result(check, factories.verdicts({"eager": True, "triton": False})))
 
-    rows = {(tuple(r["shape"]), r["impl"]): r for r in queries.latest_results(store_url, kernel="rmsnorm")}
+    rows = {(tuple(r["shape"]), r["impl"]): r for r in result_queries.latest_results(store_url, kernel="rmsnorm")}
     assert set(rows) == {
         (tuple(SHAPE_A), "eager"),
         (tuple(SHAPE_A), "triton"),
@@ -204,8 +205,8 @@ def test_latest_results(writer, store_url, factories):
     assert (a["median_us"], a["run_id"], a["commit"], a["speedup_vs_eager"]) == (5.0, newest, "new", 2.0)
     b = rows[(tuple(SHAPE_B), "triton")]
     assert b["correct"] is False and b["speedup_vs_eager"] is None and b["median_us"] == 4.0
-    assert queries.latest_results(store_url, kernel="rope") == []
-    assert queries.latest_results(store_url, hardware_key="amd/none") == []
+    assert result_queries.latest_results(store_url, kernel="rope") == []
+    assert result_queries.latest_results(store_url, hardware_key="amd/none") == []
 
 
 def test_e2e_results(writer, store_url, factories):
@@ -227,7 +228,7 @@ def test_e2e_results(writer, store_url, factories):
             Measurement(mode, "cos_sim_vs_eager", 1.0 if mode == "eager" else 0.9999).to_dict(),
         ]
     writer.record_result(run_id, factories.result(spec, measurements))
-    rows = queries.e2e_results(store_url, run_id)
+    rows = result_queries.e2e_results(store_url, run_id)
     assert [(r["mode"], r["ms_per_step"], r["speedup_vs_eager"]) for r in rows] == [
         ("eager", 100.0, 1.0),
         ("triton", 80.0, 1.25),
@@ -236,7 +237,7 @@ def test_e2e_results(writer, store_url, factories):
     ]
     assert rows[0]["model"] == "ltx-video" and rows[1]["cos_sim_vs_eager"] == 0.9999
     assert rows[0]["total_s"] is None
-    assert [r["mode"] for r in queries.e2e_results(store_url)] == list(ms)
+    assert [r["mode"] for r in result_queries.e2e_results(store_url)] == list(ms)
 
 
 def test_e2e_results_say_why_a_mode_did_not_run_and_how_far_each_is_from_its_floor(writer, store_url, factories):
@@ -254,13 +255,13 @@ def test_e2e_results_say_why_a_mode_did_not_run_and_how_far_each_is_from_its_flo
     classes["kernelfleet"] = {"ms": 2.0, "kernels": 224}
     details = {"skipped": {"compile-ro": why}, "profile": {"triton+graph": {"gpu_busy_ms": 17.25, "classes": classes}}}
     writer.record_result(run_id, factories.result(spec, measurements, details=details))
-    rows = {r["mode"]: r for r in queries.e2e_results(store_url, run_id)}
+    rows = {r["mode"]: r for r in result_queries.e2e_results(store_url, run_id)}
     assert list(rows) == ["eager", "triton", "compile", "triton+graph", "compile+graph", "compile-ro"]
     assert rows["compile-ro"]["not_run"] == why and rows["compile-ro"]["ms_per_step"] is None
     assert rows["triton"]["not_run"] is None and rows["triton"]["floor_ms"] is None  # no profile of it
     g = rows["triton+graph"]
     assert (g["floor_ms"], g["rest_ms"], g["over_floor_ms"]) == (15.25, 2.0, 19.0 - 15.25)
-    comps = queries.e2e_comparisons(list(rows.values()))
+    comps = result_queries.e2e_comparisons(list(rows.values()))
     assert [(c["kind"], c["anchor"], c["mode"], c["speedup"]) for c in comps] == [
         ("graphs", "compile+graph", "triton+graph", 21.0 / 19.0),
         ("plain", "compile", "triton", 22.0 / 30.0),
@@ -275,26 +276,26 @@ def test_profile_rows_by_id_and_key(writer, store_url, factories):
         {"name": "k1", "calls": 2, "total_ns": 900, "avg_ns": 450, "pct": 90.0},
         {"name": "k2", "calls": 1, "total_ns": 100, "avg_ns": 100, "pct": 10.0},
     ]
-    assert queries.profile_rows(store_url, spec["key"]) == []  # no attempt yet
+    assert result_queries.profile_rows(store_url, spec["key"]) == []  # no attempt yet
     writer.record_result(run_id, factories.result(spec, details={"profile_rows": rows}))
     with Session(session.get_engine(store_url)) as s:
         job_id = s.scalar(select(Job.id).where(Job.key == spec["key"]))
-    assert queries.profile_rows(store_url, job_id) == rows
-    assert queries.profile_rows(store_url, spec["key"]) == rows
-    assert queries.profile_rows(store_url, job_id, attempt=2) == []
+    assert result_queries.profile_rows(store_url, job_id) == rows
+    assert result_queries.profile_rows(store_url, spec["key"]) == rows
+    assert result_queries.profile_rows(store_url, job_id, attempt=2) == []
     with pytest.raises(KeyError):
-        queries.profile_rows(store_url, "no-such-key")
+        result_queries.profile_rows(store_url, "no-such-key")
 
 
 def test_queries_accept_engine_and_session(store_url, summary_run):
     engine = session.get_engine(store_url)
-    assert queries.run_summary(engine, summary_run) == queries.run_summary(store_url, summary_run)
+    assert run_queries.run_summary(engine, summary_run) == run_queries.run_summary(store_url, summary_run)
     with Session(engine) as s:
-        assert [r["id"] for r in queries.list_runs(s)] == [summary_run]
+        assert [r["id"] for r in run_queries.list_runs(s)] == [summary_run]
 
 
 def test_devices_query(store_url, summary_run, factories):
-    (device,) = queries.devices(store_url)
+    (device,) = run_queries.devices(store_url)
     assert device["hardware_key"] == factories.device()["hardware_key"]
     assert device["copy_bandwidth_gbs"] == 4000.0 and device["warp_size"] == 32
     assert device["info"]["name"] == "NVIDIA H200"

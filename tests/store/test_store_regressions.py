@@ -1,4 +1,4 @@
-"""The regression rule (orchestrator/store/regression_rule.py): large, significant on the repeats, and large
+"""The regression rule (orchestrator/stats/regression_rule.py): large, significant on the repeats, and large
 against the series' between-run spread; the A/A checks run on synthetic series stored through the real writer."""
 
 from __future__ import annotations
@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from orchestrator.store import queries
-from orchestrator.store.regression_rule import (
+from orchestrator.stats.regression_rule import (
     CONFIRMED,
     KERNEL_CHANGED,
     UNCONFIRMED,
@@ -19,6 +18,7 @@ from orchestrator.store.regression_rule import (
     robust_scale,
     threshold_for,
 )
+from orchestrator.store.query import regression_queries, result_queries
 from workers.spec import DeviceInfo, Measurement
 
 SEED = 20261201
@@ -179,11 +179,11 @@ def _noisy_levels(cvs: dict[str, float], rng, center: float = 100.0, shift: dict
 
 
 def _flags(url, **kw):
-    return {(f["impl"], tuple(f["shape"])): f for f in queries.regressions(url, **kw)}
+    return {(f["impl"], tuple(f["shape"])): f for f in regression_queries.regressions(url, **kw)}
 
 
 def _confirmed(url, **kw):
-    return {f["impl"]: f for f in queries.regressions(url, **kw) if f["status"] == CONFIRMED}
+    return {f["impl"]: f for f in regression_queries.regressions(url, **kw) if f["status"] == CONFIRMED}
 
 
 T0 = 1_800_000_000.0
@@ -217,8 +217,8 @@ def test_improvements_only_on_request(writer, store_url, factories):
         _run(writer, factories, _noisy_levels({"triton": 0.01}, rng), T0 + i, rng=rng)
     for i in range(2):
         _run(writer, factories, _noisy_levels({"triton": 0.01}, rng, shift={"triton": -0.2}), T0 + 10 + i, rng=rng)
-    assert queries.regressions(store_url) == []
-    (f,) = queries.regressions(store_url, include_improvements=True)
+    assert regression_queries.regressions(store_url) == []
+    (f,) = regression_queries.regressions(store_url, include_improvements=True)
     assert f["direction"] == "improvement" and f["change"] == pytest.approx(-0.2, abs=0.03)
     assert f["status"] == CONFIRMED
 
@@ -242,19 +242,21 @@ def test_regressions_between_runs(writer, store_url, factories):
         f["status"] == UNCONFIRMED and "degree" in f["reason"] and f["reference_runs"] == [base[0]]
         for f in one.values()
     )
-    report = queries.regression_report(store_url, new, baseline_run_ids=base)
+    report = regression_queries.regression_report(store_url, new, baseline_run_ids=base)
     assert {(g["impl"], g["status"]) for g in report["flags"]} == {("triton", CONFIRMED)}
     assert len(report["flags"]) == len(SHAPES) and report["flags"][0]["reference_runs"] == base
     assert report["flags"][0]["noise_dof"] == 2 * len(SHAPES), "one dof per side and shape"
     assert report["series"] == 2 * len(SHAPES) and report["runs"] == new and report["baseline_runs"] == base
-    back = queries.regression_report(store_url, base, baseline_run_ids=new, include_improvements=True)["flags"]
+    back = regression_queries.regression_report(store_url, base, baseline_run_ids=new, include_improvements=True)[
+        "flags"
+    ]
     assert {(x["impl"], x["direction"]) for x in back} == {("triton", "improvement")}
     with pytest.raises(ValueError):
-        queries.regressions(store_url, baseline_run_id=base[0])
+        regression_queries.regressions(store_url, baseline_run_id=base[0])
     with pytest.raises(ValueError):
-        queries.regression_report(store_url, new)
+        regression_queries.regression_report(store_url, new)
     with pytest.raises(KeyError):
-        queries.regression_report(store_url, 999, baseline_run_ids=base)
+        regression_queries.regression_report(store_url, 999, baseline_run_ids=base)
 
 
 def test_cpu_timings_are_judged_only_on_request(writer, store_url, factories):
@@ -264,9 +266,9 @@ def test_cpu_timings_are_judged_only_on_request(writer, store_url, factories):
     rng = np.random.default_rng(14)
     base = [_run(writer, factories, {"eager": 100.0}, T0 + i, rng=rng, device=cpu) for i in range(2)]
     new = [_run(writer, factories, {"eager": 189.0}, T0 + 10 + i, rng=rng, device=cpu) for i in range(2)]
-    report = queries.regression_report(store_url, new, baseline_run_ids=base)
+    report = regression_queries.regression_report(store_url, new, baseline_run_ids=base)
     assert report["flags"] == [] and report["cpu_series"] == 1 and report["series"] == 0
-    (f,) = queries.regression_report(store_url, new, baseline_run_ids=base, include_cpu=True)["flags"]
+    (f,) = regression_queries.regression_report(store_url, new, baseline_run_ids=base, include_cpu=True)["flags"]
     assert f["status"] == UNCONFIRMED, "two runs per side of one series: too few degrees of freedom"
     assert f["device"] == "cpu" and f["impl"] == "eager"
 
@@ -298,7 +300,7 @@ def test_a_different_autotune_pick_is_reported_as_a_kernel_change(writer, store_
         )
         for i in range(2)
     ]
-    flags = queries.regression_report(store_url, cur, baseline_run_ids=base)["flags"]
+    flags = regression_queries.regression_report(store_url, cur, baseline_run_ids=base)["flags"]
     assert len(flags) == len(SHAPES)
     f = flags[0]
     assert f["status"] == KERNEL_CHANGED and "baseline changed its kernel" in f["reason"]
@@ -319,15 +321,17 @@ def test_aa_identical_runs_and_50_point_histories_raise_no_alert(writer, store_u
             assert _confirmed(store_url, run_id=runs[-1], include_improvements=True) == {}, i
     candidates = 0
     for k in range(0, 48, 4):
-        one = queries.regression_report(store_url, runs[k + 1], baseline_run_ids=runs[k], include_improvements=True)
+        one = regression_queries.regression_report(
+            store_url, runs[k + 1], baseline_run_ids=runs[k], include_improvements=True
+        )
         assert {f["status"] for f in one["flags"]} <= {UNCONFIRMED}, k
         # without the between-run condition (z = 0: large and Mann-Whitney only, the rule this one replaces)
         candidates += len(
-            queries.regression_report(
+            regression_queries.regression_report(
                 store_url, runs[k + 1], baseline_run_ids=runs[k], z=0.0, include_improvements=True
             )["flags"]
         )
-        two = queries.regression_report(
+        two = regression_queries.regression_report(
             store_url, runs[k + 2 : k + 4], baseline_run_ids=runs[k : k + 2], include_improvements=True
         )
         assert [f for f in two["flags"] if f["status"] == CONFIRMED] == [], k
@@ -369,15 +373,15 @@ def test_a_bandwidth_drop_is_a_regression(writer, store_url, factories):
         _bandwidth_point(writer, factories, 4000.0, t + i)
     for i in range(2):
         _bandwidth_point(writer, factories, 3000.0, t + 10 + i)
-    (f,) = queries.regressions(store_url, metric="kernel_gbs")
+    (f,) = regression_queries.regressions(store_url, metric="kernel_gbs")
     assert f["direction"] == "regression" and f["change"] == pytest.approx(-0.25, abs=0.01)
 
 
 def test_an_unknown_metric_is_an_error_in_queries(store_url):
     with pytest.raises(ValueError, match="unknown metric 'time_ms'"):
-        queries.regressions(store_url, metric="time_ms")
+        regression_queries.regressions(store_url, metric="time_ms")
     with pytest.raises(ValueError, match="unknown metric 'time_ms'"):
-        queries.history(store_url, "rmsnorm", SHAPE, "bf16", "triton", metric="time_ms")
+        result_queries.history(store_url, "rmsnorm", SHAPE, "bf16", "triton", metric="time_ms")
 
 
 def test_the_rules_mann_whitney_gives_scipys_p_to_the_bit_on_real_repeats():
@@ -389,7 +393,7 @@ def test_the_rules_mann_whitney_gives_scipys_p_to_the_bit_on_real_repeats():
 
     from scipy.stats import mannwhitneyu
 
-    from orchestrator.store.regression_rule import mann_whitney_p
+    from orchestrator.stats.regression_rule import mann_whitney_p
     from tests.orchestrator.test_regressions_cli import RECORDED
 
     repeats = []

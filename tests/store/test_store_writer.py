@@ -10,8 +10,9 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from orchestrator.store import queries, session
+from orchestrator.store import session
 from orchestrator.store.models import Artifact, Device, Job, JobAttempt, Measurement, Node, Run, RunJob
+from orchestrator.store.query import result_queries, run_queries
 
 
 def _count(url: str, model) -> int:
@@ -57,7 +58,7 @@ def test_round_trip(writer, store_url, factories):
     assert writer.record_result(run_id, factories.result(profile, details=details)) is True
     writer.finish_run(run_id, "complete", {"ok": 2})
 
-    run = queries.run_info(store_url, run_id)
+    run = run_queries.run_info(store_url, run_id)
     assert run["status"] == "complete" and run["counts"] == {"ok": 2} and run["commit"] == "abc123"
     assert run["config"] == {"sweep": {"name": "rmsnorm"}, "store": {"url": None}}
     assert run["user"] and run["host"] and run["source"] == "sweep"
@@ -74,17 +75,17 @@ def test_round_trip(writer, store_url, factories):
     assert hw == factories.device()["hardware_key"]
     assert started == dt.datetime.fromtimestamp(1_800_000_000.0, dt.timezone.utc)
 
-    history = queries.history(store_url, "rmsnorm", [4, 1024, 2048], "bf16", "triton")
+    history = result_queries.history(store_url, "rmsnorm", [4, 1024, 2048], "bf16", "triton")
     assert [(p["value"], p["samples"], p["commit"]) for p in history] == [(5.5, [5.0, 5.5, 6.0], "abc123")]
 
-    stored = queries.artifacts(store_url, profile["key"])
+    stored = result_queries.artifacts(store_url, profile["key"])
     assert [(a["kind"], a["name"], a["size"], a["stored"]) for a in stored] == [
         ("rocprofv3_csv", "kernel_stats.csv", len(trace), "blob"),
         ("trace", "trace.json", 12345, "path"),
     ]
-    assert queries.artifact_data(store_url, stored[0]["id"]) == trace
-    assert queries.artifact_data(store_url, stored[1]["id"]) is None
-    assert queries.profile_rows(store_url, profile["key"])[0]["name"] == "rms_norm_kernel"
+    assert result_queries.artifact_data(store_url, stored[0]["id"]) == trace
+    assert result_queries.artifact_data(store_url, stored[1]["id"]) is None
+    assert result_queries.profile_rows(store_url, profile["key"])[0]["name"] == "rms_norm_kernel"
     (kept,) = _one(
         store_url, select(JobAttempt.details).join(Job, Job.id == JobAttempt.job_id).where(Job.key == profile["key"])
     )
@@ -148,11 +149,11 @@ def test_forced_rerun_keeps_history(writer, store_url, factories):
     )
     assert writer.done_keys([spec["key"]], run_id=rerun) == {spec["key"]}
     assert _one(store_url, select(Job.attempts, Job.last_run_id, Job.created_run_id)) == (2, rerun, first)
-    points = queries.history(store_url, "rmsnorm", "4x1024x2048", "bf16", "triton")
+    points = result_queries.history(store_url, "rmsnorm", "4x1024x2048", "bf16", "triton")
     assert [(p["value"], p["attempt"], p["run_id"]) for p in points] == [(10.0, 1, first), (12.0, 2, rerun)]
     # each run shows its own attempt
-    assert [r["median_us"] for r in queries.run_summary(store_url, first) if r["impl"] == "triton"] == [10.0]
-    assert [r["median_us"] for r in queries.run_summary(store_url, rerun) if r["impl"] == "triton"] == [12.0]
+    assert [r["median_us"] for r in run_queries.run_summary(store_url, first) if r["impl"] == "triton"] == [10.0]
+    assert [r["median_us"] for r in run_queries.run_summary(store_url, rerun) if r["impl"] == "triton"] == [12.0]
 
 
 def test_late_older_attempt_is_kept_as_history_only(writer, store_url, factories):
@@ -182,7 +183,10 @@ def test_rerun_with_an_already_used_attempt_number_becomes_the_next_attempt(writ
     with Session(session.get_engine(store_url)) as s:
         attempts = s.execute(select(JobAttempt.attempt, JobAttempt.status).order_by(JobAttempt.attempt)).all()
     assert [tuple(a) for a in attempts] == [(1, "crashed"), (2, "ok"), (3, "ok")]
-    assert [p["value"] for p in queries.history(store_url, "rmsnorm", "4x1024x2048", "bf16", "triton")] == [2.0, 3.0]
+    assert [p["value"] for p in result_queries.history(store_url, "rmsnorm", "4x1024x2048", "bf16", "triton")] == [
+        2.0,
+        3.0,
+    ]
 
 
 def test_failed_job_can_be_retried_without_force(writer, store_url, factories):
@@ -213,8 +217,8 @@ def test_add_jobs_links_without_duplicating(writer, store_url, factories):
     assert writer.add_jobs(second, [a, b, c]) == 0
     assert _count(store_url, Job) == 3
     assert _count(store_url, RunJob) == 5
-    assert queries.run_info(store_url, second)["n_jobs"] == 3
-    assert queries.run_info(store_url, second)["job_counts"] == {"pending": 3}
+    assert run_queries.run_info(store_url, second)["n_jobs"] == 3
+    assert run_queries.run_info(store_url, second)["job_counts"] == {"pending": 3}
 
 
 def test_add_jobs_rejects_bad_specs(writer, factories):
@@ -262,7 +266,7 @@ def test_resumable_and_import_runs(writer):
     assert writer.find_resumable_run("p") == broken
     assert writer.find_resumable_run("other") == still_running
     writer.reopen_run(broken)
-    info = queries.run_info(writer.url, broken)
+    info = run_queries.run_info(writer.url, broken)
     assert info["status"] == "running" and info["finished_at"] is None
 
     assert writer.find_import_run("sha256:abc") is None
@@ -281,9 +285,9 @@ def test_devices_and_copy_bandwidth(writer, store_url, factories):
     assert writer.copy_bandwidth(key) is None
     writer.set_copy_bandwidth(key, 4200.0)
     assert writer.copy_bandwidth(key) == 4200.0
-    first_seen = queries.devices(store_url)[0]["first_seen"]
+    first_seen = run_queries.devices(store_url)[0]["first_seen"]
     assert writer.record_device({**factories.device(), "driver": "590.1"}) == key
-    (device,) = queries.devices(store_url)
+    (device,) = run_queries.devices(store_url)
     assert device["driver"] == "590.1" and device["copy_bandwidth_gbs"] == 4200.0
     assert device["first_seen"] == first_seen and device["last_seen"] >= first_seen
     assert writer.copy_bandwidth("unknown") is None
@@ -374,7 +378,7 @@ def test_record_nodes(writer, store_url):
         == 2
     )
     writer.record_nodes([{"NodeID": "n1", "Alive": False, "Labels": {}, "Resources": {}}])
-    listed = {n["node_id"]: n for n in queries.nodes(store_url)}
+    listed = {n["node_id"]: n for n in run_queries.nodes(store_url)}
     assert listed["n1"]["alive"] is False and listed["n1"]["labels"] == {}
     assert listed["n2"]["labels"] == {"kernelfleet.io/gpu": "mi355x"}
     assert _count(store_url, Node) == 2

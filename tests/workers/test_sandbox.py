@@ -148,7 +148,7 @@ def test_a_child_that_profiled_runs_device_timed_jobs_and_is_retired_before_a_ho
 
 
 def test_a_job_over_the_memory_limit_is_recorded_as_crashed_and_the_rest_completes(monkeypatch):
-    from tests.support.fault_kernels import HOG_BYTES
+    from benchmarks.fault_kernels import HOG_BYTES
     from workers import sandbox
 
     monkeypatch.setenv(sandbox.MEM_BYTES_ENV, str(HOG_BYTES // 2))

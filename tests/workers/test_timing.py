@@ -44,10 +44,10 @@ def test_the_read_flush_is_one_kernel_that_writes_no_copy_of_the_buffer():
     from torch.profiler import ProfilerActivity, profile
 
     dev = torch.device("cuda")
-    timing._flush(dev, "read")
+    timing.flush_l2(dev, "read")
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        timing._flush(dev, "read")
+        timing.flush_l2(dev, "read")
         torch.cuda.synchronize()
     timing.mark_profiler_used()
     names = [e.name for e in prof.events() if e.device_type == DeviceType.CUDA]

@@ -1,7 +1,7 @@
 """What an end-to-end job's injected modes are measured against, and how far each mode is from its device floor.
 
 Pure functions over one e2e job's per-mode figures; the report (orchestrator.report) and the dashboard's end-to-end
-page both read them through orchestrator.store.queries.
+page both read them through orchestrator.store.query (result_queries, view_queries).
 
 **Anchors.**  A mode's kind is ``graphs`` when its step replays CUDA graphs (``+graph``: kernels.inject.cuda_graphs;
 ``compile-ro`` / ``compile-max-cg``: torch.compile's own) and ``plain`` otherwise (every kernel launched by the

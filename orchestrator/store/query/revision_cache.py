@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 
 from sqlalchemy import func, select
 
-from orchestrator.store import queries
 from orchestrator.store.models import JobAttempt, Measurement
+from orchestrator.store.query.access import Source, read_session
 
 T = TypeVar("T")
 MAX_ENTRIES = 256
@@ -26,9 +26,9 @@ _revisions: dict[Hashable, tuple] = {}
 _lock = threading.Lock()
 
 
-def store_revision(src: queries.Source) -> tuple:
+def store_revision(src: Source) -> tuple:
     """(newest measurement id, newest attempt id, number of attempts): changes with every result written."""
-    with queries._reading(src) as s:
+    with read_session(src) as s:
         return (
             s.scalar(select(func.max(Measurement.id))),  # the primary key's index: one lookup
             s.scalar(select(func.max(JobAttempt.id))),
@@ -36,14 +36,14 @@ def store_revision(src: queries.Source) -> tuple:
         )
 
 
-def _store_id(src: queries.Source) -> Hashable:
+def _store_id(src: Source) -> Hashable:
     if isinstance(src, str):
         return src
     bind = getattr(src, "bind", None) or src  # a Session's engine, or the Engine itself
     return str(getattr(bind, "url", id(bind)))
 
 
-def memo(src: queries.Source, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+def memo(src: Source, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``fn(src, *args, **kwargs)``, computed once per store revision (arguments must be hashable)."""
     store = _store_id(src)
     revision = store_revision(src)

@@ -1,4 +1,5 @@
-"""Test-only kernels, loaded with KERNELFLEET_PLUGINS=tests.support.fault_kernels.
+"""Plugin kernels that fail on purpose, for the tests and the overhead benchmarks: loaded with
+KERNELFLEET_PLUGINS=benchmarks.fault_kernels.
 
 `fault_segv` kills its process with SIGSEGV (a stand-in for a GPU memory fault), `fault_exit` calls os._exit,
 `fault_hang` never returns, `fault_hog` fills 2 GiB of RAM and holds it, `fault_raise` raises, `noop` returns its

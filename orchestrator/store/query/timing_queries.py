@@ -12,8 +12,9 @@ from typing import Any
 
 from sqlalchemy import select
 
+from orchestrator.stats.series_verdicts import is_cpu_device
 from orchestrator.store.models import Device, Job, JobAttempt, Measurement, Run
-from orchestrator.store.queries import Source, _reading, is_cpu_device
+from orchestrator.store.query.access import Source, read_session
 from workers.spec import GOOD_STATUSES
 
 
@@ -50,7 +51,7 @@ def iter_timings(
         query = query.where(JobAttempt.run_id == run_id)
     if since is not None:
         query = query.where(JobAttempt.started_at >= since)
-    with _reading(src) as s:
+    with read_session(src) as s:
         for (
             kernel,
             shape,

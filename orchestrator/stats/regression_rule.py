@@ -1,4 +1,4 @@
-"""The regression rule, on plain numbers (no database here; queries.regressions feeds it).
+"""The regression rule, on plain numbers (no database here; orchestrator.store.query.regression_queries feeds it).
 
 Model
   A series is one (kernel, shape, dtype, implementation, device).  Each run puts one point on it: the stored
@@ -37,8 +37,8 @@ an alarm), about as efficient as the standard deviation.  Sources of the spread:
   * history: the log medians of up to ``noise_window`` = 30 points before the current ones, through their
     successive differences / sqrt(2) (a step is one outlying difference, a spike two), n - 2 dof;
   * replicates: the runs on each side of a comparison (two runs per side), k - 1 dof per side, and in
-    queries.regressions pooled over the series of the same kernel, implementation and device (a sweep's shapes
-    and dtypes: one implementation's relative between-run spread is alike across them); the larger of the pooled
+    regression_queries.regressions pooled over the series of the same kernel, implementation and device (a sweep's
+    shapes and dtypes: one implementation's relative between-run spread is alike across them); the larger of the pooled
     and the series' own scale is used.
 A current point whose own repeats scatter (interquartile range over median) as much as the change, and more than
 ``DISTURBED_FACTOR`` = 3 times as much as the reference points' repeats do, is reported ``unconfirmed``: its run
@@ -161,7 +161,7 @@ class Point:
     def level(self) -> float | None:
         m = self.median
         if m is None:
-            xs = _finite(self.samples)
+            xs = finite(self.samples)
             m = float(np.median(xs)) if xs.size else None
         return math.log(m) if m is not None and m > 0 and math.isfinite(m) else None
 
@@ -195,10 +195,10 @@ def threshold_for(kernel: str | None, threshold: float | Mapping[str, float]) ->
 
 
 def _clean(samples: Sequence[float | None] | None) -> list[float]:
-    return _finite(samples).tolist()
+    return finite(samples).tolist()
 
 
-def _finite(samples: Sequence[float | None] | None) -> np.ndarray:
+def finite(samples: Sequence[float | None] | None) -> np.ndarray:
     """The finite repeats as a float array (None and NaN dropped): one vectorised pass over hundreds of repeats."""
     if samples is None or len(samples) == 0:
         return np.empty(0)
@@ -215,7 +215,7 @@ def compare(
     higher_is_worse: bool = True,
 ) -> Comparison | None:
     """Compare the repeats of one point with reference repeats; None when either side is too small to test."""
-    ref, cur = _finite(reference), _finite(current)
+    ref, cur = finite(reference), finite(current)
     if ref.size < MIN_SAMPLES or cur.size < MIN_SAMPLES:
         return None
     ref_median, cur_median = float(np.median(ref)), float(np.median(cur))
@@ -275,7 +275,7 @@ def _all_large(pooled_ref: np.ndarray, current: Sequence[Point], threshold: floa
     if ref_median == 0:
         return False
     for p in current:
-        cur = _finite(p.samples)
+        cur = finite(p.samples)
         if cur.size < MIN_SAMPLES or abs(float(np.median(cur)) / ref_median - 1.0) < threshold:
             return False
     return True
@@ -283,7 +283,7 @@ def _all_large(pooled_ref: np.ndarray, current: Sequence[Point], threshold: floa
 
 def within_run_scatter(samples: Sequence[float | None] | None) -> float:
     """The interquartile range of one point's repeats over their median (0 with fewer than 4 repeats)."""
-    xs = _finite(samples)
+    xs = finite(samples)
     if xs.size < 4:
         return 0.0
     q1, med, q3 = np.percentile(xs, [25, 50, 75])
@@ -363,11 +363,11 @@ def judge(
 
     ``history``: the series' points before the current ones in time order (the reference window included, or
     the points up to a baseline run), used only to estimate the between-run spread.  ``spread``: (scale, dof)
-    pooled over the series of the same implementation (queries.regressions); the larger of it and the series'
+    pooled over the series of the same implementation (regression_queries.regressions); the larger of it and the series'
     own scale is used, with the pooled dof."""
     if not reference or not current:
         return None
-    pooled_ref = np.concatenate([_finite(p.samples) for p in reference])
+    pooled_ref = np.concatenate([finite(p.samples) for p in reference])
     if not _all_large(pooled_ref, current, threshold):
         return None  # compare() would find the same, after a Mann-Whitney test per current point
     compared = []

@@ -1,24 +1,24 @@
-"""The regression rule's verdict at every point of a series, for readers that draw whole series (the dashboard's
-Trends page): the verdict at a point is the one ``python -m orchestrator regressions RUN`` gives that series for
-the point's run (the series cut after the point, judged against its history: queries.history_plan and
-queries.judge_plan, the same code), improvements included, CPU series judged too.
+"""The regression rule applied to a series' points (dicts of orchestrator.store.query.series_queries.series_by_key,
+oldest first): judge_plan gives one judgement as the flag dict the regressions command lists, history_plan cuts a
+series for a judgement against its history, and point_verdicts gives the verdict at every point, for readers that
+draw whole series (the dashboard's Trends page): the verdict at a point is the one ``python -m orchestrator
+regressions RUN`` gives that series for the point's run (the series cut after the point, judged against its
+history, the same code), improvements included, CPU series judged too.
 
 Speed: a series of n points needs n judgements, each a Mann-Whitney U test over the pooled repeats of the window.
 The rule's first condition (every current point's median at least the threshold away from the pooled reference
 median) is checked first with numpy on arrays made once per series; only points that pass it are judged in full,
-and since judge() checks the same condition the result is the same.  Verdicts are kept per store revision
-(revision_cache), so a page shown again judges nothing twice.
+and since judge() checks the same condition the result is the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from orchestrator.store import queries, revision_cache
-from orchestrator.store.regression_rule import (
+from orchestrator.stats.regression_rule import (
     DEFAULT_ALPHA,
     DEFAULT_CONSECUTIVE,
     DEFAULT_NOISE_WINDOW,
@@ -26,12 +26,21 @@ from orchestrator.store.regression_rule import (
     DEFAULT_WINDOW,
     DEFAULT_Z,
     MIN_SAMPLES,
-    _finite,
+    Point,
+    finite,
+    judge,
     threshold_for,
+    verdict_words,
 )
+from workers import metrics as catalogue
 
-SeriesKey = tuple  # (kernel, shape_key, dtype, impl, hardware_key): queries._series' key
+SeriesKey = tuple  # (kernel, shape_key, dtype, impl, hardware_key): series_by_key's key
 PointId = tuple  # (run_id, attempt, job_key)
+
+
+def is_cpu_device(hardware_key: str | None) -> bool:
+    """Timings measured on a CPU: Triton ran in its interpreter (workers.spec.DeviceInfo: vendor ``cpu``)."""
+    return bool(hardware_key) and str(hardware_key).split("/", 1)[0] == "cpu"
 
 
 def point_verdicts(
@@ -46,10 +55,10 @@ def point_verdicts(
     noise_window: int = DEFAULT_NOISE_WINDOW,
     z: float = DEFAULT_Z,
 ) -> list[dict[str, Any] | None]:
-    """For each point of one series (queries._series' dicts, oldest first): the flag dict queries.judge_plan gives
+    """For each point of one series (series_by_key's dicts, oldest first): the flag dict judge_plan gives
     for the series cut after that point, or None."""
     limit = threshold_for(key[0], threshold)
-    arrays = [_finite(p["samples"]) for p in points]
+    arrays = [finite(p["samples"]) for p in points]
     counts = np.array([a.size for a in arrays])
     medians = row_medians([arrays], counts[:, None])
     medians[counts < MIN_SAMPLES] = np.nan
@@ -65,12 +74,10 @@ def point_verdicts(
         # not skip a point judge() would flag): a point that fails it has no verdict
         if ref == 0 or np.isnan(cur).any() or not bool(np.all(np.abs(cur / ref - 1.0) >= limit * (1 - 1e-9))):
             continue
-        reference, current, history = queries.history_plan(
+        reference, current, history = history_plan(
             points, i, window=window, consecutive=consecutive, noise_window=noise_window
         )
-        out[i] = queries.judge_plan(
-            key, reference, current, history, metric=metric, threshold=threshold, alpha=alpha, z=z
-        )
+        out[i] = judge_plan(key, reference, current, history, metric=metric, threshold=threshold, alpha=alpha, z=z)
     return out
 
 
@@ -78,7 +85,7 @@ def quartiles_of(samples: list, values: list) -> list[tuple[float, float]]:
     """Each point's first and third quartile of its repeats (the Trends page's IQR band), as quartiles gives them
     (numpy's weibull percentiles, to the bit), for all points on one NaN-padded sort; a point with fewer than 4
     finite repeats: its value twice."""
-    arrays = [_finite(s) for s in samples]
+    arrays = [finite(s) for s in samples]
     n = np.array([a.size for a in arrays])
     if not arrays or n.max(initial=0) < 4:
         return [(v, v) for v in values]
@@ -160,50 +167,85 @@ def window_medians(arrays: Sequence[np.ndarray], firsts: Sequence[int], window: 
     return out
 
 
-def trend_verdicts(
-    src: queries.Source,
-    kernel: str,
+def rule_point(p: Mapping[str, Any]) -> Point:
+    return Point(p["samples"], p["value"], p.get("pick"))
+
+
+AUTOTUNED_IMPLS = ("compile_max",)  # max-autotune: a process may keep another kernel config (docs/regressions.md)
+
+
+def is_autotuned(impl: str) -> bool:
+    """The implementation's kernel is chosen by an autotuner run in each process (torch.compile max-autotune)."""
+    return impl in AUTOTUNED_IMPLS
+
+
+def judge_plan(
+    key: tuple,
+    reference: Sequence[Mapping[str, Any]],
+    current: Sequence[Mapping[str, Any]],
+    history: Sequence[Mapping[str, Any]],
     *,
     metric: str = "time_us",
-    shape: Sequence[int] | str | None = None,
-    dtype: str | None = None,
-    impl: str | None = None,
-    hardware_keys: Iterable[str] | None = None,
-) -> dict[SeriesKey, dict[PointId, dict[str, Any]]]:
-    """The rule's verdicts on every point of the micro series of ``kernel`` that match the filters, by series key
-    and point (run_id, attempt, job_key); points without a verdict are absent.  Kept per store revision
-    (revision_cache): judged once, shown many times."""
-    return trend_judged(src, kernel, metric=metric, shape=shape, dtype=dtype, impl=impl, hardware_keys=hardware_keys)[0]
+    spread: tuple[float | None, int] | None = None,
+    threshold: float | Mapping[str, float] = DEFAULT_THRESHOLD,
+    alpha: float = DEFAULT_ALPHA,
+    z: float = DEFAULT_Z,
+) -> dict[str, Any] | None:
+    """The regression rule's verdict on one series' ``current`` points (dicts of series_queries.series_by_key)
+    against its ``reference`` points, as the flag dict regression_queries.regression_report lists (improvements
+    included); None when the rule reports nothing.  The regressions command and the dashboard's Trends page both
+    judge through this."""
+    name, _skey, dtype, impl, hw = key
+    limit = threshold_for(name, threshold)
+    v = judge(
+        [rule_point(p) for p in reference],
+        [rule_point(p) for p in current],
+        history=[rule_point(p) for p in history],
+        spread=spread,
+        threshold=limit,
+        alpha=alpha,
+        z=z,
+        higher_is_worse=not catalogue.higher_is_better(metric),
+        autotuned=is_autotuned(impl),
+    )
+    if v is None:
+        return None
+    newest = current[-1]
+    return {
+        "kernel": name,
+        "shape": newest["shape"],
+        "dtype": dtype,
+        "impl": impl,
+        "hardware_key": hw,
+        "device": "cpu" if is_cpu_device(hw) else "gpu",
+        "metric": metric,
+        "status": v.status,
+        "verdict": verdict_words(v.status, v.direction, v.z),
+        "reason": v.reason,
+        "direction": v.direction,
+        "change": v.change,
+        "reference_median": v.reference_median,
+        "current_median": v.current_median,
+        "p_value": v.p_value,
+        "noise": v.noise,
+        "noise_dof": v.noise_dof,
+        "z": v.z,
+        "threshold": limit,
+        "run_id": newest["run_id"],
+        "commit": newest["commit"],
+        "job_key": newest["job_key"],
+        "reference_runs": [p["run_id"] for p in reference],
+        "compared": [
+            {"run_id": p["run_id"], "commit": p["commit"], "change": c.change, "p_value": c.p_value}
+            for p, c in zip(current, v.compared)
+        ],
+        "pick": newest.get("pick"),
+        "reference_pick": reference[-1].get("pick"),
+    }
 
 
-def trend_judged(
-    src: queries.Source,
-    kernel: str,
-    *,
-    metric: str = "time_us",
-    shape: Sequence[int] | str | None = None,
-    dtype: str | None = None,
-    impl: str | None = None,
-    hardware_keys: Iterable[str] | None = None,
-) -> tuple[dict[SeriesKey, dict[PointId, dict[str, Any]]], dict[SeriesKey, dict[PointId, tuple[float, float]]]]:
-    """trend_verdicts' answer and, by the same series key and point, every point's first and third quartile of its
-    repeats (quartiles_of): the page's IQR band comes from the repeats the rule has decoded already, so the page's
-    points need not read them a second time.  Kept per store revision (revision_cache)."""
-    shape = shape if shape is None or isinstance(shape, str) else tuple(shape)
-    keys = None if hardware_keys is None else tuple(sorted(hardware_keys))
-    return revision_cache.memo(src, _trend_judged, kernel, metric, shape, dtype, impl, keys)
-
-
-def _trend_judged(src, kernel, metric, shape, dtype, impl, hardware_keys):
-    with queries._reading(src) as s:
-        series = queries._series(s, metric, kernel, None, shape=shape, dtype=dtype, impl=impl)
-    verdicts: dict[SeriesKey, dict[PointId, dict[str, Any]]] = {}
-    bands: dict[SeriesKey, dict[PointId, tuple[float, float]]] = {}
-    for key, points in series.items():
-        if hardware_keys is not None and key[4] not in hardware_keys:
-            continue
-        ids = [(p["run_id"], p["attempt"], p["job_key"]) for p in points]
-        flags = point_verdicts(points, key, metric=metric)
-        verdicts[key] = {i: f for i, f in zip(ids, flags) if f is not None}
-        bands[key] = dict(zip(ids, quartiles_of([p["samples"] for p in points], [p["value"] for p in points])))
-    return verdicts, bands
+def history_plan(points: Sequence[dict[str, Any]], end: int, *, window: int, consecutive: int, noise_window: int):
+    """Against history, the series cut after point ``end``: (reference, current, history) as the rule takes them."""
+    upto = points[: end + 1]
+    before = upto[:-consecutive]
+    return before[-window:], upto[-consecutive:], before[-max(noise_window, window) :]

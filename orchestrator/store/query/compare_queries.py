@@ -36,24 +36,25 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from orchestrator.store.models import Device, Job, JobAttempt, Measurement, Run, RunJob
-from orchestrator.store.queries import Source, _reading, autotune_pick, is_cpu_device, repeats, repeats_text
-from orchestrator.store.regression_rule import (
+from orchestrator.stats.regression_rule import (
     CONFIRMED,
     DEFAULT_THRESHOLD,
     Point,
-    _finite,
     between_run_scale,
+    finite,
     judge,
     threshold_for,
 )
+from orchestrator.stats.series_verdicts import is_cpu_device
+from orchestrator.store.models import Device, Job, JobAttempt, Measurement, Run, RunJob
+from orchestrator.store.query.access import Source, chunks, read_session
+from orchestrator.store.query.series_queries import autotune_pick, repeats, repeats_text
 from workers import metrics as catalogue
 from workers.spec import GOOD_STATUSES
 
 SCHEMA_VERSION = 1
 CI_LEVEL = 0.95
 _MEDIAN_SE = 1.2533  # standard error of a median = 1.2533 sigma / sqrt(n) at the normal
-_CHUNK = 500
 
 
 class RefError(ValueError):
@@ -64,7 +65,7 @@ class RefError(ValueError):
 def runs_of_ids(src: Source, run_ids: Iterable[int]) -> list[int]:
     """The given run ids, checked; RefError for one the store lacks."""
     ids = list(run_ids)
-    with _reading(src) as s:
+    with read_session(src) as s:
         have = set(s.scalars(select(Run.id).where(Run.id.in_(ids)))) if ids else set()
     missing = [i for i in ids if i not in have]
     if missing:
@@ -73,7 +74,7 @@ def runs_of_ids(src: Source, run_ids: Iterable[int]) -> list[int]:
 
 
 def run_exists(src: Source, run_id: int) -> bool:
-    with _reading(src) as s:
+    with read_session(src) as s:
         return s.get(Run, run_id) is not None
 
 
@@ -81,7 +82,7 @@ def runs_of_commit(src: Source, prefix: str) -> tuple[str | None, list[int]]:
     """(the full commit, its run ids oldest first) for a commit or a unique prefix of one; (None, []) when no run
     has it; RefError when the prefix matches runs of several commits."""
     prefix = prefix.strip().lower()
-    with _reading(src) as s:
+    with read_session(src) as s:
         rows = s.execute(
             select(Run.id, Run.commit).where(Run.commit.like(f"{prefix}%")).order_by(Run.started_at, Run.id)
         ).all()
@@ -94,7 +95,7 @@ def runs_of_commit(src: Source, prefix: str) -> tuple[str | None, list[int]]:
 
 def run_rows(src: Source, run_ids: Sequence[int]) -> list[dict[str, Any]]:
     """id, sweep, commit, started_at, status of each run, in the order given."""
-    with _reading(src) as s:
+    with read_session(src) as s:
         runs = {r.id: r for r in s.scalars(select(Run).where(Run.id.in_(list(run_ids))))}
     return [
         {
@@ -112,7 +113,7 @@ def compare_choices(src: Source, limit: int = 200) -> dict[str, list[dict[str, A
     """What the Compare page offers: the newest runs (id, sweep, commit, started_at) and the commits they hold
     (commit, runs, newest start), newest first; ``micro``: the ids of the runs that hold micro jobs; ``kinds``:
     run id -> the kinds of job it holds (sorted)."""
-    with _reading(src) as s:
+    with read_session(src) as s:
         runs = s.execute(
             select(Run.id, Run.sweep, Run.commit, Run.started_at).order_by(Run.started_at.desc(), Run.id.desc())
         ).all()
@@ -136,7 +137,7 @@ def compare_choices(src: Source, limit: int = 200) -> dict[str, list[dict[str, A
 
 def previous_run(src: Source, run_id: int) -> int | None:
     """The newest earlier run of the same sweep (the baseline the Runs page links a run to), None if none."""
-    with _reading(src) as s:
+    with read_session(src) as s:
         run = s.get(Run, run_id)
         if run is None:
             return None
@@ -150,7 +151,7 @@ def previous_run(src: Source, run_id: int) -> int | None:
 
 def previous_runs(src: Source) -> dict[int, int]:
     """run id -> the newest earlier run of the same sweep, for every run that has one (one query)."""
-    with _reading(src) as s:
+    with read_session(src) as s:
         rows = s.execute(select(Run.id, Run.sweep, Run.started_at).order_by(Run.started_at, Run.id)).all()
     last: dict[str, int] = {}
     out = {}
@@ -162,11 +163,6 @@ def previous_runs(src: Source) -> dict[int, int]:
 
 
 # -- loading the points of a side -----------------------------------------------------------------------------
-def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
-    for i in range(0, len(items), _CHUNK):
-        yield items[i : i + _CHUNK]
-
-
 def _side(s: Session, run_ids: Sequence[int], metric: str, name_col) -> tuple[dict, dict]:
     """(series key -> [point dict per run, in run order], correctness key -> [verdicts]) for the runs of a side."""
     kind = catalogue.get(metric).kind
@@ -178,7 +174,7 @@ def _side(s: Session, run_ids: Sequence[int], metric: str, name_col) -> tuple[di
     ).all()
     job_ids = sorted({m[1] for m in members})
     attempts: dict[int, list[tuple[int, int, str, str | None, Any]]] = defaultdict(list)
-    for chunk in _chunks(job_ids):
+    for chunk in chunks(job_ids):
         for row in s.execute(
             select(
                 JobAttempt.job_id,
@@ -200,7 +196,7 @@ def _side(s: Session, run_ids: Sequence[int], metric: str, name_col) -> tuple[di
             shown[(run_id, job_id)] = (pick[0], pick[2], pick[3], pick[4])
     wanted = {(job_id, a[0]) for (_, job_id), a in shown.items()}
     values: dict[tuple[int, int], dict[tuple[str, str], tuple[float | None, list | None]]] = defaultdict(dict)
-    for chunk in _chunks(job_ids):
+    for chunk in chunks(job_ids):
         for job_id, attempt, impl, mname, value, samples in s.execute(
             select(
                 Measurement.job_id,
@@ -212,7 +208,7 @@ def _side(s: Session, run_ids: Sequence[int], metric: str, name_col) -> tuple[di
             ).where(Measurement.job_id.in_(chunk), Measurement.metric.in_([metric, "correct"]))
         ):
             if (job_id, attempt) in wanted:  # the repeats as a float array once: every step below reads them
-                values[(job_id, attempt)][(impl, mname)] = (value, _finite(repeats(samples)))
+                values[(job_id, attempt)][(impl, mname)] = (value, finite(repeats(samples)))
     points: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     correct: dict[tuple, list[bool]] = defaultdict(list)
     order = {r: i for i, r in enumerate(run_ids)}
@@ -269,7 +265,7 @@ def _repeat_se(points: Sequence[Mapping[str, Any]]) -> float | None:
     1.2533 x sigma / sqrt(n), sigma from the inter-quartile range of the log repeats (IQR / 1.349, robust)."""
     per_run = []
     for p in points:
-        xs = _finite(p["samples"])
+        xs = finite(p["samples"])
         xs = xs[xs > 0]
         if len(xs) < 3:
             continue
@@ -358,7 +354,7 @@ def compare(
     info = catalogue.get(metric)
     higher_is_worse = not info.higher_is_better
     name_col = Job.model if info.kind == "e2e" else Job.kernel
-    with _reading(src) as s:
+    with read_session(src) as s:
         ref_points, ref_correct = _side(s, base, metric, name_col)
         cur_points, cur_correct = _side(s, cur, metric, name_col)
         hws = {k[4] for k in (*ref_points, *cur_points, *ref_correct, *cur_correct) if k[4]}
@@ -546,3 +542,29 @@ def failing(report: Mapping[str, Any]) -> bool:
     """A confirmed regression or a correctness loss: what makes ``compare`` exit 1."""
     c = report["counts"]
     return bool(c["confirmed_regressions"] or c["correctness_lost"])
+
+
+def verdict_text(row: Mapping[str, Any]) -> str:
+    """A series row's verdict in words, as the command's table, its Markdown and the Compare page show it ("" for
+    no change)."""
+    if row.get("correctness") == "lost":
+        return "correctness lost"
+    v = row.get("verdict")
+    if v == "confirmed":
+        return f"confirmed {row['direction']}"
+    if v == "unconfirmed":
+        return f"unconfirmed {row['direction']}"
+    if v == "kernel_changed":
+        return "baseline changed its kernel"
+    if row.get("correctness") == "regained":
+        return "correctness regained"
+    return {"new": "new", "vanished": "vanished"}.get(row["state"], "")
+
+
+def plot_groups(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
+    """The rows of each (kernel, GPU type) that have a median on either side."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for r in rows:
+        if r.get("baseline_median") or r.get("current_median"):
+            groups[(r["kernel"] or "", r["gpu_type"] or r["hardware_key"] or "")].append(r)
+    return dict(sorted(groups.items()))

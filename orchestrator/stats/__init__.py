@@ -1,0 +1,6 @@
+"""Statistics over stored results, on plain numbers (no database here: orchestrator/store/query reads and feeds them).
+
+regression_rule.py   the regression rule (large AND significant) on one series' points
+series_verdicts.py   the rule applied to a series' point dicts: one judgement, or the verdict at every point
+e2e_anchors.py       each end-to-end mode against its anchor (the fastest torch.compile mode of its kind)
+"""

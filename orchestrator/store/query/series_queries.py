@@ -1,0 +1,254 @@
+"""Micro series: the points of each (kernel, shape, dtype, implementation, device) with their stored repeats, as
+the regression rule and the Trends page read them.  A micro job's details hold, per compiled implementation,
+``details["autotune"][impl]``: the kernels Inductor generated, the configs its autotuner picked and ``pick``
+(compared between runs: autotune_pick())."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Text, cast, null, select
+from sqlalchemy.orm import Session
+
+from orchestrator.stats.regression_rule import (
+    finite,
+)
+from orchestrator.store.models import (
+    Device,
+    Job,
+    JobAttempt,
+    Measurement,
+    Run,
+)
+from orchestrator.store.query.access import Source, read_session
+from orchestrator.store.query.picked import BASELINE_IMPL, attempt_time, good_attempt_join, name_filter, narrowed
+from workers import metrics as catalogue
+from workers.spec import GOOD_STATUSES
+
+
+def repeats_text(column=Measurement.samples):
+    """A measurement's stored repeats as their JSON text, for ``repeats`` to decode: the driver's json.loads would
+    take most of a Trends or Compare view (thousands of repeats a reading, decimal text)."""
+    return cast(column, Text)
+
+
+def repeats(text: str | None) -> list | None:
+    """The repeats ``repeats_text`` read: orjson's parse, the same floats as json.loads to the bit and about 7 times
+    faster; what orjson refuses (NaN, Infinity written by an older writer) goes through json."""
+    if text is None:
+        return None
+    import orjson
+
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        import json
+
+        return json.loads(text)
+
+
+def series_by_key(
+    s: Session,
+    metric: str,
+    name: str | None,
+    hardware_key: str | None,
+    names: set[str | None] | None = None,
+    *,
+    shape: Sequence[int] | str | None = None,
+    dtype: str | None = None,
+    impl: str | None = None,
+) -> dict[tuple, list[dict[str, Any]]]:
+    """Every good point of ``metric`` by series (name, shape_key, dtype, impl, hardware_key), oldest first."""
+    kind = catalogue.get(metric).kind
+    name_col = Job.model if kind == "e2e" else Job.kernel
+    query = (
+        select(
+            Measurement.impl,
+            Measurement.value,
+            repeats_text(),
+            JobAttempt.run_id,
+            JobAttempt.attempt,
+            JobAttempt.hardware_key,
+            JobAttempt.started_at,
+            JobAttempt.recorded_at,
+            name_col,
+            Job.shape,
+            Job.shape_key,
+            Job.dtype,
+            Job.key,
+            Run.commit,
+            repeats_text(JobAttempt.details),  # read for the autotune pick only: decoded as the repeats are
+        )
+        .join(JobAttempt, (JobAttempt.job_id == Measurement.job_id) & (JobAttempt.attempt == Measurement.attempt))
+        .join(Job, Job.id == Measurement.job_id)
+        .join(Run, Run.id == JobAttempt.run_id)
+        .where(
+            Job.kind == kind,
+            Measurement.metric == metric,
+            JobAttempt.status.in_(GOOD_STATUSES),
+            *name_filter(kind, name),
+        )
+        .order_by(attempt_time(), JobAttempt.id)
+    )
+    if hardware_key is not None:
+        query = query.where(JobAttempt.hardware_key == hardware_key)
+    if names is not None:
+        query = query.where(name_col.in_(sorted(n for n in names if n is not None)))
+    query = narrowed(query, shape, dtype, impl)
+    series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for (
+        impl,
+        value,
+        samples,
+        run_id,
+        attempt,
+        hw,
+        started,
+        recorded,
+        nm,
+        shape,
+        skey,
+        dtype,
+        key,
+        commit,
+        details,
+    ) in s.execute(query).all():
+        samples = repeats(samples) or ([value] if value is not None else [])
+        series[(nm, skey, dtype, impl, hw)].append(
+            {
+                "value": value,
+                "samples": finite(samples),  # a float array once: the rule reads each point's repeats many times
+                "run_id": run_id,
+                "attempt": attempt,
+                "measured_at": started or recorded,
+                "shape": list(shape or []),
+                "job_key": key,
+                "commit": commit,
+                "pick": autotune_pick(repeats(details), impl),
+            }
+        )
+    return series
+
+
+def autotune_pick(details: Mapping[str, Any] | None, impl: str) -> str | None:
+    """The signature of the kernel(s) an implementation's autotuner picked in one job (workers/micro.py stores
+    ``details["autotune"][impl]["pick"]``); None when it was not autotuned or not recorded."""
+    entry = ((details or {}).get("autotune") or {}).get(impl) or {}
+    return entry.get("pick") or None
+
+
+def trend_points(
+    src: Source,
+    kernel: str,
+    *,
+    shape: Sequence[int] | str | None = None,
+    dtype: str | None = None,
+    impl: str | None = None,
+    gpu_type: str | None = None,
+    metric: str = "time_us",
+    limit: int = 2000,
+    with_samples: bool = True,
+) -> list[dict[str, Any]]:
+    """Every good micro measurement of ``metric`` for one kernel (optionally one shape, dtype, impl, GPU type),
+    oldest first, with eager's reading of the same job beside it and the implementation's own correctness.
+
+    Keys per point: kernel, shape_key, dtype, impl, hardware_key, gpu_type, value, unit, samples, eager_value,
+    correct, run_id, commit, measured_at, job_key, attempt.  One statement; ``limit`` bounds the newest points.
+    ``with_samples=False``: samples None, the repeats not read (a reader that has them from elsewhere).
+    """
+    from sqlalchemy.orm import aliased
+
+    eager = aliased(Measurement)
+    own = aliased(Measurement)
+    query = (
+        good_attempt_join(
+            select(
+                Measurement.impl,
+                Measurement.value,
+                Measurement.unit,
+                repeats_text() if with_samples else null(),
+                eager.value,
+                own.value,
+                Job.kernel,
+                Job.shape_key,
+                Job.dtype,
+                Job.key,
+                JobAttempt.run_id,
+                JobAttempt.attempt,
+                JobAttempt.hardware_key,
+                Device.gpu_type,
+                Run.commit,
+                attempt_time().label("at"),
+            )
+        )
+        .join(Device, Device.hardware_key == JobAttempt.hardware_key)
+        .join(Run, Run.id == JobAttempt.run_id)
+        .outerjoin(
+            eager,
+            (eager.job_id == Measurement.job_id)
+            & (eager.attempt == Measurement.attempt)
+            & (eager.impl == BASELINE_IMPL)
+            & (eager.metric == metric),
+        )
+        .outerjoin(
+            own,
+            (own.job_id == Measurement.job_id)
+            & (own.attempt == Measurement.attempt)
+            & (own.impl == Measurement.impl)
+            & (own.metric == "correct"),
+        )
+        .where(
+            Job.kind == "micro",
+            Job.kernel == kernel,
+            Measurement.metric == metric,
+            JobAttempt.status.in_(GOOD_STATUSES),
+        )
+    )
+    query = narrowed(query, shape, dtype, impl)
+    if gpu_type is not None:
+        query = query.where(Device.gpu_type == gpu_type)
+    query = query.order_by(attempt_time().desc(), JobAttempt.id.desc()).limit(limit)
+    with read_session(src) as s:
+        rows = s.execute(query).all()
+    points = [
+        {
+            "kernel": k,
+            "shape_key": skey,
+            "dtype": dt_,
+            "impl": im,
+            "hardware_key": hw,
+            "gpu_type": gpu,
+            "value": value,
+            "unit": unit,
+            "samples": repeats(samples),
+            "eager_value": eager_value,
+            "correct": None if correct is None else correct >= 0.5,
+            "run_id": run_id,
+            "commit": commit,
+            "measured_at": at,
+            "job_key": key,
+            "attempt": attempt,
+        }
+        for (
+            im,
+            value,
+            unit,
+            samples,
+            eager_value,
+            correct,
+            k,
+            skey,
+            dt_,
+            key,
+            run_id,
+            attempt,
+            hw,
+            gpu,
+            commit,
+            at,
+        ) in rows
+    ]
+    points.reverse()
+    return points

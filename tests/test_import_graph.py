@@ -1,0 +1,202 @@
+"""The project's import graph, read from the sources with ``ast``: layers import only downwards (kernels -> workers ->
+orchestrator -> dashboard), the dashboard reads the store only through its query modules, and no two modules import
+each other in a circle at module level.
+
+Every import counts for the layering, module level or inside a function; only module-level imports can make a
+circle that fails (a function-level import runs after both modules are loaded), so only those are checked for one.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("kernels", "workers", "orchestrator", "dashboard", "benchmarks")
+LAYER = {"kernels": 0, "workers": 1, "orchestrator": 2, "dashboard": 3}
+DASHBOARD_MAY_IMPORT = "orchestrator.store.query"  # the store's read API: the only part of the orchestrator it sees
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
+
+
+MODULES = _modules()
+
+
+def _resolve(name: str) -> str | None:
+    """The project module ``name`` is, or is in (``a.b.c`` names module a.b when c is a name inside it)."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _targets(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    else:
+        base = node.module or ""
+        if node.level:
+            package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+            for _ in range(node.level - 1):
+                package = package.rpartition(".")[0]
+            base = f"{package}.{base}" if base else package
+        names = [f"{base}.{a.name}" for a in node.names]  # a submodule, or a name inside ``base``
+    return [t for t in (_resolve(n) for n in names) if t and t != module]
+
+
+def _imports() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(every import, module-level imports) per project module, as edges to project modules."""
+    every: dict[str, set[str]] = defaultdict(set)
+    top: dict[str, set[str]] = defaultdict(set)
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(), str(path))
+        at_top = [imp for node in tree.body for imp in _collect_top(node)]  # if/try/class blocks included
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                every[module].update(_targets(module, node))
+        for node in at_top:
+            if not _type_checking_only(node, tree):
+                top[module].update(_targets(module, node))
+    return every, top
+
+
+def _collect_top(node: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """The imports a module runs when it is loaded: outside functions and classes' methods."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [node]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return []
+    out = []
+    for child in ast.iter_child_nodes(node):
+        out.extend(_collect_top(child))
+    return out
+
+
+def _type_checking_only(node: ast.AST, tree: ast.Module) -> bool:
+    for block in tree.body:
+        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test):
+            if any(node is n for n in ast.walk(block)):
+                return True
+    return False
+
+
+EVERY, TOP = _imports()
+
+
+def _layer(module: str) -> int | None:
+    return LAYER.get(module.split(".")[0])
+
+
+def test_the_graph_sees_the_project():
+    assert len(MODULES) > 100 and all(pkg in MODULES for pkg in PACKAGES)
+    assert "orchestrator.store.query.run_queries" in EVERY["orchestrator.cli"] | EVERY["orchestrator.runs_cli"]
+
+
+def test_no_layer_imports_one_above_it():
+    upward = [
+        f"{src} -> {dst}"
+        for src, dsts in sorted(EVERY.items())
+        for dst in sorted(dsts)
+        if _layer(src) is not None and _layer(dst) is not None and _layer(dst) > _layer(src)
+    ]
+    assert not upward, "imports from a higher layer (kernels -> workers -> orchestrator -> dashboard):\n" + "\n".join(
+        upward
+    )
+
+
+def test_nothing_but_benchmarks_and_tests_imports_benchmarks():
+    wrong = [
+        f"{src} -> {dst}"
+        for src, dsts in sorted(EVERY.items())
+        for dst in sorted(dsts)
+        if dst.split(".")[0] == "benchmarks" and src.split(".")[0] != "benchmarks"
+    ]
+    assert not wrong, "the product imports a benchmark script:\n" + "\n".join(wrong)
+
+
+def test_the_dashboard_sees_only_the_store_query_api_of_the_orchestrator():
+    wrong = [
+        f"{src} -> {dst}"
+        for src, dsts in sorted(EVERY.items())
+        if src.split(".")[0] == "dashboard"
+        for dst in sorted(dsts)
+        if dst.split(".")[0] == "orchestrator" and not dst.startswith(DASHBOARD_MAY_IMPORT + ".")
+    ]
+    assert not wrong, f"the dashboard imports the orchestrator outside {DASHBOARD_MAY_IMPORT}:\n" + "\n".join(wrong)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each as one circle through them."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(_circle(graph, sorted(component)))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _circle(graph: dict[str, set[str]], component: list[str]) -> list[str]:
+    """One path from the component's first module back to itself, inside the component."""
+    members = set(component)
+    start = component[0]
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        v = queue.pop(0)
+        for w in sorted(graph.get(v, ())):
+            if w == start:
+                return paths[v] + [start]
+            if w in members and w not in paths:
+                paths[w] = paths[v] + [w]
+                queue.append(w)
+    return component
+
+
+def test_no_import_circle_at_module_level():
+    # a package's __init__ loading its own submodules is not a circle of two modules: the edge is ignored
+    graph = {src: {dst for dst in dsts if not dst.startswith(src + ".")} for src, dsts in TOP.items()}
+    circles = _cycles(graph)
+    assert not circles, "modules that import each other at module level:\n" + "\n".join(" -> ".join(c) for c in circles)
+
+
+def test_the_cycle_finder_names_the_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
