@@ -150,6 +150,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
             dtype=dtype or None,
             impl=impl or None,
             hardware_keys={k[3] for k in keys},
+            last=None if last == "all" else int(last),  # only the points shown are judged
         )
         if keys
         else ({}, {})

@@ -54,16 +54,20 @@ def point_verdicts(
     consecutive: int = DEFAULT_CONSECUTIVE,
     noise_window: int = DEFAULT_NOISE_WINDOW,
     z: float = DEFAULT_Z,
+    from_index: int = 0,
 ) -> list[dict[str, Any] | None]:
     """For each point of one series (series_by_key's dicts, oldest first): the flag dict judge_plan gives
-    for the series cut after that point, or None."""
+    for the series cut after that point, or None.  ``from_index``: judge only the points from that index on (the
+    others are None); the rule reads no point more than :func:`points_read` before it."""
     limit = threshold_for(key[0], threshold)
-    arrays = [finite(p["samples"]) for p in points]
+    lo = max(0, from_index - points_read(window, consecutive, noise_window))
+    arrays = [np.empty(0)] * lo + [finite(p["samples"]) for p in points[lo:]]
     counts = np.array([a.size for a in arrays])
     medians = row_medians([arrays], counts[:, None])
     medians[counts < MIN_SAMPLES] = np.nan
     out: list[dict[str, Any] | None] = [None] * len(points)
-    firsts = list(range(1, len(points) - consecutive + 1))  # the first current point of each judgement
+    # the first current point of each judgement that ends at or after from_index
+    firsts = list(range(max(1, from_index - consecutive + 1), len(points) - consecutive + 1))
     pooled = window_medians(arrays, firsts, window)
     for first_current, (ref, size) in zip(firsts, pooled):
         i = first_current + consecutive - 1
@@ -79,6 +83,14 @@ def point_verdicts(
         )
         out[i] = judge_plan(key, reference, current, history, metric=metric, threshold=threshold, alpha=alpha, z=z)
     return out
+
+
+def points_read(
+    window: int = DEFAULT_WINDOW, consecutive: int = DEFAULT_CONSECUTIVE, noise_window: int = DEFAULT_NOISE_WINDOW
+) -> int:
+    """How many points before a judged point the rule reads (history_plan: the reference window or the between-run
+    spread's history, whichever is longer, before the consecutive current points)."""
+    return max(window, noise_window) + consecutive - 1
 
 
 def quartiles_of(samples: list, values: list) -> list[tuple[float, float]]:

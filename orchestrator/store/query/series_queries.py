@@ -59,8 +59,11 @@ def series_by_key(
     shape: Sequence[int] | str | None = None,
     dtype: str | None = None,
     impl: str | None = None,
+    decode_newest: int | None = None,
 ) -> dict[tuple, list[dict[str, Any]]]:
-    """Every good point of ``metric`` by series (name, shape_key, dtype, impl, hardware_key), oldest first."""
+    """Every good point of ``metric`` by series (name, shape_key, dtype, impl, hardware_key), oldest first.
+    ``decode_newest``: decode the repeats (and the autotune pick) of each series' newest that many points only; the
+    older points' ``samples`` and ``pick`` are None (a reader that judges only its newest points reads no more)."""
     kind = catalogue.get(metric).kind
     name_col = Job.model if kind == "e2e" else Job.kernel
     query = (
@@ -97,38 +100,33 @@ def series_by_key(
     if names is not None:
         query = query.where(name_col.in_(sorted(n for n in names if n is not None)))
     query = narrowed(query, shape, dtype, impl)
-    series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for (
-        impl,
-        value,
-        samples,
-        run_id,
-        attempt,
-        hw,
-        started,
-        recorded,
-        nm,
-        shape,
-        skey,
-        dtype,
-        key,
-        commit,
-        details,
-    ) in s.execute(query).all():
-        samples = repeats(samples) or ([value] if value is not None else [])
-        series[(nm, skey, dtype, impl, hw)].append(
-            {
-                "value": value,
-                "samples": finite(samples),  # a float array once: the rule reads each point's repeats many times
-                "run_id": run_id,
-                "attempt": attempt,
-                "measured_at": started or recorded,
-                "shape": list(shape or []),
-                "job_key": key,
-                "commit": commit,
-                "pick": autotune_pick(repeats(details), impl),
-            }
-        )
+    rows_of: dict[tuple, list[Any]] = defaultdict(list)
+    for row in s.execute(query).all():
+        impl, hw, nm, skey, dtype = row[0], row[5], row[8], row[10], row[11]
+        rows_of[(nm, skey, dtype, impl, hw)].append(row)
+    series: dict[tuple, list[dict[str, Any]]] = {}
+    for series_key, rows in rows_of.items():
+        first_decoded = 0 if decode_newest is None else max(0, len(rows) - decode_newest)
+        points = series[series_key] = []
+        for i, row in enumerate(rows):
+            impl, value, samples, run_id, attempt, _, started, recorded, _, shape, _, _, key, commit, details = row
+            decoded = i >= first_decoded
+            if decoded:
+                samples = finite(repeats(samples) or ([value] if value is not None else []))
+            points.append(
+                {
+                    "value": value,
+                    # a float array once: the rule reads each point's repeats many times
+                    "samples": samples if decoded else None,
+                    "run_id": run_id,
+                    "attempt": attempt,
+                    "measured_at": started or recorded,
+                    "shape": list(shape or []),
+                    "job_key": key,
+                    "commit": commit,
+                    "pick": autotune_pick(repeats(details), impl) if decoded else None,
+                }
+            )
     return series
 
 
