@@ -236,3 +236,45 @@ def geglu_into(
 ) -> torch.Tensor:
     """geglu writing into ``out`` ([..., H], viewable as 2-D); ``_config`` overrides the launch knobs."""
     return _GEGLU.into(out, (x, approximate), _config)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Tuning: the knobs a tuning run may change (kernels.tune)
+TUNE_BLOCKS = (1024, 2048, 4096, 8192)  # elements of the output one program covers
+TUNE_PER_LANE = (4, 32)
+
+
+def elementwise_tune(launch, gated: bool):
+    """GELU/GEGLU's :class:`kernels.tune.Tune`: ``block`` (output elements a program covers, a tile as wide as the
+    row allows: :func:`elementwise_config`'s shape) and ``num_warps`` (each lane 4 to 32 elements).  ``gelu_tanh``
+    of a contiguous tensor runs as one flat row, so its tile is one row of ``block``."""
+    from kernels.tune import Tune, warps_for_elements
+
+    def cols(shape):
+        return None if not gated else int(shape[-1])  # the registry's gelu_tanh inputs are contiguous: flat
+
+    def candidates(shape, arch):
+        return [
+            {"block": block, "num_warps": warps}
+            for block in TUNE_BLOCKS
+            for warps in warps_for_elements(block, arch, TUNE_PER_LANE)
+        ]
+
+    def current(shape, arch):
+        cfg = _elementwise_config(cols(shape), arch)
+        return {"block": cfg.block_m * cfg.block_n, "num_warps": cfg.num_warps}
+
+    def config(c, shape):
+        width = cols(shape)
+        block_n = int(c["block"]) if width is None else min(next_pow2(width), int(c["block"]))
+        return ElementwiseConfig(max(1, int(c["block"]) // block_n), block_n, int(c["num_warps"]))
+
+    return Tune(
+        knobs=("block", "num_warps"),
+        candidates=candidates,
+        current=current,
+        config=config,
+        bucket=lambda shape: "flat" if cols(shape) is None else f"width={next_pow2(int(shape[-1]))}",
+        launch=launch,
+        description="output elements per program and warps",
+    )

@@ -474,3 +474,54 @@ def rope_rotate_half_into(
 ) -> torch.Tensor:
     """rope_rotate_half writing into ``out`` (any strides); ``_config`` overrides the launch knobs (tuning)."""
     return _ROPE_ROTATE_HALF.into(out, (x, cos, sin, layout), _config)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Tuning: the knobs a tuning run may change (kernels.tune)
+TUNE_MAX_ELEMENTS = 4 * _TILE_ELEMENTS  # elements of x one program may hold in a candidate
+
+
+def rope_tune(launch, interleaved: bool):
+    """RoPE's :class:`kernels.tune.Tune`: ``block_s`` (sequence positions per program), ``block_h`` (heads per
+    program) and ``num_warps``.  ``BLOCK_D`` (the head dim's power of two, or its half's for rotate-half) is never a
+    knob.  A program holds all its heads' rows when they fit (``block_h`` = the heads' power of two, else as many
+    as fit), and 2**k positions, from ``max(block, 1024)`` to :data:`TUNE_MAX_ELEMENTS` elements of x; warps leave
+    each lane 4 to 32 elements (64 for one interleaved row).  The current choice is :func:`rope_config`'s rule."""
+    from kernels.tune import Tune, pow2_range, warps_for_elements
+
+    def geometry(shape):
+        heads = 1 if len(shape) == 3 else int(shape[2])
+        width = int(shape[-1])
+        return heads, next_pow2(width if interleaved else width // 2)
+
+    def candidates(shape, arch):
+        heads, block_d = geometry(shape)
+        per_row = block_d if interleaved else 2 * block_d  # elements of x a (position, head) row loads
+        out = []
+        for elements in pow2_range(max(per_row, 1024), max(per_row, TUNE_MAX_ELEMENTS)):
+            rows = elements // per_row
+            block_h = min(next_pow2(heads), rows)
+            block_s = rows // block_h
+            per_lane = (4, 64 if interleaved and rows == 1 else 32)
+            for warps in warps_for_elements(elements, arch, per_lane):
+                out.append({"block_s": block_s, "block_h": block_h, "num_warps": warps})
+        return out
+
+    def current(shape, arch):
+        heads, block_d = geometry(shape)
+        cfg = _rope_config(heads, block_d, arch, interleaved)
+        return {"block_s": cfg.block_s, "block_h": cfg.block_h, "num_warps": cfg.num_warps}
+
+    def bucket(shape):
+        heads, block_d = geometry(shape)
+        return f"block={block_d}" if len(shape) == 3 else f"block={block_d},heads={next_pow2(heads)}"
+
+    return Tune(
+        knobs=("block_s", "block_h", "num_warps"),
+        candidates=candidates,
+        current=current,
+        config=lambda c, shape: RopeConfig(int(c["block_s"]), int(c["block_h"]), int(c["num_warps"])),
+        bucket=bucket,
+        launch=launch,
+        description="positions and heads per program, and warps (the head dim's block is never tuned)",
+    )

@@ -192,3 +192,46 @@ def out_rows_3d(out: torch.Tensor, shape3: Sequence[int]) -> torch.Tensor:
 def new_rows_out(x: torch.Tensor) -> torch.Tensor:
     """A contiguous output shaped and typed like ``x`` (the row kernels' outputs)."""
     return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tuning: the knobs a tuning run may change (kernels.tune)
+# ----------------------------------------------------------------------------------------------------------------
+# Elements one program may hold in a tuning candidate (rows x padded width), and per lane (fp32 in registers: more
+# spills, fewer starve the loads)
+TUNE_MAX_ELEMENTS = 4 * _ELEMENTS_PER_PROGRAM
+TUNE_PER_LANE = (4, 64)
+
+
+def row_tune(launch, table: LaunchTable, description: str = ""):
+    """A row kernel's :class:`kernels.tune.Tune`: ``num_warps`` and ``rows_per_program``.  The block is the next
+    power of two of the row (never a knob); rows per program are powers of two with rows x block from
+    ``max(block, 2048)`` (the rule's) up to :data:`TUNE_MAX_ELEMENTS` (one row when the row alone is wider), warps
+    those leaving each lane :data:`TUNE_PER_LANE` elements; the current choice is :func:`row_launch_config`
+    with ``table``."""
+    from kernels.tune import Tune, pow2_range, warps_for_elements
+
+    def candidates(shape, arch):
+        block = next_pow2(int(shape[-1]))
+        out = []
+        for elements in pow2_range(max(block, _ELEMENTS_PER_PROGRAM), max(block, TUNE_MAX_ELEMENTS)):
+            rows = elements // block
+            if rows > _MAX_ROWS_PER_PROGRAM:
+                continue
+            for warps in warps_for_elements(elements, arch, TUNE_PER_LANE):
+                out.append({"num_warps": warps, "rows_per_program": rows})
+        return out
+
+    def current(shape, arch):
+        knobs = _row_launch_config(next_pow2(int(shape[-1])), arch, table)
+        return {"num_warps": knobs.num_warps, "rows_per_program": knobs.rows_per_program}
+
+    return Tune(
+        knobs=("num_warps", "rows_per_program"),
+        candidates=candidates,
+        current=current,
+        config=lambda c, shape: NormLaunch(int(c["rows_per_program"]), int(c["num_warps"])),
+        bucket=lambda shape: f"block={next_pow2(int(shape[-1]))}",
+        launch=launch,
+        description=description or "warps per program and rows per program (the block is the row's width)",
+    )

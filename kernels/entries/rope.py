@@ -28,6 +28,7 @@ from kernels.rope import (
     rope_interleaved_into,
     rope_rotate_half,
     rope_rotate_half_into,
+    rope_tune,
 )
 
 # LTXPipeline's RoPE setting: rope_interpolation_scale = (8 / frame_rate, 32, 32) at 25 fps, patch 1x1,
@@ -134,10 +135,10 @@ def ltx_reference(inputs: dict) -> torch.Tensor:
     return interleaved_reference(up["x"], up["cos"], up["sin"])
 
 
-def triton_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out=None) -> torch.Tensor:
+def triton_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out=None, _config=None) -> torch.Tensor:
     if out is None:
         return rope_interleaved(x, cos, sin)
-    return rope_interleaved_into(out, x, cos, sin)
+    return rope_interleaved_into(out, x, cos, sin, _config=_config)
 
 
 def ltx_bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
@@ -171,10 +172,12 @@ def rotate_half_reference(inputs: dict) -> torch.Tensor:
     return llama_apply_rotary(up["x"], up["cos"], up["sin"])
 
 
-def triton_rope_rotate_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out=None) -> torch.Tensor:
+def triton_rope_rotate_half(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out=None, _config=None
+) -> torch.Tensor:
     if out is None:
         return rope_rotate_half(x, cos, sin)
-    return rope_rotate_half_into(out, x, cos, sin)
+    return rope_rotate_half_into(out, x, cos, sin, _config=_config)
 
 
 def rotate_half_bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
@@ -209,6 +212,7 @@ ENTRIES = [
         function=rope_interleaved,
         grid=Grid(shapes=((2, 1320, 2048), (2, 6336, 2048), (1, 4096, 2048), (1, 1024, 2048))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 512), (1, 16, 4096))),
+        tune=rope_tune(triton_rope, interleaved=True),
     ),
     KernelEntry(
         name="rope_rotate_half",
@@ -235,5 +239,6 @@ ENTRIES = [
         ),
         contract=Contract(small_shape=(2, 12, 4, 16), launch_shapes=((1, 16, 8, 32), (1, 16, 4, 256))),
         launch_table=ROTATE_HALF_LAUNCH,
+        tune=rope_tune(triton_rope_rotate_half, interleaved=False),
     ),
 ]
