@@ -31,6 +31,7 @@ under torch.compile, for tensor subclasses, or when autograd must record the cal
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -76,19 +77,41 @@ def rope_config(heads: int, width: int, device: torch.device | None = None, inte
 
 @functools.lru_cache(maxsize=256)
 def _rope_config(heads: int, width: int, arch: str, interleaved: bool) -> RopeConfig:
+    table = ROPE_LAUNCH if interleaved else ROTATE_HALF_LAUNCH
+    tiled = dict(table.for_arch(arch).tiles).get(rope_bucket(heads, width, interleaved))
+    if tiled is not None:
+        return RopeConfig(*tiled)
     per_load = _TILE_ELEMENTS if interleaved else _TILE_ELEMENTS // 2
     block_h = min(next_pow2(heads), max(1, per_load // width))
     block_s = max(1, per_load // (width * block_h))
     return RopeConfig(block_s, block_h, for_arch(arch).warps_for(block_s * block_h * width))
 
 
+def rope_bucket(heads: int, block_d: int, interleaved: bool) -> str:
+    """The width bucket of a launch (a tuning run's key, and a table's ``tiles`` key): the head dim's block, and
+    for ``[B, S, H, D]`` tensors the heads' power of two."""
+    return f"block={block_d}" if interleaved and heads == 1 else f"block={block_d},heads={next_pow2(heads)}"
+
+
 @dataclass(frozen=True)
-class RotateHalfLaunch(LaunchRow):
+class RopeLaunch(LaunchRow):
+    """A RoPE kernel's row of its launch table: ``tiles``, (width bucket, (block_s, block_h, num_warps)) pairs
+    (:func:`rope_bucket`) that take the place of the rule's tile (:func:`rope_config`) there."""
+
+    tiles: tuple[tuple[str, tuple[int, int, int]], ...] = ()
+
+
+@dataclass(frozen=True)
+class RotateHalfLaunch(RopeLaunch):
     """rope_rotate_half's row of its launch table.  ``half_math``: with tables in x's half dtype (transformers'
     per-op rounding), multiply and add in the half dtype itself, one correctly rounded op each, instead of in fp32
     with a cast per op; only where a GPU run compared the result with PyTorch's bit for bit and timed it."""
 
     half_math: bool = False
+
+
+# rope_interleaved's own table: the rule everywhere until a tuning run measures a row
+ROPE_LAUNCH = LaunchTable("rope", RopeLaunch())
 
 
 ROTATE_HALF_LAUNCH = LaunchTable(
@@ -514,7 +537,13 @@ def rope_tune(launch, interleaved: bool):
 
     def bucket(shape):
         heads, block_d = geometry(shape)
-        return f"block={block_d}" if len(shape) == 3 else f"block={block_d},heads={next_pow2(heads)}"
+        return rope_bucket(heads, block_d, interleaved)
+
+    def with_choices(row, choices):
+        tiles = dict(row.tiles)
+        for b, c in choices.items():
+            tiles[b] = (int(c["block_s"]), int(c["block_h"]), int(c["num_warps"]))
+        return dataclasses.replace(row, tiles=tuple(sorted(tiles.items())))
 
     return Tune(
         knobs=("block_s", "block_h", "num_warps"),
@@ -524,4 +553,6 @@ def rope_tune(launch, interleaved: bool):
         bucket=bucket,
         launch=launch,
         description="positions and heads per program, and warps (the head dim's block is never tuned)",
+        table=ROPE_LAUNCH if interleaved else ROTATE_HALF_LAUNCH,
+        with_choices=with_choices,
     )

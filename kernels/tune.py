@@ -39,6 +39,10 @@ class Tune:
     launch: Callable[..., Any]
     # what the knobs are, for people (the help and the docs)
     description: str = ""
+    # the launch table whose rows record the choices (the entry's ``launch_table``), and how: (row, {bucket:
+    # candidate}) -> the row with those choices (``tune table`` writes them, orchestrator/tune_table.py)
+    table: Any = None
+    with_choices: Callable[[Any, dict[str, Candidate]], Any] | None = None
 
 
 TRITON = "triton"

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from kernels.entries.common import liger_unavailable, numel, randn, standard_impls, upcast
-from kernels.geglu import elementwise_tune, geglu, geglu_into, gelu_tanh, gelu_tanh_into
+from kernels.geglu import GEGLU_LAUNCH, GELU_LAUNCH, elementwise_tune, geglu, geglu_into, gelu_tanh, gelu_tanh_into
 from kernels.registry import Contract, Grid, Impl, KernelEntry
 
 
@@ -146,6 +146,7 @@ ENTRIES = [
         function=geglu,
         grid=Grid(shapes=((1, 1024, 2048), (2, 1024, 4096), (2, 4096, 3072), (4, 4096, 4096), (4, 4096, 8192))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024))),
+        launch_table=GEGLU_LAUNCH,
         tune=elementwise_tune(triton_geglu, gated=True),
         not_injected=(
             "LTX-Video, SD3 and FLUX have no GEGLU feed-forward, and transformers' gated MLPs compute "
@@ -170,6 +171,7 @@ ENTRIES = [
         function=gelu_tanh,
         grid=Grid(shapes=((2, 1320, 8192), (2, 6336, 8192), (1, 4096, 3072), (4, 4096, 4096))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024))),
+        launch_table=GELU_LAUNCH,
         tune=elementwise_tune(triton_gelu, gated=False),
         not_injected=(
             "GELU-tanh is one PyTorch kernel already; a standalone Triton GELU saves no memory traffic in "

@@ -23,6 +23,7 @@ import torch
 from kernels.entries.common import numel, randn, standard_impls, upcast
 from kernels.registry import Contract, Grid, KernelEntry
 from kernels.rope import (
+    ROPE_LAUNCH,
     ROTATE_HALF_LAUNCH,
     rope_interleaved,
     rope_interleaved_into,
@@ -212,6 +213,7 @@ ENTRIES = [
         function=rope_interleaved,
         grid=Grid(shapes=((2, 1320, 2048), (2, 6336, 2048), (1, 4096, 2048), (1, 1024, 2048))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 512), (1, 16, 4096))),
+        launch_table=ROPE_LAUNCH,
         tune=rope_tune(triton_rope, interleaved=True),
     ),
     KernelEntry(

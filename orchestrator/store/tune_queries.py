@@ -16,14 +16,15 @@ from orchestrator.store.queries import Source, _reading
 from workers.spec import GOOD_STATUSES
 
 TUNE_KIND = "tune"
+TIMINGS = ("time_us", "graph_time_us", "kernel_time_us")  # the timings a tune table may judge by
 TUNE_METRICS = ("time_us", "iqr_us", "graph_time_us", "kernel_time_us", "correct", "speedup", "gbs")
 
 
 def tune_runs(src: Source, gpu_type: str | None = None) -> list[dict[str, Any]]:
-    """Runs holding tune results, newest first: id, sweep, commit, started_at, gpu_types (of their good attempts),
-    jobs, kernels."""
+    """Runs holding tune results, newest first: id, sweep, commit, started_at, plan_key, gpu_types and devices (of
+    their good attempts), jobs, kernels; ``gpu_type``: only runs measured on that GPU type."""
     query = (
-        select(Run.id, Run.sweep, Run.commit, Run.started_at, Device.gpu_type, Device.name, Job.kernel)
+        select(Run.id, Run.sweep, Run.commit, Run.started_at, Run.plan_key, Device.gpu_type, Device.name, Job.kernel)
         .join(JobAttempt, JobAttempt.run_id == Run.id)
         .join(Job, Job.id == JobAttempt.job_id)
         .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
@@ -31,7 +32,7 @@ def tune_runs(src: Source, gpu_type: str | None = None) -> list[dict[str, Any]]:
     )
     runs: dict[int, dict[str, Any]] = {}
     with _reading(src) as s:
-        for rid, sweep, commit, started, gtype, dname, kernel in s.execute(query):
+        for rid, sweep, commit, started, plan_key, gtype, dname, kernel in s.execute(query):
             r = runs.setdefault(
                 rid,
                 {
@@ -39,6 +40,7 @@ def tune_runs(src: Source, gpu_type: str | None = None) -> list[dict[str, Any]]:
                     "sweep": sweep,
                     "commit": commit,
                     "started_at": started,
+                    "plan_key": plan_key,
                     "gpu_types": set(),
                     "devices": set(),
                     "kernels": set(),
@@ -105,8 +107,11 @@ def tune_results(
                 continue
             impl = values.setdefault((m.job_id, m.attempt), {}).setdefault(m.impl, {})
             impl[m.metric] = m.value
-            if m.metric == "time_us":
-                impl["samples"] = list(m.samples) if m.samples else ([m.value] if m.value is not None else [])
+            if m.metric in TIMINGS:
+                repeats = list(m.samples) if m.samples else ([m.value] if m.value is not None else [])
+                impl[f"{m.metric}_samples"] = repeats
+                if m.metric == "time_us":
+                    impl["samples"] = repeats
         for job, attempt, device, commit in attempts.values():
             details = attempt.details or {}
             tune = details.get("tune") or {}
