@@ -41,6 +41,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
             "No tune run in the store: `python -m orchestrator +sweep=tune sweep.kernels=[rmsnorm] target=h200` "
             "times every launch candidate of a kernel on a GPU type (README, Tune a new GPU type)."
         )
+        view.add_table("jobs", "tune jobs", JOB_COLUMNS, [])
         return view
     ids = [str(r["id"]) for r in runs]
     run = choose(params, "run", ids)
