@@ -36,6 +36,9 @@ SPEEDUP_SCALE = [
     [0.75, "#67a9cf"],
     [1.0, "#2166ac"],
 ]
+# The Tune page: the launch table's current choice in the project's own colour, the fastest candidate in the
+# speed-up scale's blue, both at once darker, the rest grey
+TUNE_COLORS = {"current": IMPL_COLORS["triton"], "winner": "#2166ac", "both": "#3f007d", "other": "#bdbdbd"}
 MARKED_CELL = "#d9d9d9"  # a cell that is not a speed (failed correctness, Triton's interpreter): grey
 # The kernel classes of a profile (end to end page, Profiles page), muted, apart from the implementations' colours
 CLASS_COLORS = {

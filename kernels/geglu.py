@@ -21,8 +21,10 @@ launch plan); under torch.compile, for tensor subclasses, or when autograd must 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
@@ -32,6 +34,7 @@ import triton.language as tl
 from kernels.arch import for_arch, launch_arch
 from kernels.checks import check_device, check_float, check_out
 from kernels.launch import PublicKernel, cdiv, launcher, next_pow2
+from kernels.launch_table import LaunchRow, LaunchTable
 from kernels.rounding import round_to
 
 APPROXIMATIONS = ("tanh",)
@@ -45,15 +48,42 @@ class ElementwiseConfig(NamedTuple):
     num_warps: int
 
 
-def elementwise_config(cols: int | None, device: torch.device | None = None) -> ElementwiseConfig:
-    """A tile of the architecture's elementwise block (2048 on Hopper): as wide as a row of ``cols`` allows, or
-    one flat stretch (``cols=None``: a contiguous tensor seen as one row).  The row count never enters, so a
-    dynamic leading dim under torch.compile stays dynamic."""
-    return _elementwise_config(cols, launch_arch(device))
+@dataclass(frozen=True)
+class ElementwiseLaunch(LaunchRow):
+    """gelu_tanh's or geglu's row of its launch table: ``tiles``, (width bucket, (output elements a program
+    covers, num_warps)) pairs (:func:`elementwise_bucket`) that take the place of the architecture's elementwise
+    block and its warps there."""
+
+    tiles: tuple[tuple[str, tuple[int, int]], ...] = ()
+
+
+# Each kernel's own table: the architecture's elementwise block everywhere until a tuning run measures a row
+GELU_LAUNCH = LaunchTable("gelu_tanh", ElementwiseLaunch())
+GEGLU_LAUNCH = LaunchTable("geglu", ElementwiseLaunch())
+
+
+def elementwise_bucket(cols: int | None) -> str:
+    """A launch's width bucket: ``flat`` (a contiguous tensor as one row) or the row's power of two."""
+    return "flat" if cols is None else f"width={next_pow2(cols)}"
+
+
+def elementwise_config(cols: int | None, device: torch.device | None = None, gated: bool = False) -> ElementwiseConfig:
+    """A tile of the architecture's elementwise block (2048 on Hopper), or of the kernel's table's block at this
+    width: as wide as a row of ``cols`` allows, or one flat stretch (``cols=None``: a contiguous tensor seen as one
+    row).  The row count never enters, so a dynamic leading dim under torch.compile stays dynamic."""
+    return _elementwise_config(cols, launch_arch(device), gated)
+
+
+def _tile(cols: int | None, block: int, num_warps: int) -> ElementwiseConfig:
+    block_n = block if cols is None else min(next_pow2(cols), block)
+    return ElementwiseConfig(max(1, block // block_n), block_n, num_warps)
 
 
 @functools.lru_cache(maxsize=256)
-def _elementwise_config(cols: int | None, arch: str) -> ElementwiseConfig:
+def _elementwise_config(cols: int | None, arch: str, gated: bool = False) -> ElementwiseConfig:
+    tiled = dict((GEGLU_LAUNCH if gated else GELU_LAUNCH).for_arch(arch).tiles).get(elementwise_bucket(cols))
+    if tiled is not None:
+        return _tile(cols, *tiled)
     tile = for_arch(arch).elementwise_block
     block_n = tile if cols is None else min(next_pow2(cols), tile)
     block_m = max(1, tile // block_n)
@@ -118,7 +148,7 @@ def _launch_2d(
     if out2d.numel() == 0:
         return
     # Compile-time sizes from the row width only, as plain ints (a traced SymInt is specialised).
-    cfg = config or elementwise_config(None if flat else int(cols), x2d.device)
+    cfg = config or elementwise_config(None if flat else int(cols), x2d.device, gated)
     n_col_blocks = cdiv(cols, cfg.block_n)
     launcher(_gelu_kernel, traced)[(cdiv(rows, cfg.block_m) * n_col_blocks,)](
         x2d,
@@ -236,3 +266,48 @@ def geglu_into(
 ) -> torch.Tensor:
     """geglu writing into ``out`` ([..., H], viewable as 2-D); ``_config`` overrides the launch knobs."""
     return _GEGLU.into(out, (x, approximate), _config)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Tuning: the knobs a tuning run may change (kernels.tune)
+TUNE_BLOCKS = (1024, 2048, 4096, 8192)  # elements of the output one program covers
+TUNE_PER_LANE = (4, 32)
+
+
+def elementwise_tune(launch, gated: bool):
+    """GELU/GEGLU's :class:`kernels.tune.Tune`: ``block`` (output elements a program covers, a tile as wide as the
+    row allows: :func:`elementwise_config`'s shape) and ``num_warps`` (each lane 4 to 32 elements).  ``gelu_tanh``
+    of a contiguous tensor runs as one flat row, so its tile is one row of ``block``."""
+    from kernels.tune import Tune, warps_for_elements
+
+    def cols(shape):
+        return None if not gated else int(shape[-1])  # the registry's gelu_tanh inputs are contiguous: flat
+
+    def candidates(shape, arch):
+        return [
+            {"block": block, "num_warps": warps}
+            for block in TUNE_BLOCKS
+            for warps in warps_for_elements(block, arch, TUNE_PER_LANE)
+        ]
+
+    def current(shape, arch):
+        cfg = _elementwise_config(cols(shape), arch, gated)
+        return {"block": cfg.block_m * cfg.block_n, "num_warps": cfg.num_warps}
+
+    def with_choices(row, choices):
+        tiles = dict(row.tiles)
+        for b, c in choices.items():
+            tiles[b] = (int(c["block"]), int(c["num_warps"]))
+        return dataclasses.replace(row, tiles=tuple(sorted(tiles.items())))
+
+    return Tune(
+        knobs=("block", "num_warps"),
+        candidates=candidates,
+        current=current,
+        config=lambda c, shape: _tile(cols(shape), int(c["block"]), int(c["num_warps"])),
+        bucket=lambda shape: elementwise_bucket(cols(shape)),
+        launch=launch,
+        description="output elements per program and warps",
+        table=GEGLU_LAUNCH if gated else GELU_LAUNCH,
+        with_choices=with_choices,
+    )

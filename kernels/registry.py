@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from kernels.launch_table import LaunchTable
+from kernels.tune import Tune
 
 DTYPES: dict[str, torch.dtype] = {
     "fp32": torch.float32,
@@ -114,6 +115,8 @@ class KernelEntry:
     # Its own launch parameters per architecture, where it has any (the table its module keeps; kernels.arch holds
     # what every kernel shares): what a tuning run reads and proposes rows for.
     launch_table: LaunchTable | None = None
+    # Its launch knobs and their legal values (kernels/tune.py): what a ``tune`` job measures; None: not tunable.
+    tune: Tune | None = None
 
     def impl_names(self) -> list[str]:
         return list(self.impls)

@@ -31,6 +31,7 @@ under torch.compile, for tensor subclasses, or when autograd must record the cal
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -76,19 +77,41 @@ def rope_config(heads: int, width: int, device: torch.device | None = None, inte
 
 @functools.lru_cache(maxsize=256)
 def _rope_config(heads: int, width: int, arch: str, interleaved: bool) -> RopeConfig:
+    table = ROPE_LAUNCH if interleaved else ROTATE_HALF_LAUNCH
+    tiled = dict(table.for_arch(arch).tiles).get(rope_bucket(heads, width, interleaved))
+    if tiled is not None:
+        return RopeConfig(*tiled)
     per_load = _TILE_ELEMENTS if interleaved else _TILE_ELEMENTS // 2
     block_h = min(next_pow2(heads), max(1, per_load // width))
     block_s = max(1, per_load // (width * block_h))
     return RopeConfig(block_s, block_h, for_arch(arch).warps_for(block_s * block_h * width))
 
 
+def rope_bucket(heads: int, block_d: int, interleaved: bool) -> str:
+    """The width bucket of a launch (a tuning run's key, and a table's ``tiles`` key): the head dim's block, and
+    for ``[B, S, H, D]`` tensors the heads' power of two."""
+    return f"block={block_d}" if interleaved and heads == 1 else f"block={block_d},heads={next_pow2(heads)}"
+
+
 @dataclass(frozen=True)
-class RotateHalfLaunch(LaunchRow):
+class RopeLaunch(LaunchRow):
+    """A RoPE kernel's row of its launch table: ``tiles``, (width bucket, (block_s, block_h, num_warps)) pairs
+    (:func:`rope_bucket`) that take the place of the rule's tile (:func:`rope_config`) there."""
+
+    tiles: tuple[tuple[str, tuple[int, int, int]], ...] = ()
+
+
+@dataclass(frozen=True)
+class RotateHalfLaunch(RopeLaunch):
     """rope_rotate_half's row of its launch table.  ``half_math``: with tables in x's half dtype (transformers'
     per-op rounding), multiply and add in the half dtype itself, one correctly rounded op each, instead of in fp32
     with a cast per op; only where a GPU run compared the result with PyTorch's bit for bit and timed it."""
 
     half_math: bool = False
+
+
+# rope_interleaved's own table: the rule everywhere until a tuning run measures a row
+ROPE_LAUNCH = LaunchTable("rope", RopeLaunch())
 
 
 ROTATE_HALF_LAUNCH = LaunchTable(
@@ -474,3 +497,62 @@ def rope_rotate_half_into(
 ) -> torch.Tensor:
     """rope_rotate_half writing into ``out`` (any strides); ``_config`` overrides the launch knobs (tuning)."""
     return _ROPE_ROTATE_HALF.into(out, (x, cos, sin, layout), _config)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Tuning: the knobs a tuning run may change (kernels.tune)
+TUNE_MAX_ELEMENTS = 4 * _TILE_ELEMENTS  # elements of x one program may hold in a candidate
+
+
+def rope_tune(launch, interleaved: bool):
+    """RoPE's :class:`kernels.tune.Tune`: ``block_s`` (sequence positions per program), ``block_h`` (heads per
+    program) and ``num_warps``.  ``BLOCK_D`` (the head dim's power of two, or its half's for rotate-half) is never a
+    knob.  A program holds all its heads' rows when they fit (``block_h`` = the heads' power of two, else as many
+    as fit), and 2**k positions, from ``max(block, 1024)`` to :data:`TUNE_MAX_ELEMENTS` elements of x; warps leave
+    each lane 4 to 32 elements (64 for one interleaved row).  The current choice is :func:`rope_config`'s rule."""
+    from kernels.tune import Tune, pow2_range, warps_for_elements
+
+    def geometry(shape):
+        heads = 1 if len(shape) == 3 else int(shape[2])
+        width = int(shape[-1])
+        return heads, next_pow2(width if interleaved else width // 2)
+
+    def candidates(shape, arch):
+        heads, block_d = geometry(shape)
+        per_row = block_d if interleaved else 2 * block_d  # elements of x a (position, head) row loads
+        out = []
+        for elements in pow2_range(max(per_row, 1024), max(per_row, TUNE_MAX_ELEMENTS)):
+            rows = elements // per_row
+            block_h = min(next_pow2(heads), rows)
+            block_s = rows // block_h
+            per_lane = (4, 64 if interleaved and rows == 1 else 32)
+            for warps in warps_for_elements(elements, arch, per_lane):
+                out.append({"block_s": block_s, "block_h": block_h, "num_warps": warps})
+        return out
+
+    def current(shape, arch):
+        heads, block_d = geometry(shape)
+        cfg = _rope_config(heads, block_d, arch, interleaved)
+        return {"block_s": cfg.block_s, "block_h": cfg.block_h, "num_warps": cfg.num_warps}
+
+    def bucket(shape):
+        heads, block_d = geometry(shape)
+        return rope_bucket(heads, block_d, interleaved)
+
+    def with_choices(row, choices):
+        tiles = dict(row.tiles)
+        for b, c in choices.items():
+            tiles[b] = (int(c["block_s"]), int(c["block_h"]), int(c["num_warps"]))
+        return dataclasses.replace(row, tiles=tuple(sorted(tiles.items())))
+
+    return Tune(
+        knobs=("block_s", "block_h", "num_warps"),
+        candidates=candidates,
+        current=current,
+        config=lambda c, shape: RopeConfig(int(c["block_s"]), int(c["block_h"]), int(c["num_warps"])),
+        bucket=bucket,
+        launch=launch,
+        description="positions and heads per program, and warps (the head dim's block is never tuned)",
+        table=ROPE_LAUNCH if interleaved else ROTATE_HALF_LAUNCH,
+        with_choices=with_choices,
+    )

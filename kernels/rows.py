@@ -9,6 +9,7 @@ The row kernels: :mod:`kernels.rmsnorm`, :mod:`kernels.adaln`, :mod:`kernels.res
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -74,10 +75,12 @@ class NormLaunch:
 @dataclass(frozen=True)
 class RowLaunch(LaunchRow):
     """A row kernel's row of its launch table: ``warps``, (padded row width, num_warps) pairs that take the place
-    of the architecture's rule (:meth:`kernels.arch.ArchLaunch.warps_for`) at those widths, where one program holds
-    one row."""
+    of the architecture's rule (:meth:`kernels.arch.ArchLaunch.warps_for`) at those widths, and ``rows``, (padded
+    row width, rows per program) pairs that take the place of the rows the rule packs into a program there (one
+    from 2048 elements)."""
 
     warps: tuple[tuple[int, int], ...] = ()
+    rows: tuple[tuple[int, int], ...] = ()
 
 
 # A row kernel's table without rows: the architecture's rule at every width.
@@ -103,9 +106,15 @@ def row_launch_config(
 
 @functools.lru_cache(maxsize=None)
 def _row_launch_config(block_d: int, arch: str, table: LaunchTable) -> NormLaunch:
-    rows = max(1, min(_MAX_ROWS_PER_PROGRAM, _ELEMENTS_PER_PROGRAM // block_d))
-    measured = dict(table.for_arch(arch).warps).get(block_d) if rows == 1 else None
+    row = table.for_arch(arch)
+    rows = dict(row.rows).get(block_d) or _rule_rows(block_d)
+    measured = dict(row.warps).get(block_d)
     return NormLaunch(rows, measured or for_arch(arch).warps_for(rows * block_d))
+
+
+def _rule_rows(block_d: int) -> int:
+    """Rows per program the rule packs at a padded width: ``_ELEMENTS_PER_PROGRAM`` elements, one row from there."""
+    return max(1, min(_MAX_ROWS_PER_PROGRAM, _ELEMENTS_PER_PROGRAM // block_d))
 
 
 def resolve_config(config, block_d: int, device: torch.device, table: LaunchTable) -> NormLaunch:
@@ -192,3 +201,61 @@ def out_rows_3d(out: torch.Tensor, shape3: Sequence[int]) -> torch.Tensor:
 def new_rows_out(x: torch.Tensor) -> torch.Tensor:
     """A contiguous output shaped and typed like ``x`` (the row kernels' outputs)."""
     return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tuning: the knobs a tuning run may change (kernels.tune)
+# ----------------------------------------------------------------------------------------------------------------
+# Elements one program may hold in a tuning candidate (rows x padded width), and per lane (fp32 in registers: more
+# spills, fewer starve the loads)
+TUNE_MAX_ELEMENTS = 4 * _ELEMENTS_PER_PROGRAM
+TUNE_PER_LANE = (4, 64)
+
+
+def row_tune(launch, table: LaunchTable, description: str = ""):
+    """A row kernel's :class:`kernels.tune.Tune`: ``num_warps`` and ``rows_per_program``.  The block is the next
+    power of two of the row (never a knob); rows per program are powers of two with rows x block from
+    ``max(block, 2048)`` (the rule's) up to :data:`TUNE_MAX_ELEMENTS` (one row when the row alone is wider), warps
+    those leaving each lane :data:`TUNE_PER_LANE` elements; the current choice is :func:`row_launch_config`
+    with ``table``."""
+    from kernels.tune import Tune, pow2_range, warps_for_elements
+
+    def candidates(shape, arch):
+        block = next_pow2(int(shape[-1]))
+        out = []
+        for elements in pow2_range(max(block, _ELEMENTS_PER_PROGRAM), max(block, TUNE_MAX_ELEMENTS)):
+            rows = elements // block
+            if rows > _MAX_ROWS_PER_PROGRAM:
+                continue
+            for warps in warps_for_elements(elements, arch, TUNE_PER_LANE):
+                out.append({"num_warps": warps, "rows_per_program": rows})
+        return out
+
+    def current(shape, arch):
+        knobs = _row_launch_config(next_pow2(int(shape[-1])), arch, table)
+        return {"num_warps": knobs.num_warps, "rows_per_program": knobs.rows_per_program}
+
+    def with_choices(row: RowLaunch, choices: dict) -> RowLaunch:
+        """``row`` with the warps (and, where they differ from the rule's, the rows) of ``choices`` (bucket
+        ``block=N`` -> candidate) at those widths."""
+        warps, rows = dict(row.warps), dict(row.rows)
+        for bucket, c in choices.items():
+            block = int(bucket.removeprefix("block="))
+            warps[block] = int(c["num_warps"])
+            if int(c["rows_per_program"]) == _rule_rows(block):
+                rows.pop(block, None)
+            else:
+                rows[block] = int(c["rows_per_program"])
+        return dataclasses.replace(row, warps=tuple(sorted(warps.items())), rows=tuple(sorted(rows.items())))
+
+    return Tune(
+        knobs=("num_warps", "rows_per_program"),
+        candidates=candidates,
+        current=current,
+        config=lambda c, shape: NormLaunch(int(c["rows_per_program"]), int(c["num_warps"])),
+        bucket=lambda shape: f"block={next_pow2(int(shape[-1]))}",
+        launch=launch,
+        description=description or "warps per program and rows per program (the block is the row's width)",
+        table=table,
+        with_choices=with_choices,
+    )

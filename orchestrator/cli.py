@@ -51,6 +51,9 @@ def _parser() -> argparse.ArgumentParser:
 
     export.add_parser(sub)
     runs_cli.add_parser(sub)
+    from orchestrator import tune_table
+
+    tune_table.add_parser(sub)
     try:
         from orchestrator import fleet_cli
 
@@ -109,6 +112,10 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
             from orchestrator import regressions_cli
 
             return regressions_cli.run(args, console)
+        if args.cmd == "tune":
+            from orchestrator import tune_table
+
+            return tune_table.run(args, console)
         if args.cmd == "compare":
             from orchestrator import compare_cli
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 
+from orchestrator import tune_plan
 from orchestrator.validate import effective_grid, selected_kernels
 from workers.keys import CodeVersion, code_version, job_key
 from workers.spec import JobSpec
 
 __all__ = ["CodeVersion", "code_version", "job_key", "plan", "plan_key", "timing_params"]
 
-KERNEL_KINDS = ("correctness", "micro", "profile", "isa")
+KERNEL_KINDS = ("correctness", "micro", "profile", "isa", "tune")
 
 
 def timing_params(sweep: dict) -> dict:
@@ -41,6 +42,7 @@ def plan(cfg: dict, code: CodeVersion | None = None, gpu_types: list[str] | None
         targets = sorted(gpu_types or [])
     params = timing_params(sw)
     specs: list[JobSpec] = []
+    tuned = set(tune_plan.check_tunable(selected_kernels(cfg), sw.get("kernels") is not None))
     for kname in selected_kernels(cfg):
         grid = effective_grid(cfg, kname)
         for kind in sw["kinds"]:
@@ -48,6 +50,10 @@ def plan(cfg: dict, code: CodeVersion | None = None, gpu_types: list[str] | None
                 continue
             if kind == "isa":
                 specs.extend(plan_isa(sw, grid, targets[0]))
+                continue
+            if kind == "tune":
+                if kname in tuned:
+                    specs.extend(_plan_tune(cfg, grid, targets[0], params, code))
                 continue
             for shape in grid["shapes"]:
                 for dtype in grid["dtypes"]:
@@ -72,6 +78,14 @@ def plan(cfg: dict, code: CodeVersion | None = None, gpu_types: list[str] | None
     for s in specs:
         s.key = job_key(s, code)
     return specs
+
+
+def _plan_tune(cfg: dict, grid: dict, target: str, params: dict, code: CodeVersion) -> list[JobSpec]:
+    """Tune jobs of one kernel (orchestrator/tune_plan.py), their candidates filtered by the target's compile."""
+    arch = tune_plan.target_arch(cfg["target"])
+    shapes, dtypes = [list(s) for s in grid["shapes"]], list(grid["dtypes"])
+    verdicts = tune_plan.compile_verdicts(grid["name"], shapes, dtypes, arch, code)
+    return tune_plan.plan_tune(grid["name"], shapes, dtypes, target, arch, params, cfg["sweep"]["name"], verdicts)
 
 
 def plan_isa(sw: dict, grid: dict, target: str) -> list[JobSpec]:

@@ -44,6 +44,10 @@ def write_dry_run(cfg: dict, specs: list[JobSpec], console: Console) -> int:
     if not out.parent.is_dir():
         raise ConfigError(f"plan_out={out}: the folder {out.parent} does not exist; create it or name another file")
     runner.write_plan(out, plan_header(cfg, specs), specs)
+    from orchestrator.tune_plan import summary
+
+    for line in summary(specs):
+        console.print(line, markup=False)
     console.print(
         f"planned {len(specs)} jobs, nothing scheduled: {out}\n"
         f"run them on any machine with `python -m workers run {out} --out results.jsonl`, "

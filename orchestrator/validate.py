@@ -10,7 +10,7 @@ from orchestrator.plan_e2e import validate_e2e
 from workers import isa_targets
 from workers.spec import FLUSH_MODES, JOB_KINDS
 
-KERNEL_KINDS = ("correctness", "micro", "profile", "isa")
+KERNEL_KINDS = ("correctness", "micro", "profile", "isa", "tune")
 # The most memory one GPU of the fleet's kinds has (workers.gpu_types): a job whose tensors need more runs nowhere
 LARGEST_GPU, LARGEST_GPU_MEMORY_BYTES = "AMD Instinct MI355X", 288 * 10**9
 
@@ -108,6 +108,17 @@ def validate(cfg: dict) -> None:
         _check_members("sweep.archs", list(sw["archs"]), list(isa_targets.TARGETS), "compile target {!r}")
     wants_kernels = any(k in KERNEL_KINDS for k in sw["kinds"])
     names = selected_kernels(cfg)
+    if "tune" in sw["kinds"]:
+        from orchestrator import tune_plan
+
+        tune_plan.target_arch(cfg["target"])
+        for kname in names:
+            try:
+                registry.get(effective_grid(cfg, kname)["name"])
+            except registry.UnknownKernelError as exc:
+                raise ConfigError(f"kernels.{kname}.name: {exc}") from None
+        if not tune_plan.check_tunable([effective_grid(cfg, n)["name"] for n in names], sw.get("kernels") is not None):
+            raise ConfigError(f"sweep.kernels: no tunable kernel; tunable: {', '.join(tune_plan.names_tunable())}")
     if wants_kernels and not names:
         raise ConfigError(
             "kernels: this sweep names no kernel; add one with +kernel@kernels.NAME=NAME; "

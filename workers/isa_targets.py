@@ -23,6 +23,9 @@ class CompileTarget:
     memory: str  # what the bandwidth is of
     copy_gbs: float | None = None  # the copy ceiling measured on this GPU type, GB/s, where the project has one
     copy_source: str = ""
+    # the most LDS / shared memory one program may allocate, bytes (CDNA3 64 KiB, CDNA4 160 KiB, RDNA4 64 KiB a
+    # workgroup; Hopper 227 KiB of opt-in shared memory a block): a launch over it cannot run
+    lds_limit: int = 65536
 
     @property
     def vendor(self) -> str:
@@ -43,7 +46,7 @@ class CompileTarget:
 TARGETS: dict[str, CompileTarget] = {
     t.arch: t
     for t in (
-        CompileTarget("gfx950", "hip", 64, "mi355x", 8000.0, "HBM3E, 8 TB/s"),
+        CompileTarget("gfx950", "hip", 64, "mi355x", 8000.0, "HBM3E, 8 TB/s", lds_limit=160 * 1024),
         CompileTarget("gfx942", "hip", 64, "mi300x", 5300.0, "HBM3, 5.3 TB/s"),
         CompileTarget("gfx1201", "hip", 32, "r9700", 640.0, "GDDR6, 640 GB/s"),
         CompileTarget(
@@ -55,6 +58,7 @@ TARGETS: dict[str, CompileTarget] = {
             "HBM3E, 4.8 TB/s",
             copy_gbs=4229.0,
             copy_source="docs/perf/kernels-h200.md (measured copy ceiling)",
+            lds_limit=227 * 1024,
         ),
     )
 }

@@ -41,32 +41,36 @@ class UnknownMetricError(ValueError):
 
 _METRICS = (
     # micro, per implementation
-    Metric("time_us", "us", ("micro",), False, "median time per call (L2 flushed); samples hold every repeat"),
-    Metric("iqr_us", "us", ("micro",), False, "inter-quartile range of the repeats of time_us"),
-    Metric("gbs", "GB/s", ("micro",), True, "bandwidth by the kernel's byte model over time_us"),
+    Metric("time_us", "us", ("micro", "tune"), False, "median time per call (L2 flushed); samples hold every repeat"),
+    Metric("iqr_us", "us", ("micro", "tune"), False, "inter-quartile range of the repeats of time_us"),
+    Metric("gbs", "GB/s", ("micro", "tune"), True, "bandwidth by the kernel's byte model over time_us"),
     Metric(
-        "graph_time_us", "us", ("micro",), False, "median time per call in CUDA/HIP-graph replay (launch-free, warm L2)"
+        "graph_time_us",
+        "us",
+        ("micro", "tune"),
+        False,
+        "median time per call in CUDA/HIP-graph replay (launch-free, warm L2)",
     ),
     Metric(
         "kernel_time_us",
         "us",
-        ("micro", "profile"),
+        ("micro", "profile", "tune"),
         False,
         "the call's own kernel time from the profiler (L2 flushed); per call in profile jobs",
     ),
-    Metric("kernel_gbs", "GB/s", ("micro",), True, "bandwidth by the kernel's byte model over kernel_time_us"),
+    Metric("kernel_gbs", "GB/s", ("micro", "tune"), True, "bandwidth by the kernel's byte model over kernel_time_us"),
     Metric(
         "speedup",
         "x",
-        ("micro",),
+        ("micro", "tune"),
         True,
         "the baseline's time_us over this implementation's, for implementations that passed correctness",
     ),
-    Metric("compile_s", "s", ("micro",), False, "time of the first call (compilation, Triton JIT)"),
+    Metric("compile_s", "s", ("micro", "tune"), False, "time of the first call (compilation, Triton JIT)"),
     # correctness, per implementation (micro and e2e jobs emit `correct` too)
     Metric("rel_err", "", ("correctness",), False, "||out - ref|| / ||ref|| against the float64 reference"),
     Metric("max_abs", "", ("correctness",), False, "max |out - ref| against the float64 reference"),
-    Metric("correct", "", ("correctness", "micro", "e2e"), True, "1.0 passed its tolerance, 0.0 failed"),
+    Metric("correct", "", ("correctness", "micro", "e2e", "tune"), True, "1.0 passed its tolerance, 0.0 failed"),
     # e2e, per mode (workers.e2e_spec.MODES)
     Metric("ms_per_step", "ms", ("e2e",), False, "median time of one denoising step"),
     Metric(

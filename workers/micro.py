@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from kernels.registry import Impl, KernelEntry
 from workers import autotune_pick, correctness, timing
 from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec, Measurement
 
@@ -28,7 +29,6 @@ from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult,
 def run(spec: JobSpec, device: torch.device) -> JobResult:
     entry, dtype, inputs, seed = correctness.prepare(spec, device)
     usable, unavailable = correctness.resolve_impls(entry, spec.impls, device)
-    p = spec.params
     details: dict[str, Any] = {"seed": seed, "unavailable": unavailable, "errors": {}, "baseline": entry.baseline}
     if not usable:
         return JobResult(
@@ -37,6 +37,27 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
             details=details,
             error="no implementation can run here: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()),
         )
+    measurements, failed = measure(spec, device, entry, dtype, inputs, usable, details, entry.baseline)
+    status = STATUS_INCORRECT if failed else STATUS_OK
+    return JobResult(spec.key, status, measurements, error="; ".join(failed) or None, details=details)
+
+
+def measure(
+    spec: JobSpec,
+    device: torch.device,
+    entry: KernelEntry,
+    dtype: torch.dtype,
+    inputs: dict,
+    usable: dict[str, Impl],
+    details: dict[str, Any],
+    baseline: str,
+) -> tuple[list[Measurement], list[str]]:
+    """Check every implementation of ``usable`` against the reference, then time those that ran interleaved (the
+    job's ``rounds``, ``rep_ms``, ``flush``...), each with its ``speedup`` over ``baseline`` where both are correct.
+    An implementation that raises is an error of its own (``details["errors"]``), never the caller's: it leaves
+    the rounds, the others go on.  Returns the measurements and a line per implementation that failed."""
+    p = spec.params
+    details.setdefault("errors", {})
     ref = entry.reference(inputs)
     fns, correct, measurements, failed, compiled = {}, {}, [], [], {}
     for name, impl in usable.items():
@@ -66,15 +87,20 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
     per_round_ms = float(p.get("rep_ms", 100.0)) / rounds
     samples: dict[str, list[float]] = {n: [] for n in fns}
     for r in range(rounds):
-        for name, fn in fns.items():
-            samples[name] += timing.bench(
-                lambda: fn(**inputs),
-                device,
-                warmup_ms=float(p.get("warmup_ms", 25.0)) if r == 0 else 1.0,
-                rep_ms=per_round_ms,
-                min_reps=5 if device.type == "cuda" else 3,
-                flush_mode=flush_mode,
-            )
+        for name, fn in list(fns.items()):
+            try:
+                samples[name] += timing.bench(
+                    lambda: fn(**inputs),
+                    device,
+                    warmup_ms=float(p.get("warmup_ms", 25.0)) if r == 0 else 1.0,
+                    rep_ms=per_round_ms,
+                    min_reps=5 if device.type == "cuda" else 3,
+                    flush_mode=flush_mode,
+                )
+            except Exception as exc:  # its error, not the others': it leaves the rounds
+                details["errors"][name] = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+                failed.append(f"{name}: {details['errors'][name]}")
+                del fns[name], samples[name]
     nbytes = entry.bytes_moved(tuple(spec.shape), dtype)
     medians = {n: timing.median(s) for n, s in samples.items()}
     for name, s in samples.items():
@@ -102,7 +128,7 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
                 ]
             except Exception as exc:
                 details.setdefault("kernel_time_errors", {})[name] = str(exc).splitlines()[0][:300]
-    base = entry.baseline
+    base = baseline
     if base in medians and correct.get(base):
         for name, med in medians.items():
             if correct.get(name):
@@ -112,5 +138,4 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
         details["autotune"] = {name: pick for name, pick in picks.items() if pick}
     details["bytes"] = nbytes
     details["flops"] = entry.flops(tuple(spec.shape))
-    status = STATUS_INCORRECT if failed else STATUS_OK
-    return JobResult(spec.key, status, measurements, error="; ".join(failed) or None, details=details)
+    return measurements, failed

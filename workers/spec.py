@@ -22,6 +22,7 @@ JOB_MODULES = {
     "e2e": "workers.e2e",
     "profile": "workers.profile",
     "isa": "workers.isa",
+    "tune": "workers.tune",
 }
 JOB_KINDS = tuple(JOB_MODULES)
 # Jobs that only compile (workers/isa.py): no GPU, and kernels compiled rather than run through the interpreter

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dashboard.view import PageView
 from orchestrator.store.query import access, run_queries
 
-from . import bandwidth, compare, e2e, isa, overview, profiles, runs, trends
+from . import bandwidth, compare, e2e, isa, overview, profiles, runs, trends, tune
 
 # path -> (page name, nav label, builder)
 PAGES: dict[str, tuple[str, str, Callable[[str, Mapping[str, str]], PageView]]] = {
@@ -17,6 +17,7 @@ PAGES: dict[str, tuple[str, str, Callable[[str, Mapping[str, str]], PageView]]] 
     "/e2e": ("e2e", "End to end", e2e.build),
     "/profiles": ("profiles", "Profiles", profiles.build),
     "/isa": ("isa", "ISA", isa.build),
+    "/tune": ("tune", "Tune", tune.build),
     "/runs": ("runs", "Runs and fleet", runs.build),
     "/compare": ("compare", "Compare", compare.build),
 }

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import plotly.graph_objects as go
 
 from dashboard.view import Figure, PageView, short
-from orchestrator.store.query import run_queries
+from orchestrator.store.query import run_queries, tune_queries
 
 from ._common import ALL, COMPARE_COLUMN, add_compare_runs, choose, compare_link, make_filter
 
@@ -36,6 +36,7 @@ RUN_COLUMNS = [
     "n_jobs",
     *OUTCOMES,
     COMPARE_COLUMN,
+    "tune",
 ]
 FAILED_COLUMNS = [
     "run_id",
@@ -65,12 +66,15 @@ def build(src, params: Mapping[str, str]) -> PageView:
     for r in runs:
         r.update({o: r["outcomes"].get(o, 0) for o in OUTCOMES})
     add_compare_runs(src, runs, run_key="id")  # the Compare page's link: this run against the previous one
+    tuned = {r["id"] for r in tune_queries.tune_runs(src)}
+    for r in runs:
+        r["tune"] = r["id"] if r["id"] in tuned else None  # the Tune page's link, for tune runs
     view.add_table(
         "runs",
         "runs (newest first), attempts by outcome; compare: against the previous run of the sweep",
         RUN_COLUMNS,
         runs,
-        links={"id": "/runs?run={value}", COMPARE_COLUMN: compare_link()},
+        links={"id": "/runs?run={value}", COMPARE_COLUMN: compare_link(), "tune": "/tune?run={value}"},
     )
     failed = run_queries.failed_attempts(src, int(run) if run else None)
     view.add_table(

@@ -20,6 +20,7 @@ from kernels.adaln import (
 )
 from kernels.entries.common import numel, randn, standard_impls, upcast
 from kernels.registry import Contract, Grid, KernelEntry
+from kernels.rows import row_tune
 
 MODULATION_STD = 0.25  # scale/shift ~ N(0, 0.25^2): 1 + scale stays positive almost always, as in the models
 
@@ -75,16 +76,16 @@ def eager_layer_norm(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, 
     return F.layer_norm(x, (x.shape[-1],), None, None, eps) * (1 + scale) + shift
 
 
-def triton_adaln_rms(x, scale, shift, eps, out=None):
+def triton_adaln_rms(x, scale, shift, eps, out=None, _config=None):
     if out is None:
         return adaln_rms(x, scale, shift, eps=eps)
-    return adaln_rms_into(out, x, scale, shift, eps=eps)
+    return adaln_rms_into(out, x, scale, shift, eps=eps, _config=_config)
 
 
-def triton_adaln_layer_norm(x, scale, shift, eps, out=None):
+def triton_adaln_layer_norm(x, scale, shift, eps, out=None, _config=None):
     if out is None:
         return adaln_layer_norm(x, scale, shift, eps=eps)
-    return adaln_layer_norm_into(out, x, scale, shift, eps=eps)
+    return adaln_layer_norm_into(out, x, scale, shift, eps=eps, _config=_config)
 
 
 def bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
@@ -137,6 +138,7 @@ ENTRIES = [
         ),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024), (1, 16, 8192))),
         launch_table=ADALN_LAUNCH,
+        tune=row_tune(triton_adaln_rms, ADALN_LAUNCH),
     ),
     KernelEntry(
         name="adaln_layer_norm",
@@ -164,5 +166,6 @@ ENTRIES = [
         ),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024), (1, 16, 8192))),
         launch_table=ADALN_LAYER_NORM_LAUNCH,
+        tune=row_tune(triton_adaln_layer_norm, ADALN_LAYER_NORM_LAUNCH),
     ),
 ]

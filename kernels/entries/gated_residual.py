@@ -12,6 +12,7 @@ from kernels.entries.adaln import MODULATION_STD, TOLERANCES, check_shape_bsc
 from kernels.entries.common import numel, randn, standard_impls, upcast
 from kernels.gated_residual import LAUNCH, gated_residual, gated_residual_into
 from kernels.registry import Contract, Grid, KernelEntry
+from kernels.rows import row_tune
 
 
 def make_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> dict:
@@ -37,10 +38,10 @@ def eager(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor) -> torch.
     return residual + x * gate
 
 
-def triton_gated_residual(residual, x, gate, out=None):
+def triton_gated_residual(residual, x, gate, out=None, _config=None):
     if out is None:
         return gated_residual(residual, x, gate)
-    return gated_residual_into(out, residual, x, gate)
+    return gated_residual_into(out, residual, x, gate, _config=_config)
 
 
 def bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
@@ -76,5 +77,6 @@ ENTRIES = [
         grid=Grid(shapes=((1, 256, 2048), (2, 1320, 2048), (2, 6336, 2048))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024), (1, 16, 8192))),
         launch_table=LAUNCH,
+        tune=row_tune(triton_gated_residual, LAUNCH),
     ),
 ]

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from kernels.entries.common import liger_unavailable, numel, randn, standard_impls, upcast
-from kernels.geglu import geglu, geglu_into, gelu_tanh, gelu_tanh_into
+from kernels.geglu import GEGLU_LAUNCH, GELU_LAUNCH, elementwise_tune, geglu, geglu_into, gelu_tanh, gelu_tanh_into
 from kernels.registry import Contract, Grid, Impl, KernelEntry
 
 
@@ -54,10 +54,10 @@ def eager_geglu(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x[..., :half], approximate="tanh") * x[..., half:]
 
 
-def triton_geglu(x: torch.Tensor, out=None) -> torch.Tensor:
+def triton_geglu(x: torch.Tensor, out=None, _config=None) -> torch.Tensor:
     if out is None:
         return geglu(x)
-    return geglu_into(out, x)
+    return geglu_into(out, x, _config=_config)
 
 
 def _make_liger_geglu():
@@ -103,10 +103,10 @@ def eager_gelu(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x, approximate="tanh")
 
 
-def triton_gelu(x: torch.Tensor, out=None) -> torch.Tensor:
+def triton_gelu(x: torch.Tensor, out=None, _config=None) -> torch.Tensor:
     if out is None:
         return gelu_tanh(x)
-    return gelu_tanh_into(out, x)
+    return gelu_tanh_into(out, x, _config=_config)
 
 
 def alloc_gelu_out(inputs: dict) -> torch.Tensor:
@@ -147,6 +147,8 @@ ENTRIES = [
         function=geglu,
         grid=Grid(shapes=((1, 1024, 2048), (2, 1024, 4096), (2, 4096, 3072), (4, 4096, 4096), (4, 4096, 8192))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024))),
+        launch_table=GEGLU_LAUNCH,
+        tune=elementwise_tune(triton_geglu, gated=True),
         not_injected=(
             "LTX-Video, SD3 and FLUX have no GEGLU feed-forward, and transformers' gated MLPs compute "
             "gate and up in two projections rounding after each op, which geglu (one [..., 2H] input, "
@@ -170,6 +172,8 @@ ENTRIES = [
         function=gelu_tanh,
         grid=Grid(shapes=((2, 1320, 8192), (2, 6336, 8192), (1, 4096, 3072), (4, 4096, 4096))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024))),
+        launch_table=GELU_LAUNCH,
+        tune=elementwise_tune(triton_gelu, gated=False),
         not_injected=(
             "GELU-tanh is one PyTorch kernel already; a standalone Triton GELU saves no memory traffic in "
             "these models (the gain needs a GEMM epilogue: the linear_gelu rewrite), so no module is "

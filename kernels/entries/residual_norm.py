@@ -12,6 +12,7 @@ from kernels.entries.adaln import MODULATION_STD, TOLERANCES, check_shape_bsc, r
 from kernels.entries.common import numel, randn, standard_impls, upcast
 from kernels.registry import Contract, Grid, KernelEntry
 from kernels.residual_norm import LAUNCH, add_rms_norm_modulate, add_rms_norm_modulate_into
+from kernels.rows import row_tune
 
 
 def make_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> dict:
@@ -49,10 +50,10 @@ def eager(
     return hidden_states, norm_hidden_states
 
 
-def triton_add_rms_norm_modulate(x, residual, scale, shift, eps, out=None):
+def triton_add_rms_norm_modulate(x, residual, scale, shift, eps, out=None, _config=None):
     if out is None:
         return add_rms_norm_modulate(x, residual, scale, shift, eps)
-    return add_rms_norm_modulate_into(out, x, residual, scale, shift, eps)
+    return add_rms_norm_modulate_into(out, x, residual, scale, shift, eps, _config=_config)
 
 
 def bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
@@ -90,5 +91,6 @@ ENTRIES = [
         grid=Grid(shapes=((1, 256, 2048), (2, 1320, 2048), (2, 6336, 2048))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024), (1, 16, 8192))),
         launch_table=LAUNCH,
+        tune=row_tune(triton_add_rms_norm_modulate, LAUNCH),
     ),
 ]

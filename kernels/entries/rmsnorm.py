@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from kernels.entries.common import liger_unavailable, numel, randn, standard_impls, upcast
 from kernels.registry import Contract, Grid, Impl, KernelEntry
 from kernels.rmsnorm import LAUNCH, rms_norm, rms_norm_into, rms_norm_out_dtype
+from kernels.rows import row_tune
 
 NUMERICS = "diffusers"
 
@@ -51,10 +52,10 @@ def eager(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     return hidden_states * weight
 
 
-def triton_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, out=None) -> torch.Tensor:
+def triton_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, out=None, _config=None) -> torch.Tensor:
     if out is None:
         return rms_norm(x, weight, eps, numerics=NUMERICS)
-    return rms_norm_into(out, x, weight, eps, numerics=NUMERICS)
+    return rms_norm_into(out, x, weight, eps, numerics=NUMERICS, _config=_config)
 
 
 def functional_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -122,5 +123,6 @@ ENTRIES = [
         ),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024), (1, 16, 8192))),
         launch_table=LAUNCH,
+        tune=row_tune(triton_rms_norm, LAUNCH),
     ),
 ]

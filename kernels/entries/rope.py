@@ -24,11 +24,13 @@ import torch
 from kernels.entries.common import numel, randn, standard_impls, upcast
 from kernels.registry import Contract, Grid, KernelEntry
 from kernels.rope import (
+    ROPE_LAUNCH,
     ROTATE_HALF_LAUNCH,
     rope_interleaved,
     rope_interleaved_into,
     rope_rotate_half,
     rope_rotate_half_into,
+    rope_tune,
 )
 
 # LTXPipeline's RoPE setting: rope_interpolation_scale = (8 / frame_rate, 32, 32) at 25 fps, patch 1x1,
@@ -135,10 +137,10 @@ def ltx_reference(inputs: dict) -> torch.Tensor:
     return interleaved_reference(up["x"], up["cos"], up["sin"])
 
 
-def triton_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out=None) -> torch.Tensor:
+def triton_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out=None, _config=None) -> torch.Tensor:
     if out is None:
         return rope_interleaved(x, cos, sin)
-    return rope_interleaved_into(out, x, cos, sin)
+    return rope_interleaved_into(out, x, cos, sin, _config=_config)
 
 
 def ltx_bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
@@ -172,10 +174,12 @@ def rotate_half_reference(inputs: dict) -> torch.Tensor:
     return llama_apply_rotary(up["x"], up["cos"], up["sin"])
 
 
-def triton_rope_rotate_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out=None) -> torch.Tensor:
+def triton_rope_rotate_half(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out=None, _config=None
+) -> torch.Tensor:
     if out is None:
         return rope_rotate_half(x, cos, sin)
-    return rope_rotate_half_into(out, x, cos, sin)
+    return rope_rotate_half_into(out, x, cos, sin, _config=_config)
 
 
 def rotate_half_bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
@@ -210,6 +214,8 @@ ENTRIES = [
         function=rope_interleaved,
         grid=Grid(shapes=((2, 1320, 2048), (2, 6336, 2048), (1, 4096, 2048), (1, 1024, 2048))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 512), (1, 16, 4096))),
+        launch_table=ROPE_LAUNCH,
+        tune=rope_tune(triton_rope, interleaved=True),
     ),
     KernelEntry(
         name="rope_rotate_half",
@@ -236,5 +242,6 @@ ENTRIES = [
         ),
         contract=Contract(small_shape=(2, 12, 4, 16), launch_shapes=((1, 16, 8, 32), (1, 16, 4, 256))),
         launch_table=ROTATE_HALF_LAUNCH,
+        tune=rope_tune(triton_rope_rotate_half, interleaved=False),
     ),
 ]
