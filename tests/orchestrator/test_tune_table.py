@@ -271,3 +271,15 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path, capsys, argv, message):
     assert cli.main(["tune", "table", *argv, "--url", url], console) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err
+
+
+def test_a_tune_runs_summary_lists_its_jobs_and_points_to_tune_table(tmp_path):
+    from orchestrator import report
+
+    url = _store_with_tune_runs(tmp_path)
+    out = tmp_path / "summary.txt"
+    with open(out, "w") as f:
+        report.print_run_summary(Console(file=f, width=250), url, 1, "run 1 · tune")
+    text = out.read_text()
+    assert "launch candidates (tune)" in text and "no measurements" not in text
+    assert FASTER in text and "python -m orchestrator tune table --gpu-type h200" in text
