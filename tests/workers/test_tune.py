@@ -222,3 +222,11 @@ def test_a_tune_sweep_on_a_cpu_is_priced_like_the_interpreted_triton_it_runs():
     large = tune_plan.plan_tune("rmsnorm", [[2, 1024, 2048]], ["bf16"], "any", None, {"rep_ms": 100.0, "rounds": 5})
     cheap, costly = cpu_price.price(small, fit), cpu_price.price(large, fit)
     assert cheap.triton_calls > 0 and costly.estimate_s > 100 * cheap.estimate_s and not costly.small
+
+
+def test_other_sweeps_may_name_kernels_without_tune_knobs():
+    from orchestrator import plan
+
+    cfg = _cfg("+sweep=kernels", "sweep.kernels=[cross_attention]", "sweep.kinds=[correctness]")
+    specs = plan.plan(cfg)
+    assert specs and {s.kernel for s in specs} == {"cross_attention"}
