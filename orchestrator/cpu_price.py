@@ -70,7 +70,7 @@ def price(specs: list[JobSpec], fit: dict[str, float]) -> Price:
     a, b, e = fit["per_call_s"], fit["per_element_s"], fit["eager_per_element_s"]
     total, calls, largest, largest_bytes = 0.0, 0, "", -1
     for s in specs:
-        if s.kind not in ("correctness", "micro") or not s.kernel:
+        if s.kind not in ("correctness", "micro", "tune") or not s.kernel:
             continue
         entry = registry.get(s.kernel)
         nbytes = entry.bytes_moved(tuple(s.shape), registry.dtype_of(s.dtype))
@@ -80,11 +80,13 @@ def price(specs: list[JobSpec], fit: dict[str, float]) -> Price:
         n = _calls_per_impl(s)
         budget_s = (float(s.params.get("warmup_ms", 25.0)) + float(s.params.get("rep_ms", 200.0))) / 1e3
         for impl in s.impls:
-            if impl in TRITON_IMPLS:  # on a CPU the sandbox always runs Triton in the interpreter (workers.child)
+            # on a CPU the sandbox always runs Triton in the interpreter (workers.child); a tune job's candidates are
+            # Triton launches too (triton[knob=value,...])
+            if impl in TRITON_IMPLS or impl.startswith("triton["):
                 calls += n
                 total += max(n * (a + b * elements), budget_s)
             else:  # PyTorch on the CPU (eager, F.*, compiled code): priced at eager's speed
-                total += max(n * e * elements, budget_s if s.kind == "micro" else 0.0)
+                total += max(n * e * elements, budget_s if s.kind != "correctness" else 0.0)
     return Price(len(specs), calls, total, largest, max(largest_bytes, 0), b, e)
 
 

@@ -42,7 +42,9 @@ def plan(cfg: dict, code: CodeVersion | None = None, gpu_types: list[str] | None
         targets = sorted(gpu_types or [])
     params = timing_params(sw)
     specs: list[JobSpec] = []
-    tuned = set(tune_plan.check_tunable(selected_kernels(cfg), sw.get("kernels") is not None))
+    tuned = set()
+    if "tune" in sw["kinds"]:
+        tuned = set(tune_plan.check_tunable(selected_kernels(cfg), sw.get("kernels") is not None))
     for kname in selected_kernels(cfg):
         grid = effective_grid(cfg, kname)
         for kind in sw["kinds"]:

@@ -244,6 +244,7 @@ def print_summary(
     *,
     unavailable: dict | None = None,
     wide: bool = False,
+    tune_rows: list[dict] | None = None,
 ) -> None:
     if rows:
         console.print(summary_table(rows, title, unavailable, wide))
@@ -258,7 +259,13 @@ def print_summary(
             console.print(line, highlight=False, markup=False)
     if isa_rows:
         console.print(isa_table(isa_rows, f"{title} · compiled for target architectures (no GPU ran)"))
-    if not rows and not e2e_rows and not isa_rows:
+    if tune_rows:
+        from orchestrator import tune_table
+
+        console.print(tune_table.run_table(tune_rows, f"{title} · launch candidates (tune)"))
+        for line in tune_table.run_notes(tune_rows):
+            console.print(line, highlight=False, markup=False)
+    if not rows and not e2e_rows and not isa_rows and not tune_rows:
         console.print(f"{title}: no measurements in this run", markup=False, highlight=False)
 
 
@@ -360,7 +367,7 @@ def e2e_markdown(rows: Iterable[dict]) -> str:
 
 def print_run_summary(console: Console, url: str, run_id: int, title: str, wide: bool = False) -> None:
     """A stored run's summary table(s), with why implementations were not run and what interpreted times are."""
-    from orchestrator.store.query import result_queries, run_queries
+    from orchestrator.store.query import result_queries, run_queries, tune_queries
 
     print_summary(
         console,
@@ -370,6 +377,7 @@ def print_run_summary(console: Console, url: str, run_id: int, title: str, wide:
         result_queries.isa_results(url, run_id),
         unavailable=run_queries.run_measured(url, run_id)["unavailable"],
         wide=wide,
+        tune_rows=tune_queries.tune_results(url, run_id),
     )
 
 
@@ -447,7 +455,7 @@ def run_markdown(
 def show_run(
     url: str | None, run_id: int | None, markdown_path: str | None, console: Console, wide: bool = False
 ) -> int:
-    from orchestrator.store.query import result_queries, run_queries
+    from orchestrator.store.query import result_queries, run_queries, tune_queries
     from orchestrator.store.session import display_url, resolve_url
 
     url = resolve_url(url)
@@ -470,6 +478,7 @@ def show_run(
         isa_rows,
         unavailable=measured["unavailable"],
         wide=wide,
+        tune_rows=tune_queries.tune_results(url, run_id),
     )
     if markdown_path:
         with open(markdown_path, "w") as f:

@@ -407,6 +407,38 @@ def _knobs(entry, impl: str) -> dict[str, int]:
     return kernel_tune.parse_impl(entry.tune, impl)
 
 
+def run_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """A tune run's jobs (tune_queries.tune_results rows): candidates timed and dropped, the current choice, the
+    fastest correct candidate by time_us and its margin (not yet judged against noise: ``tune table`` does)."""
+    t = Table(title=title, title_justify="left")
+    for col in ("kernel", "shape", "dtype", "bucket", "timed", "dropped", "current", "fastest", "margin", "status"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        timed = {i: c["time_us"] for i, c in r["candidates"].items() if c.get("time_us") and c.get("correct", 1) == 1}
+        best = min(timed, key=lambda i: (timed[i], i != r["current"])) if timed else None
+        margin = timed[r["current"]] / timed[best] - 1 if best and r["current"] in timed else None
+        cells = (
+            r["kernel"],
+            r["shape_key"],
+            r["dtype"],
+            r["bucket"],
+            str(len(r["candidates"])),
+            str(len(r["dropped"])),
+        )
+        cells += (r["current"] or "", best or "", f"{margin:+.1%}" if margin is not None else "", r["status"])
+        t.add_row(*map(Text, cells))
+    return t
+
+
+def run_notes(rows: list[dict[str, Any]]) -> list[str]:
+    types = sorted({r["device"]["gpu_type"] for r in rows if r["device"]["gpu_type"]})
+    return [
+        f"judge the margins against the between-run spread and propose the launch-table change: "
+        f"python -m orchestrator tune table --gpu-type {t}" + (" --include-cpu" if t == "cpu" else "")
+        for t in types
+    ]
+
+
 def print_table(result: dict[str, Any], console: Console) -> None:
     for kname, k in result["kernels"].items():
         scale, dof = k["spread"]

@@ -271,3 +271,30 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path, capsys, argv, message):
     assert cli.main(["tune", "table", *argv, "--url", url], console) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err
+
+
+def test_a_tune_runs_summary_lists_its_jobs_and_points_to_tune_table(tmp_path):
+    from orchestrator import report
+
+    url = _store_with_tune_runs(tmp_path)
+    out = tmp_path / "summary.txt"
+    with open(out, "w") as f:
+        report.print_run_summary(Console(file=f, width=250), url, 1, "run 1 · tune")
+    text = out.read_text()
+    assert "launch candidates (tune)" in text and "no measurements" not in text
+    assert FASTER in text and "python -m orchestrator tune table --gpu-type h200" in text
+
+
+def test_write_applies_the_change_to_the_kernel_module(tmp_path, monkeypatch):
+    url = _store_with_tune_runs(tmp_path)
+    copy = tmp_path / "rmsnorm.py"
+    copy.write_text((REPO / "kernels" / "rmsnorm.py").read_text())
+    monkeypatch.setattr(tune_table, "table_location", lambda table: (copy, "kernels.rmsnorm"))
+    before = copy.read_text()
+    with open(tmp_path / "out.txt", "w") as f:
+        assert cli.main(["tune", "table", "--gpu-type", "h200", "--url", url, "--write"], Console(file=f)) == 0
+    after = copy.read_text()
+    assert after != before and "wrote" in (tmp_path / "out.txt").read_text()
+    assert '"sm_90": RowLaunch(\n            measured=True,' in after and "warps=((2048, 8),)," in after
+    assert "docs/perf/tune-h200.md, runs 1, 2" in after
+    compile(after, str(copy), "exec")

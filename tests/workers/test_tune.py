@@ -212,3 +212,21 @@ def test_a_tune_job_runs_through_the_interpreter_and_is_stored_and_read_back(tmp
         assert c["knobs"] == kernel_tune.parse_impl(tune, impl)
         assert c["time_us"] > 0 and len(c["samples"]) >= 2 and c["correct"] == 1.0
     assert row["candidates"][current]["speedup"] == pytest.approx(1.0)
+
+
+def test_a_tune_sweep_on_a_cpu_is_priced_like_the_interpreted_triton_it_runs():
+    from orchestrator import cpu_price
+
+    fit = {"per_call_s": 0.01, "per_element_s": 1e-6, "eager_per_element_s": 1e-8}
+    small = tune_plan.plan_tune("rmsnorm", [[2, 8, 64]], ["fp32"], "any", None, {"rep_ms": 5.0, "rounds": 2})
+    large = tune_plan.plan_tune("rmsnorm", [[2, 1024, 2048]], ["bf16"], "any", None, {"rep_ms": 100.0, "rounds": 5})
+    cheap, costly = cpu_price.price(small, fit), cpu_price.price(large, fit)
+    assert cheap.triton_calls > 0 and costly.estimate_s > 100 * cheap.estimate_s and not costly.small
+
+
+def test_other_sweeps_may_name_kernels_without_tune_knobs():
+    from orchestrator import plan
+
+    cfg = _cfg("+sweep=kernels", "sweep.kernels=[cross_attention]", "sweep.kinds=[correctness]")
+    specs = plan.plan(cfg)
+    assert specs and {s.kernel for s in specs} == {"cross_attention"}
