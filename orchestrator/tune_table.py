@@ -339,7 +339,8 @@ def build(
     per_kernel = _runs_for(url, gpu_type, runs, kernel)
     if not per_kernel:
         raise TuneTableError(f"no tune run of {kernel or 'any kernel'} measured on {gpu_type}")
-    out: dict[str, Any] = {"gpu_type": gpu_type, "metric": metric, "kernels": {}}
+    out: dict[str, Any] = {"gpu_type": gpu_type, "metric": metric, "kernels": {}, "files": {}}
+    texts: dict[Path, str] = {}  # each module as the kernels before this one left it (a module holds several tables)
     for kname, kruns in sorted(per_kernel.items()):
         entry = registry.get(kname)
         if entry.tune is None or entry.tune.table is None:
@@ -382,8 +383,9 @@ def build(
         knobs_of = {c.bucket: _knobs(entry, c.choice) for c in per_bucket.values()}
         row = proposed_row(entry, arch, knobs_of, source)
         path, module = table_location(entry.tune.table)
-        old = path.read_text()
-        new = formatted(rewrite_rows(old, entry.tune.table, arch, row), path)
+        old = texts[path] if path in texts else path.read_text()
+        new = texts[path] = formatted(rewrite_rows(old, entry.tune.table, arch, row), path)
+        out["files"].setdefault(path, old)
         out["kernels"][kname] = {
             "runs": [r["id"] for r in kruns],
             "arch": arch,
@@ -472,10 +474,11 @@ def run(args, console: Console) -> int:
     result = build(url, args.gpu_type, args.run or None, args.kernel, args.metric, args.threshold, args.include_cpu)
     print_table(result, console)
     if args.write:
-        for k in result["kernels"].values():
-            if k["new"] != k["old"]:
-                k["path"].write_text(k["new"])
-                console.print(f"wrote {k['path']}", markup=False)
+        final = {k["path"]: k["new"] for k in result["kernels"].values()}  # a module's last kernel holds every change
+        for path, original in result["files"].items():
+            if final[path] != original:
+                path.write_text(final[path])
+                console.print(f"wrote {path}", markup=False)
     return 0
 
 

@@ -171,15 +171,15 @@ def test_a_tables_choice_is_what_the_kernel_then_launches():
 # ---------------------------------------------------------------------------------------------------- command
 
 
-def _store_with_tune_runs(tmp_path: Path, gpu_type: str = "h200") -> str:
-    """Two runs of one plan (rmsnorm, two shapes of one bucket) with repeats drawn around set levels."""
+def _store_with_tune_runs(tmp_path: Path, gpu_type: str = "h200", kernels: tuple[str, ...] = ("rmsnorm",)) -> str:
+    """Two runs of one plan (each kernel at two shapes of one bucket) with repeats drawn around set levels."""
     code = code_version()
     shapes = [[1, 1024, 2048], [2, 1024, 2048]]
     specs = []
-    for shape in shapes:
+    for kernel, shape in ((k, s) for k in kernels for s in shapes):
         spec = JobSpec(
             kind="tune",
-            kernel="rmsnorm",
+            kernel=kernel,
             shape=shape,
             dtype="bf16",
             impls=[CURRENT, FASTER, SAME],
@@ -203,7 +203,7 @@ def _store_with_tune_runs(tmp_path: Path, gpu_type: str = "h200") -> str:
             for i, spec in enumerate(specs):
                 ms = []
                 for k, (impl, level) in enumerate({CURRENT: 20.0, FASTER: 17.0, SAME: 20.1}.items()):
-                    samples = _repeats(level * (i + 1) * (1.0, 1.004)[r], seed=100 * r + 10 * i + k)
+                    samples = _repeats(level * (i % 2 + 1) * (1.0, 1.004)[r], seed=100 * r + 10 * i + k)
                     ms += [
                         Measurement(impl, "time_us", float(np.median(samples)), "us", samples),
                         Measurement(impl, "correct", 1.0),
@@ -297,4 +297,21 @@ def test_write_applies_the_change_to_the_kernel_module(tmp_path, monkeypatch):
     assert after != before and "wrote" in (tmp_path / "out.txt").read_text()
     assert '"sm_90": RowLaunch(\n            measured=True,' in after and "warps=((2048, 8),)," in after
     assert "docs/perf/tune-h200.md, runs 1, 2" in after
+    compile(after, str(copy), "exec")
+
+
+def test_write_keeps_every_changed_table_of_a_module(tmp_path, monkeypatch):
+    # adaln and adaln_layer_norm keep their tables in one module: the second table's change is made on the text the
+    # first one's left, so both are written
+    url = _store_with_tune_runs(tmp_path, kernels=("adaln", "adaln_layer_norm"))
+    copy = tmp_path / "adaln.py"
+    copy.write_text((REPO / "kernels" / "adaln.py").read_text())
+    monkeypatch.setattr(tune_table, "table_location", lambda table: (copy, "kernels.adaln"))
+    with open(tmp_path / "out.txt", "w") as f:
+        assert cli.main(["tune", "table", "--gpu-type", "h200", "--url", url, "--write"], Console(file=f)) == 0
+    after = copy.read_text()
+    assert (tmp_path / "out.txt").read_text().count("wrote") == 1
+    for name in ("ADALN_LAUNCH", "ADALN_LAYER_NORM_LAUNCH"):
+        table = after.split(f"{name} = LaunchTable(", 1)[1].split("\n)\n", 1)[0]
+        assert "docs/perf/tune-h200.md, runs 1, 2" in table and "(2048, 8)" in table, (name, table)
     compile(after, str(copy), "exec")
