@@ -123,20 +123,32 @@ def _check_adaln_args(x, scale, shift, weight, bias, eps) -> None:
 # ----------------------------------------------------------------------------------------------------------------
 # Launch
 # ----------------------------------------------------------------------------------------------------------------
-# H200 (docs/perf/kernels-h200.md, launch knobs): at 2048-wide rows 4 warps beat 8 for adaln_rms by 5-25 %
-# launch-free at 22-104 MB; at 3072 (block 4096) 8, the rule's, stays best
+# H200 (docs/perf/kernels-h200.md, launch knobs; confirmed by a tune run, docs/perf/tune-h200.md): at 2048-wide rows
+# 4 warps beat 8 for adaln_rms by 5-25 % launch-free at 22-104 MB; at 3072 (block 4096) 8, the rule's, stays best
 ADALN_LAUNCH = LaunchTable(
     "adaln",
     RowLaunch(),
-    {"sm_90": RowLaunch(warps=((2048, 4),), measured=True, source="docs/perf/kernels-h200.md, launch knobs")},
+    {
+        "sm_90": RowLaunch(
+            measured=True,
+            source="docs/perf/tune-h200.md, runs 1, 3 (2026-12-02, NVIDIA H200, b8cd78b8bb)",
+            warps=((2048, 4), (4096, 8)),
+        )
+    },
 )
-# H200 (docs/perf/kernels-h200.md, launch knobs): adaln_layer_norm (two row reductions, mean then variance) at
-# 1536-3072 wide rows, per call: 2 warps at block 2048 (17.1 against 18.5 us with 4), 4 at block 4096 (16.9 against
-# 19.3 with 8; 26.0 against 33.2 at 2432)
+# H200 (docs/perf/kernels-h200.md, launch knobs; confirmed by a tune run, docs/perf/tune-h200.md): adaln_layer_norm
+# (two row reductions, mean then variance) at 1536-3072 wide rows, per call: 2 warps at block 2048 (17.1 against
+# 18.5 us with 4), 4 at block 4096 (16.9 against 19.3 with 8; 26.0 against 33.2 at 2432)
 ADALN_LAYER_NORM_LAUNCH = LaunchTable(
     "adaln_layer_norm",
     RowLaunch(),
-    {"sm_90": RowLaunch(warps=((2048, 2), (4096, 4)), measured=True, source="docs/perf/kernels-h200.md, launch knobs")},
+    {
+        "sm_90": RowLaunch(
+            measured=True,
+            source="docs/perf/tune-h200.md, runs 1, 3 (2026-12-02, NVIDIA H200, b8cd78b8bb)",
+            warps=((2048, 2), (4096, 4)),
+        )
+    },
 )
 
 

@@ -57,9 +57,31 @@ class ElementwiseLaunch(LaunchRow):
     tiles: tuple[tuple[str, tuple[int, int]], ...] = ()
 
 
-# Each kernel's own table: the architecture's elementwise block everywhere until a tuning run measures a row
-GELU_LAUNCH = LaunchTable("gelu_tanh", ElementwiseLaunch())
-GEGLU_LAUNCH = LaunchTable("geglu", ElementwiseLaunch())
+# Each kernel's own table; an architecture without a row takes its elementwise block.  H200 (docs/perf/tune-h200.md):
+# gelu_tanh 2 warps a 2048-element block, 4.6 % faster per call over its grid than 4 (beyond noise at 2x6336x8192,
+# slower nowhere); geglu's rule (2048 elements, 4 warps) confirmed at every width
+GELU_LAUNCH = LaunchTable(
+    "gelu_tanh",
+    ElementwiseLaunch(),
+    {
+        "sm_90": ElementwiseLaunch(
+            measured=True,
+            source="docs/perf/tune-h200.md, runs 5, 6 (2026-12-02, NVIDIA H200, b8cd78b8bb)",
+            tiles=(("flat", (2048, 2)),),
+        )
+    },
+)
+GEGLU_LAUNCH = LaunchTable(
+    "geglu",
+    ElementwiseLaunch(),
+    {
+        "sm_90": ElementwiseLaunch(
+            measured=True,
+            source="docs/perf/tune-h200.md, runs 5, 6 (2026-12-02, NVIDIA H200, b8cd78b8bb)",
+            tiles=(("width=2048", (2048, 4)), ("width=4096", (2048, 4)), ("width=8192", (2048, 4))),
+        )
+    },
+)
 
 
 def elementwise_bucket(cols: int | None) -> str:

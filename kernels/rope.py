@@ -110,8 +110,19 @@ class RotateHalfLaunch(RopeLaunch):
     half_math: bool = False
 
 
-# rope_interleaved's own table: the rule everywhere until a tuning run measures a row
-ROPE_LAUNCH = LaunchTable("rope", RopeLaunch())
+# rope_interleaved's own table; an architecture without a row takes the rule.  H200 (docs/perf/tune-h200.md): the
+# rule's tile confirmed (no candidate faster beyond noise at any grid shape)
+ROPE_LAUNCH = LaunchTable(
+    "rope",
+    RopeLaunch(),
+    {
+        "sm_90": RopeLaunch(
+            measured=True,
+            source="docs/perf/tune-h200.md, runs 2, 4 (2026-12-02, NVIDIA H200, b8cd78b8bb)",
+            tiles=(("block=2048", (1, 1, 8)),),
+        )
+    },
+)
 
 
 ROTATE_HALF_LAUNCH = LaunchTable(
@@ -120,7 +131,16 @@ ROTATE_HALF_LAUNCH = LaunchTable(
     {
         # H200 (docs/perf/kernels-h200.md, RoPE): with bf16 tables equal to transformers' bit for bit at the five
         # grid shapes, 2-5 % faster per call at 69-105 MB than with a cast per op
-        "sm_90": RotateHalfLaunch(half_math=True, measured=True, source="docs/perf/kernels-h200.md, RoPE"),
+        "sm_90": RotateHalfLaunch(
+            measured=True,
+            source="docs/perf/tune-h200.md, runs 2, 4 (2026-12-02, NVIDIA H200, b8cd78b8bb)",
+            tiles=(
+                ("block=32,heads=16", (2, 16, 4)),
+                ("block=32,heads=32", (1, 32, 4)),
+                ("block=64,heads=16", (1, 16, 4)),
+            ),
+            half_math=True,
+        ),
     },
 )
 
