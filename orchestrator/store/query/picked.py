@@ -17,6 +17,7 @@ from orchestrator.store.models import Device, Job, JobAttempt, Measurement, Run,
 from orchestrator.store.query.access import chunks
 from workers import metrics as catalogue
 
+TIMED_KINDS = ("micro", "tune")  # the job kinds whose implementations are timed side by side (workers/micro.py)
 MICRO_METRICS = catalogue.of_kind("micro")
 CORRECTNESS_METRICS = catalogue.of_kind("correctness")
 E2E_METRICS = catalogue.of_kind("e2e")

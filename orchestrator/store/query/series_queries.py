@@ -23,7 +23,14 @@ from orchestrator.store.models import (
     Run,
 )
 from orchestrator.store.query.access import Source, read_session
-from orchestrator.store.query.picked import BASELINE_IMPL, attempt_time, good_attempt_join, name_filter, narrowed
+from orchestrator.store.query.picked import (
+    BASELINE_IMPL,
+    TIMED_KINDS,
+    attempt_time,
+    good_attempt_join,
+    name_filter,
+    narrowed,
+)
 from workers import metrics as catalogue
 from workers.spec import GOOD_STATUSES
 
@@ -49,6 +56,14 @@ def repeats(text: str | None) -> list | None:
         return json.loads(text)
 
 
+def job_kinds(metric: str, with_tune: bool = True) -> tuple[str, ...]:
+    """The job kinds ``metric``'s series are read from: a micro reading's series are the micro jobs' implementations
+    and, ``with_tune``, the tune jobs' launch candidates (named apart, ``triton[num_warps=8,...]``: series of their
+    own, which trends and regressions read as any other); another reading's, its own kind."""
+    kind = catalogue.get(metric).kind
+    return TIMED_KINDS if kind == "micro" and with_tune else (kind,)
+
+
 def series_by_key(
     s: Session,
     metric: str,
@@ -60,10 +75,12 @@ def series_by_key(
     dtype: str | None = None,
     impl: str | None = None,
     decode_newest: int | None = None,
+    with_tune: bool = True,
 ) -> dict[tuple, list[dict[str, Any]]]:
     """Every good point of ``metric`` by series (name, shape_key, dtype, impl, hardware_key), oldest first.
     ``decode_newest``: decode the repeats (and the autotune pick) of each series' newest that many points only; the
-    older points' ``samples`` and ``pick`` are None (a reader that judges only its newest points reads no more)."""
+    older points' ``samples`` and ``pick`` are None (a reader that judges only its newest points reads no more).
+    ``with_tune``: a micro reading's tune candidates too (:func:`job_kinds`)."""
     kind = catalogue.get(metric).kind
     name_col = Job.model if kind == "e2e" else Job.kernel
     query = (
@@ -88,7 +105,7 @@ def series_by_key(
         .join(Job, Job.id == Measurement.job_id)
         .join(Run, Run.id == JobAttempt.run_id)
         .where(
-            Job.kind == kind,
+            Job.kind.in_(job_kinds(metric, with_tune)),
             Measurement.metric == metric,
             JobAttempt.status.in_(GOOD_STATUSES),
             *name_filter(kind, name),
@@ -198,7 +215,8 @@ def trend_points(
             & (own.metric == "correct"),
         )
         .where(
-            Job.kind == "micro",
+            # a named implementation may be a tune candidate; every implementation: the micro jobs' only
+            Job.kind.in_(TIMED_KINDS if impl is not None else ("micro",)),
             Job.kernel == kernel,
             Measurement.metric == metric,
             JobAttempt.status.in_(GOOD_STATUSES),

@@ -60,7 +60,17 @@ def trend_judged(
 def _trend_judged(src, kernel, metric, shape, dtype, impl, hardware_keys, last=None):
     decode = None if last is None else last + points_read()
     with read_session(src) as s:
-        series = series_by_key(s, metric, kernel, None, shape=shape, dtype=dtype, impl=impl, decode_newest=decode)
+        series = series_by_key(
+            s,
+            metric,
+            kernel,
+            None,
+            shape=shape,
+            dtype=dtype,
+            impl=impl,
+            decode_newest=decode,
+            with_tune=impl is not None,
+        )
     verdicts: dict[SeriesKey, dict[PointId, dict[str, Any]]] = {}
     bands: dict[SeriesKey, dict[PointId, tuple[float, float]]] = {}
     for key, points in series.items():

@@ -22,6 +22,7 @@ from orchestrator.store.query.access import Source, chunks, read_session
 from orchestrator.store.query.picked import (
     BASELINE_IMPL,
     COMPILE_IMPLS,
+    TIMED_KINDS,
     attempt_time,
     geomean,
     good_attempt_join,
@@ -68,7 +69,10 @@ def micro_choices(src: Source, kernel: str | None = None) -> dict[str, Any]:
             .where(Measurement.metric == "time_us")
         )
         if kernel is not None:
-            impls_q = impls_q.join(Job, Job.id == Measurement.job_id).where(Job.kind == "micro", Job.kernel == kernel)
+            # a kernel's tune candidates too: the Trends page draws one when it is chosen
+            impls_q = impls_q.join(Job, Job.id == Measurement.job_id).where(
+                Job.kind.in_(TIMED_KINDS), Job.kernel == kernel
+            )
         else:
             runs = sorted({run_id for _, run_id in newest_micro_runs(s).values()})
             impls_q = impls_q.where(JobAttempt.run_id.in_(runs))
