@@ -40,18 +40,33 @@ def run_cli(args, env=None):
     )
 
 
-@pytest.mark.parametrize("args,expected", CASES, ids=[" ".join(c[0]) for c in CASES])
-def test_bad_config_exits_2_with_one_line(args, expected, tmp_path):
-    p = run_cli([*args, f"store.url=sqlite:///{tmp_path}/kf.db"])
-    out = p.stdout + p.stderr
-    assert p.returncode == 2, out
+def _check_one_line(code: int, stdout: str, stderr: str, expected: str, store) -> None:
+    out = stdout + stderr
+    assert code == 2, out
     assert expected in out, out
     assert "Traceback" not in out
     assert "Started a local Ray instance" not in out
-    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("config error: "), out
-    assert p.stdout.strip() == "", out
-    assert not (tmp_path / "kf.db").exists()  # nothing was written either
+    assert stdout.strip() == "", out
+    assert not store.exists()  # nothing was written either
+
+
+@pytest.mark.parametrize("args,expected", CASES, ids=[" ".join(c[0]) for c in CASES])
+def test_bad_config_exits_2_with_one_line(args, expected, tmp_path, capsys):
+    # the command's own entry point in this process (each case as a fresh process would spend seconds importing
+    # torch again); test_a_bad_config_in_a_fresh_process_exits_2 runs one as a user does
+    from orchestrator.__main__ import main
+
+    code = main([*args, f"store.url=sqlite:///{tmp_path}/kf.db"])
+    captured = capsys.readouterr()
+    _check_one_line(code, captured.out, captured.err, expected, tmp_path / "kf.db")
+
+
+def test_a_bad_config_in_a_fresh_process_exits_2(tmp_path):
+    args, expected = CASES[6]  # an unknown dtype: found by the checks against the kernel registry
+    p = run_cli([*args, f"store.url=sqlite:///{tmp_path}/kf.db"])
+    _check_one_line(p.returncode, p.stdout, p.stderr, expected, tmp_path / "kf.db")
 
 
 def test_cfg_job_prints_the_composed_config():
