@@ -204,6 +204,8 @@ def time_store(url: str, repeats: int, browser: bool, export: bool = True, kerne
     out["one_series_s"] = best_s(
         lambda: series_queries.trend_points(engine, k, shape=s, dtype="bf16", impl="triton", gpu_type="h200"), repeats
     )
+    if browser:
+        out["browser_s"] = _browser_times(url, views, repeats)
     if not export:
         return out
     with tempfile.TemporaryDirectory() as tmp:
@@ -219,8 +221,6 @@ def time_store(url: str, repeats: int, browser: bool, export: bool = True, kerne
         out["export_csv_s"] = time.perf_counter() - t
         out["export_note"] = n.strip()
         out["export_rows_per_s"] = out["counts"]["measurements"] / out["export_csv_s"]
-    if browser:
-        out["browser_s"] = _browser_times(url, views, repeats)
     return out
 
 
