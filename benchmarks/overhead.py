@@ -65,6 +65,7 @@ def measure(n_jobs: int, batch_size: int) -> dict:
     overheads_ms = [max(gap - inside, 0.0) * 1e3 for gap, inside in arrivals]
     return {
         "jobs": n_jobs,
+        "results": len(arrivals),
         "batch_size": batch_size,
         "wall_s": wall,
         "median_ms": statistics.median(overheads_ms),
