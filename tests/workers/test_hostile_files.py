@@ -60,7 +60,8 @@ def test_a_huge_line_is_refused_with_its_line_number(tmp_path, monkeypatch):
 
 def test_deep_json_is_refused_with_its_line_number(tmp_path):
     path = tmp_path / "deep.jsonl"
-    deep = "[" * 950 + "]" * 950
+    # over MAX_JSON_DEPTH (64) and far under the interpreter's recursion limit, whatever the caller's stack depth
+    deep = "[" * (runner.MAX_JSON_DEPTH + 36) + "]" * (runner.MAX_JSON_DEPTH + 36)
     path.write_text('{"ok": 1}\n{"x": ' + deep + "}\n")
     with pytest.raises(ValueError, match=r"deep.jsonl:2: nested deeper than"):
         list(runner.json_lines(path))
