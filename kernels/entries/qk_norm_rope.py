@@ -13,7 +13,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from kernels.entries.common import numel, randn, standard_impls, upcast
+from kernels.entries.common import STANDARD_IMPLS, numel, randn, standard_impls, triton_with_out, upcast
 from kernels.entries.rope import interleaved_reference, ltx_apply_rotary_emb, ltx_rope_tables
 from kernels.qk_norm_rope import qk_norm_rope, qk_norm_rope_into
 from kernels.registry import Contract, Grid, KernelEntry
@@ -68,10 +68,7 @@ def eager(
     return ltx_apply_rotary_emb(q, cos, sin), ltx_apply_rotary_emb(k, cos, sin)
 
 
-def triton_qk_norm_rope(q, k, q_weight, k_weight, cos, sin, eps, out=None):
-    if out is None:
-        return qk_norm_rope(q, k, q_weight, k_weight, cos, sin, eps)
-    return qk_norm_rope_into(out, q, k, q_weight, k_weight, cos, sin, eps)
+triton_qk_norm_rope = triton_with_out(qk_norm_rope, qk_norm_rope_into)
 
 
 def alloc_out(inputs: dict) -> tuple[torch.Tensor, torch.Tensor]:
@@ -107,7 +104,7 @@ ENTRIES = [
         bytes_moved=bytes_moved,
         flops=flops,
         tolerances={"fp32": (5e-6, 1e-4), "bf16": (1e-2, 1.25e-1), "fp16": (2e-3, 1.6e-2)},
-        default_impls=("triton", "eager", "compile", "compile_max"),
+        default_impls=STANDARD_IMPLS,
         function=qk_norm_rope,
         grid=Grid(shapes=((2, 1320, 2048), (2, 6336, 2048))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 512), (4, 16, 1024))),

@@ -21,7 +21,7 @@ from typing import Sequence
 
 import torch
 
-from kernels.entries.common import numel, randn, standard_impls, upcast
+from kernels.entries.common import STANDARD_IMPLS, numel, randn, standard_impls, triton_with_out, upcast
 from kernels.registry import Contract, Grid, KernelEntry
 from kernels.rope import (
     ROPE_LAUNCH,
@@ -137,10 +137,7 @@ def ltx_reference(inputs: dict) -> torch.Tensor:
     return interleaved_reference(up["x"], up["cos"], up["sin"])
 
 
-def triton_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out=None, _config=None) -> torch.Tensor:
-    if out is None:
-        return rope_interleaved(x, cos, sin)
-    return rope_interleaved_into(out, x, cos, sin, _config=_config)
+triton_rope = triton_with_out(rope_interleaved, rope_interleaved_into)
 
 
 def ltx_bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
@@ -174,12 +171,7 @@ def rotate_half_reference(inputs: dict) -> torch.Tensor:
     return llama_apply_rotary(up["x"], up["cos"], up["sin"])
 
 
-def triton_rope_rotate_half(
-    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out=None, _config=None
-) -> torch.Tensor:
-    if out is None:
-        return rope_rotate_half(x, cos, sin)
-    return rope_rotate_half_into(out, x, cos, sin, _config=_config)
+triton_rope_rotate_half = triton_with_out(rope_rotate_half, rope_rotate_half_into)
 
 
 def rotate_half_bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
@@ -210,7 +202,7 @@ ENTRIES = [
         bytes_moved=ltx_bytes_moved,
         flops=rope_flops,
         tolerances={"fp32": (2e-6, 2e-5), "bf16": (8e-3, 6.25e-2), "fp16": (1e-3, 8e-3)},
-        default_impls=("triton", "eager", "compile", "compile_max"),
+        default_impls=STANDARD_IMPLS,
         function=rope_interleaved,
         grid=Grid(shapes=((2, 1320, 2048), (2, 6336, 2048), (1, 4096, 2048), (1, 1024, 2048))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 512), (1, 16, 4096))),
@@ -235,7 +227,7 @@ ENTRIES = [
         bytes_moved=rotate_half_bytes_moved,
         flops=rope_flops,
         tolerances={"fp32": (2e-6, 2e-5), "bf16": (1e-2, 6.25e-2), "fp16": (2e-3, 8e-3)},
-        default_impls=("triton", "eager", "compile", "compile_max"),
+        default_impls=STANDARD_IMPLS,
         function=rope_rotate_half,
         grid=Grid(
             shapes=((1, 1024, 16, 64), (1, 4096, 16, 64), (2, 4096, 16, 128), (1, 8192, 32, 64), (2, 6336, 32, 64))
