@@ -680,6 +680,22 @@ def head_address(port: int) -> str:
 # ------------------------------------------------------------------------------------------------ a connected driver
 
 
+def use_head_auth(probe: HeadProbe, token: Token | None, head: str, fix: str, error: type[Exception]) -> None:
+    """Set this process's Ray auth (RAY_AUTH_MODE, the token's variable) the way a reachable head's ``probe`` says
+    it wants it; raise ``error`` naming the ``head`` and the ``fix`` when this process has no token it accepts, or
+    when the head did not answer the probe."""
+    if probe.auth == "token":
+        if probe.token_accepted is None:
+            raise error(f"{head} uses token authentication and this process has no token; {fix}")
+        if probe.token_accepted is False:
+            raise error(f"{head} rejected the token from {token.describe()}; {fix}")
+        os.environ.update(token.env())
+    elif probe.auth == "disabled":
+        os.environ["RAY_AUTH_MODE"] = "disabled"
+    elif probe.error:
+        raise error(f"{head} did not answer: {probe.error}")
+
+
 def connect(address: str, token: Token | None) -> bool:
     """ray.init(address) for node list/leave, with this process's auth set up the way the head wants it (probed
     first: Ray's own refusal takes ~20 s and names no fix).  False if this process was already connected."""
@@ -693,18 +709,7 @@ def connect(address: str, token: Token | None) -> bool:
     probe = probe_head(address, token)
     if not probe.reachable:
         raise FleetError(f"cannot reach the head at {address}: {probe.error}")
-    if probe.auth == "token":
-        if probe.token_accepted is None:
-            raise FleetError(
-                f"the head at {address} uses token authentication and this process has no token; {TOKEN_FIX}"
-            )
-        if probe.token_accepted is False:
-            raise FleetError(f"the head at {address} rejected the token from {token.describe()}; {TOKEN_FIX}")
-        os.environ.update(token.env())
-    elif probe.auth == "disabled":
-        os.environ["RAY_AUTH_MODE"] = "disabled"
-    elif probe.error:
-        raise FleetError(f"the head at {address} did not answer: {probe.error}")
+    use_head_auth(probe, token, f"the head at {address}", TOKEN_FIX, FleetError)
     import ray
 
     try:
