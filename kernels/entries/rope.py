@@ -119,17 +119,33 @@ def llama_apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
 # rope (LTX)
 
 
-def check_ltx_shape(shape: Sequence[int]) -> None:
-    if len(shape) != 3 or any(not isinstance(s, int) or s < 1 for s in shape) or shape[-1] % 2:
-        raise ValueError(
-            f"rope expects x [B, S, C] (LTX, before the head split) with an even C >= 2; got {list(shape)}"
-        )
+def ltx_shape_check(expects: str):
+    """The shape check of a kernel on LTX's ``[B, S, C]`` rows with interleaved RoPE pairs (an even C); ``expects``
+    begins its error (``rope expects x [B, S, C] (...)``)."""
+
+    def check(shape: Sequence[int]) -> None:
+        if len(shape) != 3 or any(not isinstance(s, int) or s < 1 for s in shape) or shape[-1] % 2:
+            raise ValueError(f"{expects} with an even C >= 2; got {list(shape)}")
+
+    return check
+
+
+def ltx_inputs_tables(
+    shape: Sequence[int], device: torch.device, gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """LTX's fp32 cos/sin ``[B, S, C]`` for a ``[B, S, C]`` input, each batch element at its own random position
+    offset, on ``device`` (drawn before the entry's other inputs)."""
+    batch, seq, dim = shape
+    cos, sin = ltx_rope_tables(torch.randint(0, 16, (batch,), generator=gen), seq, dim)
+    return cos.to(device), sin.to(device)
+
+
+check_ltx_shape = ltx_shape_check("rope expects x [B, S, C] (LTX, before the head split)")
 
 
 def make_ltx_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> dict:
-    batch, seq, dim = shape
-    cos, sin = ltx_rope_tables(torch.randint(0, 16, (batch,), generator=gen), seq, dim)
-    return {"x": randn(shape, dtype, device, gen), "cos": cos.to(device), "sin": sin.to(device)}
+    cos, sin = ltx_inputs_tables(shape, device, gen)
+    return {"x": randn(shape, dtype, device, gen), "cos": cos, "sin": sin}
 
 
 def ltx_reference(inputs: dict) -> torch.Tensor:
