@@ -316,6 +316,15 @@ def _is_auth_failure(res: dict) -> bool:
     return "Authentication" in text or "InvalidAuthToken" in text or "Unauthenticated" in text
 
 
+def _answered(address: str, res: dict, **auth) -> HeadProbe:
+    """The probe of a head that answered (``res``: the probe's result, with the head's versions), with ``auth``:
+    how it let this process in."""
+    meta = res["metadata"] or {}
+    return HeadProbe(
+        address, True, ray_version=meta.get("ray_version"), python_version=meta.get("python_version"), **auth
+    )
+
+
 def probe_head(address: str, token: Token | None, timeout: float = PROBE_TIMEOUT_S) -> HeadProbe:
     """Ask the head's GCS for its versions: first without a token (does the head use token auth at all?), then, if
     it does and we have a token, with it (is ours the right one?)."""
@@ -327,29 +336,14 @@ def probe_head(address: str, token: Token | None, timeout: float = PROBE_TIMEOUT
     base = {k: v for k, v in os.environ.items() if k not in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")}
     res = _run_probe(address, {**base, "RAY_AUTH_MODE": "disabled"}, timeout)
     if res.get("ok"):
-        meta = res["metadata"] or {}
-        return HeadProbe(
-            address,
-            True,
-            auth="disabled",
-            ray_version=meta.get("ray_version"),
-            python_version=meta.get("python_version"),
-        )
+        return _answered(address, res, auth="disabled")
     if not _is_auth_failure(res):
         return HeadProbe(address, reachable=True, error=f"{res.get('type')}: {res.get('error')}")
     if token is None:
         return HeadProbe(address, True, auth="token", token_accepted=None)
     res = _run_probe(address, {**base, **token.env()}, timeout)
     if res.get("ok"):
-        meta = res["metadata"] or {}
-        return HeadProbe(
-            address,
-            True,
-            auth="token",
-            token_accepted=True,
-            ray_version=meta.get("ray_version"),
-            python_version=meta.get("python_version"),
-        )
+        return _answered(address, res, auth="token", token_accepted=True)
     if _is_auth_failure(res):
         return HeadProbe(address, True, auth="token", token_accepted=False, error=str(res.get("error", ""))[:300])
     return HeadProbe(address, True, auth="token", error=f"{res.get('type')}: {res.get('error')}")
