@@ -1,10 +1,11 @@
 """Integer arguments of the store commands, checked where argparse reads them: a run id or a count the store's
 integer columns can hold (an out-of-range number is argparse's one-line usage error, exit 2, never a database
-overflow traceback)."""
+overflow traceback), and the regression rule's ``--threshold``, checked where the command starts."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 INT32_MAX = 2**31 - 1  # the runs table's id is a 32-bit integer on PostgreSQL
 
@@ -29,3 +30,12 @@ def count(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text} is not a count >= 1")
     return min(value, INT32_MAX)
+
+
+def bad_threshold(value: float) -> bool:
+    """Whether ``--threshold`` is not a fraction such as 0.05 (then the error is printed): the compare and
+    regressions commands exit 2 on it."""
+    if 0 < value < 10:
+        return False
+    print(f"error: --threshold {value}: a fraction such as 0.05", file=sys.stderr)
+    return True

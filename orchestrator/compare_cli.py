@@ -17,6 +17,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from orchestrator import arg_types
+
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
@@ -51,8 +53,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from workers.metrics import UnknownMetricError
 
     url = resolve_url(args.url)
-    if not 0 < args.threshold < 10:
-        print(f"error: --threshold {args.threshold}: a fraction such as 0.05", file=sys.stderr)
+    if arg_types.bad_threshold(args.threshold):
         return EXIT_USAGE
     try:
         base, base_notes = compare_refs.resolve(url, args.baseline, args.repo)

@@ -316,6 +316,15 @@ def _is_auth_failure(res: dict) -> bool:
     return "Authentication" in text or "InvalidAuthToken" in text or "Unauthenticated" in text
 
 
+def _answered(address: str, res: dict, **auth) -> HeadProbe:
+    """The probe of a head that answered (``res``: the probe's result, with the head's versions), with ``auth``:
+    how it let this process in."""
+    meta = res["metadata"] or {}
+    return HeadProbe(
+        address, True, ray_version=meta.get("ray_version"), python_version=meta.get("python_version"), **auth
+    )
+
+
 def probe_head(address: str, token: Token | None, timeout: float = PROBE_TIMEOUT_S) -> HeadProbe:
     """Ask the head's GCS for its versions: first without a token (does the head use token auth at all?), then, if
     it does and we have a token, with it (is ours the right one?)."""
@@ -327,29 +336,14 @@ def probe_head(address: str, token: Token | None, timeout: float = PROBE_TIMEOUT
     base = {k: v for k, v in os.environ.items() if k not in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")}
     res = _run_probe(address, {**base, "RAY_AUTH_MODE": "disabled"}, timeout)
     if res.get("ok"):
-        meta = res["metadata"] or {}
-        return HeadProbe(
-            address,
-            True,
-            auth="disabled",
-            ray_version=meta.get("ray_version"),
-            python_version=meta.get("python_version"),
-        )
+        return _answered(address, res, auth="disabled")
     if not _is_auth_failure(res):
         return HeadProbe(address, reachable=True, error=f"{res.get('type')}: {res.get('error')}")
     if token is None:
         return HeadProbe(address, True, auth="token", token_accepted=None)
     res = _run_probe(address, {**base, **token.env()}, timeout)
     if res.get("ok"):
-        meta = res["metadata"] or {}
-        return HeadProbe(
-            address,
-            True,
-            auth="token",
-            token_accepted=True,
-            ray_version=meta.get("ray_version"),
-            python_version=meta.get("python_version"),
-        )
+        return _answered(address, res, auth="token", token_accepted=True)
     if _is_auth_failure(res):
         return HeadProbe(address, True, auth="token", token_accepted=False, error=str(res.get("error", ""))[:300])
     return HeadProbe(address, True, auth="token", error=f"{res.get('type')}: {res.get('error')}")
@@ -680,6 +674,22 @@ def head_address(port: int) -> str:
 # ------------------------------------------------------------------------------------------------ a connected driver
 
 
+def use_head_auth(probe: HeadProbe, token: Token | None, head: str, fix: str, error: type[Exception]) -> None:
+    """Set this process's Ray auth (RAY_AUTH_MODE, the token's variable) the way a reachable head's ``probe`` says
+    it wants it; raise ``error`` naming the ``head`` and the ``fix`` when this process has no token it accepts, or
+    when the head did not answer the probe."""
+    if probe.auth == "token":
+        if probe.token_accepted is None:
+            raise error(f"{head} uses token authentication and this process has no token; {fix}")
+        if probe.token_accepted is False:
+            raise error(f"{head} rejected the token from {token.describe()}; {fix}")
+        os.environ.update(token.env())
+    elif probe.auth == "disabled":
+        os.environ["RAY_AUTH_MODE"] = "disabled"
+    elif probe.error:
+        raise error(f"{head} did not answer: {probe.error}")
+
+
 def connect(address: str, token: Token | None) -> bool:
     """ray.init(address) for node list/leave, with this process's auth set up the way the head wants it (probed
     first: Ray's own refusal takes ~20 s and names no fix).  False if this process was already connected."""
@@ -693,18 +703,7 @@ def connect(address: str, token: Token | None) -> bool:
     probe = probe_head(address, token)
     if not probe.reachable:
         raise FleetError(f"cannot reach the head at {address}: {probe.error}")
-    if probe.auth == "token":
-        if probe.token_accepted is None:
-            raise FleetError(
-                f"the head at {address} uses token authentication and this process has no token; {TOKEN_FIX}"
-            )
-        if probe.token_accepted is False:
-            raise FleetError(f"the head at {address} rejected the token from {token.describe()}; {TOKEN_FIX}")
-        os.environ.update(token.env())
-    elif probe.auth == "disabled":
-        os.environ["RAY_AUTH_MODE"] = "disabled"
-    elif probe.error:
-        raise FleetError(f"the head at {address} did not answer: {probe.error}")
+    use_head_auth(probe, token, f"the head at {address}", TOKEN_FIX, FleetError)
     import ray
 
     try:

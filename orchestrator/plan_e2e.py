@@ -67,6 +67,18 @@ def _err(key: str, msg: str) -> ConfigError:
     return ConfigError(f"sweep.e2e.{key}: {msg}")
 
 
+def _check_positive_ints(e: dict, key: str, multiple_of: int = 1) -> None:
+    """Raise ConfigError unless ``e[key]`` is a non-empty list of positive integers (each a multiple of
+    ``multiple_of``: heights and widths, which LTX-Video's VAE compresses 32x)."""
+    if not e[key]:
+        raise _err(key, "empty")
+    for v in e[key]:
+        if not _is_int(v) or v < 1:
+            raise _err(key, f"{v!r} is not a positive integer")
+        if v % multiple_of:
+            raise _err(key, f"{v}: must be a multiple of {multiple_of} (LTX-Video's VAE compresses 32x)")
+
+
 def validate_e2e(sweep_cfg: dict) -> None:
     """Raise ConfigError (offending key + allowed values) for an e2e grid that cannot run."""
     raw = sweep_cfg.get("e2e") or {}
@@ -87,11 +99,7 @@ def validate_e2e(sweep_cfg: dict) -> None:
         if d not in DTYPE_NAMES:
             raise _err("dtypes", f"unknown dtype {d!r}; allowed: {', '.join(DTYPE_NAMES)}")
     for key in ("frames", "steps"):
-        if not e[key]:
-            raise _err(key, "empty")
-        for v in e[key]:
-            if not _is_int(v) or v < 1:
-                raise _err(key, f"{v!r} is not a positive integer")
+        _check_positive_ints(e, key)
     for f in e["frames"]:
         if (f - 1) % 8:
             raise _err("frames", f"{f}: LTX-Video takes 8k+1 frames (9, 17, 25, ..., 121, ...)")
@@ -105,13 +113,7 @@ def validate_e2e(sweep_cfg: dict) -> None:
                 raise _err("resolutions", f"{r}: height and width must be multiples of 32")
     else:
         for key in ("heights", "widths"):
-            if not e[key]:
-                raise _err(key, "empty")
-            for v in e[key]:
-                if not _is_int(v) or v < 1:
-                    raise _err(key, f"{v!r} is not a positive integer")
-                if v % 32:
-                    raise _err(key, f"{v}: must be a multiple of 32 (LTX-Video's VAE compresses 32x)")
+            _check_positive_ints(e, key, multiple_of=32)
     for key in ("repeats",):
         if not _is_int(e[key]) or e[key] < 1:
             raise _err(key, f"must be an integer >= 1, got {e[key]!r}")

@@ -80,8 +80,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from orchestrator.store.session import resolve_url
 
     url = resolve_url(args.url)
-    if not 0 < args.threshold < 10:
-        print(f"error: --threshold {args.threshold}: a fraction such as 0.05", file=sys.stderr)
+    if arg_types.bad_threshold(args.threshold):
         return EXIT_USAGE
     try:
         report = regression_queries.regression_report(

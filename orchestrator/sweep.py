@@ -148,16 +148,7 @@ def _check_head(address: str) -> None:
         "set RAY_AUTH_TOKEN_PATH=FILE (a file holding the output of `ray get-auth-token` on the head, chmod 600) "
         "or RAY_AUTH_TOKEN"
     )
-    if probe.auth == "token":
-        if probe.token_accepted is None:
-            raise ConfigError(f"{where}: the head uses token authentication and this process has no token; {fix}")
-        if probe.token_accepted is False:
-            raise ConfigError(f"{where}: the head rejected the token from {token.describe()}; {fix}")
-        os.environ.update(token.env())
-    elif probe.auth == "disabled":
-        os.environ["RAY_AUTH_MODE"] = "disabled"
-    elif probe.error:
-        raise ConfigError(f"{where}: the head did not answer: {probe.error}")
+    fleet.use_head_auth(probe, token, f"{where}: the head", fix, ConfigError)
 
 
 def _plan(cfg: dict, cluster: schedule.RayCluster | None) -> list[JobSpec]:

@@ -117,17 +117,22 @@ def resolve_impls(entry: KernelEntry, names: list[str], device: torch.device) ->
     return usable, unavailable
 
 
+def skipped(spec: JobSpec, unavailable: dict[str, str], details: dict[str, Any]) -> JobResult:
+    """The result of a kernel job none of whose implementations can run on this device, with each one's reason."""
+    return JobResult(
+        spec.key,
+        STATUS_SKIPPED,
+        details=details,
+        error="no implementation can run here: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()),
+    )
+
+
 def run(spec: JobSpec, device: torch.device) -> JobResult:
     entry, _, inputs, seed = prepare(spec, device)
     usable, unavailable = resolve_impls(entry, spec.impls, device)
     details: dict[str, Any] = {"seed": seed, "unavailable": unavailable, "errors": {}}
     if not usable:
-        return JobResult(
-            spec.key,
-            STATUS_SKIPPED,
-            details=details,
-            error="no implementation can run here: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()),
-        )
+        return skipped(spec, unavailable, details)
     ref = entry.reference(inputs)
     measurements, failed = [], []
     for name, impl in usable.items():

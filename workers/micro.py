@@ -23,7 +23,7 @@ import torch
 
 from kernels.registry import Impl, KernelEntry
 from workers import autotune_pick, correctness, timing
-from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec, Measurement
+from workers.spec import STATUS_INCORRECT, STATUS_OK, JobResult, JobSpec, Measurement
 
 
 def run(spec: JobSpec, device: torch.device) -> JobResult:
@@ -31,12 +31,7 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
     usable, unavailable = correctness.resolve_impls(entry, spec.impls, device)
     details: dict[str, Any] = {"seed": seed, "unavailable": unavailable, "errors": {}, "baseline": entry.baseline}
     if not usable:
-        return JobResult(
-            spec.key,
-            STATUS_SKIPPED,
-            details=details,
-            error="no implementation can run here: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()),
-        )
+        return correctness.skipped(spec, unavailable, details)
     measurements, failed = measure(spec, device, entry, dtype, inputs, usable, details, entry.baseline)
     status = STATUS_INCORRECT if failed else STATUS_OK
     return JobResult(spec.key, status, measurements, error="; ".join(failed) or None, details=details)

@@ -178,6 +178,22 @@ def _periodic_calls(names: list[str], durations: list[float], iters: int) -> lis
     return [sum(durations[i * k : (i + 1) * k]) for i in range(iters)]
 
 
+def _fenced_profile(impl: str, window: list, rows: list, iters: int, source: str, artifacts: list) -> ImplProfile:
+    """The profile of the timed calls, ``window``: the kernels (rocprofv3 dispatches or ncu kernels, each with a
+    ``name`` and a ``duration_ns``) between the last two fences, ``rows`` their per-kernel rows."""
+    durations = [float(k.duration_ns) for k in window]
+    return ImplProfile(
+        impl=impl,
+        rows=rows,
+        iters=iters,
+        kernel_ns_total=sum(durations),
+        kernels_total=len(window),
+        per_call_ns=_periodic_calls([k.name for k in window], durations, iters),
+        source=source,
+        artifacts=artifacts,
+    )
+
+
 def summarize_rocprofv3(
     impl: str,
     trace_text: str | None,
@@ -222,16 +238,13 @@ def summarize_rocprofv3(
             and d.start_ns >= opening.end_ns
             and d.end_ns <= closing.start_ns
         ]
-        durations = [float(d.duration_ns) for d in window]
-        return ImplProfile(
-            impl=impl,
-            rows=rocprofv3.kernel_rows_from_trace(window),
-            iters=iters,
-            kernel_ns_total=sum(durations),
-            kernels_total=len(window),
-            per_call_ns=_periodic_calls([d.name for d in window], durations, iters),
-            source=f"{trace}: dispatches between the fence kernels",
-            artifacts=artifacts,
+        return _fenced_profile(
+            impl,
+            window,
+            rocprofv3.kernel_rows_from_trace(window),
+            iters,
+            f"{trace}: dispatches between the fence kernels",
+            artifacts,
         )
     whole_run = (
         f"rows cover the whole run ({whole_run_calls} calls with warm-up, input setup included); "
@@ -390,16 +403,8 @@ def summarize_ncu(impl: str, text: str, manifest: dict[str, Any]) -> ImplProfile
     if len(fences) >= 2:
         pid = kernels[fences[-1]].process_id
         window = [k for k in kernels[fences[-2] + 1 : fences[-1]] if k.process_id == pid and not is_fence(k)]
-        durations = [float(k.duration_ns) for k in window]
-        return ImplProfile(
-            impl=impl,
-            rows=ncu.kernel_rows(window),
-            iters=iters,
-            kernel_ns_total=sum(durations),
-            kernels_total=len(window),
-            per_call_ns=_periodic_calls([k.name for k in window], durations, iters),
-            source="ncu raw page: kernels between the fence kernels",
-            artifacts=artifacts,
+        return _fenced_profile(
+            impl, window, ncu.kernel_rows(window), iters, "ncu raw page: kernels between the fence kernels", artifacts
         )
     window = [k for k in kernels if not is_fence(k)]
     return ImplProfile(

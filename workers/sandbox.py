@@ -91,6 +91,18 @@ class ChildInfo:
     extra: dict = field(default_factory=dict)
 
 
+def _failed(spec: JobSpec, status: str, started: float, error: str, stderr_tail: str) -> JobResult:
+    """The result of a job whose child was killed or died under it (the child's last stderr lines kept)."""
+    return JobResult(
+        spec.key,
+        status,
+        started_at=started,
+        duration_s=time.time() - started,
+        error=error,
+        details={"stderr_tail": stderr_tail},
+    )
+
+
 def _signal_name(rc: int) -> str:
     if rc < 0:
         try:
@@ -293,28 +305,14 @@ def run_jobs(
                         if isinstance(exc, TimeoutError)
                         else (STATUS_CRASHED, f"memory limit: {exc}")
                     )
-                    result = JobResult(
-                        spec.key,
-                        status,
-                        started_at=started,
-                        duration_s=time.time() - started,
-                        error=f"{why}; process group killed",
-                        details={"stderr_tail": tail},
-                    )
+                    result = _failed(spec, status, started, f"{why}; process group killed", tail)
             if result is None:  # EOF before a result: the child died under this job
                 rc = child.kill() if child else -1
                 tail = child.stderr_tail(pos) if child else ""
                 if child:
                     child.close()
                 child = None
-                result = JobResult(
-                    spec.key,
-                    STATUS_CRASHED,
-                    started_at=started,
-                    duration_s=time.time() - started,
-                    error=f"sandbox process died ({_signal_name(rc)})",
-                    details={"stderr_tail": tail},
-                )
+                result = _failed(spec, STATUS_CRASHED, started, f"sandbox process died ({_signal_name(rc)})", tail)
             if result.device is None:
                 result.device = info.device
             if info.copy_gbs is not None:

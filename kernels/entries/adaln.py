@@ -18,8 +18,8 @@ from kernels.adaln import (
     adaln_rms,
     adaln_rms_into,
 )
-from kernels.entries.common import numel, randn, standard_impls, upcast
-from kernels.registry import Contract, Grid, KernelEntry
+from kernels.entries.common import ROW_CONTRACT, STANDARD_IMPLS, numel, randn, standard_impls, triton_with_out, upcast
+from kernels.registry import Grid, KernelEntry
 from kernels.rows import row_tune
 
 MODULATION_STD = 0.25  # scale/shift ~ N(0, 0.25^2): 1 + scale stays positive almost always, as in the models
@@ -76,18 +76,6 @@ def eager_layer_norm(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, 
     return F.layer_norm(x, (x.shape[-1],), None, None, eps) * (1 + scale) + shift
 
 
-def triton_adaln_rms(x, scale, shift, eps, out=None, _config=None):
-    if out is None:
-        return adaln_rms(x, scale, shift, eps=eps)
-    return adaln_rms_into(out, x, scale, shift, eps=eps, _config=_config)
-
-
-def triton_adaln_layer_norm(x, scale, shift, eps, out=None, _config=None):
-    if out is None:
-        return adaln_layer_norm(x, scale, shift, eps=eps)
-    return adaln_layer_norm_into(out, x, scale, shift, eps=eps, _config=_config)
-
-
 def bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
     n_b, _, width = shape
     return (2 * numel(shape) + 2 * n_b * width) * dtype.itemsize  # x read, out written, scale + shift read
@@ -102,70 +90,82 @@ def flops_layer_norm(shape: Sequence[int]) -> int:
 
 
 TOLERANCES = {"fp32": (1e-5, 1e-4), "bf16": (1e-2, 0.125), "fp16": (2e-3, 2e-2)}
-DEFAULT_IMPLS = ("triton", "eager", "compile", "compile_max")
+
+# LTX-Video's norm rows at its real token counts and widths (2048: LTX-Video 2B, 3072: 13B): the grid of the LTX norm
+# kernels (adaln and rmsnorm).
+LTX_NORM_SHAPES = (
+    (1, 1024, 2048),
+    (2, 1024, 2048),
+    (4, 1024, 2048),
+    (1, 4096, 2048),
+    (2, 4096, 3072),
+    (1, 8192, 2048),
+    (4, 4096, 3072),
+    (2, 1320, 2048),
+    (2, 6336, 2048),
+)
+# The element-wise block lines around them (gated residual, residual add + norm2) at LTX-Video 2B's token counts.
+LTX_BLOCK_LINE_SHAPES = ((1, 256, 2048), (2, 1320, 2048), (2, 6336, 2048))
+
+
+def modulated_entry(
+    name: str,
+    description: str,
+    function,
+    into,
+    reference,
+    eager,
+    eager_description: str,
+    flops,
+    shapes: tuple,
+    launch_table,
+) -> KernelEntry:
+    """An entry of a norm ``* (1 + scale) + shift`` kernel over x ``[B, S, C]`` with scale/shift ``[B, 1, C]``: the
+    two adaln kernels differ only in the norm (its reference, eager code, FLOPs) and their grid and table."""
+    triton = triton_with_out(function, into)
+    return KernelEntry(
+        name=name,
+        description=description,
+        check_shape=check_shape_bsc(name),
+        make_inputs=make_modulated_inputs,
+        reference=reference,
+        alloc_out=alloc_like_x,
+        impls=standard_impls(triton, f"kernels.{function.__name__}", eager, eager_description),
+        bytes_moved=bytes_moved,
+        flops=flops,
+        tolerances=TOLERANCES,
+        default_impls=STANDARD_IMPLS,
+        function=function,
+        grid=Grid(shapes=shapes),
+        contract=ROW_CONTRACT,
+        launch_table=launch_table,
+        tune=row_tune(triton, launch_table),
+    )
+
 
 ENTRIES = [
-    KernelEntry(
-        name="adaln",
-        description="LTX-Video norm1/norm2: diffusers RMSNorm (no weight, eps 1e-6) * (1 + scale) + shift, "
-        "scale/shift [B,1,C]",
-        check_shape=check_shape_bsc("adaln"),
-        make_inputs=make_modulated_inputs,
-        reference=reference_rms,
-        alloc_out=alloc_like_x,
-        impls={
-            **standard_impls(
-                triton_adaln_rms, "kernels.adaln_rms", eager_rms, "LTX block lines: norm1(x) * (1 + scale) + shift"
-            ),
-        },
-        bytes_moved=bytes_moved,
-        flops=flops_rms,
-        tolerances=TOLERANCES,
-        default_impls=DEFAULT_IMPLS,
-        function=adaln_rms,
-        grid=Grid(
-            shapes=(
-                (1, 1024, 2048),
-                (2, 1024, 2048),
-                (4, 1024, 2048),
-                (1, 4096, 2048),
-                (2, 4096, 3072),
-                (1, 8192, 2048),
-                (4, 4096, 3072),
-                (2, 1320, 2048),
-                (2, 6336, 2048),
-            )
-        ),
-        contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024), (1, 16, 8192))),
-        launch_table=ADALN_LAUNCH,
-        tune=row_tune(triton_adaln_rms, ADALN_LAUNCH),
+    modulated_entry(
+        "adaln",
+        "LTX-Video norm1/norm2: diffusers RMSNorm (no weight, eps 1e-6) * (1 + scale) + shift, scale/shift [B,1,C]",
+        adaln_rms,
+        adaln_rms_into,
+        reference_rms,
+        eager_rms,
+        "LTX block lines: norm1(x) * (1 + scale) + shift",
+        flops_rms,
+        LTX_NORM_SHAPES,
+        ADALN_LAUNCH,
     ),
-    KernelEntry(
-        name="adaln_layer_norm",
-        description="SD3/FLUX AdaLayerNormZero: LayerNorm (no affine, eps 1e-6) * (1 + scale) + shift, "
-        "scale/shift [B,1,C]",
-        check_shape=check_shape_bsc("adaln_layer_norm"),
-        make_inputs=make_modulated_inputs,
-        reference=reference_layer_norm,
-        alloc_out=alloc_like_x,
-        impls={
-            **standard_impls(
-                triton_adaln_layer_norm,
-                "kernels.adaln_layer_norm",
-                eager_layer_norm,
-                "F.layer_norm(x) * (1 + scale) + shift (AdaLayerNormZero)",
-            ),
-        },
-        bytes_moved=bytes_moved,
-        flops=flops_layer_norm,
-        tolerances=TOLERANCES,
-        default_impls=DEFAULT_IMPLS,
-        function=adaln_layer_norm,
-        grid=Grid(
-            shapes=((2, 1024, 1536), (2, 4096, 1536), (2, 4096, 2432), (1, 512, 3072), (1, 4096, 3072), (2, 1024, 3072))
-        ),
-        contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024), (1, 16, 8192))),
-        launch_table=ADALN_LAYER_NORM_LAUNCH,
-        tune=row_tune(triton_adaln_layer_norm, ADALN_LAYER_NORM_LAUNCH),
+    modulated_entry(
+        "adaln_layer_norm",
+        "SD3/FLUX AdaLayerNormZero: LayerNorm (no affine, eps 1e-6) * (1 + scale) + shift, scale/shift [B,1,C]",
+        adaln_layer_norm,
+        adaln_layer_norm_into,
+        reference_layer_norm,
+        eager_layer_norm,
+        "F.layer_norm(x) * (1 + scale) + shift (AdaLayerNormZero)",
+        flops_layer_norm,
+        ((2, 1024, 1536), (2, 4096, 1536), (2, 4096, 2432), (1, 512, 3072), (1, 4096, 3072), (2, 1024, 3072)),
+        ADALN_LAYER_NORM_LAUNCH,
     ),
 ]

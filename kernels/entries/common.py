@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
 from kernels.arch import interpreting
-from kernels.registry import Impl
+from kernels.registry import Contract, Impl
 
 
 def triton_unavailable(device: torch.device) -> str | None:
@@ -76,6 +76,27 @@ def standard_impls(
     }
 
 
+# What a sweep runs of an entry with no implementations of its own beyond the standard ones.
+STANDARD_IMPLS = ("triton", "eager", "compile", "compile_max")
+
+
+def triton_with_out(public: Callable, into: Callable, **fixed: Any) -> Callable:
+    """An entry's ``triton`` implementation, called with the entry's inputs as keywords: the public function
+    ``public(**inputs)``, or, with ``out`` given, its ``_into`` variant ``into(out, **inputs)`` (with ``_config``, a
+    tune candidate's launch override, when one is given).  ``fixed``: keywords every call adds (rmsnorm's
+    ``numerics``)."""
+
+    def call(out=None, _config=None, **inputs):
+        if out is None:
+            return public(**inputs, **fixed)
+        if _config is None:
+            return into(out, **inputs, **fixed)
+        return into(out, **inputs, **fixed, _config=_config)
+
+    call.__name__ = call.__qualname__ = f"triton_{public.__name__}"
+    return call
+
+
 def numel(shape: Sequence[int]) -> int:
     n = 1
     for s in shape:
@@ -107,3 +128,8 @@ def upcast(inputs: dict) -> dict:
         else:
             out[k] = v
     return out
+
+
+# The contract of the row kernels of the norm family (one program a row of C, or several rows packed into one): a
+# small [B, S, C] and rows that reach the narrow, the middle and the widest rows of their launch tables.
+ROW_CONTRACT = Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024), (1, 16, 8192)))

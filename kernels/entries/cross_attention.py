@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from kernels.cross_attention import LAUNCH, MAX_HEAD_DIM, MAX_KEYS, cross_attention, cross_attention_into
-from kernels.entries.common import numel, randn, standard_impls, upcast
+from kernels.entries.common import STANDARD_IMPLS, numel, randn, standard_impls, triton_with_out, upcast
 from kernels.registry import Contract, Grid, KernelEntry
 
 PADDING = -10000.0  # LTXVideoTransformer3DModel: (1 - encoder_attention_mask) * -10000.0
@@ -60,10 +60,7 @@ def eager(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask
     return out.transpose(1, 2)
 
 
-def triton_cross_attention(query, key, value, attn_mask, out=None):
-    if out is None:
-        return cross_attention(query, key, value, attn_mask)
-    return cross_attention_into(out, query, key, value, attn_mask)
+triton_cross_attention = triton_with_out(cross_attention, cross_attention_into)
 
 
 def alloc_out(inputs: dict) -> torch.Tensor:
@@ -99,7 +96,7 @@ ENTRIES = [
         bytes_moved=bytes_moved,
         flops=flops,
         tolerances={"fp32": (1e-5, 1e-4), "bf16": (1e-2, 6.25e-2), "fp16": (2e-3, 8e-3)},
-        default_impls=("triton", "eager", "compile", "compile_max"),
+        default_impls=STANDARD_IMPLS,
         function=cross_attention,
         grid=Grid(shapes=((1, 256, 32, 64, 128), (2, 1320, 32, 64, 128), (2, 6336, 32, 64, 128))),
         contract=Contract(

@@ -8,10 +8,10 @@ from typing import Sequence
 
 import torch
 
-from kernels.entries.adaln import MODULATION_STD, TOLERANCES, check_shape_bsc
-from kernels.entries.common import numel, randn, standard_impls, upcast
+from kernels.entries.adaln import LTX_BLOCK_LINE_SHAPES, MODULATION_STD, TOLERANCES, check_shape_bsc
+from kernels.entries.common import ROW_CONTRACT, STANDARD_IMPLS, numel, randn, standard_impls, triton_with_out, upcast
 from kernels.gated_residual import LAUNCH, gated_residual, gated_residual_into
-from kernels.registry import Contract, Grid, KernelEntry
+from kernels.registry import Grid, KernelEntry
 from kernels.rows import row_tune
 
 
@@ -38,10 +38,7 @@ def eager(residual: torch.Tensor, x: torch.Tensor, gate: torch.Tensor) -> torch.
     return residual + x * gate
 
 
-def triton_gated_residual(residual, x, gate, out=None, _config=None):
-    if out is None:
-        return gated_residual(residual, x, gate)
-    return gated_residual_into(out, residual, x, gate, _config=_config)
+triton_gated_residual = triton_with_out(gated_residual, gated_residual_into)
 
 
 def bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
@@ -72,10 +69,10 @@ ENTRIES = [
         bytes_moved=bytes_moved,
         flops=flops,
         tolerances=TOLERANCES,
-        default_impls=("triton", "eager", "compile", "compile_max"),
+        default_impls=STANDARD_IMPLS,
         function=gated_residual,
-        grid=Grid(shapes=((1, 256, 2048), (2, 1320, 2048), (2, 6336, 2048))),
-        contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024), (1, 16, 8192))),
+        grid=Grid(shapes=LTX_BLOCK_LINE_SHAPES),
+        contract=ROW_CONTRACT,
         launch_table=LAUNCH,
         tune=row_tune(triton_gated_residual, LAUNCH),
     ),

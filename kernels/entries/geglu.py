@@ -17,7 +17,15 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from kernels.entries.common import liger_unavailable, numel, randn, standard_impls, upcast
+from kernels.entries.common import (
+    STANDARD_IMPLS,
+    liger_unavailable,
+    numel,
+    randn,
+    standard_impls,
+    triton_with_out,
+    upcast,
+)
 from kernels.geglu import GEGLU_LAUNCH, GELU_LAUNCH, elementwise_tune, geglu, geglu_into, gelu_tanh, gelu_tanh_into
 from kernels.registry import Contract, Grid, Impl, KernelEntry
 
@@ -54,10 +62,7 @@ def eager_geglu(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x[..., :half], approximate="tanh") * x[..., half:]
 
 
-def triton_geglu(x: torch.Tensor, out=None, _config=None) -> torch.Tensor:
-    if out is None:
-        return geglu(x)
-    return geglu_into(out, x, _config=_config)
+triton_geglu = triton_with_out(geglu, geglu_into)
 
 
 def _make_liger_geglu():
@@ -103,10 +108,7 @@ def eager_gelu(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x, approximate="tanh")
 
 
-def triton_gelu(x: torch.Tensor, out=None, _config=None) -> torch.Tensor:
-    if out is None:
-        return gelu_tanh(x)
-    return gelu_tanh_into(out, x, _config=_config)
+triton_gelu = triton_with_out(gelu_tanh, gelu_tanh_into)
 
 
 def alloc_gelu_out(inputs: dict) -> torch.Tensor:
@@ -143,7 +145,7 @@ ENTRIES = [
         bytes_moved=geglu_bytes_moved,
         flops=geglu_flops,
         tolerances={"fp32": (1e-5, 1e-4), "bf16": (1e-2, 2.5e-1), "fp16": (2e-3, 6.25e-2)},
-        default_impls=("triton", "eager", "compile", "compile_max", "liger"),
+        default_impls=(*STANDARD_IMPLS, "liger"),
         function=geglu,
         grid=Grid(shapes=((1, 1024, 2048), (2, 1024, 4096), (2, 4096, 3072), (4, 4096, 4096), (4, 4096, 8192))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024))),
@@ -168,7 +170,7 @@ ENTRIES = [
         bytes_moved=gelu_bytes_moved,
         flops=gelu_flops,
         tolerances={"fp32": (1e-5, 1e-4), "bf16": (8e-3, 6.25e-2), "fp16": (1e-3, 8e-3)},
-        default_impls=("triton", "eager", "compile", "compile_max"),
+        default_impls=STANDARD_IMPLS,
         function=gelu_tanh,
         grid=Grid(shapes=((2, 1320, 8192), (2, 6336, 8192), (1, 4096, 3072), (4, 4096, 4096))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024))),

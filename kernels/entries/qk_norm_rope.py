@@ -13,31 +13,27 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from kernels.entries.common import numel, randn, standard_impls, upcast
-from kernels.entries.rope import interleaved_reference, ltx_apply_rotary_emb, ltx_rope_tables
+from kernels.entries.common import STANDARD_IMPLS, numel, randn, standard_impls, triton_with_out, upcast
+from kernels.entries.rope import interleaved_reference, ltx_apply_rotary_emb, ltx_inputs_tables, ltx_shape_check
 from kernels.qk_norm_rope import qk_norm_rope, qk_norm_rope_into
 from kernels.registry import Contract, Grid, KernelEntry
 
 LTX_QK_EPS = 1e-5
 
 
-def check_shape(shape: Sequence[int]) -> None:
-    if len(shape) != 3 or any(not isinstance(s, int) or s < 1 for s in shape) or shape[-1] % 2:
-        raise ValueError(
-            f"qk_norm_rope expects q/k [B, S, C] (LTX, across heads) with an even C >= 2; got {list(shape)}"
-        )
+check_shape = ltx_shape_check("qk_norm_rope expects q/k [B, S, C] (LTX, across heads)")
 
 
 def make_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> dict:
-    batch, seq, dim = shape
-    cos, sin = ltx_rope_tables(torch.randint(0, 16, (batch,), generator=gen), seq, dim)
+    dim = shape[-1]
+    cos, sin = ltx_inputs_tables(shape, device, gen)
     return {
         "q": randn(shape, dtype, device, gen, scale=2.0),
         "k": randn(shape, dtype, device, gen, scale=3.0),
         "q_weight": randn((dim,), dtype, device, gen, scale=0.1, offset=1.0),
         "k_weight": randn((dim,), dtype, device, gen, scale=0.1, offset=1.0),
-        "cos": cos.to(device),
-        "sin": sin.to(device),
+        "cos": cos,
+        "sin": sin,
         "eps": LTX_QK_EPS,
     }
 
@@ -68,10 +64,7 @@ def eager(
     return ltx_apply_rotary_emb(q, cos, sin), ltx_apply_rotary_emb(k, cos, sin)
 
 
-def triton_qk_norm_rope(q, k, q_weight, k_weight, cos, sin, eps, out=None):
-    if out is None:
-        return qk_norm_rope(q, k, q_weight, k_weight, cos, sin, eps)
-    return qk_norm_rope_into(out, q, k, q_weight, k_weight, cos, sin, eps)
+triton_qk_norm_rope = triton_with_out(qk_norm_rope, qk_norm_rope_into)
 
 
 def alloc_out(inputs: dict) -> tuple[torch.Tensor, torch.Tensor]:
@@ -107,7 +100,7 @@ ENTRIES = [
         bytes_moved=bytes_moved,
         flops=flops,
         tolerances={"fp32": (5e-6, 1e-4), "bf16": (1e-2, 1.25e-1), "fp16": (2e-3, 1.6e-2)},
-        default_impls=("triton", "eager", "compile", "compile_max"),
+        default_impls=STANDARD_IMPLS,
         function=qk_norm_rope,
         grid=Grid(shapes=((2, 1320, 2048), (2, 6336, 2048))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 512), (4, 16, 1024))),

@@ -8,9 +8,9 @@ from typing import Sequence
 
 import torch
 
-from kernels.entries.adaln import MODULATION_STD, TOLERANCES, check_shape_bsc, rms_normalised
-from kernels.entries.common import numel, randn, standard_impls, upcast
-from kernels.registry import Contract, Grid, KernelEntry
+from kernels.entries.adaln import LTX_BLOCK_LINE_SHAPES, MODULATION_STD, TOLERANCES, check_shape_bsc, rms_normalised
+from kernels.entries.common import ROW_CONTRACT, STANDARD_IMPLS, numel, randn, standard_impls, triton_with_out, upcast
+from kernels.registry import Grid, KernelEntry
 from kernels.residual_norm import LAUNCH, add_rms_norm_modulate, add_rms_norm_modulate_into
 from kernels.rows import row_tune
 
@@ -50,10 +50,7 @@ def eager(
     return hidden_states, norm_hidden_states
 
 
-def triton_add_rms_norm_modulate(x, residual, scale, shift, eps, out=None, _config=None):
-    if out is None:
-        return add_rms_norm_modulate(x, residual, scale, shift, eps)
-    return add_rms_norm_modulate_into(out, x, residual, scale, shift, eps, _config=_config)
+triton_add_rms_norm_modulate = triton_with_out(add_rms_norm_modulate, add_rms_norm_modulate_into)
 
 
 def bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
@@ -86,10 +83,10 @@ ENTRIES = [
         bytes_moved=bytes_moved,
         flops=flops,
         tolerances=TOLERANCES,
-        default_impls=("triton", "eager", "compile", "compile_max"),
+        default_impls=STANDARD_IMPLS,
         function=add_rms_norm_modulate,
-        grid=Grid(shapes=((1, 256, 2048), (2, 1320, 2048), (2, 6336, 2048))),
-        contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024), (1, 16, 8192))),
+        grid=Grid(shapes=LTX_BLOCK_LINE_SHAPES),
+        contract=ROW_CONTRACT,
         launch_table=LAUNCH,
         tune=row_tune(triton_add_rms_norm_modulate, LAUNCH),
     ),

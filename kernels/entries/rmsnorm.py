@@ -9,8 +9,18 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from kernels.entries.common import liger_unavailable, numel, randn, standard_impls, upcast
-from kernels.registry import Contract, Grid, Impl, KernelEntry
+from kernels.entries.adaln import LTX_NORM_SHAPES
+from kernels.entries.common import (
+    ROW_CONTRACT,
+    STANDARD_IMPLS,
+    liger_unavailable,
+    numel,
+    randn,
+    standard_impls,
+    triton_with_out,
+    upcast,
+)
+from kernels.registry import Grid, Impl, KernelEntry
 from kernels.rmsnorm import LAUNCH, rms_norm, rms_norm_into, rms_norm_out_dtype
 from kernels.rows import row_tune
 
@@ -52,10 +62,7 @@ def eager(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     return hidden_states * weight
 
 
-def triton_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, out=None, _config=None) -> torch.Tensor:
-    if out is None:
-        return rms_norm(x, weight, eps, numerics=NUMERICS)
-    return rms_norm_into(out, x, weight, eps, numerics=NUMERICS, _config=_config)
+triton_rms_norm = triton_with_out(rms_norm, rms_norm_into, numerics=NUMERICS)
 
 
 def functional_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -106,22 +113,10 @@ ENTRIES = [
         bytes_moved=bytes_moved,
         flops=flops,
         tolerances={"fp32": (1e-5, 1e-4), "bf16": (8e-3, 8e-2), "fp16": (1e-3, 1e-2)},
-        default_impls=("triton", "eager", "compile", "compile_max", "F.rms_norm", "liger"),
+        default_impls=(*STANDARD_IMPLS, "F.rms_norm", "liger"),
         function=rms_norm,
-        grid=Grid(
-            shapes=(
-                (1, 1024, 2048),
-                (2, 1024, 2048),
-                (4, 1024, 2048),
-                (1, 4096, 2048),
-                (2, 4096, 3072),
-                (1, 8192, 2048),
-                (4, 4096, 3072),
-                (2, 1320, 2048),
-                (2, 6336, 2048),
-            )
-        ),
-        contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024), (1, 16, 8192))),
+        grid=Grid(shapes=LTX_NORM_SHAPES),
+        contract=ROW_CONTRACT,
         launch_table=LAUNCH,
         tune=row_tune(triton_rms_norm, LAUNCH),
     ),

@@ -21,7 +21,7 @@ from typing import Sequence
 
 import torch
 
-from kernels.entries.common import numel, randn, standard_impls, upcast
+from kernels.entries.common import STANDARD_IMPLS, numel, randn, standard_impls, triton_with_out, upcast
 from kernels.registry import Contract, Grid, KernelEntry
 from kernels.rope import (
     ROPE_LAUNCH,
@@ -119,17 +119,33 @@ def llama_apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
 # rope (LTX)
 
 
-def check_ltx_shape(shape: Sequence[int]) -> None:
-    if len(shape) != 3 or any(not isinstance(s, int) or s < 1 for s in shape) or shape[-1] % 2:
-        raise ValueError(
-            f"rope expects x [B, S, C] (LTX, before the head split) with an even C >= 2; got {list(shape)}"
-        )
+def ltx_shape_check(expects: str):
+    """The shape check of a kernel on LTX's ``[B, S, C]`` rows with interleaved RoPE pairs (an even C); ``expects``
+    begins its error (``rope expects x [B, S, C] (...)``)."""
+
+    def check(shape: Sequence[int]) -> None:
+        if len(shape) != 3 or any(not isinstance(s, int) or s < 1 for s in shape) or shape[-1] % 2:
+            raise ValueError(f"{expects} with an even C >= 2; got {list(shape)}")
+
+    return check
+
+
+def ltx_inputs_tables(
+    shape: Sequence[int], device: torch.device, gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """LTX's fp32 cos/sin ``[B, S, C]`` for a ``[B, S, C]`` input, each batch element at its own random position
+    offset, on ``device`` (drawn before the entry's other inputs)."""
+    batch, seq, dim = shape
+    cos, sin = ltx_rope_tables(torch.randint(0, 16, (batch,), generator=gen), seq, dim)
+    return cos.to(device), sin.to(device)
+
+
+check_ltx_shape = ltx_shape_check("rope expects x [B, S, C] (LTX, before the head split)")
 
 
 def make_ltx_inputs(shape: Sequence[int], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> dict:
-    batch, seq, dim = shape
-    cos, sin = ltx_rope_tables(torch.randint(0, 16, (batch,), generator=gen), seq, dim)
-    return {"x": randn(shape, dtype, device, gen), "cos": cos.to(device), "sin": sin.to(device)}
+    cos, sin = ltx_inputs_tables(shape, device, gen)
+    return {"x": randn(shape, dtype, device, gen), "cos": cos, "sin": sin}
 
 
 def ltx_reference(inputs: dict) -> torch.Tensor:
@@ -137,10 +153,7 @@ def ltx_reference(inputs: dict) -> torch.Tensor:
     return interleaved_reference(up["x"], up["cos"], up["sin"])
 
 
-def triton_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out=None, _config=None) -> torch.Tensor:
-    if out is None:
-        return rope_interleaved(x, cos, sin)
-    return rope_interleaved_into(out, x, cos, sin, _config=_config)
+triton_rope = triton_with_out(rope_interleaved, rope_interleaved_into)
 
 
 def ltx_bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
@@ -174,12 +187,7 @@ def rotate_half_reference(inputs: dict) -> torch.Tensor:
     return llama_apply_rotary(up["x"], up["cos"], up["sin"])
 
 
-def triton_rope_rotate_half(
-    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out=None, _config=None
-) -> torch.Tensor:
-    if out is None:
-        return rope_rotate_half(x, cos, sin)
-    return rope_rotate_half_into(out, x, cos, sin, _config=_config)
+triton_rope_rotate_half = triton_with_out(rope_rotate_half, rope_rotate_half_into)
 
 
 def rotate_half_bytes_moved(shape: Sequence[int], dtype: torch.dtype) -> int:
@@ -210,7 +218,7 @@ ENTRIES = [
         bytes_moved=ltx_bytes_moved,
         flops=rope_flops,
         tolerances={"fp32": (2e-6, 2e-5), "bf16": (8e-3, 6.25e-2), "fp16": (1e-3, 8e-3)},
-        default_impls=("triton", "eager", "compile", "compile_max"),
+        default_impls=STANDARD_IMPLS,
         function=rope_interleaved,
         grid=Grid(shapes=((2, 1320, 2048), (2, 6336, 2048), (1, 4096, 2048), (1, 1024, 2048))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 512), (1, 16, 4096))),
@@ -235,7 +243,7 @@ ENTRIES = [
         bytes_moved=rotate_half_bytes_moved,
         flops=rope_flops,
         tolerances={"fp32": (2e-6, 2e-5), "bf16": (1e-2, 6.25e-2), "fp16": (2e-3, 8e-3)},
-        default_impls=("triton", "eager", "compile", "compile_max"),
+        default_impls=STANDARD_IMPLS,
         function=rope_rotate_half,
         grid=Grid(
             shapes=((1, 1024, 16, 64), (1, 4096, 16, 64), (2, 4096, 16, 128), (1, 8192, 32, 64), (2, 6336, 32, 64))

@@ -107,14 +107,21 @@ def _kernel_from(rec: dict[str, str]) -> NcuKernel:
     )
 
 
+def _csv_table(text: str, page: str, columns: tuple[str, ...]) -> list[list[str]]:
+    """The CSV lines of an ncu ``page`` (header first; empty for no output); ValueError when the header lacks one of
+    ``columns``."""
+    rows = _csv_lines(text)
+    if rows and any(c not in rows[0] for c in columns):
+        raise ValueError(f"not an ncu {page} CSV: no {'/'.join(columns)} columns")
+    return rows
+
+
 def parse_details(text: str) -> list[NcuKernel]:
     """The details page (``ncu --csv``), one NcuKernel per profiled launch (by ``ID``), in order of appearance."""
-    rows = _csv_lines(text)
+    rows = _csv_table(text, "details", ("ID", "Metric Name"))
     if not rows:
         return []
     header = rows[0]
-    if "Metric Name" not in header or "ID" not in header:
-        raise ValueError("not an ncu details CSV: no ID/Metric Name columns")
     kernels: dict[str, NcuKernel] = {}
     for row in rows[1:]:
         rec = dict(zip(header, row))  # a 16-field metric row simply lacks the rule columns
@@ -150,12 +157,10 @@ def parse_details(text: str) -> list[NcuKernel]:
 def parse_raw(text: str) -> list[NcuKernel]:
     """The raw page (``ncu --csv --page raw``): every column after the identity columns becomes a metric keyed by its
     metric id (``gpu__time_duration.sum``), with the unit from the units row."""
-    rows = _csv_lines(text)
+    rows = _csv_table(text, "raw", ("ID", "Kernel Name"))
     if not rows:
         return []
     header = rows[0]
-    if "ID" not in header or "Kernel Name" not in header:
-        raise ValueError("not an ncu raw CSV: no ID/Kernel Name columns")
     body = rows[1:]
     units = [""] * len(header)
     if body and not body[0][0].strip():  # the units row: its ID cell (and the other identity cells) are empty
