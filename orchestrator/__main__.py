@@ -60,8 +60,10 @@ EXIT_INTERRUPTED = 130
 
 
 def kernel_names() -> list[str]:
-    """The names of the kernels of kernels/entries/, read from their ``KernelEntry(name="...")`` declarations
-    without importing them (importing the registry imports torch and Triton: seconds that --help need not wait)."""
+    """The names of the kernels of kernels/entries/, read from their declarations without importing them (importing
+    the registry imports torch and Triton: seconds that --help need not wait): each ``KernelEntry(name="...")``, and
+    each call in a module's ``ENTRIES = [...]`` whose first argument is the name (an entry made by a helper, as
+    ``modulated_entry("adaln", ...)``)."""
     import ast
 
     folders = [REPO / "kernels" / "entries"]
@@ -70,11 +72,18 @@ def kernel_names() -> list[str]:
         folders += [Path(p) for p in getattr(loaded, "__path__", [])]
     names = set()
     for path in (p for folder in dict.fromkeys(folders) for p in folder.glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "KernelEntry":
                 for kw in node.keywords:
                     if kw.arg == "name" and isinstance(kw.value, ast.Constant):
                         names.add(kw.value.value)
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "ENTRIES" for t in node.targets):
+                for call in getattr(node.value, "elts", []):
+                    first = call.args[0] if isinstance(call, ast.Call) and call.args else None
+                    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                        names.add(first.value)
     return sorted(names)
 
 
