@@ -7,8 +7,8 @@ architecture chose the row's values, and ``source``, where that measurement is w
 a row takes the table's ``default`` (the kernel's rule, measured nowhere).
 
 The table is plain data to programs too: :meth:`LaunchTable.records` lists its rows as dicts (``arch`` and the row's
-fields), :meth:`LaunchTable.with_records` makes the table those records describe, and :meth:`LaunchTable.source`
-writes its rows as the Python that declares them, so a tuning run can read a kernel's table and propose a new one.
+fields), :meth:`LaunchTable.with_records` makes the table those records describe, and :meth:`LaunchTable.row_source`
+writes a row as the Python that declares it, so a tuning run can read a kernel's table and propose a new one.
 """
 
 from __future__ import annotations
@@ -68,13 +68,11 @@ class LaunchTable(Generic[R]):
         }
         return LaunchTable(self.kernel, self.default, rows)
 
-    def source(self) -> str:
-        """The rows as the Python that declares them in the kernel's module (the ``rows=`` argument's entries)."""
-        lines = []
-        for arch, row in sorted(self.rows.items()):
-            args = ", ".join(f"{k}={v!r}" for k, v in _fields(row).items() if v != getattr(self.default, k))
-            lines.append(f"{arch!r}: {type(row).__name__}({args}),")
-        return "\n".join(lines)
+    def row_source(self, row: R) -> str:
+        """``row`` as the Python that declares it in the kernel's module (a value of the ``rows=`` argument): the
+        fields that differ from the default row's."""
+        args = ", ".join(f"{k}={v!r}" for k, v in _fields(row).items() if v != getattr(self.default, k))
+        return f"{type(row).__name__}({args})"
 
 
 def _fields(row: LaunchRow) -> dict[str, Any]:

@@ -23,11 +23,11 @@ import os
 import platform
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator import user_cache
 from workers.spec import JobSpec
 
 # A grid whose estimate is below this runs on a CPU without allow_cpu=true (the smoke sweep takes a few seconds)
@@ -120,8 +120,7 @@ def calibrate(proc: subprocess.Popen | None = None, timeout_s: float = CALIBRATI
 
 def calibration_path() -> Path:
     """Where this machine's calibration is kept."""
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "kernelfleet" / "cpu-calibration.json"
+    return user_cache.path("cpu-calibration.json")
 
 
 def _stack() -> dict[str, object]:
@@ -148,13 +147,13 @@ def kept_fit(now: float | None = None) -> tuple[dict[str, float], str] | None:
     another machine or stack, older than :data:`KEEP_S`, unreadable, or ``KERNELFLEET_CPU_CALIBRATION=fresh``."""
     if os.environ.get("KERNELFLEET_CPU_CALIBRATION", "") == "fresh":
         return None
+    kept = user_cache.read(calibration_path())
     try:
-        kept = json.loads(calibration_path().read_text())
         age = (now if now is not None else time.time()) - float(kept["measured_at"])
         if kept.get("stack") != _stack() or not 0 <= age < KEEP_S:
             return None
         fit = {k: float(kept["fit"][k]) for k in ("per_call_s", "per_element_s", "eager_per_element_s")}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):  # none kept (None), or not a calibration
         return None
     when = dt.datetime.fromtimestamp(float(kept["measured_at"]), dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return fit, when
@@ -163,16 +162,7 @@ def kept_fit(now: float | None = None) -> tuple[dict[str, float], str] | None:
 def keep_fit(fit: dict[str, float]) -> None:
     """Keep ``fit`` for this machine and stack (written whole, then renamed: a reader never sees half a file); a
     machine where it cannot be written calibrates again next time."""
-    path = calibration_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        record = {"measured_at": time.time(), "stack": _stack(), "fit": fit}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cpu-calibration.")
-        with os.fdopen(fd, "w") as f:
-            json.dump(record, f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    user_cache.write(calibration_path(), {"measured_at": time.time(), "stack": _stack(), "fit": fit})
 
 
 def gb(nbytes: int) -> str:

@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
+from orchestrator import user_cache
 from orchestrator.config import ConfigError
 from workers import isa_targets
 from workers.gpu_types import BY_SHORT
@@ -63,7 +64,7 @@ def check_tunable(names: Iterable[str], explicit: bool) -> list[str]:
         if not tunable(n):
             raise ConfigError(
                 f"sweep.kernels: {n!r} declares no tune knobs (KernelEntry.tune); tunable kernels: "
-                f"{', '.join(n for n in names_tunable())}"
+                f"{', '.join(names_tunable())}"
             )
     return names
 
@@ -71,7 +72,7 @@ def check_tunable(names: Iterable[str], explicit: bool) -> list[str]:
 def names_tunable() -> list[str]:
     from kernels import registry
 
-    return [n for n in registry.kernel_names() if registry.get(n).tune is not None]
+    return [n for n in registry.kernel_names() if tunable(n)]
 
 
 # ------------------------------------------------------------------------------------------------------- plan
@@ -139,29 +140,12 @@ def plan_tune(
 
 def cache_path() -> Path:
     env = os.environ.get("KERNELFLEET_TUNE_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kernelfleet" / "tune-filter.json"
+    return Path(env) if env else user_cache.path("tune-filter.json")
 
 
 def _load_cache(path: Path) -> dict[str, dict]:
-    try:
-        data = json.loads(path.read_text())
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _save_cache(path: Path, cache: dict[str, dict]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(cache, f, sort_keys=True)
-        os.replace(tmp, path)
-    except OSError:  # a cache that cannot be written costs compile time next time, nothing else
-        pass
+    data = user_cache.read(path)
+    return data if isinstance(data, dict) else {}
 
 
 def _cache_key(task: dict, code: CodeVersion) -> str:
@@ -251,7 +235,7 @@ def compile_verdicts(
     if todo:
         for task, verdict in zip(todo, _run_filter(todo)):
             cache[_cache_key(task, code)] = verdict
-        _save_cache(path, cache)
+        user_cache.write(path, cache)  # one that cannot be written costs compile time next time, nothing else
     return {(t["dtype"], t["bucket"], t["impl"]): cache[k] for t, k in zip(tasks, keys)}
 
 

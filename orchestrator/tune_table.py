@@ -220,7 +220,7 @@ def _offset(lines: list[str], lineno: int, col: int) -> int:
 def rewrite_rows(text: str, table, arch: str, new_row) -> str:
     """``text`` (a kernel module's source) with the ``arch`` row of its ``LaunchTable(table.kernel, ...)`` replaced
     by ``new_row`` (added when the table has no such row, or no rows at all); the rest untouched."""
-    entry = f"{arch!r}: {_row_source(table, new_row)}"
+    entry = f"{arch!r}: {table.row_source(new_row)}"
     tree = ast.parse(text)
     call = _launch_table_call(tree, table.kernel)
     lines = text.splitlines(keepends=True)
@@ -239,12 +239,6 @@ def rewrite_rows(text: str, table, arch: str, new_row) -> str:
     before = text[:end].rstrip()
     sep = " " if before.endswith(("{", ",")) else ", "
     return before + sep + entry + ",\n" + text[end:]
-
-
-def _row_source(table, row) -> str:
-    """The row as ``LaunchTable.source()`` writes it (the fields that differ from the default)."""
-    one = type(table)(table.kernel, table.default, {"_": row}).source()
-    return one.split(": ", 1)[1].rstrip(",")
 
 
 def formatted(text: str, path: Path) -> str:
@@ -339,8 +333,10 @@ def build(
     per_kernel = _runs_for(url, gpu_type, runs, kernel)
     if not per_kernel:
         raise TuneTableError(f"no tune run of {kernel or 'any kernel'} measured on {gpu_type}")
-    out: dict[str, Any] = {"gpu_type": gpu_type, "metric": metric, "kernels": {}, "files": {}}
-    texts: dict[Path, str] = {}  # each module as the kernels before this one left it (a module holds several tables)
+    out: dict[str, Any] = {"gpu_type": gpu_type, "metric": metric, "kernels": {}}
+    # path -> (the module as read, as every kernel so far left it): a module may hold several kernels' tables, and
+    # each kernel's change is made on the text the one before it left
+    files: dict[Path, tuple[str, str]] = {}
     for kname, kruns in sorted(per_kernel.items()):
         entry = registry.get(kname)
         if entry.tune is None or entry.tune.table is None:
@@ -383,9 +379,9 @@ def build(
         knobs_of = {c.bucket: _knobs(entry, c.choice) for c in per_bucket.values()}
         row = proposed_row(entry, arch, knobs_of, source)
         path, module = table_location(entry.tune.table)
-        old = texts[path] if path in texts else path.read_text()
-        new = texts[path] = formatted(rewrite_rows(old, entry.tune.table, arch, row), path)
-        out["files"].setdefault(path, old)
+        original, old = files.get(path) or (path.read_text(),) * 2
+        new = formatted(rewrite_rows(old, entry.tune.table, arch, row), path)
+        files[path] = (original, new)
         out["kernels"][kname] = {
             "runs": [r["id"] for r in kruns],
             "arch": arch,
@@ -400,6 +396,7 @@ def build(
             "new": new,
             "diff": unified(old, new, path),
         }
+    out["files"] = files
     return out
 
 
@@ -474,10 +471,9 @@ def run(args, console: Console) -> int:
     result = build(url, args.gpu_type, args.run or None, args.kernel, args.metric, args.threshold, args.include_cpu)
     print_table(result, console)
     if args.write:
-        final = {k["path"]: k["new"] for k in result["kernels"].values()}  # a module's last kernel holds every change
-        for path, original in result["files"].items():
-            if final[path] != original:
-                path.write_text(final[path])
+        for path, (original, new) in result["files"].items():
+            if new != original:
+                path.write_text(new)
                 console.print(f"wrote {path}", markup=False)
     return 0
 

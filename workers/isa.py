@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -68,8 +68,11 @@ def captured_launches() -> Iterator[list[Launch]]:
         JITFunction.run = real
 
 
-def wrapper_launches(kernel: str, shape: list[int], dtype: str, arch: str, seed: int = 0) -> list[Launch]:
-    """The launches the registry's ``triton`` implementation of ``kernel`` makes for (shape, dtype) on ``arch``."""
+def wrapper_launches(
+    kernel: str, shape: list[int], dtype: str, arch: str, seed: int = 0, call: Callable[..., Any] | None = None
+) -> list[Launch]:
+    """The launches the registry's ``triton`` implementation of ``kernel`` makes for (shape, dtype) on ``arch``; with
+    ``call``, those ``call(**inputs)`` makes instead (a tune candidate's launch, workers/tune_filter.py)."""
     from kernels import arch as kernel_arch
     from kernels import registry
 
@@ -87,9 +90,10 @@ def wrapper_launches(kernel: str, shape: list[int], dtype: str, arch: str, seed:
     gen = torch.Generator().manual_seed(seed)
     inputs = entry.make_inputs(tuple(shape), registry.dtype_of(dtype), torch.device("cpu"), gen)
     with kernel_arch.compile_target(arch), captured_launches() as launches:
-        entry.impls["triton"].make()(**inputs)
+        (call or entry.impls["triton"].make())(**inputs)
     if not launches:
-        raise RuntimeError(f"{kernel} {shape} {dtype}: the triton implementation launched no kernel")
+        what = "the call" if call else "the triton implementation"
+        raise RuntimeError(f"{kernel} {shape} {dtype}: {what} launched no kernel")
     return launches
 
 

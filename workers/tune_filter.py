@@ -37,7 +37,6 @@ def verdict(figures: dict[str, Any], lds_limit: int) -> str | None:
 def check(task: dict[str, Any]) -> dict[str, Any]:
     """Compile one candidate (``kernel``, ``shape``, ``dtype``, ``arch``, ``impl``) for its target: ``{"keep":
     bool, "reason": str | None, "figures": {...}}``."""
-    import torch
 
     from kernels import arch as kernel_arch
     from kernels import registry
@@ -52,14 +51,12 @@ def check(task: dict[str, Any]) -> dict[str, Any]:
     target = isa_targets.get(task["arch"])
     shape = list(task["shape"])
     config = entry.tune.config(kernel_tune.parse_impl(entry.tune, task["impl"]), shape)
-    gen = torch.Generator().manual_seed(0)
-    inputs = entry.make_inputs(tuple(shape), registry.dtype_of(task["dtype"]), torch.device("cpu"), gen)
-    out = entry.alloc_out(inputs)
+
+    def candidate(**inputs):
+        entry.tune.launch(**inputs, out=entry.alloc_out(inputs), _config=config)
+
     try:
-        with kernel_arch.compile_target(target.arch), isa.captured_launches() as launches:
-            entry.tune.launch(**inputs, out=out, _config=config)
-        if not launches:
-            raise RuntimeError("the candidate launched no kernel")
+        launches = isa.wrapper_launches(entry.name, shape, task["dtype"], target.arch, call=candidate)
         per_launch = [isa.analyse(isa.compile_launch(launch, target), target) for launch in launches]
     except Exception as exc:  # a candidate that does not compile for the target cannot run there
         msg = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[0][:300]

@@ -143,12 +143,3 @@ def tune_results(
                 "candidates": candidates,
             }
     return sorted(rows.values(), key=lambda r: (r["kernel"], r["dtype"], [int(x) for x in r["shape"]]))
-
-
-def run_info(src: Source, run_id: int) -> dict[str, Any] | None:
-    """id, sweep, commit, started_at of a run (None when there is none)."""
-    with read_session(src) as s:
-        run = s.get(Run, run_id)
-        if run is None:
-            return None
-        return {"id": run.id, "sweep": run.sweep, "commit": run.commit, "started_at": run.started_at}
