@@ -413,9 +413,10 @@ def run_table(rows: list[dict[str, Any]], title: str) -> Table:
     for col in ("kernel", "shape", "dtype", "bucket", "timed", "dropped", "current", "fastest", "margin", "status"):
         t.add_column(col, overflow="fold")
     for r in rows:
-        timed = {i: c["time_us"] for i, c in r["candidates"].items() if c.get("time_us") and c.get("correct", 1) == 1}
-        best = min(timed, key=lambda i: (timed[i], i != r["current"])) if timed else None
-        margin = timed[r["current"]] / timed[best] - 1 if best and r["current"] in timed else None
+        best = tune_queries.fastest(r)
+        current = r["candidates"].get(r["current"], {})
+        correct = current.get("time_us") is not None and current.get("correct", 1.0) == 1.0
+        margin = current["time_us"] / r["candidates"][best]["time_us"] - 1 if best and correct else None
         cells = (
             r["kernel"],
             r["shape_key"],

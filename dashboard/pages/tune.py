@@ -24,13 +24,7 @@ JOB_COLUMNS = ["kernel", "shape", "dtype", "bucket", "current", "winner", "margi
 
 def roles(row: dict, metric: str) -> tuple[str | None, str | None]:
     """(the current choice, the fastest correct candidate by ``metric``) of one tune job."""
-    timed = {
-        impl: c[metric]
-        for impl, c in row["candidates"].items()
-        if c.get(metric) is not None and c.get("correct", 1.0) == 1.0
-    }
-    winner = min(timed, key=lambda i: (timed[i], i != row["current"])) if timed else None
-    return row["current"], winner
+    return row["current"], tune_queries.fastest(row, metric)
 
 
 def build(src, params: Mapping[str, str]) -> PageView:

@@ -143,3 +143,14 @@ def tune_results(
                 "candidates": candidates,
             }
     return sorted(rows.values(), key=lambda r: (r["kernel"], r["dtype"], [int(x) for x in r["shape"]]))
+
+
+def fastest(row: dict[str, Any], metric: str = "time_us") -> str | None:
+    """The fastest correct candidate of one :func:`tune_results` row by ``metric`` (the current choice on a tie);
+    None when no candidate has a correct timing."""
+    timed = {
+        impl: c[metric]
+        for impl, c in row["candidates"].items()
+        if c.get(metric) is not None and c.get("correct", 1.0) == 1.0
+    }
+    return min(timed, key=lambda i: (timed[i], i != row["current"])) if timed else None
