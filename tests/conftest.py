@@ -16,6 +16,15 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
 
+@pytest.fixture
+def device() -> torch.device:
+    """The device kernel, injection and worker tests run on: the GPU when there is one (compiled Triton), else the
+    CPU with Triton's interpreter (tests/support/devices.py)."""
+    from tests.support.devices import TEST_DEVICE
+
+    return TEST_DEVICE
+
+
 def pytest_itemcollected(item):
     """Groups for pytest-xdist's ``--dist loadgroup`` (README: the test command runs two workers).
 
