@@ -32,6 +32,10 @@ class ArchLaunch:
     # elements per program for purely elementwise kernels
     elementwise_block: int
     measured: bool  # whether these numbers come from a measurement on this architecture
+    # the most shared memory (LDS on AMD) one program may allocate, bytes: Hopper 227 KiB of opt-in shared memory a
+    # block, CDNA4 160 KiB and CDNA3/RDNA 64 KiB of LDS a workgroup (vendors' ISA and tuning guides).  0: unknown
+    # here; :func:`shared_memory_limit` asks the device.  A launch over it does not run (workers/isa.py marks it).
+    shared_memory: int = 0
 
     def warps_for(self, block: int) -> int:
         """num_warps for a row kernel's block of ``block`` elements."""
@@ -43,16 +47,18 @@ class ArchLaunch:
 
 _TABLE: dict[str, ArchLaunch] = {
     # NVIDIA Hopper (H100/H200).
-    "sm_90": ArchLaunch("sm_90", 32, ((512, 2), (1024, 4), (2048, 8), (4096, 8), (1 << 30, 16)), 2048, False),
+    "sm_90": ArchLaunch(
+        "sm_90", 32, ((512, 2), (1024, 4), (2048, 8), (4096, 8), (1 << 30, 16)), 2048, False, shared_memory=227 * 1024
+    ),
     # AMD CDNA3+/4 (MI300X gfx942, MI355X gfx950): wave64, so half the warps cover the same row (the generic rule's
     # lanes per row): 8 16-bit elements per lane, so rows load and store 128 bits a lane (dwordx4), where the
     # generic warps on wave64 gave 4 elements and 64-bit accesses (docs/perf/amd-isa.md).
-    "gfx950": ArchLaunch("gfx950", 64, ((1024, 2), (4096, 4), (1 << 30, 8)), 2048, False),
-    "gfx942": ArchLaunch("gfx942", 64, ((1024, 2), (4096, 4), (1 << 30, 8)), 2048, False),
+    "gfx950": ArchLaunch("gfx950", 64, ((1024, 2), (4096, 4), (1 << 30, 8)), 2048, False, shared_memory=160 * 1024),
+    "gfx942": ArchLaunch("gfx942", 64, ((1024, 2), (4096, 4), (1 << 30, 8)), 2048, False, shared_memory=64 * 1024),
     # AMD RDNA4 (R9700 gfx1201) and RDNA3 (gfx1100): wave32, at most 16 warps a program: the ROCm guidance these
     # entries follow measured 32 warps (one 1024-thread workgroup per row) slowest on RDNA.
-    "gfx1201": ArchLaunch("gfx1201", 32, ((1024, 4), (4096, 8), (1 << 30, 16)), 1024, False),
-    "gfx1100": ArchLaunch("gfx1100", 32, ((1024, 4), (4096, 8), (1 << 30, 16)), 1024, False),
+    "gfx1201": ArchLaunch("gfx1201", 32, ((1024, 4), (4096, 8), (1 << 30, 16)), 1024, False, shared_memory=64 * 1024),
+    "gfx1100": ArchLaunch("gfx1100", 32, ((1024, 4), (4096, 8), (1 << 30, 16)), 1024, False, shared_memory=64 * 1024),
 }
 # Anything else (other NVIDIA generations, the CPU interpreter): the generic row heuristic.
 _GENERIC = ArchLaunch("generic", 32, ((1024, 4), (4096, 8), (1 << 30, 16)), 1024, False)
@@ -108,6 +114,27 @@ def launch_arch(device: torch.device | None = None) -> str:
 def arch_launch(device: torch.device | None = None) -> ArchLaunch:
     """The shared launch parameters of a launch on ``device`` (:func:`launch_arch`)."""
     return for_arch(launch_arch(device))
+
+
+# Without a table entry and without a GPU to ask: the shared memory every CUDA GPU since Volta and every AMD GPU gives a
+# block without opting in.
+_SAFE_SHARED_MEMORY = 48 * 1024
+
+
+def shared_memory_limit(device: torch.device | None = None) -> int | None:
+    """The most shared memory / LDS one program of a launch on ``device`` may allocate, bytes: the architecture's
+    table entry, else what the GPU reports (its opt-in limit), else a limit every GPU meets.  None under Triton's
+    interpreter on the CPU, where no launch is bounded."""
+    arch = launch_arch(device)
+    if arch == "cpu" or (compiling_for() is None and interpreting()):
+        return None
+    limit = for_arch(arch).shared_memory
+    if limit:
+        return limit
+    if device is not None and device.type == "cuda":
+        props = torch.cuda.get_device_properties(device.index or 0)
+        return int(getattr(props, "shared_memory_per_block_optin", 0) or _SAFE_SHARED_MEMORY)
+    return _SAFE_SHARED_MEMORY
 
 
 def row_num_warps(block: int, device: torch.device | None = None) -> int:

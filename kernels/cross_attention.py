@@ -6,7 +6,9 @@ value sequence of a head fits in one tile, so each program loads a block of quer
 values once, and computes ``softmax(q @ k.T * scale + mask) @ v`` in one pass: no running maximum and no rescaling
 across key blocks.  On AMD, where every warp holds the whole key and value tiles in registers, tiles beyond LTX-Video's
 128 keys x head dim 64 are taken in steps of key blocks with a running maximum instead (:func:`keys_per_step`, the
-``tile`` of this kernel's launch table); everywhere else, the H200 included, the kernel is the one pass.  Scores, the
+``tile`` of this kernel's launch table); everywhere else, the H200 included, the kernel is the one pass, unless the
+one-pass tile would not fit the target's shared memory (fp32 beyond 128 keys at head dim 128 on the H200:
+:func:`keys_in_shared_memory`), where it takes the same steps.  Scores, the
 softmax and the normalisation are fp32; the probabilities are rounded to the inputs' dtype for the second product (as
 flash-attention kernels do), and the result is rounded once.
 
@@ -31,7 +33,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.arch import interpreting
+from kernels.arch import interpreting, shared_memory_limit
 from kernels.checks import check_device, check_float, check_out
 from kernels.launch import PublicKernel, cdiv, launcher, next_pow2
 from kernels.launch_table import LaunchRow, LaunchTable
@@ -77,6 +79,23 @@ def keys_per_step(keys_block: int, head_block: int, tile: tuple[int, int]) -> in
     if not one_pass or keys_block * head_block <= one_pass:
         return keys_block
     return min(keys_block, max(16, step // head_block))
+
+
+def keys_in_shared_memory(keys: int, head_block: int, block_m: int, dtype: torch.dtype, limit: int | None) -> int:
+    """The keys one step may hold so that the launch's shared memory stays within ``limit`` (bytes; None: no limit):
+    ``keys`` where it fits, else the largest power of two that does (at least 16, the smallest product).
+
+    The products stage their operands in shared memory: the query tile and one step's key and value tiles,
+    ``(block_m + 2 * keys) * head_block`` elements, of 4 bytes for fp32 (the products run in fp32) and 2 for bf16
+    and fp16 (Triton 3.7.1's allocation for sm_90 is exactly that: 294,912 B for 256 keys at head dim 128 in fp32,
+    over the H200's 232,448 B, so such a launch could not run; 163,840 B in steps of 128 keys).  A step smaller than
+    the whole key tile loops over key blocks with a running maximum (the AMD path)."""
+    if limit is None:
+        return keys
+    size = 4 if dtype == torch.float32 else 2
+    while keys > 16 and (block_m + 2 * keys) * head_block * size > limit:
+        keys //= 2
+    return keys
 
 
 @triton.jit
@@ -351,6 +370,10 @@ def _launch(
     cfg = config or attn_config(block_k, block_d)
     if cfg.block_k:
         block_k = min(block_n, cfg.block_k)
+    elif config is None:
+        fitted = keys_in_shared_memory(block_k, block_d, cfg.block_m, query.dtype, shared_memory_limit(query.device))
+        if fitted != block_k:
+            block_k, cfg = fitted, attn_config(fitted, block_d)
     softmax_scale = (1.0 / math.sqrt(d)) if scale is None else float(scale)
     launcher(_cross_attention_kernel, traced)[(cdiv(sq, cfg.block_m), b * h)](
         q,

@@ -13,7 +13,9 @@ Measurements (implementation ``triton``): registers, spills, scratch and LDS byt
 loads and stores by width, transcendental and conversion instructions, compile time, and ``est_min_time_us``: the
 byte model over the target's published memory bandwidth, an estimate (a lower bound), never a timing.  The job's
 device is the compile target (``DeviceInfo.runtime == "compile target"``, ``extra.compile_target``), not a measured
-GPU; the assembly is kept as an artifact.
+GPU; the assembly is kept as an artifact.  A launch the target would refuse (shared memory/LDS or registers beyond
+what one program may hold there: :func:`workers.isa_targets.cannot_run`) makes the job an ``error`` naming the launch
+and the limit, its figures still stored: the kernel would fail on that GPU.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import torch
 from workers import isa_targets, metrics
 from workers.isa_targets import CompileTarget
 from workers.parsers import amdgcn, sass
-from workers.spec import STATUS_OK, DeviceInfo, JobResult, JobSpec, Measurement
+from workers.spec import STATUS_ERROR, STATUS_OK, DeviceInfo, JobResult, JobSpec, Measurement
 
 RUNTIME = "compile target"  # DeviceInfo.runtime of a compile target: no device ran anything
 WIDTHS = (128, 96, 64, 32, 16, 8)  # access widths reported, bits
@@ -349,6 +351,9 @@ def run(spec: JobSpec, device: torch.device | None = None) -> JobResult:
             cached=compiled.cached,
             notes=compiled.notes,
         )
+        refused = isa_targets.cannot_run(figures, target)
+        if refused:
+            figures["cannot_run"] = refused
         per_launch.append(figures)
         for stage in ("amdgcn", "ptx", "sass"):
             if stage in compiled.asm:
@@ -385,6 +390,13 @@ def run(spec: JobSpec, device: torch.device | None = None) -> JobResult:
             ),
         },
     }
+    refused = [f"launch {i} ({p['kernel']}): {p['cannot_run']}" for i, p in enumerate(per_launch) if "cannot_run" in p]
+    if refused:
+        # the wrapper launches something the target refuses: a kernel that would fail on that GPU, not a figure
+        error = f"cannot run on {target.arch}: " + "; ".join(refused)
+        return JobResult(
+            spec.key, STATUS_ERROR, measurements, error=error, device=target_device(target), details=details
+        )
     return JobResult(spec.key, STATUS_OK, measurements, device=target_device(target), details=details)
 
 

@@ -13,6 +13,21 @@ from dataclasses import dataclass
 from workers.gpu_types import BY_SHORT
 
 
+def cannot_run(figures: dict, target: "CompileTarget") -> str | None:
+    """Why a launch compiled for ``target`` would be refused there (its resources beyond what one program may hold),
+    from its figures (:func:`workers.isa.analyse`), or None when it can run."""
+    lds = figures.get("lds_bytes") or 0
+    if lds > target.lds_limit:
+        return f"shared memory/LDS {lds} B over the {target.arch} limit of {target.lds_limit} B a program"
+    regs, threads = figures.get("registers") or 0, figures.get("workgroup_size") or 0
+    if target.block_registers and regs * threads > target.block_registers:
+        return (
+            f"{regs} registers x {threads} threads = {regs * threads} over the {target.arch} limit of "
+            f"{target.block_registers} registers a block"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class CompileTarget:
     arch: str  # the launch table's key (kernels/launch.py) and the device arch a measured result would carry
@@ -23,9 +38,17 @@ class CompileTarget:
     memory: str  # what the bandwidth is of
     copy_gbs: float | None = None  # the copy ceiling measured on this GPU type, GB/s, where the project has one
     copy_source: str = ""
-    # the most LDS / shared memory one program may allocate, bytes (CDNA3 64 KiB, CDNA4 160 KiB, RDNA4 64 KiB a
-    # workgroup; Hopper 227 KiB of opt-in shared memory a block): a launch over it cannot run
-    lds_limit: int = 65536
+    # registers one block may hold (NVIDIA: 64 Ki 32-bit registers a block); 0 where the compiler bounds them itself
+    # (AMD: the workgroup size is a launch bound of the code, so VGPRs beyond it spill)
+    block_registers: int = 0
+
+    @property
+    def lds_limit(self) -> int:
+        """The most LDS / shared memory one program may allocate, bytes (the kernels' own table,
+        :attr:`kernels.arch.ArchLaunch.shared_memory`): a launch over it cannot run."""
+        from kernels.arch import for_arch
+
+        return for_arch(self.arch).shared_memory
 
     @property
     def vendor(self) -> str:
@@ -46,7 +69,7 @@ class CompileTarget:
 TARGETS: dict[str, CompileTarget] = {
     t.arch: t
     for t in (
-        CompileTarget("gfx950", "hip", 64, "mi355x", 8000.0, "HBM3E, 8 TB/s", lds_limit=160 * 1024),
+        CompileTarget("gfx950", "hip", 64, "mi355x", 8000.0, "HBM3E, 8 TB/s"),
         CompileTarget("gfx942", "hip", 64, "mi300x", 5300.0, "HBM3, 5.3 TB/s"),
         CompileTarget("gfx1201", "hip", 32, "r9700", 640.0, "GDDR6, 640 GB/s"),
         CompileTarget(
@@ -58,7 +81,7 @@ TARGETS: dict[str, CompileTarget] = {
             "HBM3E, 4.8 TB/s",
             copy_gbs=4229.0,
             copy_source="docs/perf/kernels-h200.md (measured copy ceiling)",
-            lds_limit=227 * 1024,
+            block_registers=64 * 1024,
         ),
     )
 }

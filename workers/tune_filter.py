@@ -4,7 +4,7 @@ A candidate (kernels/tune.py) is launched as the ``tune`` job would launch it, i
 :func:`kernels.arch.compile_target` with Triton's launches captured (the ``isa`` job's machinery, workers/isa.py),
 and each launch is compiled for the target and read: a candidate whose code spills registers (AMD VGPR/SGPR spills or
 scratch; NVIDIA spill stores/loads), allocates more LDS / shared memory than the target gives a program
-(:attr:`workers.isa_targets.CompileTarget.lds_limit`), or does not compile, is dropped with the reason.  No GPU is
+(:func:`workers.isa_targets.cannot_run`), or does not compile, is dropped with the reason.  No GPU is
 needed.
 
 The kernels must be imported compiled, not interpreted: the planner runs :func:`check` in a child process
@@ -23,14 +23,18 @@ from typing import Any
 SPILL_FIGURES = ("vgpr_spills", "sgpr_spills", "scratch_bytes", "spill_store_bytes", "spill_load_bytes")
 
 
-def verdict(figures: dict[str, Any], lds_limit: int) -> str | None:
-    """Why a compiled candidate cannot win (spills, LDS over the limit), or None when it is kept."""
-    spills = {k: figures[k] for k in SPILL_FIGURES if figures.get(k)}
-    if spills:
-        return "spills: " + ", ".join(f"{k}={v}" for k, v in spills.items())
-    lds = figures.get("lds_bytes") or 0
-    if lds > lds_limit:
-        return f"LDS {lds} B over the target's {lds_limit} B"
+def verdict(per_launch: list[dict[str, Any]], target) -> str | None:
+    """Why a compiled candidate cannot win (a launch spills, or cannot run on the target:
+    :func:`workers.isa_targets.cannot_run`), or None when it is kept.  ``per_launch``: each launch's figures."""
+    from workers.isa_targets import cannot_run
+
+    for figures in per_launch:
+        spills = {k: figures[k] for k in SPILL_FIGURES if figures.get(k)}
+        if spills:
+            return "spills: " + ", ".join(f"{k}={v}" for k, v in spills.items())
+        reason = cannot_run(figures, target)
+        if reason:
+            return reason
     return None
 
 
@@ -61,9 +65,9 @@ def check(task: dict[str, Any]) -> dict[str, Any]:
     except Exception as exc:  # a candidate that does not compile for the target cannot run there
         msg = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[0][:300]
         return {"keep": False, "reason": f"does not compile for {target.arch}: {msg}", "figures": {}}
+    reason = verdict(per_launch, target)
     figures = isa.combine(per_launch)
     figures = {k: v for k, v in figures.items() if k in (*SPILL_FIGURES, "lds_bytes", "vgprs", "registers")}
-    reason = verdict(figures, target.lds_limit)
     return {"keep": reason is None, "reason": reason, "figures": figures}
 
 

@@ -7,7 +7,16 @@ import torch.nn.functional as F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernels.cross_attention import LAUNCH, MAX_KEYS, AttnConfig, cross_attention, cross_attention_into, keys_per_step
+from kernels.arch import for_arch
+from kernels.cross_attention import (
+    LAUNCH,
+    MAX_KEYS,
+    AttnConfig,
+    cross_attention,
+    cross_attention_into,
+    keys_in_shared_memory,
+    keys_per_step,
+)
 from kernels.entries.cross_attention import ENTRIES
 from kernels.registry import DTYPES
 from tests.support.kernel_tests import FLOATS, assert_impls_match_reference, gpu_test, rand
@@ -114,6 +123,22 @@ def test_keys_per_step_loops_only_on_amd_beyond_ltx_tile():
         assert keys_per_step(256, 32, tile) == 256
         assert keys_per_step(128, 128, tile) == keys_per_step(256, 128, tile) == 32
         assert keys_per_step(256, 64, tile) == 64
+
+
+def test_keys_in_shared_memory_fit_the_target():
+    """The H200 gives a block 227 KiB: 256 keys at head dim 128 in fp32 need 294,912 B in one pass (Triton refused
+    that launch there), so they go in steps of 128; bf16 fits in one pass.  No limit under the interpreter."""
+    h200, rdna = for_arch("sm_90").shared_memory, for_arch("gfx1201").shared_memory
+    assert keys_in_shared_memory(256, 128, 64, torch.float32, h200) == 128
+    assert keys_in_shared_memory(256, 128, 64, torch.bfloat16, h200) == 256
+    assert keys_in_shared_memory(256, 64, 64, torch.float32, h200) == 256
+    assert keys_in_shared_memory(256, 128, 64, torch.float32, rdna) == 32
+    assert keys_in_shared_memory(256, 128, 64, torch.float32, None) == 256
+    for keys in (16, 32, 64, 128, 256):
+        for head in (16, 32, 64, 128):
+            for dtype, size in ((torch.float32, 4), (torch.float16, 2)):
+                step = keys_in_shared_memory(keys, head, 64, dtype, h200)
+                assert step == keys or (64 + 2 * step) * head * size <= h200
 
 
 def test_zero_queries(device):

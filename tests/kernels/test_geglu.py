@@ -160,24 +160,25 @@ def test_random_shapes(lead, half, dtype, seed, device):
 
 # ------------------------------------------------------------------------------------------------ bad input
 BAD_CALLS = [
-    (lambda: gelu_tanh(torch.ones(3, dtype=torch.int32)), TypeError, "x has dtype"),
-    (lambda: gelu_tanh([1.0, 2.0]), TypeError, "x must be a torch.Tensor"),
-    (lambda: geglu(torch.ones(2, 3, dtype=torch.float64)), TypeError, "x has dtype"),
-    (lambda: geglu(torch.ones(2, 7)), ValueError, "even last dim"),
-    (lambda: geglu(torch.tensor(1.0)), ValueError, r"x must be \[\.\.\., 2H\]"),
-    (lambda: geglu(torch.ones(2, 8), approximate="none"), ValueError, "approximate must be one of"),
-    (lambda: geglu_into(torch.empty(2, 8), torch.ones(2, 8)), ValueError, r"out has shape \[2, 8\]; expected \[2, 4\]"),
-    (lambda: geglu_into(torch.empty(2, 4, dtype=torch.float16), torch.ones(2, 8)), TypeError, "expected torch.float32"),
-    (lambda: geglu_into(torch.empty(3, 2, 4).transpose(0, 1), torch.ones(2, 3, 8)), ValueError, "viewable as"),
-    (lambda: gelu_tanh_into(torch.empty(3), torch.ones(2)), ValueError, r"expected \[2\]"),
-    (lambda: gelu_tanh_into("out", torch.ones(2)), TypeError, "out must be a torch.Tensor"),
+    (lambda d: gelu_tanh(torch.ones(3, dtype=torch.int32, device=d)), TypeError, "x has dtype"),
+    (lambda d: gelu_tanh([1.0, 2.0]), TypeError, "x must be a torch.Tensor"),
+    (lambda d: geglu(torch.ones(2, 3, dtype=torch.float64, device=d)), TypeError, "x has dtype"),
+    (lambda d: geglu(torch.ones(2, 7, device=d)), ValueError, "even last dim"),
+    (lambda d: geglu(torch.tensor(1.0, device=d)), ValueError, r"x must be \[\.\.\., 2H\]"),
+    (lambda d: geglu(torch.ones(2, 8, device=d), approximate="none"), ValueError, "approximate must be one of"),
+    (lambda d: geglu_into(torch.empty(2, 8, device=d), torch.ones(2, 8, device=d)), ValueError, r"out has shape \[2, 8\]; expected \[2, 4\]"),
+    (lambda d: geglu_into(torch.empty(2, 4, dtype=torch.float16, device=d), torch.ones(2, 8, device=d)), TypeError, "expected torch.float32"),
+    (lambda d: geglu_into(torch.empty(3, 2, 4, device=d).transpose(0, 1), torch.ones(2, 3, 8, device=d)), ValueError, "viewable as"),
+    (lambda d: gelu_tanh_into(torch.empty(3, device=d), torch.ones(2, device=d)), ValueError, r"expected \[2\]"),
+    (lambda d: gelu_tanh_into("out", torch.ones(2, device=d)), TypeError, "out must be a torch.Tensor"),
 ]
 
 
 @pytest.mark.parametrize("call,exc,match", BAD_CALLS)
-def test_bad_input_raises(call, exc, match):
+def test_bad_input_raises(call, exc, match, device):
+    """On the test device: a bad-input error names the mistake on a GPU tensor as on a CPU one."""
     with pytest.raises(exc, match=match):
-        call()
+        call(device)
 
 
 def test_cpu_tensor_without_interpreter_is_rejected(monkeypatch):

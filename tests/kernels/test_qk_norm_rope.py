@@ -16,6 +16,7 @@ from kernels.qk_norm_rope import (
     shared_table_config,
 )
 from kernels.registry import DTYPES
+from tests.support.devices import TEST_DEVICE
 from tests.support.kernel_tests import FLOATS, assert_impls_match_reference, gpu_test, rand
 
 
@@ -220,8 +221,9 @@ def test_random_shapes(batch, seq, half, dtype, per_batch, weights, seed, device
 
 
 # ------------------------------------------------------------------------------------------------ bad input
-def _good():
-    return make(2, 3, 8, torch.float32)
+def _good(device=TEST_DEVICE):
+    """Valid inputs on the test device (a bad-input error must name the mistake on a GPU tensor as on a CPU one)."""
+    return on(device, *make(2, 3, 8, torch.float32))
 
 
 BAD_CALLS = [
@@ -264,15 +266,16 @@ def test_into_rejects_bad_out():
     with pytest.raises(TypeError, match="out must be a"):
         qk_norm_rope_into(torch.empty_like(q), q, k, qw, kw, cos, sin)
     with pytest.raises(ValueError, match=r"out\[1\] \(k_out\) has shape"):
-        qk_norm_rope_into((torch.empty_like(q), torch.empty(2, 3, 6)), q, k, qw, kw, cos, sin)
+        qk_norm_rope_into((torch.empty_like(q), torch.empty(2, 3, 6, device=q.device)), q, k, qw, kw, cos, sin)
     with pytest.raises(ValueError, match="unit stride"):
-        qk_norm_rope_into((torch.empty(2, 8, 3).transpose(1, 2), torch.empty_like(k)), q, k, qw, kw, cos, sin)
+        out_q = torch.empty(2, 8, 3, device=q.device).transpose(1, 2)
+        qk_norm_rope_into((out_q, torch.empty_like(k)), q, k, qw, kw, cos, sin)
 
 
 def test_cpu_tensor_without_interpreter_is_rejected(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     with pytest.raises(ValueError, match="q is a CPU tensor"):
-        qk_norm_rope(*_good())
+        qk_norm_rope(*_good("cpu"))
 
 
 def test_backward_raises(device):

@@ -15,6 +15,7 @@ from kernels.rope import (
     rope_rotate_half,
     rope_rotate_half_into,
 )
+from tests.support.devices import TEST_DEVICE
 from tests.support.kernel_tests import FLOATS, assert_impls_match_reference, gpu_test, rand
 
 
@@ -264,17 +265,18 @@ def test_random_shapes(batch, seq, heads, half, dtype, per_batch, seed, device):
 
 
 # ------------------------------------------------------------------------------------------------ bad input
-def _good():
+def _good(device=TEST_DEVICE):
+    """Valid inputs on the test device (a bad-input error must name the mistake on a GPU tensor as on a CPU one)."""
     x = torch.zeros(2, 3, 8)
     cos, sin = angle_tables((3, 8))
-    return x, cos, sin
+    return x.to(device), cos.to(device), sin.to(device)
 
 
 BAD_CALLS = [
     (lambda x, c, s: rope_interleaved(x.int(), c, s), TypeError, "x has dtype"),
     (lambda x, c, s: rope_interleaved(x, c.double(), s), TypeError, "cos has dtype"),
     (lambda x, c, s: rope_interleaved(x, c, s.half()), TypeError, r"cos \(torch.float32\) and sin"),
-    (lambda x, c, s: rope_interleaved(x.numpy(), c, s), TypeError, "x must be a torch.Tensor"),
+    (lambda x, c, s: rope_interleaved(x.cpu().numpy(), c, s), TypeError, "x must be a torch.Tensor"),
     (lambda x, c, s: rope_interleaved(x, c, s[:2]), ValueError, "cos .* and sin .* same shape"),
     (lambda x, c, s: rope_interleaved(x[..., :7], c[:, :7], s[:, :7]), ValueError, "even"),
     (lambda x, c, s: rope_interleaved(x, c[:, :6], s[:, :6]), ValueError, "last dim 6 must equal x's last dim 8"),
@@ -304,11 +306,11 @@ def test_bad_input_raises(call, exc, match):
 def test_into_rejects_bad_out():
     x, cos, sin = _good()
     with pytest.raises(ValueError, match=r"out has shape \[2, 3, 6\]; expected \[2, 3, 8\]"):
-        rope_interleaved_into(torch.empty(2, 3, 6), x, cos, sin)
+        rope_interleaved_into(torch.empty(2, 3, 6, device=x.device), x, cos, sin)
     with pytest.raises(TypeError, match="out has dtype torch.float16; expected torch.float32"):
-        rope_interleaved_into(torch.empty(2, 3, 8, dtype=torch.float16), x, cos, sin)
+        rope_interleaved_into(torch.empty(2, 3, 8, dtype=torch.float16, device=x.device), x, cos, sin)
     with pytest.raises(ValueError, match="unit stride"):
-        rope_interleaved_into(torch.empty(2, 8, 3).transpose(1, 2), x, cos, sin)
+        rope_interleaved_into(torch.empty(2, 8, 3, device=x.device).transpose(1, 2), x, cos, sin)
     with pytest.raises(TypeError, match="out must be a torch.Tensor"):
         rope_interleaved_into(None, x, cos, sin)
 
@@ -321,7 +323,7 @@ def test_tables_on_another_device_rejected():
 
 def test_cpu_tensor_without_interpreter_is_rejected(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "0")
-    x, cos, sin = _good()
+    x, cos, sin = _good("cpu")
     with pytest.raises(ValueError, match="x is a CPU tensor"):
         rope_interleaved(x, cos, sin)
     with pytest.raises(ValueError, match="x is a CPU tensor"):

@@ -23,7 +23,7 @@ from orchestrator.importer import import_results
 from orchestrator.plan import code_version, job_key, plan_key
 from orchestrator.store.query import tune_queries
 from orchestrator.validate import validate
-from workers import runner, tune_filter
+from workers import isa_targets, runner, tune_filter
 from workers.spec import STATUS_OK
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,11 +91,17 @@ def test_candidate_names_are_checked():
 # --------------------------------------------------------------------------------------------- compile filter
 
 
-def test_the_verdict_drops_spills_and_lds_over_the_limit():
-    assert tune_filter.verdict({"vgpr_spills": 0, "scratch_bytes": 0, "lds_bytes": 16}, 65536) is None
-    assert "spills" in tune_filter.verdict({"vgpr_spills": 3}, 65536)
-    assert "spills" in tune_filter.verdict({"spill_store_bytes": 4}, 65536)
-    assert "LDS" in tune_filter.verdict({"lds_bytes": 70000}, 65536)
+def test_the_verdict_drops_spills_and_launches_that_cannot_run():
+    gfx1201, sm_90 = isa_targets.get("gfx1201"), isa_targets.get("sm_90")
+    assert tune_filter.verdict([{"vgpr_spills": 0, "scratch_bytes": 0, "lds_bytes": 16}], gfx1201) is None
+    assert "spills" in tune_filter.verdict([{"vgpr_spills": 3}], gfx1201)
+    assert "spills" in tune_filter.verdict([{}, {"spill_store_bytes": 4}], sm_90)
+    assert "LDS 70000 B over the gfx1201 limit of 65536 B" in tune_filter.verdict([{"lds_bytes": 70000}], gfx1201)
+    assert tune_filter.verdict([{"lds_bytes": 70000}], sm_90) is None  # Hopper: 227 KiB a block
+    assert "294912 B over the sm_90 limit of 232448 B" in tune_filter.verdict([{"lds_bytes": 294912}], sm_90)
+    # 255 registers for 512 threads: more than the 64 Ki registers of a block (ptxas bounds them only to 255)
+    assert "registers a block" in tune_filter.verdict([{"registers": 255, "workgroup_size": 512}], sm_90)
+    assert tune_filter.verdict([{"registers": 128, "workgroup_size": 512}], sm_90) is None
 
 
 def test_a_candidate_that_spills_on_gfx950_is_dropped_by_its_real_compile():
