@@ -44,8 +44,9 @@ def test_only_models_and_pipelines():
         inject(object())
 
 
-def test_a_model_of_no_known_family_is_reported_not_changed():
+def test_a_model_of_no_known_family_is_reported_not_changed(device):
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.LayerNorm(8), torch.nn.GELU(approximate="tanh"))
+    model.to(device)
     rep = inject(model)
     assert rep.families == () and rep.replaced == []
     assert {x.module for x in rep.left} == {"LayerNorm", "GELU"}
@@ -55,7 +56,7 @@ def test_a_model_of_no_known_family_is_reported_not_changed():
     assert not is_injected(model)
 
 
-def test_pipeline_report_merges_components_with_paths():
+def test_pipeline_report_merges_components_with_paths(device):
     from diffusers import FlowMatchEulerDiscreteScheduler, LTXPipeline, LTXVideoTransformer3DModel
 
     torch.manual_seed(0)
@@ -75,6 +76,7 @@ def test_pipeline_report_merges_components_with_paths():
         tokenizer=None,
         transformer=transformer,
     )
+    pipe.to(device)
     rep = inject(pipe)
     assert rep.target == "LTXPipeline"
     assert all(r.path.startswith("transformer.") for r in rep.replaced)

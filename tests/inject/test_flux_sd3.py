@@ -8,8 +8,14 @@ from diffusers import FluxTransformer2DModel, SD3Transformer2DModel
 
 from kernels.inject import inject, restore
 from tests.inject.conftest import BF16, KernelCalls, assert_close_bf16, assert_equal
+from tests.support.devices import TEST_DEVICE
 
 B, TXT = 2, 5
+
+
+def _on_device(**kw):
+    """The keyword arguments, their tensors (drawn on the CPU) moved to the test device."""
+    return {k: v.to(TEST_DEVICE) if isinstance(v, torch.Tensor) else v for k, v in kw.items()}
 
 
 def _flux(dtype=BF16, double=2, single=2):
@@ -26,14 +32,14 @@ def _flux(dtype=BF16, double=2, single=2):
             pooled_projection_dim=16,
             axes_dims_rope=(2, 2, 4),
         )
-        .to(dtype)
+        .to(TEST_DEVICE, dtype)
         .eval()
     )
 
 
 def _flux_inputs(dtype=BF16, seq=12):
     g = torch.Generator().manual_seed(1)
-    return dict(
+    return _on_device(
         hidden_states=torch.randn(B, seq, 8, generator=g).to(dtype),
         encoder_hidden_states=torch.randn(B, TXT, 16, generator=g).to(dtype),
         pooled_projections=torch.randn(B, 16, generator=g).to(dtype),
@@ -62,14 +68,14 @@ def _sd3(dtype=BF16, layers=3, qk_norm="rms_norm", dual=(0,)):
             qk_norm=qk_norm,
             dual_attention_layers=dual,
         )
-        .to(dtype)
+        .to(TEST_DEVICE, dtype)
         .eval()
     )
 
 
 def _sd3_inputs(dtype=BF16):
     g = torch.Generator().manual_seed(1)
-    return dict(
+    return _on_device(
         hidden_states=torch.randn(B, 4, 8, 8, generator=g).to(dtype),
         encoder_hidden_states=torch.randn(B, TXT, 16, generator=g).to(dtype),
         pooled_projections=torch.randn(B, 16, generator=g).to(dtype),
@@ -183,17 +189,17 @@ def test_sd3_without_qk_norm():
     )
 
 
-def test_sd3_qk_norm_numerics_follow_the_weight_dtype():
+def test_sd3_qk_norm_numerics_follow_the_weight_dtype(device):
     """diffusers RMSNorm rounds to a half weight's dtype before the weight multiply, and with an fp32 weight returns
     fp32 (no cast back): the injected norm does the same, on SD3's transposed [B, H, S, D] layout."""
     model = _sd3(BF16, 2)
     inject(model)
     norm = model.transformer_blocks[0].attn.norm_q
-    x = torch.randn(B, 7, 2, 8, generator=torch.Generator().manual_seed(3)).to(BF16).transpose(1, 2)
+    x = torch.randn(B, 7, 2, 8, generator=torch.Generator().manual_seed(3)).to(BF16).to(device).transpose(1, 2)
     for weight_dtype in (BF16, torch.float32):
         norm.to(weight_dtype)
         with torch.no_grad():
-            norm.weight.copy_(torch.linspace(0.5, 1.5, 8))
+            norm.weight.copy_(torch.linspace(0.5, 1.5, 8, device=device))
             ref = type(norm).forward(norm, x)
             with KernelCalls() as kc:
                 out = norm(x)

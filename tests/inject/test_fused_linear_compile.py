@@ -1,7 +1,8 @@
-"""Fused q/k/v projections under torch.compile (CPU: real Dynamo with an eager backend; only ``fused_qkv`` is
-injected, so no Triton kernel is traced): compiled LTX-Video blocks use the fused GEMM while the transformer's
-forward finds the fused weights intact, are compiled again without it when a weight is replaced, and torch.compile
-of the whole transformer keeps the projections separate.  Runs on the CPU; the GPU tests compile with Inductor."""
+"""Fused q/k/v projections under torch.compile (real Dynamo with an eager backend; only ``fused_qkv`` is injected,
+so no Triton kernel is traced): compiled LTX-Video blocks use the fused GEMM while the transformer's forward finds
+the fused weights intact, are compiled again without it when a weight is replaced, and torch.compile of the whole
+transformer keeps the projections separate.  Runs on the test device (tests/support/devices.py); the GPU tests
+(test_compile_gpu.py) compile with Inductor."""
 
 import torch
 import torch.nn as nn
@@ -10,6 +11,7 @@ from diffusers import LTXVideoTransformer3DModel
 from kernels.inject import inject, restore
 from tests.inject.conftest import GraphRecorder, uncompile
 from tests.inject.test_ltx import TRANSFORMER, _inputs
+from tests.support.devices import TEST_DEVICE
 
 LAYERS = TRANSFORMER["num_layers"]
 # nn.Linear calls per block: attn1 q/k/v (3) + out (1), attn2 q (1) + k/v (2) + out (1), feed-forward (2)
@@ -19,7 +21,7 @@ LINEARS_FUSED = LINEARS_SEPARATE - 2 - 1  # q/k/v as one GEMM, k/v as one
 
 def _model():
     torch.manual_seed(0)
-    return LTXVideoTransformer3DModel(**TRANSFORMER).eval()  # fp32: fused and separate GEMMs agree closely
+    return LTXVideoTransformer3DModel(**TRANSFORMER).to(TEST_DEVICE).eval()  # fp32: fused and separate GEMMs agree
 
 
 def test_compiled_blocks_use_the_fused_projections_until_a_weight_is_replaced():
@@ -49,12 +51,13 @@ def test_compiled_blocks_use_the_fused_projections_until_a_weight_is_replaced():
         assert not torch.allclose(changed, ref, rtol=1e-3, atol=1e-3)
 
 
-def test_a_block_called_outside_the_transformers_forward_and_the_whole_model_compiled_stay_separate():
+def test_a_block_called_outside_the_transformers_forward_and_the_whole_model_compiled_stay_separate(device):
     model, kw = _model(), _inputs(torch.float32)
     inject(model, kernels=["fused_qkv"])
     block = model.transformer_blocks[0]
-    x = torch.randn(2, 12, block.attn1.query_dim)
-    states, temb = torch.randn(2, 16, block.attn2.cross_attention_dim), torch.randn(2, 1, 6 * block.attn1.query_dim)
+    x = torch.randn(2, 12, block.attn1.query_dim).to(device)
+    states = torch.randn(2, 16, block.attn2.cross_attention_dim).to(device)
+    temb = torch.randn(2, 1, 6 * block.attn1.query_dim).to(device)
     rec = GraphRecorder()
     torch._dynamo.reset()
     with torch.no_grad():

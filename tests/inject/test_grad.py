@@ -20,6 +20,7 @@ from tests.inject.test_flux_sd3 import _flux, _flux_inputs, _sd3, _sd3_inputs
 from tests.inject.test_llama import SMALL
 from tests.inject.test_ltx import _inputs as _ltx_inputs
 from tests.inject.test_ltx import _transformer as _ltx
+from tests.support.devices import TEST_DEVICE
 
 F32 = torch.float32
 FAMILIES = ["llama", "ltx", "flux", "sd3"]
@@ -42,11 +43,12 @@ class _Family:
             m = _flux(dtype=F32)
         else:
             m = _sd3(dtype=F32)
-        return m.to(F32).train()
+        return m.to(TEST_DEVICE, F32).train()
 
     def inputs(self) -> dict:
         if self.name == "llama":
-            return dict(input_ids=IDS, labels=IDS)
+            ids = IDS.to(TEST_DEVICE)
+            return dict(input_ids=ids, labels=ids)
         return {"ltx": _ltx_inputs, "flux": _flux_inputs, "sd3": _sd3_inputs}[self.name](dtype=F32)
 
     def loss(self, model, kw) -> torch.Tensor:
@@ -62,13 +64,21 @@ class _Family:
 
     def checkpointing(self, model, reentrant: bool = False) -> None:
         if self.name == "llama":
+            assert not _checkpointing_on(model)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)  # the deprecated name the peers' tests call
                 model.gradient_checkpointing_enable({"use_reentrant": reentrant})
-            assert model.is_activation_checkpointing
+            assert _checkpointing_on(model)
         else:
             model.enable_gradient_checkpointing()
             assert model.is_gradient_checkpointing
+
+
+def _checkpointing_on(model) -> bool:
+    """Whether a transformers model checkpoints activations: one of its modules has its ``gradient_checkpointing``
+    flag set.  (What transformers' own property computes: 4.50 to 5.17 name it ``is_gradient_checkpointing``, 5.24
+    ``is_activation_checkpointing``, with the old name a deprecated alias.)"""
+    return any(bool(getattr(m, "gradient_checkpointing", False)) for m in model.modules())
 
 
 def _pair(fam: _Family, **inject_kw):
@@ -310,13 +320,13 @@ class _Net(torch.nn.Module):
         return torch.relu(self.lin(x))
 
 
-def test_cuda_graphs_call_plainly_when_autograd_wants_a_gradient():
+def test_cuda_graphs_call_plainly_when_autograd_wants_a_gradient(device):
     """A graphed module called with autograd recording and a parameter or input requiring grad runs its plain
     forward (gradients flow); with nothing requiring grad, or under no_grad, the call is the graph's to take."""
-    net = _Net()
+    net = _Net().to(device)
     graphed = cuda_graphs(net)
     try:
-        x = torch.randn(3, 8)
+        x = torch.randn(3, 8).to(device)
         net(x).sum().backward()
         assert graphed.plain_for_grad == 1 and net.lin.weight.grad is not None
         with torch.no_grad():

@@ -60,16 +60,16 @@ def test_the_op_under_compile_is_addmm_with_the_gelu(device):
     torch.library.opcheck(torch.ops.kernelfleet.addmm_gelu_tanh.default, (b, x, w.t()))
 
 
-def test_non_contiguous_input_and_one_row():
-    x, w, b = _args(torch.float32, rows=(7, 3))
+def test_non_contiguous_input_and_one_row(device):
+    x, w, b = (t.to(device) for t in _args(torch.float32, rows=(7, 3)))
     xt = x.transpose(0, 1)  # [3, 7, 48], not contiguous
     torch.testing.assert_close(linear_gelu(xt, w, b), F.gelu(F.linear(xt, w, b), approximate="tanh"))
     x1 = x[:1, :1]
     torch.testing.assert_close(linear_gelu(x1, w, b), F.gelu(F.linear(x1, w, b), approximate="tanh"))
 
 
-def test_when_it_does_not_apply():
-    x, w, b = _args(torch.float32)
+def test_when_it_does_not_apply(device):
+    x, w, b = (t.to(device) for t in _args(torch.float32))
     assert not linear_gelu_ok(x, w, None)  # no bias: nothing to carry the epilogue's bias
     assert not linear_gelu_ok(x, w.to(BF16), b)
     assert not linear_gelu_ok(x[..., :40], w, b)

@@ -8,6 +8,7 @@ from transformers import GemmaConfig, GemmaForCausalLM, LlamaConfig, LlamaForCau
 from kernels.inject import inject, restore
 from kernels.inject import llama as kl
 from tests.inject.conftest import BF16, KernelCalls, assert_close_bf16, assert_equal
+from tests.support.devices import TEST_DEVICE
 
 LAYERS = 2
 SMALL = dict(
@@ -23,15 +24,15 @@ SMALL = dict(
 
 def _model(config_cls=LlamaConfig, model_cls=LlamaForCausalLM, dtype=BF16):
     torch.manual_seed(0)
-    return model_cls(config_cls(**SMALL)).to(dtype).eval()
+    return model_cls(config_cls(**SMALL)).to(TEST_DEVICE, dtype).eval()
 
 
-IDS = torch.randint(0, 100, (2, 7), generator=torch.Generator().manual_seed(5))
+IDS = torch.randint(0, 100, (2, 7), generator=torch.Generator().manual_seed(5))  # moved to the device per call
 
 
 def _logits(model):
     with torch.no_grad():
-        return model(input_ids=IDS).logits
+        return model(input_ids=IDS.to(TEST_DEVICE)).logits
 
 
 @pytest.mark.parametrize("family", ["llama", "qwen2"])
@@ -53,10 +54,10 @@ def test_built_model(family):
     assert_equal(_logits(model), ref)
 
 
-def test_generate_with_kv_cache():
+def test_generate_with_kv_cache(device):
     """The attention forward keeps the stock code (cache update included): greedy decoding is unchanged."""
     model = _model(dtype=torch.float32)
-    ids = IDS[:1]
+    ids = IDS[:1].to(device)
     with torch.no_grad():
         ref = model.generate(ids, max_new_tokens=4, do_sample=False, output_logits=True, return_dict_in_generate=True)
         inject(model)
@@ -87,14 +88,14 @@ def test_other_rmsnorm_numerics_are_left_with_reason():
     restore(model)
 
 
-def test_patch_api_builds_kernel_classes_and_restores_the_registry():
+def test_patch_api_builds_kernel_classes_and_restores_the_registry(device):
     from transformers import monkey_patching as mp
 
     ref = _logits(_model())
     before = mp.get_patch_mapping()
     with kl.patched() as mapping:
         torch.manual_seed(0)
-        patched = LlamaForCausalLM(LlamaConfig(**SMALL)).to(BF16).eval()
+        patched = LlamaForCausalLM(LlamaConfig(**SMALL)).to(device, BF16).eval()
     assert mp.get_patch_mapping() == before
     names = {type(m).__name__ for m in patched.modules()}
     assert {"KernelLlamaRMSNorm", "KernelLlamaAttention"} <= names

@@ -12,6 +12,7 @@ from diffusers.models.transformers.transformer_ltx import LTXVideoAttnProcessor
 from kernels.inject import inject, is_injected, resolve_kernels, restore
 from kernels.inject.ltx import LTXKernelAttnProcessor
 from tests.inject.conftest import BF16, KernelCalls, assert_close_bf16, assert_equal
+from tests.support.devices import TEST_DEVICE
 from workers.e2e import TINY_TRANSFORMER, TINY_VAE
 
 # the e2e job's tiny configurations (2 blocks, width 32; a VAE of the real compression)
@@ -32,7 +33,7 @@ PER_FORWARD = {
 
 def _transformer(dtype=BF16, seed=0):
     torch.manual_seed(seed)
-    return LTXVideoTransformer3DModel(**TRANSFORMER).to(dtype).eval()
+    return LTXVideoTransformer3DModel(**TRANSFORMER).to(TEST_DEVICE, dtype).eval()
 
 
 def _inputs(dtype=BF16, batch=2, per_token=False):
@@ -42,10 +43,10 @@ def _inputs(dtype=BF16, batch=2, per_token=False):
     mask[0, 10:] = 0
     t = torch.rand(batch, f * h * w, generator=g) * 1000 if per_token else torch.full((batch,), 700.0)
     return dict(
-        hidden_states=torch.randn(batch, f * h * w, 8, generator=g).to(dtype),
-        encoder_hidden_states=torch.randn(batch, TXT, 32, generator=g).to(dtype),
-        timestep=t,
-        encoder_attention_mask=mask,
+        hidden_states=torch.randn(batch, f * h * w, 8, generator=g).to(dtype).to(TEST_DEVICE),
+        encoder_hidden_states=torch.randn(batch, TXT, 32, generator=g).to(dtype).to(TEST_DEVICE),
+        timestep=t.to(TEST_DEVICE),
+        encoder_attention_mask=mask.to(TEST_DEVICE),
         num_frames=f,
         height=h,
         width=w,
@@ -69,7 +70,7 @@ def pipe():
     p = LTXPipeline(
         scheduler=FlowMatchEulerDiscreteScheduler(), vae=vae, text_encoder=None, tokenizer=None, transformer=transformer
     )
-    p.to(dtype=BF16)
+    p.to(TEST_DEVICE, dtype=BF16)
     p.set_progress_bar_config(disable=True)
     assert (p.vae_spatial_compression_ratio, p.vae_temporal_compression_ratio) == (32, 8)
     return p
@@ -81,13 +82,13 @@ def _call_pipe(p):
     pm, nm = torch.ones(1, TXT, dtype=torch.long), torch.ones(1, TXT, dtype=torch.long)
     pm[:, 10:] = 0
     nm[:, 4:] = 0
-    latents = torch.randn(1, 2 * 2 * 3, 8, generator=g)
+    latents = torch.randn(1, 2 * 2 * 3, 8, generator=g).to(TEST_DEVICE)
     with torch.no_grad():
         return p(
-            prompt_embeds=pe,
-            prompt_attention_mask=pm,
-            negative_prompt_embeds=npe,
-            negative_prompt_attention_mask=nm,
+            prompt_embeds=pe.to(TEST_DEVICE),
+            prompt_attention_mask=pm.to(TEST_DEVICE),
+            negative_prompt_embeds=npe.to(TEST_DEVICE),
+            negative_prompt_attention_mask=nm.to(TEST_DEVICE),
             height=HEIGHT,
             width=WIDTH,
             num_frames=FRAMES,
@@ -427,13 +428,13 @@ def test_projections_that_cannot_be_fused_are_reported():
     restore(model)
 
 
-def test_rope_tables_are_computed_once_and_shared_by_the_batch():
+def test_rope_tables_are_computed_once_and_shared_by_the_batch(device):
     """The injected rope hands every block one cos/sin table expanded over the batch (batch stride 0), bit for bit
     the stock tables; per-element coordinates (video_coords) take the stock path."""
     model = _transformer()
     kw = _inputs()
     args = (kw["hidden_states"], kw["num_frames"], kw["height"], kw["width"], kw["rope_interpolation_scale"])
-    coords = torch.rand(2, 3, 12, generator=torch.Generator().manual_seed(3)) * 4
+    coords = (torch.rand(2, 3, 12, generator=torch.Generator().manual_seed(3)) * 4).to(device)
     stock, stock_coords = model.rope(*args), model.rope(kw["hidden_states"], video_coords=coords)
     rep = inject(model)
     assert {r.path: r.kind for r in rep.replaced}["rope"] == "rope_forward"
@@ -449,7 +450,7 @@ def test_rope_tables_are_computed_once_and_shared_by_the_batch():
     restore(model)
 
 
-def test_cross_attention_mask_is_prepared_once_per_forward(monkeypatch):
+def test_cross_attention_mask_is_prepared_once_per_forward(monkeypatch, device):
     """Every block's attn2 gets the transformer's one mask: the per-head copy is made by the first block and handed
     to the rest; a changed mask, other sizes or an inference-mode mask are prepared again, each time as diffusers
     does."""
@@ -475,7 +476,7 @@ def test_cross_attention_mask_is_prepared_once_per_forward(monkeypatch):
     restore(model)
 
     attn = model.transformer_blocks[0].attn2
-    mask = torch.zeros(2, 1, TXT)
+    mask = torch.zeros(2, 1, TXT, device=device)
     mask[0, :, 10:] = -10000.0
     made.clear()
     first = attention.prepared_mask(attn, mask, TXT, 2)
@@ -493,7 +494,7 @@ def test_cross_attention_mask_is_prepared_once_per_forward(monkeypatch):
     assert one is not two and torch.equal(one, two)
 
 
-def test_modulation_values_of_all_blocks_in_one_add():
+def test_modulation_values_of_all_blocks_in_one_add(device):
     """The injected blocks take their shift/scale/gate rows from one add per forward over every block's table, the
     same values bit for bit as each block's own add; a table changed after injection is stacked again; a per-token
     temb, grad mode and restore give each block its own add back."""
@@ -517,7 +518,7 @@ def test_modulation_values_of_all_blocks_in_one_add():
     assert (shared.builds, shared.adds) == (1, 2)
 
     width = blocks[0].scale_shift_table.shape[1]
-    temb = torch.randn(2, 1, 6 * width, generator=torch.Generator().manual_seed(5)).to(BF16)
+    temb = torch.randn(2, 1, 6 * width, generator=torch.Generator().manual_seed(5)).to(BF16).to(device)
     with torch.no_grad():
         for i, blk in enumerate(blocks):
             own = blk.scale_shift_table[None, None] + temb.reshape(2, 1, 6, -1)
@@ -528,7 +529,7 @@ def test_modulation_values_of_all_blocks_in_one_add():
         own = blocks[1].scale_shift_table[None, None] + temb.reshape(2, 1, 6, -1)
         assert torch.equal(shared.values(1, temb, 2), own)
         assert shared.builds == 2
-        assert shared.values(0, torch.randn(2, 3, 6 * width).to(BF16), 2) is None  # per-token temb
+        assert shared.values(0, torch.randn(2, 3, 6 * width).to(BF16).to(device), 2) is None  # per-token temb
     assert shared.values(0, temb, 2) is None  # grad mode
     changed = _run(model, kw)
     restore(model)

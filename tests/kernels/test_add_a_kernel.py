@@ -128,7 +128,7 @@ def twice_kernel(tmp_path, monkeypatch):
     sys.modules.pop("kernels.entries.twice", None)
 
 
-def test_a_kernel_and_its_entry_are_all_it_takes(twice_kernel, tmp_path, capsys):
+def test_a_kernel_and_its_entry_are_all_it_takes(twice_kernel, tmp_path, capsys, device):
     assert not (CONF_DIR / "twice.yaml").exists()
     assert "kernels.entries.twice" in registry.entry_modules()
     assert "twice" in registry.builtin() and "twice" in registry.kernel_names()
@@ -136,7 +136,7 @@ def test_a_kernel_and_its_entry_are_all_it_takes(twice_kernel, tmp_path, capsys)
     # no injection rule uses it: not injectable, and said so
     assert rules.not_injectable()["twice"] == "no injection rule uses it (kernels/inject/rules.py)"
     entry = registry.get("twice")
-    inputs = entry.make_inputs((4, 1000), torch.float32, torch.device("cpu"), torch.Generator().manual_seed(0))
+    inputs = entry.make_inputs((4, 1000), torch.float32, device, torch.Generator().manual_seed(0))
     assert torch.equal(entry.impls["triton"].make()(**inputs), entry.reference(inputs).float())
     assert config.kernel_grid("twice") == {
         "name": "twice",

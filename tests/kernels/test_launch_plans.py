@@ -1,8 +1,8 @@
 """Launch plans (kernels.launch_plans.LaunchPlans): a repeated eager call replays the launches its first call recorded.
 
-Run on the CPU with Triton's compile and launch replaced by fakes that log the C launch call
-(tests/support/fake_launch.py): a replayed launch must pass exactly what the full path (checks, set-up, launch)
-passes for the same tensors; bad input must still raise; calls a plan cannot repeat take the full path.  Every
+Run on the test device (tests/support/devices.py) with Triton's compile and launch replaced by fakes that log the C
+launch call (tests/support/fake_launch.py): a replayed launch must pass exactly what the full path (checks, set-up,
+launch) passes for the same tensors; bad input must still raise; calls a plan cannot repeat take the full path.  Every
 kernel's own replay is checked from its registry entry (tests/kernels/test_contract.py, which on a GPU also checks
 the real launches bit for bit against Triton's own launch path); here, the plans' machinery and a few more
 geometries.
@@ -16,6 +16,7 @@ import torch
 import kernels
 from kernels import fast_launch, launch_plans, registry
 from tests.support import contract, fake_launch
+from tests.support.devices import TEST_DEVICE
 
 BF = torch.bfloat16
 
@@ -24,7 +25,7 @@ def _inputs(seed):
     g = torch.Generator().manual_seed(seed)
 
     def r(*shape, dtype=BF):
-        return torch.randn(*shape, generator=g).to(dtype)
+        return torch.randn(*shape, generator=g).to(dtype).to(TEST_DEVICE)
 
     return dict(
         x=r(2, 12, 64),
@@ -115,9 +116,9 @@ def test_bad_input_raises_after_a_plan_exists(log):
         kernels.rms_norm(t["x"], None, True)
 
 
-def test_the_key_holds_the_geometry_and_the_alignment(log):
+def test_the_key_holds_the_geometry_and_the_alignment(log, device):
     t = _inputs(0)
-    flat = torch.randn(2 * 12 * 64 + 1).to(BF)
+    flat = torch.randn(2 * 12 * 64 + 1).to(BF).to(device)
     kernels.rms_norm(t["x"], t["w"])
     kernels.rms_norm(t["x"][:, :6], t["w"])  # other shape and strides
     kernels.rms_norm(t["x"].float(), t["w"].float())  # other dtype
@@ -139,25 +140,42 @@ def test_calls_a_plan_cannot_repeat_take_the_full_path(log):
     assert any(names[i : i + len(want)] == want for i in range(len(names))), names  # the full path launched
 
 
-def test_plans_are_bounded(log, monkeypatch):
+def test_plans_are_bounded(log, monkeypatch, device):
     monkeypatch.setattr(launch_plans, "MAX_PLANS", 4)
-    x = torch.randn(64, 32).to(BF)
+    x = torch.randn(64, 32).to(BF).to(device)
     for rows in range(1, 11):
         kernels.rms_norm(x[:rows])
     assert 1 <= len(launch_plans.PLANS["rms_norm"].plans) <= 4
 
 
-def test_no_plans_without_the_fast_launch():
-    """Under the interpreter (as in CI) every call takes Triton's path and nothing is recorded."""
+def test_plans_only_with_the_fast_launch():
+    """Every kernel called twice with the real launch path: without the fast launch (the interpreter, as in CI; an
+    unchecked Triton build; KERNELFLEET_FAST_LAUNCH=0) every call takes Triton's path and nothing is recorded; with
+    it (compiled Triton on a build it was checked on: the GPU) the first calls keep their compiled kernels and
+    record plans that the second calls replay."""
     launch_plans.forget_launches()  # what earlier tests of this process recorded with a faked fast path
+    entries = registry.builtin().values()
     with torch.no_grad():
-        for entry in registry.builtin().values():
+        for entry in entries:
             call = entry.impls["triton"].make()
             inputs = contract.inputs_of(entry)
             call(**inputs)
             call(**inputs)
-    assert not any(plans.plans for plans in launch_plans.PLANS.values())
-    assert not any(launcher.cache for launcher in fast_launch.direct_launchers())
+    path = fast_launch.launch_path()
+    kept = [launcher for launcher in fast_launch.direct_launchers() if launcher.cache]
+    if path.fast:
+        unplanned = [
+            entry.name
+            for entry in entries
+            if not any(
+                isinstance(p, launch_plans._Plan) for p in launch_plans.PLANS[entry.function.__name__].plans.values()
+            )
+        ]
+        assert not unplanned, f"no plan recorded ({path.reason})"
+        assert kept
+    else:
+        assert not any(plans.plans for plans in launch_plans.PLANS.values()), path.reason
+        assert not kept
 
 
 def test_forget_launches_drops_kept_kernels_and_plans(log):

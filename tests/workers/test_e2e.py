@@ -1,5 +1,6 @@
-"""The e2e job (workers.e2e): LTX-Video's denoising loop in every mode, on a tiny model on the CPU (compile modes
-skipped with the reason) and at the seed setting on a GPU."""
+"""The e2e job (workers.e2e): LTX-Video's denoising loop in every mode, on a tiny model on the test device (a GPU
+with compiled Triton, or the CPU with Triton's interpreter; tests/support/devices.py), the modes a CPU cannot run
+skipped there with the reason, and at the seed setting on a GPU."""
 
 import pytest
 import torch
@@ -29,8 +30,8 @@ def _metrics(res: JobResult) -> dict[tuple[str, str], object]:
     return {(m.impl, m.metric): m for m in res.measurements}
 
 
-def test_cpu_job_runs_eager_and_triton_and_skips_compile_modes():
-    res = e2e.run(_spec(pipeline=True), CPU)
+def test_job_runs_eager_and_triton(device):
+    res = e2e.run(_spec(impls=["eager", "triton"], pipeline=True), device)
     assert res.status == STATUS_OK, res.error
     JobResult.from_dict(res.to_dict())  # plain JSON data
     m = _metrics(res)
@@ -43,9 +44,26 @@ def test_cpu_job_runs_eager_and_triton_and_skips_compile_modes():
         assert m[(mode, "correct")].value == 1.0
         assert m[(mode, "max_abs_vs_eager")].value <= 0.05
         assert m[(mode, "cos_sim_vs_eager")].value > 0.999
-        assert (mode, "peak_mem_gb") not in m  # CPU: no device memory figure
+        # a device memory figure on a GPU only (the CPU has none)
+        assert ((mode, "peak_mem_gb") in m) is (device.type == "cuda")
     assert m[("eager", "max_abs_vs_eager")].value == 0.0  # eager is deterministic run to run
     assert m[("triton", "speedup_vs_eager")].value > 0
+    assert res.details["skipped"] == {}
+    assert {k[0] for k in m} == {"eager", "triton"}
+    cfg = res.details["config"]
+    assert cfg["latent"] == [2, 2, 3] and cfg["tokens"] == 12 and cfg["batch"] == 2 and cfg["pipeline"]
+    assert res.details["injection"]["triton"]["counts"] == {"attn_processor": 4, "block_forward": 2, "rope_forward": 1}
+    assert len(res.details["step_ms"]["triton"]) == 2 * 1  # 2 repeats x (steps - 1)
+
+
+def test_cpu_job_runs_eager_and_skips_compile_and_graph_modes():
+    """On the CPU (on any host: eager needs no Triton) every mode but eager is skipped with the reason, and the job
+    still runs eager.  (triton on the CPU needs Triton's interpreter; test_job_runs_eager_and_triton runs it.)"""
+    res = e2e.run(_spec(impls=[mode for mode in MODES if mode != "triton"]), CPU)
+    assert res.status == STATUS_OK, res.error
+    m = _metrics(res)
+    assert {k[0] for k in m} == {"eager"} and m[("eager", "correct")].value == 1.0
+    assert ("eager", "peak_mem_gb") not in m  # CPU: no device memory figure
     skipped = res.details["skipped"]
     assert set(skipped) == set(MODES) - {"eager", "triton"}
     assert "cannot trace" in skipped["triton+compile"] and "cannot trace" in skipped["triton+compile-max"]
@@ -56,34 +74,29 @@ def test_cpu_job_runs_eager_and_triton_and_skips_compile_modes():
         reason = f"torch.compile's {torch_mode} mode replays CUDA graphs; runs on a CUDA GPU"
         assert skipped[mode] == reason and skipped[f"triton+{mode}"] == reason
         assert e2e.skip_reason(mode, CPU, {"cpu_compile": True}) == reason
-    assert {k[0] for k in m} == {"eager", "triton"}
-    cfg = res.details["config"]
-    assert cfg["latent"] == [2, 2, 3] and cfg["tokens"] == 12 and cfg["batch"] == 2 and cfg["pipeline"]
-    assert res.details["injection"]["triton"]["counts"] == {"attn_processor": 4, "block_forward": 2, "rope_forward": 1}
-    assert len(res.details["step_ms"]["triton"]) == 2 * 1  # 2 repeats x (steps - 1)
 
 
-def test_modes_leave_the_model_as_they_found_it():
+def test_modes_leave_the_model_as_they_found_it(device):
     from kernels.inject import is_injected
 
     spec = _spec(impls=["triton"], repeats=1)
     p = e2e._params(spec)
-    s = e2e.setup(spec, CPU, p)
-    stock = e2e.run_call(s, spec, p, CPU).latents
+    s = e2e.setup(spec, device, p)
+    stock = e2e.run_call(s, spec, p, device).latents
     procs = dict(s.pipe.transformer.attn_processors)
-    e2e._run_mode("triton", s, spec, p, CPU)
+    e2e._run_mode("triton", s, spec, p, device)
     assert not is_injected(s.pipe.transformer)
     assert dict(s.pipe.transformer.attn_processors) == procs
-    assert torch.equal(e2e.run_call(s, spec, p, CPU).latents, stock)
+    assert torch.equal(e2e.run_call(s, spec, p, device).latents, stock)
 
 
-def test_a_mode_that_drifts_is_incorrect(monkeypatch):
+def test_a_mode_that_drifts_is_incorrect(monkeypatch, device):
     import kernels.inject.norms as norms
 
     real = norms.adaln_rms
     # a broken kernel: norm1 + modulate with the sign flipped
     monkeypatch.setattr(norms, "adaln_rms", lambda x, scale, shift, w, eps: -real(x, scale, shift, w, eps))
-    res = e2e.run(_spec(impls=["eager", "triton"], repeats=1), CPU)
+    res = e2e.run(_spec(impls=["eager", "triton"], repeats=1), device)
     assert res.status == STATUS_INCORRECT
     assert res.error.startswith("triton: final latents drift from eager: rel_err")
     m = _metrics(res)
@@ -97,7 +110,7 @@ def test_only_compile_modes_on_cpu_is_skipped():
     assert "compile-ro: torch.compile's reduce-overhead mode replays CUDA graphs" in res.error
 
 
-def test_graph_compile_modes_compile_the_whole_transformer(monkeypatch):
+def test_graph_compile_modes_compile_the_whole_transformer(monkeypatch, device):
     """compile-ro and compile-max-cg: transformer.compile(fullgraph=True) with the mode's options (CUDA graphs on);
     the other compile modes compile the repeated blocks.  Leaving the mode removes the compiled call."""
     from kernels.inject.compile_options import STATIC_LAUNCH_ENV, compile_options
@@ -105,7 +118,7 @@ def test_graph_compile_modes_compile_the_whole_transformer(monkeypatch):
     monkeypatch.setenv(STATIC_LAUNCH_ENV, "1")  # compile_options sets it for the process; undone after the test
     spec = _spec(impls=["eager"], repeats=1)
     p = e2e._params(spec)
-    s = e2e.setup(spec, CPU, p)
+    s = e2e.setup(spec, device, p)
     t = s.pipe.transformer
     calls = []
     monkeypatch.setattr(type(t), "compile", lambda self, **kw: calls.append(("model", kw)), raising=False)
@@ -146,9 +159,10 @@ def test_bad_specs_are_refused(spec, message):
 
 
 @pytest.mark.slow
-def test_cpu_compile_mode_when_asked():
-    """The compile path (compile_repeated_blocks(fullgraph=True), then undone) on the CPU's Inductor backend."""
-    res = e2e.run(_spec(impls=["eager", "compile", "triton"], steps=1, repeats=1, warmup=1, cpu_compile=True), CPU)
+def test_compile_mode_when_asked(device):
+    """The compile path (compile_repeated_blocks(fullgraph=True), then undone): on the CPU's Inductor backend, which
+    cpu_compile asks for; on a GPU, where the mode always runs, Inductor's Triton code."""
+    res = e2e.run(_spec(impls=["eager", "compile", "triton"], steps=1, repeats=1, warmup=1, cpu_compile=True), device)
     assert res.status == STATUS_OK, res.error
     m = _metrics(res)
     assert m[("compile", "correct")].value == 1.0 and 0 < m[("compile", "rel_err_vs_eager")].value < 0.05
@@ -212,7 +226,7 @@ def test_graph_enabled_modes_on_gpu_replay_graphs():
 
 
 @pytest.mark.parametrize("layout", ["pipeline", "transformer"])
-def test_model_path_loads_a_local_diffusers_folder(tmp_path, layout):
+def test_model_path_loads_a_local_diffusers_folder(tmp_path, layout, device):
     """model_path: a saved pipeline (model_index.json) or a transformer folder; loaded offline, nothing downloaded."""
     from diffusers import (
         AutoencoderKLLTXVideo,
@@ -242,13 +256,13 @@ def test_model_path_loads_a_local_diffusers_folder(tmp_path, layout):
             text_len=16,
             pipeline=layout == "pipeline",
         ),
-        CPU,
+        device,
     )
     assert res.status == STATUS_OK, res.error
     assert res.details["config"]["source"] == f"{layout} {tmp_path}" and res.details["config"]["layers"] == 2
     assert _metrics(res)[("triton", "correct")].value == 1.0
 
 
-def test_model_path_must_be_a_diffusers_folder(tmp_path):
+def test_model_path_must_be_a_diffusers_folder(tmp_path, device):
     with pytest.raises(ValueError, match="neither a diffusers pipeline"):
-        e2e.run(_spec(impls=["eager"], tiny=False, model_path=str(tmp_path)), CPU)
+        e2e.run(_spec(impls=["eager"], tiny=False, model_path=str(tmp_path)), device)

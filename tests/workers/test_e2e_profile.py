@@ -1,5 +1,5 @@
 """workers.e2e_profile: the per-step breakdown of a profiled pipeline call, on a recorded H200 trace and on a real
-(tiny, CPU) e2e job."""
+tiny e2e job on the test device (tests/support/devices.py)."""
 
 from pathlib import Path
 
@@ -67,7 +67,7 @@ def test_our_kernel_names_are_found():
     assert {"_rms_norm_kernel", "_qk_norm_rope_kernel", "_add_rms_norm_modulate_kernel"} <= names
 
 
-def test_e2e_job_profiles_each_mode_on_request(monkeypatch):
+def test_e2e_job_profiles_each_mode_on_request(monkeypatch, device):
     events = []
     run_call, profile_call = e2e.run_call, e2e.profile_call
     monkeypatch.setattr(
@@ -86,7 +86,7 @@ def test_e2e_job_profiles_each_mode_on_request(monkeypatch):
         key="k",
         params={"steps": 2, "repeats": 1, "tiny": True, "profile_steps": 1},
     )
-    res = e2e.run(spec, torch.device("cpu"))
+    res = e2e.run(spec, device)
     # every timed call (2 steps: warm-up, repeat and the host-time probe, per mode) comes before the first capture;
     # each capture is a warm-up call of 1 step, then the profiled one
     assert events[:6] == [("call", 2)] * 6
@@ -94,11 +94,16 @@ def test_e2e_job_profiles_each_mode_on_request(monkeypatch):
     assert res.status == STATUS_OK, res.error
     prof = res.details["profile"]
     assert set(prof) == {"eager", "triton"}
+    on_gpu = device.type == "cuda"
     for mode in ("eager", "triton"):
-        assert prof[mode]["source"] == "host ops (no device kernels)" and prof[mode]["steps"] == 1
+        assert prof[mode]["steps"] == 1
+        assert prof[mode]["source"] == ("device kernels" if on_gpu else "host ops (no device kernels)")
         assert prof[mode]["top"] and all(r["ms_per_step"] >= 0 for r in prof[mode]["top"])
-    # the CPU has no device kernels, so no device-time measurements
-    assert not any(m.metric == "gpu_busy_ms_per_step" for m in res.measurements)
+    # device-time measurements where there are device kernels (the CPU has none)
+    busy = {m.impl for m in res.measurements if m.metric == "gpu_busy_ms_per_step"}
+    assert busy == ({"eager", "triton"} if on_gpu else set())
+    if on_gpu:  # the kernels' own launches are told apart: only the triton mode runs them
+        assert "kernelfleet" in prof["triton"]["classes"] and "kernelfleet" not in prof["eager"]["classes"]
 
 
 def test_profile_steps_must_not_be_negative():
