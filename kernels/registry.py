@@ -117,6 +117,9 @@ class KernelEntry:
     launch_table: LaunchTable | None = None
     # Its launch knobs and their legal values (kernels/tune.py): what a ``tune`` job measures; None: not tunable.
     tune: Tune | None = None
+    # The inputs that carry the model's activations (not weights, tables or masks): what the correctness job's input
+    # cases scale, zero and poison (workers/input_cases.py); empty: the first tensor input.
+    activations: tuple[str, ...] = ()
 
     def impl_names(self) -> list[str]:
         return list(self.impls)

@@ -107,5 +107,6 @@ ENTRIES = [
             narrowest_load_bits=64,
         ),
         launch_table=LAUNCH,
+        activations=("query", "key", "value"),
     ),
 ]

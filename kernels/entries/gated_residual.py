@@ -73,6 +73,7 @@ ENTRIES = [
         function=gated_residual,
         grid=Grid(shapes=LTX_BLOCK_LINE_SHAPES),
         contract=ROW_CONTRACT,
+        activations=("residual", "x"),
         launch_table=LAUNCH,
         tune=row_tune(triton_gated_residual, LAUNCH),
     ),

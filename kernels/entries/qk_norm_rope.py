@@ -104,5 +104,6 @@ ENTRIES = [
         function=qk_norm_rope,
         grid=Grid(shapes=((2, 1320, 2048), (2, 6336, 2048))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 512), (4, 16, 1024))),
+        activations=("q", "k"),
     ),
 ]

@@ -89,5 +89,6 @@ ENTRIES = [
         contract=ROW_CONTRACT,
         launch_table=LAUNCH,
         tune=row_tune(triton_add_rms_norm_modulate, LAUNCH),
+        activations=("x", "residual"),
     ),
 ]
