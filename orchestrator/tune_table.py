@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import difflib
+import json
 import math
 import shutil
 import statistics
@@ -220,7 +221,7 @@ def _offset(lines: list[str], lineno: int, col: int) -> int:
 def rewrite_rows(text: str, table, arch: str, new_row) -> str:
     """``text`` (a kernel module's source) with the ``arch`` row of its ``LaunchTable(table.kernel, ...)`` replaced
     by ``new_row`` (added when the table has no such row, or no rows at all); the rest untouched."""
-    entry = f"{arch!r}: {table.row_source(new_row)}"
+    entry = f"{json.dumps(arch)}: {table.row_source(new_row)}"  # double quotes, as ruff writes them
     tree = ast.parse(text)
     call = _launch_table_call(tree, table.kernel)
     lines = text.splitlines(keepends=True)

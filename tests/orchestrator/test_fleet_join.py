@@ -17,6 +17,7 @@ import pytest
 
 from orchestrator import fleet
 from orchestrator.schedule import NODE_RESOURCE
+from tests.support.devices import ON_GPU
 
 REPO = Path(__file__).resolve().parents[2]
 NODES = REPO / "tests" / "fixtures" / "nodes"
@@ -249,7 +250,10 @@ def test_token_file_is_created_private(tmp_path):
 
 
 def test_dry_run_against_an_address_where_nothing_listens_answers_in_seconds_without_empty_labels():
-    r = _cli("node", "join", "--dry-run", "--address", NO_HEAD)  # this machine: no GPU, so no labels
+    r = _cli("node", "join", "--dry-run", "--address", NO_HEAD)
     assert r.returncode == 2, r.stdout + r.stderr
     assert "head not reachable" in r.stdout and "Connection refused" in r.stdout
-    assert "--labels=" not in r.stdout and "ray start --address=127.0.0.1:1 --num-gpus=0" in r.stdout
+    if ON_GPU:  # the GPU's labels and its count
+        assert "--labels=kernelfleet.io/gpu=" in r.stdout and "--num-gpus=0" not in r.stdout
+    else:  # no GPU: no labels at all, never an empty --labels=
+        assert "--labels=" not in r.stdout and "ray start --address=127.0.0.1:1 --num-gpus=0" in r.stdout

@@ -66,7 +66,8 @@ def test_deep_json_is_refused_with_its_line_number(tmp_path):
     with pytest.raises(ValueError, match=r"deep.jsonl:2: nested deeper than"):
         list(runner.json_lines(path))
     path.write_text('{"x": ' + "[" * 5000 + "]" * 5000 + "}\n")
-    with pytest.raises(ValueError, match=r"deep.jsonl:1: not JSON \(nested too deeply\)"):
+    # Python 3.11's decoder gives up on 5000 levels itself; 3.12's decodes them and the depth check refuses them
+    with pytest.raises(ValueError, match=r"deep.jsonl:1: (not JSON \(nested too deeply\)|nested deeper than 64)"):
         list(runner.json_lines(path))
 
 
