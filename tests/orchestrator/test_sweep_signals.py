@@ -3,6 +3,7 @@ uses no token (no warning, no token file), shows an ETA, and a rerun completes t
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import signal
@@ -10,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LOOPBACK = ("127.0.0.1:", "[::ffff:127.0.0.1]:", "[::1]:")
@@ -32,11 +34,42 @@ def _tree(root: int) -> set[int]:
     return pids
 
 
+def _address(hexaddr: str) -> str:
+    """A /proc/net/tcp{,6} local address (little-endian words) as ss prints it: ``127.0.0.1:8265``, ``[::1]:8265``."""
+    host, port = hexaddr.split(":")
+    raw = b"".join(bytes.fromhex(host[i : i + 8])[::-1] for i in range(0, len(host), 8))
+    text = ipaddress.ip_address(raw).compressed
+    return f"{text if len(raw) == 4 else f'[{text}]'}:{int(port, 16)}"
+
+
 def _listening(root: int) -> list[str]:
-    """`ss -ltnp` lines of the processes under ``root``."""
-    pids = _tree(root)
-    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
-    return [ln for ln in out.splitlines() if any(f"pid={p}," in ln for p in pids)]
+    """`ss -ltnp`-like lines (state, queues, local address, peer, process) of the TCP sockets the processes under
+    ``root`` listen on, read from /proc (no iproute2 needed)."""
+    listen = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if cols[3] == "0A":  # LISTEN
+                listen[f"socket:[{cols[9]}]"] = _address(cols[1])
+    found = []
+    for pid in sorted(_tree(root)):
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        links = []
+        for fd in fds:
+            try:
+                links.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            except OSError:  # closed meanwhile (the listing's own descriptor, for one)
+                continue
+        found += [f'LISTEN 0 0 {listen[ln]} *:* users:(("{comm}",pid={pid}))' for ln in links if ln in listen]
+    return found
 
 
 def _ok_jobs(db) -> int:
