@@ -245,6 +245,7 @@ def print_summary(
     unavailable: dict | None = None,
     wide: bool = False,
     tune_rows: list[dict] | None = None,
+    case_rows: list[dict] | None = None,
 ) -> None:
     if rows:
         console.print(summary_table(rows, title, unavailable, wide))
@@ -259,14 +260,44 @@ def print_summary(
             console.print(line, highlight=False, markup=False)
     if isa_rows:
         console.print(isa_table(isa_rows, f"{title} · compiled for target architectures (no GPU ran)"))
+    if case_rows:
+        console.print(case_table(case_rows, f"{title} · correctness input cases"))
     if tune_rows:
         from orchestrator import tune_table
 
         console.print(tune_table.run_table(tune_rows, f"{title} · launch candidates (tune)"))
         for line in tune_table.run_notes(tune_rows):
             console.print(line, highlight=False, markup=False)
-    if not rows and not e2e_rows and not isa_rows and not tune_rows:
+    if not rows and not e2e_rows and not isa_rows and not tune_rows and not case_rows:
         console.print(f"{title}: no measurements in this run", markup=False, highlight=False)
+
+
+def case_cells(r: dict) -> list[str]:
+    """kernel, shape, dtype, the cases checked (those that do not apply), and what failed: ``impl: case (note)``."""
+    checked = f"{len(r['cases'])}: {', '.join(r['cases'])}" if r["cases"] else "none recorded"
+    if r["skipped"]:
+        checked += f" (n/a: {', '.join(r['skipped'])})"
+    failed = "; ".join(f"{impl}: {case} ({note})" for impl, cases in r["failed"].items() for case, note in cases)
+    return [r["kernel"], "x".join(map(str, r["shape"])), r["dtype"], checked, failed or "none"]
+
+
+CASE_COLUMNS = ("kernel", "shape", "dtype", "input cases checked", "failed")
+
+
+def case_table(rows: Iterable[dict], title: str) -> Table:
+    """Each correctness job's input cases (workers/input_cases.py) and, per implementation, the cases it failed."""
+    t = Table(title=Text(title))
+    for c in CASE_COLUMNS:
+        t.add_column(c, overflow="fold")
+    for r in rows:
+        t.add_row(*plain(case_cells(r)))
+    return t
+
+
+def case_markdown(rows: Iterable[dict]) -> str:
+    return "\n".join(
+        [_md_row(CASE_COLUMNS), _md_row(["---"] * len(CASE_COLUMNS)), *(_md_row(case_cells(r)) for r in rows)]
+    )
 
 
 ISA_COLUMNS = (
@@ -367,7 +398,7 @@ def e2e_markdown(rows: Iterable[dict]) -> str:
 
 def print_run_summary(console: Console, url: str, run_id: int, title: str, wide: bool = False) -> None:
     """A stored run's summary table(s), with why implementations were not run and what interpreted times are."""
-    from orchestrator.store.query import result_queries, run_queries, tune_queries
+    from orchestrator.store.query import case_queries, result_queries, run_queries, tune_queries
 
     print_summary(
         console,
@@ -378,6 +409,7 @@ def print_run_summary(console: Console, url: str, run_id: int, title: str, wide:
         unavailable=run_queries.run_measured(url, run_id)["unavailable"],
         wide=wide,
         tune_rows=tune_queries.tune_results(url, run_id),
+        case_rows=case_queries.case_results(url, run_id),
     )
 
 
@@ -404,6 +436,7 @@ def run_markdown(
     devices: list[dict],
     measured: dict | None = None,
     isa_rows: list[dict] | None = None,
+    case_rows: list[dict] | None = None,
 ) -> str:
     """A run as a docs/perf page: when it was measured, where, which code and config, then the tables."""
     isa_rows = isa_rows or []
@@ -449,13 +482,15 @@ def run_markdown(
         out += [e2e_markdown(e2e_rows), ""]
     if isa_rows:
         out += [isa_markdown(isa_rows), ""]
+    if case_rows:
+        out += ["Correctness input cases (workers/input_cases.py):", "", case_markdown(case_rows), ""]
     return "\n".join(out)
 
 
 def show_run(
     url: str | None, run_id: int | None, markdown_path: str | None, console: Console, wide: bool = False
 ) -> int:
-    from orchestrator.store.query import result_queries, run_queries, tune_queries
+    from orchestrator.store.query import case_queries, result_queries, run_queries, tune_queries
     from orchestrator.store.session import display_url, resolve_url
 
     url = resolve_url(url)
@@ -469,6 +504,7 @@ def show_run(
         raise UserError(f"no run {run_id} in {display_url(url)}; list the runs with `python -m orchestrator runs`")
     rows, e2e_rows = run_queries.run_summary(url, run_id), result_queries.e2e_results(url, run_id)
     isa_rows = result_queries.isa_results(url, run_id)
+    case_rows = case_queries.case_results(url, run_id)
     measured = run_queries.run_measured(url, run_id)
     print_summary(
         console,
@@ -479,9 +515,10 @@ def show_run(
         unavailable=measured["unavailable"],
         wide=wide,
         tune_rows=tune_queries.tune_results(url, run_id),
+        case_rows=case_rows,
     )
     if markdown_path:
         with open(markdown_path, "w") as f:
-            f.write(run_markdown(info, rows, e2e_rows, run_queries.devices(url), measured, isa_rows))
+            f.write(run_markdown(info, rows, e2e_rows, run_queries.devices(url), measured, isa_rows, case_rows))
         console.print(f"wrote {markdown_path}", markup=False, highlight=False)
     return 0

@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from orchestrator.store.query import run_queries
+from orchestrator.store.query import case_queries, run_queries
+from tests.support.devices import ON_GPU
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -64,7 +65,7 @@ def test_smoke_sweep_runs_every_job_into_the_store(smoke_db):
     assert len(micro) == 2 * 2 * 2 * 2  # kernels x shapes x dtypes x impls
     for r in micro:
         assert r["status"] == "ok" and r["correct"] is True
-        assert r["median_us"] > 0 and r["gbs"] > 0 and r["hardware_key"].startswith("cpu/")
+        assert r["median_us"] > 0 and r["gbs"] > 0 and r["hardware_key"].startswith("cpu/") != ON_GPU
         assert r["speedup_vs_eager"] == pytest.approx(
             next(x["median_us"] for x in micro if x["impl"] == "eager" and x["job_key"] == r["job_key"])
             / r["median_us"]
@@ -77,6 +78,13 @@ def test_smoke_sweep_runs_every_job_into_the_store(smoke_db):
     assert n == len(micro)
     # the summary table was printed
     assert "median µs" in out and "rmsnorm" in out and "adaln" in out
+    # every correctness job checked the input cases (near_max: 16-bit only), and the summary says which
+    cases = case_queries.case_results(f"sqlite:///{db}", runs[0]["id"])
+    assert len(cases) == 2 * 2 * 2 and not any(r["failed"] for r in cases)
+    for r in cases:
+        assert r["cases"][0] == "random" and {"nan_inf", "strided_rows", "width_over_block"} <= set(r["cases"])
+        assert ("near_max" in r["skipped"]) == (r["dtype"] == "fp32")
+    assert "correctness input cases" in out and "width_under_block" in out
     # the fleet the sweep ran on is in the store (the dashboard's fleet page)
     (node,) = run_queries.nodes(f"sqlite:///{db}")
     assert node["resources"].get("CPU")

@@ -5,6 +5,7 @@ imports nothing else from the orchestrator: tests/test_import_graph.py).
   picked.py              which attempt a run shows for each job, and the row building blocks the others share
   run_queries.py         runs, one run's summary, outcomes, failed attempts, devices and nodes
   result_queries.py      history, latest results, ISA, end-to-end rows, profile rows, artifacts, export rows
+  case_queries.py        the input cases a run's correctness jobs checked, and which failed where
   series_queries.py      micro series with their repeats; trend points
   regression_queries.py  the regression rule over the store's series (``python -m orchestrator regressions``)
   trend_queries.py       the rule's verdict at every point of a series (the Trends page)
