@@ -113,6 +113,11 @@ def sqlite_path(url: str) -> Path | None:
 _CREDENTIALS = re.compile(r"(//[^/@:]*):[^/@]*@")
 
 
+def holds_password(text: str) -> bool:
+    """Whether ``text`` holds a URL with a password (``scheme://USER:PASSWORD@...``)."""
+    return _CREDENTIALS.search(text) is not None
+
+
 def display_url(url: str | URL | None) -> str:
     """The URL with any password masked (``***``), for messages, logs, stored configs and plan files.  A bare path
     is returned as it is; a URL that cannot be parsed has whatever stands between ``user:`` and ``@`` masked."""
@@ -160,11 +165,16 @@ def create_engine_for(url: str, create_folder: bool = True) -> Engine:
         engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
         event.listen(engine, "connect", _sqlite_on_connect)
         return engine
+    return create_engine(url, pool_pre_ping=True, connect_args=pg_connect_args(url))
+
+
+def pg_connect_args(url: str | URL) -> dict:
+    """A PostgreSQL engine's ``connect_args``: give up after PG_CONNECT_TIMEOUT_S unless the URL's own
+    ``connect_timeout`` says otherwise (every engine on a server, the writer's and the readers', the same)."""
     parsed = make_url(url)
-    connect_args = {}
     if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
-        connect_args["connect_timeout"] = PG_CONNECT_TIMEOUT_S
-    return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+        return {"connect_timeout": PG_CONNECT_TIMEOUT_S}
+    return {}
 
 
 def get_engine(url: str) -> Engine:
