@@ -110,17 +110,19 @@ def _files_holding(root: Path, needle: bytes) -> list[str]:
 
 
 @pytest.mark.slow
-def test_a_cluster_sweep_leaves_the_store_password_in_no_ray_file(token_cluster, secret_store):
+@pytest.mark.parametrize("given", ["KERNELFLEET_DB", "store.url"])
+def test_a_cluster_sweep_leaves_the_store_password_in_no_ray_file(token_cluster, secret_store, given):
     address, env, ray_temp = token_cluster
+    store = [f"store.url={secret_store}"] if given == "store.url" else []
     run_env = {
         **env,
-        "KERNELFLEET_DB": secret_store,
+        **({"KERNELFLEET_DB": secret_store} if given == "KERNELFLEET_DB" else {}),
         "KERNELFLEET_PLUGINS": "",  # the nodes get the checkout without tests/
         "KERNELFLEET_MEASURE_CEILING": "0",  # no 1 GiB copy on a CPU
         "COLUMNS": "200",
     }
     r = subprocess.run(
-        [sys.executable, "-m", "orchestrator", *TINY, f"cluster.address={address}"],
+        [sys.executable, "-m", "orchestrator", *TINY, *store, f"cluster.address={address}"],
         cwd=REPO,
         env=run_env,
         capture_output=True,
