@@ -21,17 +21,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
+from tests.orchestrator.test_fleet_targets import TINY as TINY_SWEEP
+
 REPO = Path(__file__).resolve().parents[2]
 PG_ADMIN_URL = os.environ.get("KERNELFLEET_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 SECRET = "Pw-" + secrets.token_hex(8)
-TINY = [
-    "+sweep=smoke",
-    "sweep.kernels=[rmsnorm]",
-    "sweep.kinds=[correctness]",
-    "sweep.shapes=[[1,8,64]]",
-    "sweep.dtypes=[fp32]",
-    "target=r9700",
-]
+TINY = [*TINY_SWEEP, "target=r9700"]  # one rmsnorm correctness job on a tiny shape, on the cluster's node
 CLUSTER = """
 import sys
 from ray.cluster_utils import Cluster

@@ -97,13 +97,18 @@ def test_older_revision_is_refused(store_url, monkeypatch):
         StoreWriter(store_url)
 
 
-def test_newer_unknown_revision_is_refused(store_url):
-    engine = session.create_engine_for(store_url)
+def _written_by_a_newer_kernelfleet(url: str) -> None:
+    """The store at ``url`` marked with a revision this code does not know."""
+    engine = session.create_engine_for(url)
     try:
         with engine.begin() as conn:
             conn.execute(text("UPDATE alembic_version SET version_num = 'f00d'"))
     finally:
         engine.dispose()
+
+
+def test_newer_unknown_revision_is_refused(store_url):
+    _written_by_a_newer_kernelfleet(store_url)
     with pytest.raises(migrate.SchemaOutOfDate, match="newer kernelfleet"):
         StoreWriter(store_url)
 
@@ -111,12 +116,7 @@ def test_newer_unknown_revision_is_refused(store_url):
 def test_db_upgrade_of_a_newer_store_is_one_line_and_changes_nothing(store_url):
     from tests.store.test_secrets import run_cli
 
-    engine = session.create_engine_for(store_url)
-    try:
-        with engine.begin() as conn:
-            conn.execute(text("UPDATE alembic_version SET version_num = 'f00d'"))
-    finally:
-        engine.dispose()
+    _written_by_a_newer_kernelfleet(store_url)
     for action in ("upgrade", "current"):
         rc, out = run_cli("db", action, "--url", store_url)
         assert rc == (2 if action == "upgrade" else 0), out
