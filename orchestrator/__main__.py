@@ -47,8 +47,10 @@ def _sweep_main(argv: list[str], console) -> int:
         return EXIT_CONFIG
     try:
         cfg = config.compose(argv)
-        if print_cfg:
-            print(OmegaConf.to_yaml(cfg), end="")
+        if print_cfg:  # as a stored config shows it: store.url without its password
+            from orchestrator.store.session import public_config
+
+            print(OmegaConf.to_yaml(public_config(config.to_plain(cfg))), end="")
             return 0
         return exit_on_user_error(lambda: run_sweep(config.to_plain(cfg), console, argv))
     except config.ConfigError as exc:

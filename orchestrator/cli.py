@@ -96,12 +96,16 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
 
             from orchestrator import run_json
             from orchestrator.store.query import run_queries
-            from orchestrator.store.session import resolve_url
+            from orchestrator.store.session import display_url, resolve_url
 
             url = resolve_url(args.url)
             run_id = args.run if args.run is not None else next((r["id"] for r in run_queries.list_runs(url, 1)), None)
-            if run_id is None or run_queries.run_info(url, run_id) is None:
-                raise ValueError(f"no run {run_id} in {url}; list the runs with `python -m orchestrator runs`")
+            if run_id is None:
+                raise ValueError(f"the store {display_url(url)} holds no run yet")
+            if run_queries.run_info(url, run_id) is None:
+                raise ValueError(
+                    f"no run {run_id} in {display_url(url)}; list the runs with `python -m orchestrator runs`"
+                )
             print(json.dumps(run_json.run_document(url, run_id), sort_keys=True, allow_nan=False))
             return 0
         if args.cmd == "report":

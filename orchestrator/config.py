@@ -202,6 +202,39 @@ def quoting_hint(override: str) -> str:
     return "'" + key + '="' + value + "\"'"
 
 
+def _bad_override(err: ConfigError, overrides: Sequence[str]) -> ConfigError:
+    """The override Hydra's grammar rejects, found by parsing each one alone (Hydra's message names only the text
+    around the error), with how to quote it when its value holds '=' or '?'."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    for override in overrides:
+        try:
+            parser.parse_override(_quote_verbatim(override))
+        except Exception:  # Hydra's HydraException, or a grammar error raised by ANTLR
+            reason = str(err).removeprefix("bad override: ")
+            value = override.partition("=")[2]
+            if "=" in value or "?" in value:
+                return ConfigError(
+                    f"bad override {override}: {reason}; a value holding '=' or '?' must be quoted for Hydra, "
+                    f"e.g. {quoting_hint(override)}"
+                )
+            return ConfigError(f"bad override {override}: {reason}")
+    return err
+
+
+_PASSWORD = re.compile(r"//[^/@:\s]*:([^/@\s]+)@")
+
+
+def _masked(message: str, overrides: Sequence[str]) -> str:
+    """``message`` with the password of any URL among the overrides (store.url=postgresql://USER:PASSWORD@...)
+    shown as ``***``, as every other output shows it."""
+    for override in overrides:
+        for password in _PASSWORD.findall(override):
+            message = message.replace(password, "***")
+    return message
+
+
 def compose(overrides: Sequence[str]) -> DictConfig:
     """Compose conf/config.yaml with the command-line overrides; raise ConfigError on any mistake."""
     from hydra import compose as hydra_compose
@@ -230,13 +263,8 @@ def compose(overrides: Sequence[str]) -> DictConfig:
     except Exception as exc:  # Hydra/OmegaConf raise many types; all of them are configuration mistakes here
         err = _translate(exc)
         if str(err).startswith("bad override"):
-            bad = [o for o in overrides if "=" in o.partition("=")[2] or "?" in o]
-            if bad:
-                err = ConfigError(
-                    f"{err}: in {bad[0]}: a value holding '=' or '?' must be quoted for Hydra, "
-                    f"e.g. {quoting_hint(bad[0])}"
-                )
-        raise err from exc
+            err = _bad_override(err, overrides)
+        raise ConfigError(_masked(str(err), overrides)) from exc
     finally:
         GlobalHydra.instance().clear()
     return cfg

@@ -1,4 +1,5 @@
 """python -m orchestrator export --format csv|parquet|jsonl|liger|tritonbench [--run RUN] [--since DATE] [--out FILE]
+[--force]
 
 One row per measurement in a long format a pandas user pivots (result_queries.EXPORT_COLUMNS: the series key columns
 kind, kernel/model, shape, dtype, impl, target, gpu_type, hardware_key; then commit, run_id, job_key, attempt,
@@ -7,7 +8,10 @@ so a store of millions of measurements never sits in memory.  The store is opene
 
 ``liger`` and ``tritonbench`` write the micro timings in the shapes Liger-Kernel's and TritonBench's tools read
 (orchestrator/tool_formats.py): ``liger`` a CSV (FILE or standard output), ``tritonbench`` a folder (``--out DIR``:
-one ``op_<operator>.csv`` per kernel, dtype and GPU type, and ``tritonbench.json``)."""
+one ``op_<operator>.csv`` per kernel, dtype and GPU type, and ``tritonbench.json``).
+
+``--out`` is written under a temporary name and renamed when complete (an interrupted export leaves the path as it
+was) and an existing one is replaced only with ``--force`` (orchestrator/out_file.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
-from orchestrator import arg_types
+from orchestrator import arg_types, out_file
 
 FORMATS = ("csv", "parquet", "jsonl", "liger", "tritonbench")
 BATCH = 20000
@@ -39,8 +43,11 @@ def add_parser(sub) -> None:
         "--since", help="only attempts measured at or after DATE (YYYY-MM-DD or ISO time; UTC unless it names a zone)"
     )
     ex.add_argument(
-        "--out", help="file to write (default: standard output; parquet needs a file, tritonbench a folder)"
+        "--out",
+        help="file to write (default: standard output; parquet needs a file, tritonbench a folder); written under "
+        "a temporary name and renamed when complete",
     )
+    ex.add_argument("--force", action="store_true", help="replace an existing --out (refused without it)")
     ex.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
 
 
@@ -60,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
     since = parse_since(args.since)
     if args.format == "parquet" and not args.out:
         raise ValueError("--format parquet writes a binary file: give --out FILE")
+    if args.out:  # before the store is read: an existing file is not replaced unasked
+        out_file.check(args.out, args.force, folder=args.format == "tritonbench")
     engine = access.open_read_only(access.store_url(args.url))
     if args.run is not None and run_queries.run_info(engine, args.run) is None:
         raise ValueError(f"--run {args.run}: no such run in the store")
@@ -86,9 +95,10 @@ def _tool_export(engine, args: argparse.Namespace, since: dt.datetime | None) ->
         raise ValueError("--format tritonbench writes a folder (op_<operator>.csv, tritonbench.json): give --out DIR")
     rows = tool_formats.newest_per_series(iter_timings(engine, run_id=args.run, since=since))
     if args.format == "tritonbench":
-        n = tool_formats.write_tritonbench(rows, Path(args.out))
+        with out_file.replaced(Path(args.out), folder=True) as tmp:
+            n = tool_formats.write_tritonbench(rows, tmp)
     elif args.out:
-        with open(args.out, "w", newline="", encoding="utf-8") as f:
+        with out_file.replaced(Path(args.out)) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
             n = tool_formats.write_liger(rows, f)
     else:
         try:
@@ -102,15 +112,17 @@ def _tool_export(engine, args: argparse.Namespace, since: dt.datetime | None) ->
 
 
 def export(rows: Iterable[dict[str, Any]], fmt: str, out: str | None) -> int:
-    """Write ``rows`` to ``out`` (a path; None: standard output) in ``fmt``; returns how many."""
-    if fmt == "parquet":
-        return _parquet(rows, out)
-    stream: IO[str] = open(out, "w", newline="", encoding="utf-8") if out else sys.stdout
-    try:
-        return _csv(rows, stream) if fmt == "csv" else _jsonl(rows, stream)
-    finally:
-        if out:
-            stream.close()
+    """Write ``rows`` to ``out`` (a path, replaced when complete: orchestrator/out_file.py; None: standard output)
+    in ``fmt``; returns how many."""
+    if out is None:
+        return _csv(rows, sys.stdout) if fmt == "csv" else _jsonl(rows, sys.stdout)
+    from pathlib import Path
+
+    with out_file.replaced(Path(out)) as tmp:
+        if fmt == "parquet":
+            return _parquet(rows, str(tmp))
+        with open(tmp, "w", newline="", encoding="utf-8") as stream:
+            return _csv(rows, stream) if fmt == "csv" else _jsonl(rows, stream)
 
 
 def _text(value: Any) -> Any:

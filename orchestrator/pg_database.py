@@ -40,14 +40,13 @@ def ensure_database(url: str) -> bool:
     from sqlalchemy.exc import DBAPIError
 
     from orchestrator.store.errors import describe
-    from orchestrator.store.session import PG_CONNECT_TIMEOUT_S
+    from orchestrator.store.session import PG_CONNECT_TIMEOUT_S, pg_connect_args
 
     u = make_url(url)
     if u.get_backend_name() != "postgresql" or not u.database:
         return False
     # the store's own connect timeout (the URL's connect_timeout wins), so a server that never answers fails once
-    timeout = {} if "connect_timeout" in u.query else {"connect_timeout": PG_CONNECT_TIMEOUT_S}
-    engine = create_engine(u, connect_args=timeout)
+    engine = create_engine(u, connect_args=pg_connect_args(u))
     try:
         with engine.connect():
             return False

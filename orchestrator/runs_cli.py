@@ -49,10 +49,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
     url = resolve_url(args.url)
     runs = run_queries.list_runs(url, limit=max(args.limit, 1))
+    devices = run_queries.run_devices(url, [r["id"] for r in runs])  # a few queries, however many runs
     if getattr(args, "json", False):
         import json
 
-        devices = {r["id"]: run_queries.run_measured(url, r["id"])["devices"] for r in runs}
         print(json.dumps(as_json(url, runs, devices), sort_keys=True))
         return 0
     if not runs:
@@ -66,7 +66,6 @@ def run(args: argparse.Namespace, console: Console) -> int:
     for c in ("id", "sweep", "started", "device", "status", "jobs", "source"):
         t.add_column(c, justify="right" if c == "id" else "left", overflow="fold")
     for r in runs:
-        devices = run_queries.run_measured(url, r["id"])["devices"]
         started = r["started_at"].strftime("%Y-%m-%d %H:%M") if r.get("started_at") else "–"
         t.add_row(
             *plain(
@@ -74,7 +73,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
                     str(r["id"]),
                     r["sweep"],
                     started,
-                    ", ".join(devices) or "–",
+                    ", ".join(devices[r["id"]]) or "–",
                     r["status"],
                     counts_in_words(r.get("counts") or {"planned": r.get("n_jobs") or 0}),
                     r["source"],

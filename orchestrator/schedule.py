@@ -16,7 +16,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Mapping
 
 from workers.spec import COMPILE_ONLY_KINDS, JobResult, JobSpec
 
@@ -47,6 +47,21 @@ RUNTIME_EXCLUDES = [
     ".hypothesis",
 ]
 FORWARDED_ENV_PREFIXES = ("KERNELFLEET_", "TRITON_")
+# Settings only the driver uses: the store (the driver is its only writer; its URL may hold a password) and the head's
+# address.  Never sent to the nodes: Ray writes a runtime_env's variables into the nodes' logs.
+DRIVER_ONLY_ENV = ("KERNELFLEET_DB", "KERNELFLEET_HEAD")
+
+
+def forwarded_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables a cluster's nodes get from the driver (runtime_env's env_vars): the project's and Triton's
+    settings, less the driver-only ones and any value holding a URL with a password."""
+    from orchestrator.store.session import holds_password
+
+    return {
+        k: v
+        for k, v in environ.items()
+        if k.startswith(FORWARDED_ENV_PREFIXES) and k not in DRIVER_ONLY_ENV and not holds_password(v)
+    }
 
 
 LOOPBACK = "127.0.0.1"
@@ -172,7 +187,7 @@ class RayCluster:
         import ray
 
         address = self.address or os.environ.get("RAY_ADDRESS") or None
-        env_vars = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIXES)}
+        env_vars = forwarded_env(os.environ)
         if address:
             check_reachable(address)
             runtime_env: dict = {"working_dir": str(REPO_ROOT), "excludes": RUNTIME_EXCLUDES}

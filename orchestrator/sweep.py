@@ -141,7 +141,10 @@ def _check_head(address: str) -> None:
         token = fleet.find_token(None)
     except fleet.FleetError as exc:
         raise ConfigError(f"{where}: {exc}") from None
-    probe = fleet.probe_head(address, token)
+    try:
+        probe = fleet.probe_head(address, token)
+    except fleet.FleetError:  # an address that is not HOST:PORT
+        raise ConfigError(f"{where}: expected HOST:PORT of a Ray head (e.g. 10.0.0.5:6379)") from None
     if not probe.reachable:
         raise ConfigError(f"{where}: cannot reach the head: {probe.error}")
     fix = (

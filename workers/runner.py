@@ -78,13 +78,20 @@ def _readable(path: str | Path) -> Iterator[None]:
 MAX_FILE_BYTES = 8 * 2**30
 MAX_LINE_BYTES = 256 * 2**20
 MAX_JSON_DEPTH = 64  # the deepest legitimate line (a result's details) nests a few levels
+# A compressed file that expands more than MAX_RATIO times is a bomb, judged once RATIO_FROM_BYTES are out (the
+# project's results compress about 10 times; gzip's most is about 1000): it is stopped in its first megabytes, not
+# after gigabytes at MAX_FILE_BYTES.
+MAX_RATIO = 200
+RATIO_FROM_BYTES = 64 * 2**20
 _BLOCK = 1 << 20
 _NONBLANK = re.compile(rb"\S")
 
 
 def _blocks(f, path: str | Path) -> Iterator[bytes]:
-    """The file's (decompressed) bytes a block at a time; ValueError past MAX_FILE_BYTES."""
+    """The file's (decompressed) bytes a block at a time; ValueError past MAX_FILE_BYTES, or past MAX_RATIO times
+    the compressed bytes read so far."""
     total = 0
+    packed = getattr(f, "fileobj", None)  # a GzipFile's compressed file: how far into it the blocks come from
     while True:
         block = f.read(_BLOCK)
         if not block:
@@ -93,6 +100,11 @@ def _blocks(f, path: str | Path) -> Iterator[bytes]:
         if total > MAX_FILE_BYTES:
             raise ValueError(
                 f"{path}: more than {MAX_FILE_BYTES} bytes (decompressed); not a plan or results file of this project"
+            )
+        if packed is not None and total > RATIO_FROM_BYTES and total > MAX_RATIO * packed.tell():
+            raise ValueError(
+                f"{path}: {packed.tell()} compressed bytes expand to more than {total} (over {MAX_RATIO} times): "
+                "a compression bomb, not a plan or results file of this project"
             )
         yield block
 
@@ -125,6 +137,7 @@ def _raw_lines(f, path: str | Path) -> Iterator[tuple[int, bytes]]:
     n = 0  # newlines consumed so far: the next line is line n + 1
     pending: list[bytes] = []  # the pieces of a line not yet ended
     size = 0
+    blank = 0  # whitespace since the last newline: a run of spaces without a newline is a line too long as well
     for block in _blocks(f, path):
         pos = 0
         if pending:
@@ -144,7 +157,12 @@ def _raw_lines(f, path: str | Path) -> Iterator[tuple[int, bytes]]:
             m = _NONBLANK.search(block, pos)
             if m is None:
                 n += block.count(b"\n", pos)
+                last = block.rfind(b"\n", pos)
+                blank = len(block) - last - 1 if last >= 0 else blank + len(block) - pos
+                if blank > MAX_LINE_BYTES:
+                    raise _too_long(path, n + 1)
                 break
+            blank = 0
             start = m.start()
             n += block.count(b"\n", pos, start)
             end = block.find(b"\n", start)

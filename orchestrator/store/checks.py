@@ -257,8 +257,10 @@ def check_result(d: Any, strict: bool = True, where: str = "result") -> JobResul
     if started is not None and not (math.isfinite(started) and 0 <= started <= UNIX_MAX):
         raise Invalid(f"{where}.started_at: {started} is not a time (unix seconds)")
     duration = _number(f"{where}.duration_s", d.get("duration_s"))
-    if strict and duration is not None and not (math.isfinite(duration) and duration >= 0):
-        raise Invalid(f"{where}.duration_s: {duration} is not a duration (finite seconds >= 0)")
+    if strict and duration is not None and not (math.isfinite(duration) and 0 <= duration <= UNIX_MAX):
+        raise Invalid(f"{where}.duration_s: {duration} is not a duration (seconds, from 0 to {UNIX_MAX:.0f})")
+    if strict and started is not None and duration is not None and started + duration > UNIX_MAX:
+        raise Invalid(f"{where}.duration_s: {duration} s from started_at {started} ends past the year 9999")
     _int(f"{where}.attempt", d.get("attempt", 1), low=1, high=INT32_MAX)
     details = _dict(f"{where}.details", d.get("details", {}) if strict else d.get("details") or {})
     parse_artifacts(key, details)

@@ -97,6 +97,9 @@ def _migrate(url: str, direction: str, revision: str) -> str | None:
         with translated(url):
             with engine.begin() as conn:
                 lock(conn, "schema")
+                refused = _not_ours(conn, url)
+                if refused is not None:
+                    raise refused
                 getattr(command, direction)(alembic_config(conn), revision)
             with engine.connect() as conn:
                 return _current_on(conn)
@@ -135,20 +138,48 @@ def check_schema(bind: Engine | Connection, url: str | None = None) -> None:
     wanted = head()
     if found == wanted:
         return
-    where = display_url(url)
+    refused = _not_ours(bind, url)
+    if refused is not None:
+        raise refused
     fix = upgrade_command(url)
     if found is None:
-        tables = [t for t in inspect(bind).get_table_names() if t != VERSION_TABLE]
-        what = "is empty" if not tables else f"has tables ({', '.join(sorted(tables)[:5])}) but no kernelfleet schema"
-        message = f"The store at {where} {what}. Create its schema with: {fix}"
-    elif found in _known_revisions():
-        message = f"The store at {where} has schema revision {found}; this code needs {wanted}. Upgrade it with: {fix}"
+        message = f"The store at {display_url(url)} is empty. Create its schema with: {fix}"
     else:
         message = (
-            f"The store at {where} has schema revision {found}, which this code does not know (its newest "
-            f"is {wanted}): it was written by a newer kernelfleet. Update kernelfleet, or use another store."
+            f"The store at {display_url(url)} has schema revision {found}; this code needs {wanted}. "
+            f"Upgrade it with: {fix}"
         )
     raise SchemaOutOfDate(url, found, wanted, message)
+
+
+def _not_ours(conn: Connection, url: str) -> SchemaOutOfDate | None:
+    """Why the database behind ``conn`` is no store this code may read or migrate, or None: it holds another
+    application's tables and no kernelfleet schema (a sweep must not add its tables beside them), or a schema
+    revision this code does not know (a newer kernelfleet wrote it: migrating it back or forth would break it)."""
+    found = _current_on(conn)
+    where = display_url(url)
+    if found is None:
+        tables = sorted(t for t in inspect(conn).get_table_names() if t != VERSION_TABLE)
+        if not tables:
+            return None
+        shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+        return SchemaOutOfDate(
+            url,
+            None,
+            head(),
+            f"The database at {where} holds another application's tables ({shown}) and no kernelfleet schema: "
+            "kernelfleet keeps a database of its own; name a new SQLite file or an empty PostgreSQL database "
+            "(or schema: ?options=-csearch_path%3DNAME) with store.url, --url or $KERNELFLEET_DB",
+        )
+    if found in _known_revisions():
+        return None
+    return SchemaOutOfDate(
+        url,
+        found,
+        head(),
+        f"The store at {where} has schema revision {found}, which this code does not know (its newest "
+        f"is {head()}): it was written by a newer kernelfleet. Update kernelfleet, or use another store.",
+    )
 
 
 @lru_cache(maxsize=1)

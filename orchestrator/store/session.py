@@ -16,6 +16,7 @@ the file read-only.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -80,7 +81,30 @@ def normalize_url(url: str) -> str:
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
         return parsed.render_as_string(hide_password=False)
+    problem = _driver_problem(parsed.drivername)
+    if problem:
+        plain = "sqlite:///PATH" if parsed.get_backend_name() == "sqlite" else "postgresql://USER@HOST:PORT/DATABASE"
+        raise BadStoreUrl(f"store URL {display_url(url)!r}: {problem}; write {plain} (its standard driver)")
     return url
+
+
+@functools.lru_cache(maxsize=None)
+def _driver_problem(drivername: str) -> str | None:
+    """Why the SQLAlchemy driver ``drivername`` (``postgresql+pg8000``) cannot run the store here, or None: no such
+    driver, its module is not installed, or it is an asyncio driver (the store's engines are plain)."""
+    from sqlalchemy.engine import URL as SaURL
+
+    try:
+        dialect = SaURL.create(drivername).get_dialect()
+    except Exception:  # sqlalchemy's NoSuchModuleError
+        return f"SQLAlchemy has no driver {drivername!r}"
+    if getattr(dialect, "is_async", False):
+        return f"{drivername!r} is an asyncio driver, which the store cannot use"
+    try:
+        dialect.import_dbapi()
+    except ImportError as exc:
+        return f"the driver of {drivername!r} is not installed ({exc})"
+    return None
 
 
 def resolve_url(explicit: str | None) -> str:
@@ -113,9 +137,15 @@ def sqlite_path(url: str) -> Path | None:
 _CREDENTIALS = re.compile(r"(//[^/@:]*):[^/@]*@")
 
 
+def holds_password(text: str) -> bool:
+    """Whether ``text`` holds a URL with a password (``scheme://USER:PASSWORD@...``)."""
+    return display_url(text) != text
+
+
 def display_url(url: str | URL | None) -> str:
-    """The URL with any password masked (``***``), for messages, logs, stored configs and plan files.  A bare path
-    is returned as it is; a URL that cannot be parsed has whatever stands between ``user:`` and ``@`` masked."""
+    """The URL with any password masked (``***``), for messages, logs, stored configs and plan files; a URL without
+    a password and a bare path are returned as typed.  A URL that cannot be parsed has whatever stands between
+    ``user:`` and ``@`` masked."""
     if url is None:
         return ""
     if isinstance(url, URL):
@@ -124,9 +154,10 @@ def display_url(url: str | URL | None) -> str:
     if "://" not in text:
         return text
     try:
-        return make_url(text).render_as_string(hide_password=True)
+        parsed = make_url(text)
     except Exception:  # unparsable: mask by pattern rather than echo it
         return _CREDENTIALS.sub(r"\1:***@", text)
+    return text if parsed.password is None else parsed.render_as_string(hide_password=True)
 
 
 def public_config(cfg: dict) -> dict:
@@ -160,11 +191,16 @@ def create_engine_for(url: str, create_folder: bool = True) -> Engine:
         engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
         event.listen(engine, "connect", _sqlite_on_connect)
         return engine
+    return create_engine(url, pool_pre_ping=True, connect_args=pg_connect_args(url))
+
+
+def pg_connect_args(url: str | URL) -> dict:
+    """A PostgreSQL engine's ``connect_args``: give up after PG_CONNECT_TIMEOUT_S unless the URL's own
+    ``connect_timeout`` says otherwise (every engine on a server, the writer's and the readers', the same)."""
     parsed = make_url(url)
-    connect_args = {}
     if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
-        connect_args["connect_timeout"] = PG_CONNECT_TIMEOUT_S
-    return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+        return {"connect_timeout": PG_CONNECT_TIMEOUT_S}
+    return {}
 
 
 def get_engine(url: str) -> Engine:

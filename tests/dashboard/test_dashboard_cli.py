@@ -45,12 +45,24 @@ def test_missing_sqlite_file_is_not_created(tmp_path):
 def test_store_without_schema_names_db_upgrade(tmp_path):
     path = tmp_path / "plain.db"
     engine = create_engine(session.sqlite_url_for(path))
-    with engine.begin() as c:
+    with engine.begin() as c:  # an empty database: the store's schema is what it lacks
         c.execute(text("CREATE TABLE other (x INTEGER)"))
+        c.execute(text("DROP TABLE other"))
     engine.dispose()
     proc = _dashboard("--db", str(path))
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "python -m orchestrator db upgrade" in proc.stderr, proc.stderr
+
+
+def test_another_applications_database_is_refused_without_suggesting_db_upgrade(tmp_path):
+    path = tmp_path / "plain.db"
+    engine = create_engine(session.sqlite_url_for(path))
+    with engine.begin() as c:
+        c.execute(text("CREATE TABLE other (x INTEGER)"))
+    engine.dispose()
+    proc = _dashboard("--db", str(path))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "another application's tables (other)" in proc.stderr and "db upgrade" not in proc.stderr
 
 
 def test_store_on_another_revision_is_refused_in_one_line(upgraded_store):

@@ -163,6 +163,38 @@ def test_values_that_cannot_run_are_refused_before_anything_runs(tmp_path, overr
     assert not db.exists()  # refused before the store was opened
 
 
+@pytest.mark.parametrize(
+    "url, needle",
+    [
+        ("postgresql+asyncpg://kf:Sekrit@127.0.0.1:5432/kf", "is an asyncio driver"),
+        ("postgresql+pg8000://kf:Sekrit@127.0.0.1:5432/kf", "the driver of 'postgresql+pg8000' is not installed"),
+        ("sqlite+pysqlcipher:///{tmp}/kf.db", "the driver of 'sqlite+pysqlcipher' is not installed"),
+        ("postgresql+nosuchdriver://kf:Sekrit@127.0.0.1:5432/kf", "SQLAlchemy has no driver"),
+    ],
+)
+def test_a_store_url_whose_driver_cannot_run_is_one_line_for_every_command(tmp_path, url, needle):
+    url = url.format(tmp=tmp_path)
+    for args in (
+        ["orchestrator", "runs", "--url", url],
+        ["orchestrator", "db", "upgrade", "--url", url],
+        ["orchestrator", "export", "--url", url],
+        ["orchestrator", "+sweep=smoke", f"store.url={url}", *SMALL],
+        ["dashboard", "build", "--out", str(tmp_path / "site"), "--db", url],
+    ):
+        line = one_line_error(run(*args), needle)
+        assert "Sekrit" not in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_cluster_address_without_a_port_is_one_line(tmp_path):
+    db = tmp_path / "kf.db"
+    for env in ({}, {"RAY_ADDRESS": "notahost"}):
+        args = [] if env else ["cluster.address=notahost"]
+        p = run("orchestrator", "+sweep=smoke", f"store.url={db}", *SMALL, *args, **env)
+        line = one_line_error(p, "cluster.address=notahost: expected HOST:PORT")
+        assert line.startswith("config error:")
+
+
 def test_a_store_url_with_query_works_as_an_override_and_other_values_show_the_quoting(tmp_path):
     url = "postgresql+psycopg://u@h:5432/db?options=-csearch_path%3Dmine&connect_timeout=3"
     p = run("orchestrator", "+sweep=smoke", f"store.url={url}", "--cfg", "job")

@@ -39,7 +39,7 @@ def test_an_unknown_metric_names_its_file_and_line(store_url, tmp_path):
     assert rf.counts(store_url)["runs"] == 0
 
 
-@pytest.mark.parametrize("duration", [float("-inf"), float("inf"), -1.0])
+@pytest.mark.parametrize("duration", [float("-inf"), float("inf"), -1.0, 1e308])
 def test_an_impossible_duration_is_refused(store_url, tmp_path, duration):
     lines = rf.lines("f" * 40, n=1)
     lines[1]["result"]["duration_s"] = duration
@@ -47,6 +47,17 @@ def test_an_impossible_duration_is_refused(store_url, tmp_path, duration):
     rc, out, err = rf.run_import(str(path), "--url", store_url)
     assert rc == 2, out + err
     assert f"{path}:2: result.duration_s" in err and "not a duration" in err
+    assert rf.counts(store_url)["runs"] == 0
+
+
+def test_a_duration_that_ends_past_the_year_9999_is_refused(store_url, tmp_path):
+    lines = rf.lines("e" * 40, n=1)
+    lines[1]["result"]["started_at"] = 253402300000.0  # in 9999
+    lines[1]["result"]["duration_s"] = 10_000.0
+    path = rf.write(tmp_path / "r.jsonl", lines)
+    rc, out, err = rf.run_import(str(path), "--url", store_url)
+    assert rc == 2 and err.count("\n") == 1, out + err
+    assert f"{path}:2: result.duration_s" in err and "past the year 9999" in err
     assert rf.counts(store_url)["runs"] == 0
 
 
@@ -182,3 +193,19 @@ def test_a_sweep_named_with_markup_runs_and_says_its_name(store_url, monkeypatch
     assert f"sweep {name}: 2 jobs" in said and "[/]boom" in said
     run = run_queries.run_info(store_url, sw.run_id)
     assert run["status"] == "failed" and run["counts"]["ran"] == 2
+
+
+def test_an_artifact_id_past_what_the_store_holds_is_404(store_url, writer, factories):
+    from dashboard.app import create_app
+    from orchestrator.store.query import access
+
+    run_id = writer.start_run("rmsnorm", {}, "plan", "c1", "h1")
+    spec = factories.spec()
+    writer.add_jobs(run_id, [spec])
+    artifact = {"kind": "trace", "name": "trace.json", "data_b64": "e30="}
+    writer.record_result(run_id, factories.result(spec, details={"artifacts": [artifact]}))
+    client = create_app(access.open_read_only(store_url), store_url).server.test_client()
+    kept = client.get("/artifact/1")
+    assert kept.status_code == 200 and kept.data == b"{}"
+    for artifact_id in ("2", "2147483648", "9223372036854775808", "99999999999999999999999"):
+        assert client.get(f"/artifact/{artifact_id}").status_code == 404, artifact_id

@@ -134,3 +134,47 @@ def test_an_old_plans_password_is_not_stored_by_an_import(store_url, tmp_path):
     assert rc == 0, out + err
     stored = stored_text(store_url)
     assert SECRET not in stored and "kf:***@db" in stored
+
+
+def test_report_json_of_a_run_that_does_not_exist_names_the_store_masked(secret_url):
+    rc, out = run_cli("db", "upgrade", "--url", secret_url)
+    assert rc == 0, out
+    for args in (["report", "999", "--json"], ["report", "999"], ["report", "--json"]):
+        rc, out = run_cli(*args, "--url", secret_url)
+        assert rc == 2, out
+        assert SECRET not in out and "***@" in out, out
+
+
+def _sweep_cli(*args: str) -> tuple[int, str, str]:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    p = subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_a_syntax_error_in_another_override_names_that_override_and_no_password():
+    url = f"store.url=postgresql://kf:{SECRET}@127.0.0.1:5432/test?connect_timeout=3"
+    rc, out, err = _sweep_cli("+sweep=smoke", url, "sweep.shapes=[[1,2")
+    assert rc == 2 and out == "" and err.count("\n") == 1, out + err
+    assert SECRET not in err and "store.url" not in err
+    assert "bad override sweep.shapes=[[1,2:" in err
+    # the quoting hint still comes for the override that needs it, its password masked
+    rc, out, err = _sweep_cli("+sweep=smoke", "sweep.impls=a=b?")
+    assert rc == 2 and "bad override sweep.impls=a=b?" in err and "must be quoted" in err, err
+    with pytest.raises(config.ConfigError) as exc:
+        config.compose(["+sweep=smoke", f"store.url=postgresql://kf:{SECRET}@db:5432/kf", "sweep.rep_ms=[["])
+    assert SECRET not in str(exc.value) and "sweep.rep_ms=[[" in str(exc.value)
+
+
+def test_cfg_job_prints_the_store_url_masked():
+    rc, out, err = _sweep_cli("+sweep=smoke", f"store.url=postgresql://kf:{SECRET}@127.0.0.1:5432/test", "--cfg", "job")
+    assert rc == 0, err
+    assert SECRET not in out + err and "url: postgresql://kf:***@127.0.0.1:5432/test" in out

@@ -113,3 +113,49 @@ def test_the_url_sets_its_own_connect_timeout(silent_server, monkeypatch):
     with pytest.raises(StoreError, match="did not answer in time") as err:
         migrate.current(url)
     assert "2 s" in str(err.value) or "connect_timeout=2" in str(err.value), err.value  # the URL's value was used
+
+
+def test_every_command_fails_in_one_line_on_a_server_that_never_answers(silent_server, results, tmp_path):
+    """The README's promise (a PostgreSQL server that does not answer fails after 5 s) for every command that opens
+    the store, the read-only ones (export, the dashboard and its static build) included: each ends with one line,
+    exit 2, the password masked; a command that hung would run past the subprocess timeout and fail the test."""
+    secret = "Never-Shown-7"
+    url = f"postgresql://kf:{secret}@127.0.0.1:{silent_server}/kf"
+    orchestrator = [sys.executable, "-m", "orchestrator"]
+    commands = {
+        "db current": [*orchestrator, "db", "current", "--url", url],
+        "db upgrade": [*orchestrator, "db", "upgrade", "--url", url],
+        "import": [*orchestrator, "import", str(results), "--url", url],
+        "export": [*orchestrator, "export", "--format", "csv", "--url", url],
+        "export --out": [*orchestrator, "export", "--format", "jsonl", "--out", str(tmp_path / "x"), "--url", url],
+        "runs": [*orchestrator, "runs", "--url", url],
+        "report": [*orchestrator, "report", "--url", url],
+        "report --json": [*orchestrator, "report", "1", "--json", "--url", url],
+        "regressions": [*orchestrator, "regressions", "--url", url],
+        "compare": [*orchestrator, "compare", "--baseline", "1", "--current", "2", "--url", url],
+        "tune table": [*orchestrator, "tune", "table", "--gpu-type", "h200", "--url", url],
+        "dashboard": [sys.executable, "-m", "dashboard", "--db", url, "--port", str(_free_port())],
+        "dashboard build": [sys.executable, "-m", "dashboard", "build", "--out", str(tmp_path / "site"), "--db", url],
+    }
+    procs = {
+        name: subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name, argv in commands.items()
+    }
+    try:
+        for name, p in procs.items():
+            out, err = p.communicate(timeout=120)
+            assert p.returncode == 2, f"{name}: {out}{err}"
+            assert "Traceback" not in out + err and err.count("\n") == 1, f"{name}: {err}"
+            assert "did not answer in time" in err and secret not in out + err, f"{name}: {err}"
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert not (tmp_path / "x").exists()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -128,3 +128,94 @@ def test_export_refuses_bad_input_in_one_line(store_url, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and all(line.startswith("error: ") for line in err)
     assert "--since" in err[0] and "--run 999" in err[1] and "--out" in err[2]
+
+
+# `python -m orchestrator export` whose rows stop coming after the third (it sleeps there): a signal then finds it
+# mid-file, as it would find a long export of a big store.
+STALLED_EXPORT = """
+import sys, time
+from orchestrator.store.query import result_queries
+real = result_queries.iter_measurements
+def stalled(*args, **kwargs):
+    for i, row in enumerate(real(*args, **kwargs)):
+        yield row
+        if i == 2:
+            print("READY", file=sys.stderr, flush=True)
+            time.sleep(300)
+result_queries.iter_measurements = stalled
+from orchestrator.__main__ import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGKILL"])
+@pytest.mark.parametrize("before", [None, "what was here before\n"])
+def test_an_interrupted_export_leaves_the_path_as_it_was(store_url, tmp_path, sig, before):
+    import signal
+    import subprocess
+    import sys
+
+    from tests.store import results_files as rf
+
+    rc, out, err = rf.run_import(str(rf.write(tmp_path / "r.jsonl", rf.lines("d" * 40))), "--url", store_url)
+    assert rc == 0, out + err
+    folder = tmp_path / "out"
+    folder.mkdir()
+    target = folder / "all.jsonl"
+    if before is not None:
+        target.write_text(before)
+    args = ["export", "--format", "jsonl", "--url", store_url, "--out", str(target)]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STALLED_EXPORT, *args, *(["--force"] if before else [])],
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr.readline().strip() == "READY"
+        proc.send_signal(getattr(signal, sig))
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = proc.stderr.read()
+    assert proc.returncode == {"SIGTERM": 143, "SIGINT": 130, "SIGKILL": -9}[sig], err
+    assert "Traceback" not in err
+    if before is None:
+        assert not target.exists()
+    else:
+        assert target.read_text() == before
+    left = sorted(p.name for p in folder.iterdir() if p != target)
+    if sig == "SIGKILL":  # nothing can clean up after kill -9: only the hidden partial file stays
+        assert left == [f".all.jsonl.partial-{proc.pid}"]
+    else:
+        assert left == []
+
+
+def test_export_never_replaces_a_file_unasked(store_url, tmp_path, capsys):
+    from tests.store import results_files as rf
+
+    rc, out, err = rf.run_import(str(rf.write(tmp_path / "r.jsonl", rf.lines("d" * 40))), "--url", store_url)
+    assert rc == 0, out + err
+    capsys.readouterr()
+    for fmt in ("csv", "jsonl", "parquet", "liger"):
+        target = tmp_path / f"kept.{fmt}"
+        target.write_text("mine\n")
+        assert _run(["--url", store_url, "--format", fmt, "--out", str(target)], capsys) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "exists" in err and "--force" in err, err
+        assert target.read_text() == "mine\n"
+        assert _run(["--url", store_url, "--format", fmt, "--out", str(target), "--force"], capsys) == 0
+        assert target.read_bytes() != b"mine\n" and target.stat().st_size > 0
+        assert f"to {target}" in capsys.readouterr().err
+    folder = tmp_path / "tb"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine\n")
+    assert _run(["--url", store_url, "--format", "tritonbench", "--out", str(folder)], capsys) == 2
+    assert "--force" in capsys.readouterr().err and (folder / "notes.txt").read_text() == "mine\n"
+    assert _run(["--url", store_url, "--format", "tritonbench", "--out", str(folder), "--force"], capsys) == 0
+    assert (folder / "tritonbench.json").exists() and not (folder / "notes.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    assert _run(["--url", store_url, "--out", str(tmp_path / "no" / "such" / "x.csv")], capsys) == 2
+    assert "does not exist" in capsys.readouterr().err

@@ -97,15 +97,71 @@ def test_older_revision_is_refused(store_url, monkeypatch):
         StoreWriter(store_url)
 
 
-def test_newer_unknown_revision_is_refused(store_url):
-    engine = session.create_engine_for(store_url)
+def _written_by_a_newer_kernelfleet(url: str) -> None:
+    """The store at ``url`` marked with a revision this code does not know."""
+    engine = session.create_engine_for(url)
     try:
         with engine.begin() as conn:
             conn.execute(text("UPDATE alembic_version SET version_num = 'f00d'"))
     finally:
         engine.dispose()
+
+
+def test_newer_unknown_revision_is_refused(store_url):
+    _written_by_a_newer_kernelfleet(store_url)
     with pytest.raises(migrate.SchemaOutOfDate, match="newer kernelfleet"):
         StoreWriter(store_url)
+
+
+def test_db_upgrade_of_a_newer_store_is_one_line_and_changes_nothing(store_url):
+    from tests.store.test_secrets import run_cli
+
+    _written_by_a_newer_kernelfleet(store_url)
+    for action in ("upgrade", "current"):
+        rc, out = run_cli("db", action, "--url", store_url)
+        assert rc == (2 if action == "upgrade" else 0), out
+        assert "Traceback" not in out and "f00d" in out
+    assert "newer kernelfleet" in run_cli("db", "upgrade", "--url", store_url)[1]
+    assert migrate.current(store_url) == "f00d"
+
+
+def _foreign(url: str) -> None:
+    """Another application's table in the database at ``url``."""
+    engine = session.create_engine_for(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)"))
+            conn.execute(text("INSERT INTO customers (id, name) VALUES (1, 'kept')"))
+    finally:
+        engine.dispose()
+
+
+def test_a_foreign_database_is_refused_by_every_command_and_left_as_it_was(empty_url, tmp_path):
+    """A store URL naming another application's database: the sweep, the import and db upgrade refuse to add the
+    store's tables beside its own (as the readers refuse to read it), in one line that says so."""
+    import io
+
+    from rich.console import Console
+
+    from orchestrator import config
+    from orchestrator import sweep as sweep_mod
+    from tests.store import results_files as rf
+    from tests.store.test_secrets import SMALL, run_cli
+
+    _foreign(empty_url)
+    for args in (["db", "upgrade"], ["runs"], ["report"], ["export", "--format", "csv"]):
+        rc, out = run_cli(*args, "--url", empty_url)
+        assert rc == 2, (args, out)
+        assert "another application's tables (customers)" in out and "Traceback" not in out, (args, out)
+    path = rf.write(tmp_path / "r.jsonl", rf.lines("c" * 40))
+    rc, out, err = rf.run_import(str(path), "--url", empty_url)
+    assert rc == 2 and "another application's tables (customers)" in err, out + err
+    cfg = config.to_plain(config.compose(["+sweep=smoke", f"store.url={empty_url}", *SMALL]))
+    console = Console(file=io.StringIO(), width=200)
+    with pytest.raises(config.ConfigError, match=r"another application's tables \(customers\)"):
+        sweep_mod.run_sweep(cfg, console, [])
+    assert _tables(empty_url) == {"customers"}
+    assert migrate.current(empty_url) is None
 
 
 def _copy_installed_layout(site: Path) -> None:

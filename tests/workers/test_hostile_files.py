@@ -47,6 +47,55 @@ def test_a_gzip_bomb_of_blank_lines_is_refused_past_the_size_limit(tmp_path, mon
         runner.digest(path)
 
 
+def test_a_gzip_bomb_is_stopped_by_its_ratio_in_its_first_megabytes(tmp_path, monkeypatch, capsys):
+    import re
+
+    from orchestrator.__main__ import main as orchestrator_main
+    from tests.store import results_files as rf
+
+    path = tmp_path / "bomb.jsonl.gz"
+    with gzip.open(path, "wb") as f:
+        f.write(json.dumps(rf.lines("b" * 40)[0]).encode() + b"\n")  # a good header, then 16 MiB of newlines
+        for _ in range(16):
+            f.write(b"\n" * (1 << 20))
+    # the limits scaled down 64 times: judged past 1 MiB, the size limit (12 MiB) far away
+    monkeypatch.setattr(runner, "RATIO_FROM_BYTES", 1 << 20)
+    monkeypatch.setattr(runner, "MAX_FILE_BYTES", 12 << 20)
+    for read in (lambda: list(runner.json_lines(path)), lambda: runner.digest(path)):
+        with pytest.raises(ValueError, match=r"bomb.jsonl.gz: \d+ compressed bytes expand to more than") as err:
+            read()
+        assert "compression bomb" in str(err.value)
+        expanded = int(re.search(r"more than (\d+) ", str(err.value)).group(1))
+        assert expanded <= 2 << 20  # stopped at the first block past 1 MiB, not at 12 MiB
+    assert orchestrator_main(["import", str(path), "--url", str(tmp_path / "kf.db")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "compression bomb" in err
+    assert not (tmp_path / "kf.db").exists()
+
+
+def test_real_results_pass_the_ratio_check(monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.setattr(runner, "RATIO_FROM_BYTES", 1 << 20)
+    real = Path(__file__).resolve().parents[2] / "results" / "h200" / "2026-11-30-1934-kernels-1.jsonl.gz"
+    assert sum(1 for _ in runner.json_lines(real)) > 10
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_run_of_spaces_without_a_newline_is_a_line_too_long(tmp_path, monkeypatch, gz):
+    monkeypatch.setattr(runner, "MAX_LINE_BYTES", 1 << 20)
+    monkeypatch.setattr(runner, "MAX_RATIO", 10**9)  # the line limit, not the ratio, is what this checks
+    path = tmp_path / ("spaces.jsonl.gz" if gz else "spaces.jsonl")
+    data = b'{"a": 1}\n\n' + b" " * (3 << 20)
+    with gzip.open(path, "wb") if gz else open(path, "wb") as f:
+        f.write(data)
+    with pytest.raises(ValueError, match=r"spaces.jsonl(.gz)?:3: a line longer than 1048576 bytes"):
+        list(runner.json_lines(path))
+    with gzip.open(path, "wb") if gz else open(path, "wb") as f:  # blank lines, each short: nothing to refuse
+        f.write(b'{"a": 1}\n' + (b" " * 1000 + b"\n") * 3000)
+    assert [n for n, _ in runner.json_lines(path)] == [1]
+
+
 def test_a_huge_line_is_refused_with_its_line_number(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "MAX_LINE_BYTES", 1 << 20)
     path = tmp_path / "big.jsonl"

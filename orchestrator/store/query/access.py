@@ -65,7 +65,7 @@ def open_read_only(url: str) -> Engine:
     from sqlalchemy import create_engine, event, pool
     from sqlalchemy.engine import make_url
 
-    from orchestrator.store.session import SQLITE_BUSY_TIMEOUT_S, is_sqlite, sqlite_path
+    from orchestrator.store.session import SQLITE_BUSY_TIMEOUT_S, is_sqlite, pg_connect_args, sqlite_path
 
     url = normalize_url(url)
     if is_sqlite(url):
@@ -89,7 +89,9 @@ def open_read_only(url: str) -> Engine:
     else:
         parsed = make_url(url)
         options = (str(parsed.query.get("options", "")) + " -c default_transaction_read_only=on").strip()
-        engine = create_engine(parsed.update_query_dict({"options": options}), pool_pre_ping=True)
+        engine = create_engine(
+            parsed.update_query_dict({"options": options}), pool_pre_ping=True, connect_args=pg_connect_args(url)
+        )
     check_schema(engine, url)
     _schema_checked[engine] = True
     return engine

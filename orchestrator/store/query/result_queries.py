@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from orchestrator.stats import e2e_anchors
 from orchestrator.stats.e2e_anchors import floor_figures
+from orchestrator.store.checks import INT32_MAX
 from orchestrator.store.models import (
     Artifact,
     Device,
@@ -457,7 +458,10 @@ def artifacts(src: Source, job_id: int | str, attempt: int | None = None) -> lis
 
 
 def artifact_data(src: Source, artifact_id: int) -> bytes | None:
-    """The stored bytes of one artifact; None when it is kept as a path on a node."""
+    """The stored bytes of one artifact; None when it is kept as a path on a node.  KeyError when there is no
+    such artifact, an id past what the id column holds (a 32-bit INTEGER on PostgreSQL) included."""
+    if not 0 < artifact_id <= INT32_MAX:  # the driver would refuse to send it (OverflowError, integer out of range)
+        raise KeyError(f"no artifact with id {artifact_id}")
     with read_session(src) as s:
         row = s.get(Artifact, artifact_id)
         if row is None:
