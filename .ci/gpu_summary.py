@@ -3,8 +3,8 @@ Triton versions, the commit and the date, as Markdown, from pytest's junit file.
 
     python .ci/gpu_summary.py gpu-suite/junit.xml [--exit-code N]
 
-The commit is ``git rev-parse --short HEAD`` (with ``+dirty`` when the tree has changes), or ``$KERNELFLEET_COMMIT``
-where the checkout has no repository (a copy of the tree sent to a GPU machine).
+The commit is ``$KERNELFLEET_COMMIT`` where it is set (a copy of the tree sent to a GPU machine), else ``git rev-parse
+--short HEAD`` (with ``+dirty`` when the tree has changes).
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from collections import Counter
 
 
 def commit() -> str:
+    given = os.environ.get("KERNELFLEET_COMMIT")
+    if given:  # a copy of the tree sent elsewhere, perhaps put in a fresh repository of its own there
+        return given
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True, timeout=10
