@@ -3,7 +3,7 @@
 Without a GPU, Triton kernels run through Triton's interpreter, thousands of times slower than on a GPU.  The
 price is an estimate from a calibration: a child process times one interpreted Triton RMSNorm call at two small
 sizes (``python -m orchestrator.cpu_price``), fits seconds = a + b × elements, and scales that to every Triton
-call the planned jobs would make (the first call, the correctness check, and per timing round an estimate call
+call the planned jobs would make (the first call, one check per correctness input case, and per timing round an estimate call
 and the minimum repeats, see workers.timing.bench); every other implementation at the speed of an eager PyTorch
 RMSNorm timed in the same child, each at least its timing budget (warm-up and repeat milliseconds).  torch.compile's
 compile time is not included, so the estimate is low rather than high.
@@ -58,7 +58,9 @@ class Price:
 
 def _calls_per_impl(spec: JobSpec) -> int:
     if spec.kind == "correctness":
-        return 2  # make + first call, the checked call
+        from workers.input_cases import CASES
+
+        return 1 + len(CASES)  # make + first call, then one checked call per input case
     rounds = max(int(spec.params.get("rounds", 5)), 1)
     return 2 + rounds * (2 + MIN_REPS_CPU)
 
