@@ -11,7 +11,9 @@ module                holds
 ====================  =============================================================================================
 ``__init__``          :class:`KernelMeta`, :class:`Grid`, the standard implementation names, the catalogue
                       (:func:`declared`: every declaration, by kernel name)
-``<family>``          one per entry module of ``kernels/entries/`` (same name): its ``KERNELS``
+``<family>``          one per entry module of ``kernels/entries/`` (same name): its ``KERNELS`` — ``rmsnorm``,
+                      ``adaln`` (two kernels), ``residual_norm``, ``gated_residual``, ``rope`` (two),
+                      ``qk_norm_rope``, ``geglu`` (two), ``cross_attention``
 ``ltx``               the LTX-Video grids and the row kernels' tolerances several families declare
 ====================  =============================================================================================
 
