@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kernels import metadata, registry
+from tests.support.fresh_process import kernel_modules, modules_after
 from workers.job_code import SourceTree
 from workers.spec import JOB_MODULES
 
@@ -24,16 +23,9 @@ KERNEL_KINDS = sorted(k for k in JOB_MODULES if k != "e2e")  # the kinds that ru
 
 
 def test_the_declarations_load_without_torch_or_a_kernel_module():
-    code = (
-        "import sys; from kernels import metadata; d = metadata.declared(); "
-        "print('KERNELS', len(d)); "
-        "print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton') "
-        "or (m.startswith('kernels.') and not m.startswith('kernels.metadata'))))"
-    )
-    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
-    assert f"KERNELS {len(registry.builtin())}" in p.stdout
-    assert "LOADED []" in p.stdout, p.stdout
+    out, modules = modules_after("from kernels import metadata; print('KERNELS', len(metadata.declared()))")
+    assert f"KERNELS {len(registry.builtin())}" in out
+    assert kernel_modules(modules) == []
 
 
 @pytest.mark.parametrize("name", sorted(registry.builtin()))
