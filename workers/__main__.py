@@ -7,7 +7,6 @@ as they are."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import socket
 import sys
@@ -141,12 +140,11 @@ def _upgrade(args: argparse.Namespace) -> int:
         else:
             raise UserError(f"{name}: no such file or folder")
     for path in files:
-        with contextlib.suppress(StopIteration):
-            _, header = next(runner.json_lines(path))
-            kind = file_formats.of_header(header)
-            if kind is None:
-                raise UserError(f"{path}: no plan or results header; not a file `python -m workers upgrade` rewrites")
-            kind.version(path, header)
+        first = next(runner.json_lines(path), None)
+        kind = file_formats.of_header(first[1]) if first else None
+        if kind is None:
+            raise UserError(f"{path}: no plan or results header; not a file `python -m workers upgrade` rewrites")
+        kind.version(path, first[1])
     counts: Counter = Counter()
     for path in files:
         kind, was, now = runner.upgrade_file(path)

@@ -142,3 +142,7 @@ def test_workers_upgrade_refuses_a_newer_file_before_rewriting_any(tmp_path, cap
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "b.jsonl: results format 5 is newer" in err
     assert workers_main(["upgrade", str(tmp_path / "missing")]) == 2
+    (tmp_path / "c.jsonl").write_text("")  # an empty file is no plan or results file either
+    newer.unlink()
+    assert workers_main(["upgrade", str(tmp_path)]) == 2
+    assert "c.jsonl: no plan or results header" in capsys.readouterr().err
