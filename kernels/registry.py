@@ -1,17 +1,18 @@
 """The kernel registry: everything the planner and the workers know about a kernel.
 
-The workers and the planner know kernels only through this module.  Each kernel family has one module under
+The workers and the planner know kernels only through this module. Each kernel family has one module under
 ``kernels/entries/`` that declares its ``ENTRIES`` (a list of :class:`KernelEntry`); this module finds them by scanning
-that package (every module but the helpers ``common`` and ``ltx_rope``), so a kernel exists when its entry says so.
-What can be known of a kernel without its code (its names, implementations, baseline, dtypes, grid and
-tolerances) the entry takes from its declaration in ``kernels/metadata/`` (:mod:`kernels.metadata`: read without
-torch); an entry that disagrees with its declaration is refused when the registry loads.  Derived from the
-declarations: ``kernels.__all__`` (each kernel's public name) and the orchestrator's ``--help``.  Derived from the
-entries: ``kernels``' public functions, the orchestrator's check that ``conf/kernel/`` names no unknown kernel (``orchestrator.validate.check_kernel_grids``), the ``kernels`` sweep's list of
-kernels (every registered kernel with a grid, ``orchestrator.config``), the names the injection's rules may select by
-(``kernels.inject.rules``) and the per-kernel contract tests (tests/kernels/test_contract.py, from each entry's
-:class:`Contract`).  A kernel's default grid is its entry's ``grid`` (:class:`Grid`); a ``conf/kernel/<name>.yaml``,
-when present, overrides it.  Adding a kernel = one kernel module + one entry module (README, "Add a kernel").
+that package (every module but the helpers ``common`` and ``ltx_rope``), so a kernel exists when its entry says so. What
+can be known of a kernel without its code (its names, implementations, baseline, dtypes, grid and tolerances) the entry
+takes from its declaration in ``kernels/metadata/`` (:mod:`kernels.metadata`: read without torch); an entry that
+disagrees with its declaration is refused when the registry loads. Derived from the declarations: ``kernels.__all__``
+(each kernel's public name) and the orchestrator's ``--help``. Derived from the entries: ``kernels``' public functions,
+the orchestrator's check that ``conf/kernel/`` names no unknown kernel (``orchestrator.validate.check_kernel_grids``),
+the ``kernels`` sweep's list of kernels (every registered kernel with a grid, ``orchestrator.config``), the names the
+injection's rules may select by (``kernels.inject.rules``) and the per-kernel contract tests
+(tests/kernels/test_contract.py, from each entry's :class:`Contract`). A kernel's default grid is its entry's ``grid``
+(:class:`Grid`); a ``conf/kernel/<name>.yaml``, when present, overrides it. Adding a kernel = one kernel module + one
+entry module (README, "Add a kernel").
 
 Extra entries can be loaded from modules named in the environment variable ``KERNELFLEET_PLUGINS``
 (comma-separated module paths, each with an ``ENTRIES`` list); the test-suite uses this for kernels that crash
