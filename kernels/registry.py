@@ -12,7 +12,7 @@ the ``kernels`` sweep's list of kernels (every registered kernel with a grid, ``
 injection's rules may select by (``kernels.inject.rules``) and the per-kernel contract tests
 (tests/kernels/test_contract.py, from each entry's :class:`Contract`). A kernel's default grid is its entry's ``grid``
 (:class:`Grid`); a ``conf/kernel/<name>.yaml``, when present, overrides it. Adding a kernel = one kernel module + one
-entry module (README, "Add a kernel").
+declaration + one entry module (README, "Add a kernel").
 
 Extra entries can be loaded from modules named in the environment variable ``KERNELFLEET_PLUGINS``
 (comma-separated module paths, each with an ``ENTRIES`` list); the test-suite uses this for kernels that crash
