@@ -157,7 +157,9 @@ def _upgrade(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m workers", description=__doc__)
+    ap = argparse.ArgumentParser(
+        prog="python -m workers", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run the jobs of a plan file on this machine's device, one sandbox, no Ray")
     r.add_argument("plan", help="plan file from `python -m orchestrator +sweep=NAME dry_run=true`")
