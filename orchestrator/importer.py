@@ -4,7 +4,9 @@ run``) as a run.
 All or nothing: every line of every file is checked before anything is written (each spec's key must be the
 planner's hash of its content and code version, each value of the type and size the store holds, no line cut
 off), then the run, its jobs and its results are written in one transaction.  A bad line stops the import with
-``FILE:LINE: problem`` and exit 2, and the store stays as it was; the corrected file then imports completely.
+``FILE:LINE: problem`` and exit 2, and the store stays as it was; the corrected file then imports completely.  A file
+of an older results format is upgraded as it is read, one of a newer format refused in one line
+(workers/file_formats.py).
 
 Several files are the shards of one plan (``--shard I/N``, possibly on several machines): they must come from
 the same plan (same plan key and commit) and are stored as one run.  A job found in several lines (overlapping
