@@ -20,19 +20,8 @@ import triton.language as tl
 from kernels.checks import check_eps, check_float, check_modulation, check_out, check_rows_input, check_same_device
 from kernels.launch import PublicKernel, launcher
 from kernels.launch_table import LaunchTable
-from kernels.rounding import cast_trip, fusion_options, round_before_add, round_code, round_to
+from kernels.rounding import cast_trip, fusion_options, modulate, round_code, round_to
 from kernels.rows import RowLaunch, new_rows_out, out_rows_3d, row_block, row_grid, row_ptrs, strides_3d
-
-
-@triton.jit
-def modulate(normed, scale, shift, CODE: tl.constexpr, INT_ROUND: tl.constexpr):
-    """``normed * (1 + scale) + shift`` rounding after each of the first two eager ops (``CODE``: the dtype's
-    code); the caller's store rounds the sum (:func:`kernels.rounding.round_to`).  The product feeds an add: with
-    fp fusion on (any launch traced by torch.compile: Inductor compiles with Triton's default) a cast round trip
-    there would be contracted away, so ``INT_ROUND`` rounds it in integer arithmetic; direct launches turn fp
-    fusion off and use the cheaper cast round trip."""
-    one_plus_scale = cast_trip(1.0 + scale, CODE)
-    return round_before_add(normed * one_plus_scale, CODE, INT_ROUND) + shift
 
 
 @triton.jit

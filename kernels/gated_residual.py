@@ -9,7 +9,7 @@ An LTX block adds each branch back to the residual stream through a gate (diffus
 Eager runs that as two kernels (the product written and read back).  :func:`gated_residual` reads the residual,
 the branch output and the gate once and writes the sum, rounding where eager rounds: the product to the dtype (a
 product that feeds an add: integer rounding when traced, a cast round trip with fp fusion off in direct launches,
-see :func:`kernels.adaln.modulate`), then the sum.  The gate is ``[B, 1, C]`` (broadcast over tokens, text-to-video)
+see :func:`kernels.rounding.modulate`), then the sum.  The gate is ``[B, 1, C]`` (broadcast over tokens, text-to-video)
 or ``[B, S, C]`` (per token, image-to-video / condition pipelines).
 """
 

@@ -174,6 +174,15 @@ def _register_op(name: str, launch: Callable[..., None], new_outs: Callable[...,
     return getattr(torch.ops.kernelfleet, name)
 
 
+def table_strides(t: torch.Tensor) -> tuple[int, int]:
+    """(stride_b, stride_s) of a cos/sin table, ``[S, D]`` or ``[B, S, D]``; stride 0 over the batch when it is
+    shared (an ``[S, D]`` table, or a batch of one)."""
+    st = t.stride()
+    if len(st) == 2:
+        return 0, st[0]
+    return (st[0] if t.shape[0] > 1 else 0), st[1]
+
+
 def unit_last(t: torch.Tensor | None) -> torch.Tensor | None:
     """``t`` itself when its last dim is unit-stride (what the kernels address), else a contiguous copy."""
     return t if t is None or t.stride(-1) == 1 else t.contiguous()

@@ -34,8 +34,7 @@ import triton.language as tl
 
 from kernels.arch import for_arch, launch_arch, row_num_warps
 from kernels.checks import check_device, check_float, check_out
-from kernels.launch import PublicKernel, cdiv, launcher, next_pow2, out_like, unit_last
-from kernels.rope import table_strides
+from kernels.launch import PublicKernel, cdiv, launcher, next_pow2, out_like, table_strides, unit_last
 from kernels.rounding import round_to
 
 

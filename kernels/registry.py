@@ -1,14 +1,18 @@
 """The kernel registry: everything the planner and the workers know about a kernel.
 
-The workers and the planner know kernels only through this module.  Each kernel family has one module under
+The workers and the planner know kernels only through this module. Each kernel family has one module under
 ``kernels/entries/`` that declares its ``ENTRIES`` (a list of :class:`KernelEntry`); this module finds them by scanning
-that package (every module but ``common``), so a kernel exists when its entry says so.  Derived from the entries:
-``kernels.__all__`` (each entry's public ``function``), the orchestrator's ``--help`` and its check that
-``conf/kernel/`` names no unknown kernel (``orchestrator.validate.check_kernel_grids``), the ``kernels`` sweep's list of
-kernels (every registered kernel with a grid, ``orchestrator.config``), the names the injection's rules may select by
-(``kernels.inject.rules``) and the per-kernel contract tests (tests/kernels/test_contract.py, from each entry's
-:class:`Contract`).  A kernel's default grid is its entry's ``grid`` (:class:`Grid`); a ``conf/kernel/<name>.yaml``,
-when present, overrides it.  Adding a kernel = one kernel module + one entry module (README, "Add a kernel").
+that package (every module but the helpers ``common`` and ``ltx_rope``), so a kernel exists when its entry says so. What
+can be known of a kernel without its code (its names, implementations, baseline, dtypes, grid and tolerances) the entry
+takes from its declaration in ``kernels/metadata/`` (:mod:`kernels.metadata`: read without torch); an entry that
+disagrees with its declaration is refused when the registry loads. Derived from the declarations: ``kernels.__all__``
+(each kernel's public name) and the orchestrator's ``--help``. Derived from the entries: ``kernels``' public functions,
+the orchestrator's check that ``conf/kernel/`` names no unknown kernel (``orchestrator.validate.check_kernel_grids``),
+the ``kernels`` sweep's list of kernels (every registered kernel with a grid, ``orchestrator.config``), the names the
+injection's rules may select by (``kernels.inject.rules``) and the per-kernel contract tests
+(tests/kernels/test_contract.py, from each entry's :class:`Contract`). A kernel's default grid is its entry's ``grid``
+(:class:`Grid`); a ``conf/kernel/<name>.yaml``, when present, overrides it. Adding a kernel = one kernel module + one
+declaration + one entry module (README, "Add a kernel").
 
 Extra entries can be loaded from modules named in the environment variable ``KERNELFLEET_PLUGINS``
 (comma-separated module paths, each with an ``ENTRIES`` list); the test-suite uses this for kernels that crash
@@ -25,7 +29,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
+from kernels import metadata
 from kernels.launch_table import LaunchTable
+from kernels.metadata import Grid
 from kernels.tune import Tune
 
 DTYPES: dict[str, torch.dtype] = {
@@ -54,15 +60,6 @@ class Impl:
     unavailable: Callable[[torch.device], str | None] = lambda device: None
     accepts_out: bool = False
     description: str = ""
-
-
-@dataclass(frozen=True)
-class Grid:
-    """A kernel's default grid: what a sweep runs it on unless ``conf/kernel/<name>.yaml`` says otherwise."""
-
-    shapes: tuple[tuple[int, ...], ...]
-    dtypes: tuple[str, ...] = ("bf16",)
-    impls: tuple[str, ...] = ()  # empty: every implementation of the entry
 
 
 @dataclass(frozen=True)
@@ -138,12 +135,12 @@ class KernelEntry:
 
 # The kernels whose public function has another name than the kernel: ``kernels.rms_norm`` and its op
 # ``kernelfleet::rms_norm`` are the public API's names of the kernel ``rmsnorm``, which sweeps, the store, the
-# injection and reports call it.  Every other kernel's function is named as its kernel (checked at registration);
-# :func:`kernel_name` takes either name.
-PUBLIC_NAMES = {"rmsnorm": "rms_norm", "rope": "rope_interleaved", "adaln": "adaln_rms"}
+# injection and reports call it.  Every other kernel's function is named as its kernel (both declared in
+# kernels/metadata/, checked at registration); :func:`kernel_name` takes either name.
+PUBLIC_NAMES = metadata.public_names()
 
 ENTRY_PACKAGE = "kernels.entries"
-_HELPER_MODULES = ("common",)  # pieces the entries share; declare no kernel
+_HELPER_MODULES = ("common", "ltx_rope")  # pieces the entries share; declare no kernel
 
 _REGISTRY: dict[str, KernelEntry] | None = None
 _BUILTIN: dict[str, KernelEntry] | None = None
@@ -180,15 +177,35 @@ def _collect(reg: dict[str, KernelEntry], modname: str, builtin: bool) -> None:
             raise ValueError(f"kernel {entry.name!r} registered twice (again in {modname})")
         if builtin and entry.function is None:
             raise ValueError(f"kernel {entry.name!r} ({modname}) names no public function (KernelEntry.function)")
-        if builtin and entry.function.__name__ != PUBLIC_NAMES.get(entry.name, entry.name):
-            raise ValueError(
-                f"kernel {entry.name!r} ({modname}): its public function is named {entry.function.__name__!r}; name "
-                f"it as its kernel (kernels.registry.PUBLIC_NAMES lists the public API's other names)"
-            )
+        if builtin:
+            _check_declared(entry, modname)
         if builtin and entry.contract is None:
             raise ValueError(f"kernel {entry.name!r} ({modname}) declares no contract shapes (KernelEntry.contract)")
         reg[entry.name] = entry
         _MODULES[entry.name] = modname
+
+
+def _check_declared(entry: KernelEntry, modname: str) -> None:
+    """A kernel of kernels/entries/ is what kernels/metadata/ declares of it: the same public function name,
+    implementations (in the same order), baseline, dtypes, grid and tolerances."""
+    declared = metadata.declared().get(entry.name)
+    if declared is None:
+        raise ValueError(
+            f"kernel {entry.name!r} ({modname}) is declared nowhere in kernels/metadata/ (a KernelMeta in the "
+            f"module of the same name's KERNELS)"
+        )
+    found = {
+        "public_name": entry.function.__name__,
+        "impls": tuple(entry.impls),
+        **{k: getattr(entry, k) for k in declared.entry_fields()},
+    }
+    for key, value in found.items():
+        want = getattr(declared, key)
+        if value != want:
+            raise ValueError(
+                f"kernel {entry.name!r} ({modname}): its {key} is {value!r}, its declaration in "
+                f"{metadata.family_module(entry.name)} says {want!r}"
+            )
 
 
 def builtin() -> dict[str, KernelEntry]:

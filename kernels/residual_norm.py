@@ -14,11 +14,10 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.adaln import modulate
 from kernels.checks import check_eps, check_modulation, check_out, check_residual, check_rows_input
 from kernels.launch import PublicKernel, launcher
 from kernels.launch_table import LaunchTable
-from kernels.rounding import cast_trip, fusion_options, round_code, round_to
+from kernels.rounding import cast_trip, fusion_options, modulate, round_code, round_to
 from kernels.rows import RowLaunch, new_rows_out, out_rows_3d, row_block, row_grid, row_ptrs, strides_3d
 
 

@@ -42,7 +42,7 @@ import triton.language as tl
 
 from kernels.arch import for_arch, launch_arch
 from kernels.checks import check_device, check_float, check_out
-from kernels.launch import PublicKernel, cdiv, launcher, next_pow2, out_like, unit_last
+from kernels.launch import PublicKernel, cdiv, launcher, next_pow2, out_like, table_strides, unit_last
 from kernels.launch_table import LaunchRow, LaunchTable
 from kernels.rounding import fusion_options, round_before_add, round_code, round_to
 
@@ -327,15 +327,6 @@ def _x_strides(t: torch.Tensor, seq_dim: int) -> tuple[int, int, int, int, int, 
     if seq_dim == 1:
         return shape[0], shape[1], shape[2], st[0], st[1], st[2]
     return shape[0], shape[2], shape[1], st[0], st[2], st[1]
-
-
-def table_strides(t: torch.Tensor) -> tuple[int, int]:
-    """(stride_b, stride_s) of a cos/sin table, ``[S, D]`` or ``[B, S, D]``; stride 0 over the batch when it is
-    shared (an ``[S, D]`` table, or a batch of one)."""
-    st = t.stride()
-    if len(st) == 2:
-        return 0, st[0]
-    return (st[0] if t.shape[0] > 1 else 0), st[1]
 
 
 def _launch(

@@ -10,7 +10,8 @@ between compiling and interpreting that ``triton.jit`` makes.
 
 Also here: rounding an fp32 intermediate to bf16/fp16 and back where eager code stores it (:func:`round_trip`,
 :func:`cast_trip`, :func:`round_before_add`, by the codes of :func:`round_code`), so that a fused kernel rounds
-where the eager chain it replaces rounds.
+where the eager chain it replaces rounds, and the modulate ``* (1 + scale) + shift`` the modulating row kernels
+(:mod:`kernels.adaln`, :mod:`kernels.residual_norm`) round that way (:func:`modulate`).
 """
 
 from __future__ import annotations
@@ -132,3 +133,14 @@ def fusion_options(traced: bool) -> dict:
     fusion off and rounds with casts; a traced launch (Inductor compiles it with Triton's default, fusion on)
     rounds in integer arithmetic, which fusion cannot contract."""
     return {"INT_ROUND": True} if traced else {"INT_ROUND": False, "enable_fp_fusion": False}
+
+
+@triton.jit
+def modulate(normed, scale, shift, CODE: tl.constexpr, INT_ROUND: tl.constexpr):
+    """``normed * (1 + scale) + shift`` rounding after each of the first two eager ops (``CODE``: the dtype's
+    code); the caller's store rounds the sum (:func:`kernels.rounding.round_to`).  The product feeds an add: with
+    fp fusion on (any launch traced by torch.compile: Inductor compiles with Triton's default) a cast round trip
+    there would be contracted away, so ``INT_ROUND`` rounds it in integer arithmetic; direct launches turn fp
+    fusion off and use the cheaper cast round trip."""
+    one_plus_scale = cast_trip(1.0 + scale, CODE)
+    return round_before_add(normed * one_plus_scale, CODE, INT_ROUND) + shift

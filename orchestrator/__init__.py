@@ -1,1 +1,40 @@
-"""kernelfleet's driver: configuration, planning, Ray scheduling, the fleet and the store."""
+"""kernelfleet's driver: configuration, planning, Ray scheduling, the fleet and the store.
+
+=====================  ================================================================================================
+module                 holds
+=====================  ================================================================================================
+``__main__``           ``python -m orchestrator``: a sweep, or a subcommand (``SUBCOMMANDS``); ``--help``
+``cli``                the subcommands' parsers and dispatch (db, import, export, report, runs, ...)
+``config``             composing one sweep's Hydra configuration, every way it can be wrong as one line
+``schema``             the structured-config schema: every key a sweep may set
+``validate``           a composed configuration checked against the kernel registry
+``plan``               a sweep's grid expanded into JobSpecs with their keys (pure)
+``plan_e2e``           ``sweep.e2e`` expanded into end-to-end JobSpecs
+``tune_plan``          ``tune`` jobs: every legal launch candidate, less those the target's compile drops
+``cpu_price``          what a sweep would cost on a CPU, priced before it starts
+``sweep``              one sweep end to end: plan, open the run, skip what is done, schedule, summarise
+``schedule``           Ray scheduling: batches of JobSpecs as Ray tasks on nodes of the job's GPU type
+``store_access``       opening the store for a sweep or an import
+``importer``           ``import``: results files run elsewhere stored as runs
+``export``             ``export``: measurements in long format (csv, parquet, jsonl, liger, tritonbench)
+``tool_formats``       micro timings in the shapes other benchmark tools read
+``report``             a run's summary table (rich) and its Markdown
+``report_e2e``         the end-to-end part of a run's summary
+``run_json``           a run as the ``kernelfleet.report`` JSON document
+``runs_cli``           ``runs``: the runs of the store
+``regressions_cli``    ``regressions``: changes beyond the between-run spread
+``compare_cli``        ``compare``: two sets of runs side by side
+``compare_refs``       what a REF of ``compare`` names (run ids, a commit, a branch)
+``compare_markdown``   the compare report as Markdown for a pull request
+``compare_svg``        small SVG plots for the compare report
+``tune_table``         ``tune table``: tune runs to a reviewed change of the launch tables
+``fleet``              what a GPU node needs to join the cluster, its labels, the ``ray start`` it runs
+``fleet_cli``          ``node join|list|leave`` and ``cluster up``
+``pg_database``        a PostgreSQL store whose database does not exist yet
+``arg_types``          integer arguments of the store commands, checked where argparse reads them
+``user_cache``         files kept for the user between commands (~/.cache/kernelfleet)
+``errors``             the orchestrator's user errors: one line, exit 2
+``store/``             the results store: models, sessions, migrations, the writer, the read API (``store/query/``)
+``stats/``             statistics over stored results: the regression rule, end-to-end anchors
+=====================  ================================================================================================
+"""

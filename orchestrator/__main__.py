@@ -61,34 +61,6 @@ def _sweep_main(argv: list[str], console) -> int:
 EXIT_INTERRUPTED = 130
 
 
-def kernel_names() -> list[str]:
-    """The names of the kernels of kernels/entries/, read from their declarations without importing them (importing
-    the registry imports torch and Triton: seconds that --help need not wait): each ``KernelEntry(name="...")``, and
-    each call in a module's ``ENTRIES = [...]`` whose first argument is the name (an entry made by a helper, as
-    ``modulated_entry("adaln", ...)``)."""
-    import ast
-
-    folders = [REPO / "kernels" / "entries"]
-    loaded = sys.modules.get("kernels.entries")  # already imported (a plugin or a test extended its path): its folders
-    if loaded is not None:
-        folders += [Path(p) for p in getattr(loaded, "__path__", [])]
-    names = set()
-    for path in (p for folder in dict.fromkeys(folders) for p in folder.glob("*.py")):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "KernelEntry":
-                for kw in node.keywords:
-                    if kw.arg == "name" and isinstance(kw.value, ast.Constant):
-                        names.add(kw.value.value)
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "ENTRIES" for t in node.targets):
-                for call in getattr(node.value, "elts", []):
-                    first = call.args[0] if isinstance(call, ast.Call) and call.args else None
-                    if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                        names.add(first.value)
-    return sorted(names)
-
-
 def main(argv: list[str] | None = None) -> int:
     """The command's exit code; Ctrl-C outside a running sweep (which marks its run itself) is one line, exit 130:
     an import or a store change in flight is rolled back, nothing half-written is kept."""
@@ -107,7 +79,9 @@ def _main(argv: list[str] | None = None) -> int:
         conf = Path(os.environ.get("KERNELFLEET_CONF") or REPO / "conf").resolve()
         print("sweeps:", ", ".join(sorted(p.stem for p in (conf / "sweep").glob("*.yaml"))))
         print("targets:", ", ".join(sorted(p.stem for p in (conf / "target").glob("*.yaml"))))
-        print("kernels:", ", ".join(kernel_names()))
+        from kernels import metadata  # the kernels' declarations: neither torch nor a kernel module is imported
+
+        print("kernels:", ", ".join(metadata.kernel_names()))
         return 0
     if argv[0] == "--version":
         from workers.stack import format_stack, stack

@@ -4,7 +4,9 @@ run``) as a run.
 All or nothing: every line of every file is checked before anything is written (each spec's key must be the
 planner's hash of its content and code version, each value of the type and size the store holds, no line cut
 off), then the run, its jobs and its results are written in one transaction.  A bad line stops the import with
-``FILE:LINE: problem`` and exit 2, and the store stays as it was; the corrected file then imports completely.
+``FILE:LINE: problem`` and exit 2, and the store stays as it was; the corrected file then imports completely.  A file
+of an older results format is upgraded as it is read, one of a newer format refused in one line
+(workers/file_formats.py).
 
 Several files are the shards of one plan (``--shard I/N``, possibly on several machines): they must come from
 the same plan (same plan key and commit) and are stored as one run.  A job found in several lines (overlapping
@@ -29,6 +31,7 @@ import hashlib
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
 from rich.console import Console
 
@@ -40,7 +43,7 @@ from orchestrator.store.errors import StoreError
 from orchestrator.store.models import Run
 from orchestrator.store.session import display_url, public_config
 from orchestrator.store_access import open_writer
-from workers import runner
+from workers import file_formats, runner
 from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec
 
 HEADER_FIELDS = {"sweep": Run.sweep, "plan_key": Run.plan_key, "commit": Run.commit}
@@ -68,13 +71,17 @@ def _code_hash(plan: dict):
     return plan.get("code_hash", plan.get("kernels_hash"))
 
 
-def _check_header(path: str, n: int, obj: dict) -> dict:
-    if obj.get("kernelfleet") != "results" or not isinstance(obj.get("plan"), dict):
+def _check_header(path: str, n: int, obj: dict) -> tuple[dict, Callable[[dict], dict]]:
+    """The file's plan header, in the current results format, and the upgrade of its further lines (an older
+    format's file is upgraded as it is read: workers/file_formats.py)."""
+    if obj.get("kernelfleet") != "results":
         raise BadResults(f"{path}:{n}: no results header; results files come from `python -m workers run`")
-    if obj.get("format", 1) != runner.RESULTS_FORMAT:
-        raise BadResults(
-            f"{path}:{n}: results format {obj.get('format')!r}; this code reads format {runner.RESULTS_FORMAT}"
-        )
+    try:
+        obj, upgrade = file_formats.RESULTS.reader(path, obj)
+    except file_formats.FormatError as exc:
+        raise BadResults(f"{path}:{n}: {str(exc).removeprefix(f'{path}: ')}") from None
+    if not isinstance(obj.get("plan"), dict):
+        raise BadResults(f"{path}:{n}: no results header; results files come from `python -m workers run`")
     plan = obj["plan"]
     try:
         plain_text("plan", plan)
@@ -94,7 +101,7 @@ def _check_header(path: str, n: int, obj: dict) -> dict:
         CodeVersion.from_dict(plan)
     except (Invalid, ValueError) as exc:
         raise BadResults(f"{path}:{n}: {exc}") from None
-    return plan
+    return plan, upgrade
 
 
 def _check_row(path: str, n: int, obj: dict, code: CodeVersion) -> tuple[JobSpec, JobResult]:
@@ -133,14 +140,15 @@ def read_file(path: str) -> tuple[dict, list[tuple[JobSpec, JobResult]]]:
     """The plan header and every (spec, result) row of one results file, each line checked (BadResults)."""
     plan: dict | None = None
     code: CodeVersion | None = None
+    upgrade: Callable[[dict], dict] | None = None
     rows: list[tuple[JobSpec, JobResult]] = []
     try:
         for n, obj in runner.json_lines(path):
             if plan is None:
-                plan = _check_header(path, n, obj)
+                plan, upgrade = _check_header(path, n, obj)
                 code = CodeVersion.from_dict(plan)
                 continue
-            rows.append(_check_row(path, n, obj, code))
+            rows.append(_check_row(path, n, upgrade(obj), code))
     except ValueError as exc:
         if isinstance(exc, BadResults):
             raise

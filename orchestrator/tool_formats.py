@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from kernels.metadata import baseline_of
+
 LIGER_COLUMNS = (
     "kernel_name",
     "kernel_provider",
@@ -46,7 +48,6 @@ LIGER_COLUMNS = (
     "liger_version",
 )
 TORCH_DTYPES = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torch.float32", "fp64": "torch.float64"}
-BASELINE_PROVIDER = "eager"
 
 
 def write_csv(stream: IO[str], header: Sequence[str], rows: Iterable[Sequence[Any]], delimiter: str = ",") -> int:
@@ -126,25 +127,29 @@ def tritonbench_tables(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[lis
     """operator -> (header, rows) as BenchmarkOperatorResult._table lays them out (latency in ms)."""
     ops: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
     order: dict[str, dict[str, None]] = defaultdict(dict)
+    kernel_of: dict[str, str] = {}
     for r in rows:
         op = operator_name(r)
         ops[op][x_val(r["shape"])][r["impl"]] = r["value"] / 1000.0
         order[op][r["impl"]] = None
+        kernel_of[op] = r["kernel"]
+    baselines = {k: baseline_of(k) for k in set(kernel_of.values())}
     tables = {}
     for op, by_x in ops.items():
-        providers = sorted(order[op], key=lambda p: (p != BASELINE_PROVIDER, list(order[op]).index(p)))
+        baseline = baselines[kernel_of[op]]  # the provider speed-ups are measured against: the kernel's baseline
+        providers = sorted(order[op], key=lambda p: (p != baseline, list(order[op]).index(p)))
         header = ["x_val"]
         for p in providers:
             header.append(f"{p}-latency")
-            if p != BASELINE_PROVIDER and BASELINE_PROVIDER in providers:
+            if p != baseline and baseline in providers:
                 header.append(f"{p}-speedup")
         body = []
         for x, lat in sorted(by_x.items(), key=lambda kv: [int(v) for v in kv[0].strip("()").split(", ")]):
             row: list[Any] = [x]
-            base = lat.get(BASELINE_PROVIDER)
+            base = lat.get(baseline)
             for p in providers:
                 row.append(lat.get(p))
-                if p != BASELINE_PROVIDER and BASELINE_PROVIDER in providers:
+                if p != baseline and baseline in providers:
                     row.append(base / lat[p] if base and lat.get(p) else None)
             body.append(row)
         tables[op] = (header, body)

@@ -1,4 +1,8 @@
-"""python -m workers run PLAN.jsonl --out RESULTS.jsonl: run planned jobs on this machine, without Ray."""
+"""python -m workers run PLAN.jsonl --out RESULTS.jsonl: run planned jobs on this machine, without Ray.
+
+python -m workers upgrade PATH [PATH ...]: rewrite plan and results files (every ``.jsonl`` and ``.jsonl.gz`` under a
+folder) in the current format of their kind (workers/file_formats.py; docs/json.md); files in it already are left
+as they are."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from workers import keys, runner
+from workers import file_formats, keys, runner
 from workers.errors import UserError, exit_on_user_error
 from workers.spec import GOOD_STATUSES, STATUS_OK
 
@@ -123,8 +127,39 @@ def resume_point(out: str, plan_header: dict, console: Console) -> tuple[set[str
     return {s.key for s, r in rows if r.status in GOOD_STATUSES}, "a"
 
 
+def _upgrade(args: argparse.Namespace) -> int:
+    """Every file first checked readable (a newer format, or no header: one line, exit 2, nothing rewritten), then
+    each older one rewritten."""
+    files: list[Path] = []
+    for name in args.paths:
+        path = Path(name)
+        if path.is_dir():
+            files += sorted(p for p in path.rglob("*") if p.name.endswith((".jsonl", ".jsonl.gz")) and p.is_file())
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UserError(f"{name}: no such file or folder")
+    for path in files:
+        first = next(runner.json_lines(path), None)
+        kind = file_formats.of_header(first[1]) if first else None
+        if kind is None:
+            raise UserError(f"{path}: no plan or results header; not a file `python -m workers upgrade` rewrites")
+        kind.version(path, first[1])
+    counts: Counter = Counter()
+    for path in files:
+        kind, was, now = runner.upgrade_file(path)
+        counts[(kind, was, now)] += 1
+        if was != now:
+            print(f"{path}: {kind} format {was} -> {now}")
+    upgraded = sum(n for (_, was, now), n in counts.items() if was != now)
+    print(f"{upgraded} of {len(files)} files upgraded; the others were in the current format already")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m workers", description=__doc__)
+    ap = argparse.ArgumentParser(
+        prog="python -m workers", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run the jobs of a plan file on this machine's device, one sandbox, no Ray")
     r.add_argument("plan", help="plan file from `python -m orchestrator +sweep=NAME dry_run=true`")
@@ -141,7 +176,17 @@ def main(argv: list[str] | None = None) -> int:
         metavar="I/N",
         help="run only every N-th job starting at the I-th (split a long plan over several calls)",
     )
+    u = sub.add_parser(
+        "upgrade", help="rewrite plan and results files (or every one under a folder) in the current format"
+    )
+    u.add_argument("paths", nargs="+", help="files, or folders searched for .jsonl and .jsonl.gz files (e.g. results/)")
     args = ap.parse_args(argv)
+    if args.cmd == "upgrade":
+        try:
+            return exit_on_user_error(lambda: _upgrade(args))
+        except ValueError as exc:  # a file json_lines cannot read (FILE:LINE: why)
+            print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 2
     try:
         return exit_on_user_error(lambda: _run(args))
     except KeyboardInterrupt:

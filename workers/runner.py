@@ -4,7 +4,8 @@ The same runner serves a Ray task on a fleet node and ``python -m workers run PL
 the cluster.  A plan file is a header line (``{"kernelfleet": "plan", ...}``: sweep, composed config, plan key,
 code version) followed by one JobSpec per line; a results file is a header (``{"kernelfleet": "results",
 "format": 1, "plan": <plan header>}``; a header without ``format`` is format 1) followed by one
-``{"spec": ..., "result": ...}`` line per job, written as each job ends.
+``{"spec": ..., "result": ...}`` line per job, written as each job ends.  Both are read in any format from 1 to the
+current one, upgraded as they are read (workers/file_formats.py); docs/json.md documents them line by line.
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ import zlib
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from workers import file_formats
 from workers.child import COMPILE_ONLY_ENV
 from workers.errors import UserError
 from workers.sandbox import ChildInfo, run_jobs
 from workers.spec import COMPILE_ONLY_KINDS, JobResult, JobSpec
 
-PLAN_FORMAT = 1
-RESULTS_FORMAT = 1  # the results files this code writes and reads; a file without a format is format 1
+# The formats this code writes (and reads, with every older one: workers/file_formats.py)
+PLAN_FORMAT = file_formats.PLAN.current
+RESULTS_FORMAT = file_formats.RESULTS.current
 
 
 def run(
@@ -59,7 +62,7 @@ def _open(path: str | Path, mode: str = "r"):
 
 def results_header(plan_header: dict) -> str:
     """The first line of a results file (with its newline)."""
-    header = {"kernelfleet": "results", "format": RESULTS_FORMAT, "plan": plan_header}
+    header = {"kernelfleet": "results", "format": file_formats.RESULTS.current, "plan": plan_header}
     return json.dumps(header, sort_keys=True) + "\n"
 
 
@@ -252,14 +255,20 @@ def cut_partial_line(path: str | Path) -> int:
 
 
 def read_plan(path: str | Path) -> tuple[dict, list[JobSpec]]:
+    """The plan's header and its JobSpecs, in the current plan format (an older file upgraded as it is read);
+    UserError (one line) for a line that is no JobSpec and for a format newer than this code reads."""
     header: dict | None = None
     specs: list[JobSpec] = []
+    upgrade = None
     for n, obj in json_lines(path):
         if n == 1 and obj.get("kernelfleet") == "plan":
-            header = obj
+            try:
+                header, upgrade = file_formats.PLAN.reader(path, obj)
+            except file_formats.FormatError as exc:
+                raise UserError(str(exc)) from None
             continue
         try:
-            spec = JobSpec.from_dict(obj)
+            spec = JobSpec.from_dict(upgrade(obj) if upgrade else obj)
             check_params(spec.params)
         except (TypeError, ValueError, AttributeError) as exc:
             raise UserError(f"{path}:{n}: not a JobSpec: {exc}") from None
@@ -299,22 +308,26 @@ def check_params(params: dict) -> None:
 
 def write_plan(path: str | Path, header: dict, specs: list[JobSpec]) -> None:
     with open(path, "w") as f:
-        f.write(json.dumps({"kernelfleet": "plan", "format": PLAN_FORMAT, **header}, sort_keys=True) + "\n")
+        f.write(
+            json.dumps({"kernelfleet": "plan", "format": file_formats.PLAN.current, **header}, sort_keys=True) + "\n"
+        )
         for s in specs:
             f.write(s.to_json() + "\n")
 
 
 def read_results(path: str | Path) -> tuple[dict, list[tuple[JobSpec, JobResult]]]:
+    """The results file's header and its (spec, result) rows, in the current results format (an older file upgraded
+    as it is read); ValueError naming the file (and line) for what it cannot read (file_formats.FormatError for a
+    newer format)."""
     header: dict | None = None
     rows: list[tuple[JobSpec, JobResult]] = []
+    upgrade = None
     for n, obj in json_lines(path):
         if obj.get("kernelfleet") == "results":
-            if obj.get("format", 1) != RESULTS_FORMAT:
-                raise ValueError(
-                    f"{path}: results format {obj.get('format')!r}; this code reads format {RESULTS_FORMAT}"
-                )
-            header = obj
+            header, upgrade = file_formats.RESULTS.reader(path, obj)
             continue
+        if upgrade:
+            obj = upgrade(obj)
         if "spec" not in obj or "result" not in obj:
             raise ValueError(f"{path}:{n}: expected a {{'spec', 'result'}} line")
         try:
@@ -324,3 +337,30 @@ def read_results(path: str | Path) -> tuple[dict, list[tuple[JobSpec, JobResult]
     if header is None:
         raise ValueError(f"{path}: no results header; results files come from `python -m workers run`")
     return header, rows
+
+
+def upgrade_file(path: str | Path) -> tuple[str, int, int]:
+    """Rewrite the plan or results file ``path`` in the current format of its kind, in place (written beside it, then
+    renamed over it; a ``.gz`` stays compressed), unless it is in that format already.  Returns (kind, the format it
+    was in, the format it is in now); ValueError naming the file for one that is neither kind or of a newer format
+    (nothing is written then)."""
+    path = Path(path)
+    lines = json_lines(path)
+    first = next(lines, None)
+    kind = file_formats.of_header(first[1]) if first else None
+    if kind is None:
+        raise ValueError(f"{path}: no plan or results header; not a file of `python -m workers run` or a dry run")
+    was = kind.version(path, first[1])
+    if was == kind.current:
+        return kind.kind, was, was
+    header, upgrade = kind.reader(path, first[1])
+    tmp = path.with_name(f".upgrading-{path.name}")  # the same ending: compressed as the file is
+    try:
+        with _open(tmp, "wt") as f:
+            f.write(json.dumps(header, sort_keys=True) + "\n")
+            for _, obj in lines:
+                f.write(json.dumps(upgrade(obj), sort_keys=True) + "\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return kind.kind, was, kind.current

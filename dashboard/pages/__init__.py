@@ -1,4 +1,20 @@
-"""The dashboard's pages: each module's ``build(src, params) -> PageView``; PAGES maps URL paths to them."""
+"""The dashboard's pages: each module's ``build(src, params) -> PageView``; PAGES maps URL paths to them.
+
+=============  ========================================================================================================
+module         page
+=============  ========================================================================================================
+``overview``   ``/``: kernel x GPU type speed-ups against eager and the faster torch.compile
+``trends``     ``/trends``: median and IQR per series over dates or commits, with the rule's verdicts
+``bandwidth``  ``/bandwidth``: bytes moved against time per call, against each device's copy ceiling
+``e2e``        ``/e2e``: LTX-Video ms per step per mode per device, the latents' error against eager
+``profiles``   ``/profiles``: the top kernels of a profile job or an e2e job's profiled call
+``isa``        ``/isa``: what each kernel compiled to per target architecture, over commits
+``tune``       ``/tune``: one tune run's candidates per kernel and shape, the current choice and the winner
+``runs``       ``/runs``: runs with their outcomes, failed attempts' errors, the fleet's nodes
+``compare``    ``/compare``: two runs or two commits side by side
+``_common``    helpers the page modules share (a URL parameter read against its allowed values)
+=============  ========================================================================================================
+"""
 
 from __future__ import annotations
 

@@ -76,10 +76,6 @@ def standard_impls(
     }
 
 
-# What a sweep runs of an entry with no implementations of its own beyond the standard ones.
-STANDARD_IMPLS = ("triton", "eager", "compile", "compile_max")
-
-
 def triton_with_out(public: Callable, into: Callable, **fixed: Any) -> Callable:
     """An entry's ``triton`` implementation, called with the entry's inputs as keywords: the public function
     ``public(**inputs)``, or, with ``out`` given, its ``_into`` variant ``into(out, **inputs)`` (with ``_config``, a
@@ -133,3 +129,20 @@ def upcast(inputs: dict) -> dict:
 # The contract of the row kernels of the norm family (one program a row of C, or several rows packed into one): a
 # small [B, S, C] and rows that reach the narrow, the middle and the widest rows of their launch tables.
 ROW_CONTRACT = Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024), (1, 16, 8192)))
+
+
+# The [B, S, C] row kernels that modulate (adaln, adaln_layer_norm, gated_residual, add_rms_norm_modulate): their
+# shape check, the spread of their scale/shift/gate rows and the float64 RMS normalisation of their references.
+MODULATION_STD = 0.25  # scale/shift ~ N(0, 0.25^2): 1 + scale stays positive almost always, as in the models
+
+
+def check_shape_bsc(name: str):
+    def check(shape: Sequence[int]) -> None:
+        if len(shape) != 3 or any(not isinstance(s, int) or s < 1 for s in shape):
+            raise ValueError(f"{name} expects a shape [B, S, C] of 3 positive ints; got {list(shape)}")
+
+    return check
+
+
+def rms_normalised(x: torch.Tensor, eps: float) -> torch.Tensor:
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)

@@ -16,8 +16,9 @@ import torch
 import torch.nn.functional as F
 
 from kernels.cross_attention import LAUNCH, MAX_HEAD_DIM, MAX_KEYS, cross_attention, cross_attention_into
-from kernels.entries.common import STANDARD_IMPLS, numel, randn, standard_impls, triton_with_out, upcast
-from kernels.registry import Contract, Grid, KernelEntry
+from kernels.entries.common import numel, randn, standard_impls, triton_with_out, upcast
+from kernels.metadata.cross_attention import CROSS_ATTENTION
+from kernels.registry import Contract, KernelEntry
 
 PADDING = -10000.0  # LTXVideoTransformer3DModel: (1 - encoder_attention_mask) * -10000.0
 
@@ -79,7 +80,7 @@ def flops(shape: Sequence[int]) -> int:
 
 ENTRIES = [
     KernelEntry(
-        name="cross_attention",
+        **CROSS_ATTENTION.entry_fields(),
         description="LTX-Video attn2: attention to <= 256 text tokens, q [B,Sq,H,D], k/v [B,Sk,H,D], additive mask",
         check_shape=check_shape,
         make_inputs=make_inputs,
@@ -95,10 +96,8 @@ ENTRIES = [
         },
         bytes_moved=bytes_moved,
         flops=flops,
-        tolerances={"fp32": (1e-5, 1e-4), "bf16": (1e-2, 6.25e-2), "fp16": (2e-3, 8e-3)},
-        default_impls=STANDARD_IMPLS,
+        default_impls=CROSS_ATTENTION.impls,
         function=cross_attention,
-        grid=Grid(shapes=((1, 256, 32, 64, 128), (2, 1320, 32, 64, 128), (2, 6336, 32, 64, 128))),
         contract=Contract(
             small_shape=(2, 12, 4, 16, 12),
             launch_shapes=((1, 16, 8, 128, 128), (1, 16, 8, 64, 256)),

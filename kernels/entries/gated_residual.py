@@ -8,10 +8,19 @@ from typing import Sequence
 
 import torch
 
-from kernels.entries.adaln import LTX_BLOCK_LINE_SHAPES, MODULATION_STD, TOLERANCES, check_shape_bsc
-from kernels.entries.common import ROW_CONTRACT, STANDARD_IMPLS, numel, randn, standard_impls, triton_with_out, upcast
+from kernels.entries.common import (
+    MODULATION_STD,
+    ROW_CONTRACT,
+    check_shape_bsc,
+    numel,
+    randn,
+    standard_impls,
+    triton_with_out,
+    upcast,
+)
 from kernels.gated_residual import LAUNCH, gated_residual, gated_residual_into
-from kernels.registry import Grid, KernelEntry
+from kernels.metadata.gated_residual import GATED_RESIDUAL
+from kernels.registry import KernelEntry
 from kernels.rows import row_tune
 
 
@@ -52,7 +61,7 @@ def flops(shape: Sequence[int]) -> int:
 
 ENTRIES = [
     KernelEntry(
-        name="gated_residual",
+        **GATED_RESIDUAL.entry_fields(),
         description="LTX-Video gated residual add: residual + x * gate, gate [B,1,C]",
         check_shape=check_shape_bsc("gated_residual"),
         make_inputs=make_inputs,
@@ -68,10 +77,8 @@ ENTRIES = [
         },
         bytes_moved=bytes_moved,
         flops=flops,
-        tolerances=TOLERANCES,
-        default_impls=STANDARD_IMPLS,
+        default_impls=GATED_RESIDUAL.impls,
         function=gated_residual,
-        grid=Grid(shapes=LTX_BLOCK_LINE_SHAPES),
         contract=ROW_CONTRACT,
         activations=("residual", "x"),
         launch_table=LAUNCH,

@@ -18,7 +18,6 @@ import torch
 import torch.nn.functional as F
 
 from kernels.entries.common import (
-    STANDARD_IMPLS,
     liger_unavailable,
     numel,
     randn,
@@ -27,7 +26,8 @@ from kernels.entries.common import (
     upcast,
 )
 from kernels.geglu import GEGLU_LAUNCH, GELU_LAUNCH, elementwise_tune, geglu, geglu_into, gelu_tanh, gelu_tanh_into
-from kernels.registry import Contract, Grid, Impl, KernelEntry
+from kernels.metadata.geglu import GEGLU, GELU_TANH
+from kernels.registry import Contract, Impl, KernelEntry
 
 
 def _gelu_tanh64(x: torch.Tensor) -> torch.Tensor:
@@ -125,7 +125,7 @@ def gelu_flops(shape: Sequence[int]) -> int:
 
 ENTRIES = [
     KernelEntry(
-        name="geglu",
+        **GEGLU.entry_fields(),
         description="GEGLU (tanh GELU of the first half times the second half); shape = output [..., H]",
         check_shape=check_geglu_shape,
         make_inputs=make_geglu_inputs,
@@ -144,10 +144,8 @@ ENTRIES = [
         },
         bytes_moved=geglu_bytes_moved,
         flops=geglu_flops,
-        tolerances={"fp32": (1e-5, 1e-4), "bf16": (1e-2, 2.5e-1), "fp16": (2e-3, 6.25e-2)},
-        default_impls=(*STANDARD_IMPLS, "liger"),
+        default_impls=GEGLU.impls,
         function=geglu,
-        grid=Grid(shapes=((1, 1024, 2048), (2, 1024, 4096), (2, 4096, 3072), (4, 4096, 4096), (4, 4096, 8192))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024))),
         launch_table=GEGLU_LAUNCH,
         tune=elementwise_tune(triton_geglu, gated=True),
@@ -158,7 +156,7 @@ ENTRIES = [
         ),
     ),
     KernelEntry(
-        name="gelu_tanh",
+        **GELU_TANH.entry_fields(),
         description="GELU, tanh approximation (F.gelu(x, approximate='tanh')); LTX/SD3/FLUX feed-forward",
         check_shape=check_gelu_shape,
         make_inputs=make_gelu_inputs,
@@ -169,10 +167,8 @@ ENTRIES = [
         },
         bytes_moved=gelu_bytes_moved,
         flops=gelu_flops,
-        tolerances={"fp32": (1e-5, 1e-4), "bf16": (8e-3, 6.25e-2), "fp16": (1e-3, 8e-3)},
-        default_impls=STANDARD_IMPLS,
+        default_impls=GELU_TANH.impls,
         function=gelu_tanh,
-        grid=Grid(shapes=((2, 1320, 8192), (2, 6336, 8192), (1, 4096, 3072), (4, 4096, 4096))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 256), (1, 16, 1024))),
         launch_table=GELU_LAUNCH,
         tune=elementwise_tune(triton_gelu, gated=False),

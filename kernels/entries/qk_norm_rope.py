@@ -2,7 +2,7 @@
 
 Inputs mirror the model: q, k ``[B, S, C]`` (the to_q/to_k outputs before the head split), the two
 ``torch.nn.RMSNorm(C, eps=1e-5)`` weights (in the model's dtype; drawn around 1), and LTX's per-batch fp32 cos/sin
-``[B, S, C]`` (built as in :mod:`kernels.entries.rope`).  The eager implementation is the processor's lines:
+``[B, S, C]`` (built as in :mod:`kernels.entries.ltx_rope`).  The eager implementation is the processor's lines:
 ``norm_q(q)``, ``norm_k(k)`` (``torch.nn.RMSNorm.forward`` is ``F.rms_norm``) then ``apply_rotary_emb`` on each.
 """
 
@@ -13,10 +13,11 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from kernels.entries.common import STANDARD_IMPLS, numel, randn, standard_impls, triton_with_out, upcast
-from kernels.entries.rope import interleaved_reference, ltx_apply_rotary_emb, ltx_inputs_tables, ltx_shape_check
+from kernels.entries.common import numel, randn, standard_impls, triton_with_out, upcast
+from kernels.entries.ltx_rope import interleaved_reference, ltx_apply_rotary_emb, ltx_inputs_tables, ltx_shape_check
+from kernels.metadata.qk_norm_rope import QK_NORM_ROPE
 from kernels.qk_norm_rope import qk_norm_rope, qk_norm_rope_into
-from kernels.registry import Contract, Grid, KernelEntry
+from kernels.registry import Contract, KernelEntry
 
 LTX_QK_EPS = 1e-5
 
@@ -83,7 +84,7 @@ def flops(shape: Sequence[int]) -> int:
 
 ENTRIES = [
     KernelEntry(
-        name="qk_norm_rope",
+        **QK_NORM_ROPE.entry_fields(),
         description="LTX attn1 q/k: torch.nn.RMSNorm across heads (eps 1e-5, weight) + interleaved RoPE, one pass",
         check_shape=check_shape,
         make_inputs=make_inputs,
@@ -99,10 +100,8 @@ ENTRIES = [
         },
         bytes_moved=bytes_moved,
         flops=flops,
-        tolerances={"fp32": (5e-6, 1e-4), "bf16": (1e-2, 1.25e-1), "fp16": (2e-3, 1.6e-2)},
-        default_impls=STANDARD_IMPLS,
+        default_impls=QK_NORM_ROPE.impls,
         function=qk_norm_rope,
-        grid=Grid(shapes=((2, 1320, 2048), (2, 6336, 2048))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 512), (4, 16, 1024))),
         activations=("q", "k"),
     ),

@@ -8,9 +8,19 @@ from typing import Sequence
 
 import torch
 
-from kernels.entries.adaln import LTX_BLOCK_LINE_SHAPES, MODULATION_STD, TOLERANCES, check_shape_bsc, rms_normalised
-from kernels.entries.common import ROW_CONTRACT, STANDARD_IMPLS, numel, randn, standard_impls, triton_with_out, upcast
-from kernels.registry import Grid, KernelEntry
+from kernels.entries.common import (
+    MODULATION_STD,
+    ROW_CONTRACT,
+    check_shape_bsc,
+    numel,
+    randn,
+    rms_normalised,
+    standard_impls,
+    triton_with_out,
+    upcast,
+)
+from kernels.metadata.residual_norm import ADD_RMS_NORM_MODULATE
+from kernels.registry import KernelEntry
 from kernels.residual_norm import LAUNCH, add_rms_norm_modulate, add_rms_norm_modulate_into
 from kernels.rows import row_tune
 
@@ -65,7 +75,7 @@ def flops(shape: Sequence[int]) -> int:
 
 ENTRIES = [
     KernelEntry(
-        name="add_rms_norm_modulate",
+        **ADD_RMS_NORM_MODULATE.entry_fields(),
         description="LTX-Video attn2 residual add + norm2 (diffusers RMSNorm, no weight, eps 1e-6) "
         "* (1 + scale) + shift; outputs (new_residual, normed)",
         check_shape=check_shape_bsc("add_rms_norm_modulate"),
@@ -82,10 +92,8 @@ ENTRIES = [
         },
         bytes_moved=bytes_moved,
         flops=flops,
-        tolerances=TOLERANCES,
-        default_impls=STANDARD_IMPLS,
+        default_impls=ADD_RMS_NORM_MODULATE.impls,
         function=add_rms_norm_modulate,
-        grid=Grid(shapes=LTX_BLOCK_LINE_SHAPES),
         contract=ROW_CONTRACT,
         launch_table=LAUNCH,
         tune=row_tune(triton_add_rms_norm_modulate, LAUNCH),

@@ -9,10 +9,8 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from kernels.entries.adaln import LTX_NORM_SHAPES
 from kernels.entries.common import (
     ROW_CONTRACT,
-    STANDARD_IMPLS,
     liger_unavailable,
     numel,
     randn,
@@ -20,7 +18,8 @@ from kernels.entries.common import (
     triton_with_out,
     upcast,
 )
-from kernels.registry import Grid, Impl, KernelEntry
+from kernels.metadata.rmsnorm import RMSNORM
+from kernels.registry import Impl, KernelEntry
 from kernels.rmsnorm import LAUNCH, rms_norm, rms_norm_into, rms_norm_out_dtype
 from kernels.rows import row_tune
 
@@ -88,7 +87,7 @@ def flops(shape: Sequence[int]) -> int:
 
 ENTRIES = [
     KernelEntry(
-        name="rmsnorm",
+        **RMSNORM.entry_fields(),
         description="RMSNorm with weight over the last dim (diffusers RMSNorm numerics; eps 1e-6)",
         check_shape=check_shape,
         make_inputs=make_inputs,
@@ -112,10 +111,8 @@ ENTRIES = [
         },
         bytes_moved=bytes_moved,
         flops=flops,
-        tolerances={"fp32": (1e-5, 1e-4), "bf16": (8e-3, 8e-2), "fp16": (1e-3, 1e-2)},
-        default_impls=(*STANDARD_IMPLS, "F.rms_norm", "liger"),
+        default_impls=RMSNORM.impls,
         function=rms_norm,
-        grid=Grid(shapes=LTX_NORM_SHAPES),
         contract=ROW_CONTRACT,
         launch_table=LAUNCH,
         tune=row_tune(triton_rms_norm, LAUNCH),

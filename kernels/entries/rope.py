@@ -16,13 +16,14 @@ this layout).
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import torch
 
-from kernels.entries.common import STANDARD_IMPLS, numel, randn, standard_impls, triton_with_out, upcast
-from kernels.registry import Contract, Grid, KernelEntry
+from kernels.entries.common import numel, randn, standard_impls, triton_with_out, upcast
+from kernels.entries.ltx_rope import interleaved_reference, ltx_apply_rotary_emb, ltx_inputs_tables, ltx_shape_check
+from kernels.metadata.rope import ROPE, ROPE_ROTATE_HALF
+from kernels.registry import Contract, KernelEntry
 from kernels.rope import (
     ROPE_LAUNCH,
     ROTATE_HALF_LAUNCH,
@@ -33,46 +34,7 @@ from kernels.rope import (
     rope_tune,
 )
 
-# LTXPipeline's RoPE setting: rope_interpolation_scale = (8 / frame_rate, 32, 32) at 25 fps, patch 1x1,
-# base (frames, height, width) = (20, 2048, 2048), theta = 10000; latent 15 x 22 for a 480x704 video.
-LTX_THETA = 10000.0
-LTX_BASE = (20.0, 2048.0, 2048.0)
-LTX_SCALE = (8.0 / 25.0, 32.0, 32.0)
-LTX_LATENT_HW = (15, 22)
 LLAMA_THETA = 10000.0
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Tables
-
-
-def ltx_rope_tables(
-    frame_starts: torch.Tensor, seq_len: int, dim: int, latent_hw: tuple[int, int] = LTX_LATENT_HW
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """fp32 cos/sin [B, S, dim] as ``LTXVideoRotaryPosEmbed`` computes them for tokens in (frame, h, w) order.
-
-    ``frame_starts`` [B]: the frame index each batch element's first token sits at.
-    """
-    height, width = latent_hw
-    token = torch.arange(seq_len, dtype=torch.int64)
-    coords = torch.stack([token // (height * width), (token // width) % height, token % width], dim=-1)
-    grid = coords.to(torch.float32).unsqueeze(0).repeat(frame_starts.shape[0], 1, 1)  # [B, S, 3]
-    grid[..., 0] = grid[..., 0] + frame_starts.to(torch.float32)[:, None]
-    for axis in range(3):
-        grid[..., axis] = grid[..., axis] * LTX_SCALE[axis] / LTX_BASE[axis]
-    freqs = LTX_THETA ** torch.linspace(
-        math.log(1.0, LTX_THETA), math.log(LTX_THETA, LTX_THETA), dim // 6, dtype=torch.float32
-    )
-    freqs = freqs * math.pi / 2.0
-    freqs = freqs * (grid.unsqueeze(-1) * 2 - 1)  # [B, S, 3, dim // 6]
-    freqs = freqs.transpose(-1, -2).flatten(2)  # interleave the three axes
-    cos = freqs.cos().repeat_interleave(2, dim=-1)
-    sin = freqs.sin().repeat_interleave(2, dim=-1)
-    pad = dim % 6
-    if pad:  # (diffusers slices the padding off cos itself, which is too short when dim < 6)
-        cos = torch.cat([torch.ones(*cos.shape[:-1], pad), cos], dim=-1)
-        sin = torch.cat([torch.zeros(*sin.shape[:-1], pad), sin], dim=-1)
-    return cos, sin
 
 
 def llama_rope_tables(positions: torch.Tensor, dim: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -85,20 +47,6 @@ def llama_rope_tables(positions: torch.Tensor, dim: int, dtype: torch.dtype) -> 
 
 # --------------------------------------------------------------------------------------------------------------
 # The model code paths (eager) and their float64 references
-
-
-def ltx_apply_rotary_emb(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """diffusers ``transformer_ltx.apply_rotary_emb(x, (cos, sin))`` for x [B, S, C]."""
-    x_real, x_imag = x.unflatten(2, (-1, 2)).unbind(-1)
-    x_rotated = torch.stack([-x_imag, x_real], dim=-1).flatten(2)
-    return (x.float() * cos + x_rotated.float() * sin).to(x.dtype)
-
-
-def interleaved_reference(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Interleaved-pair RoPE in the inputs' dtype (float64 for a reference), no rounding in between."""
-    pairs = x.unflatten(-1, (-1, 2))
-    rotated = torch.stack([-pairs[..., 1], pairs[..., 0]], dim=-1).flatten(-2)
-    return x * cos + rotated * sin
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -117,27 +65,6 @@ def llama_apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
 
 # --------------------------------------------------------------------------------------------------------------
 # rope (LTX)
-
-
-def ltx_shape_check(expects: str):
-    """The shape check of a kernel on LTX's ``[B, S, C]`` rows with interleaved RoPE pairs (an even C); ``expects``
-    begins its error (``rope expects x [B, S, C] (...)``)."""
-
-    def check(shape: Sequence[int]) -> None:
-        if len(shape) != 3 or any(not isinstance(s, int) or s < 1 for s in shape) or shape[-1] % 2:
-            raise ValueError(f"{expects} with an even C >= 2; got {list(shape)}")
-
-    return check
-
-
-def ltx_inputs_tables(
-    shape: Sequence[int], device: torch.device, gen: torch.Generator
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """LTX's fp32 cos/sin ``[B, S, C]`` for a ``[B, S, C]`` input, each batch element at its own random position
-    offset, on ``device`` (drawn before the entry's other inputs)."""
-    batch, seq, dim = shape
-    cos, sin = ltx_rope_tables(torch.randint(0, 16, (batch,), generator=gen), seq, dim)
-    return cos.to(device), sin.to(device)
 
 
 check_ltx_shape = ltx_shape_check("rope expects x [B, S, C] (LTX, before the head split)")
@@ -201,7 +128,7 @@ def alloc_like_x(inputs: dict) -> torch.Tensor:
 
 ENTRIES = [
     KernelEntry(
-        name="rope",
+        **ROPE.entry_fields(),
         description="LTX-Video RoPE: interleaved pairs over x [B,S,C], per-batch fp32 cos/sin [B,S,C] (fp32 math)",
         check_shape=check_ltx_shape,
         make_inputs=make_ltx_inputs,
@@ -217,16 +144,14 @@ ENTRIES = [
         },
         bytes_moved=ltx_bytes_moved,
         flops=rope_flops,
-        tolerances={"fp32": (2e-6, 2e-5), "bf16": (8e-3, 6.25e-2), "fp16": (1e-3, 8e-3)},
-        default_impls=STANDARD_IMPLS,
+        default_impls=ROPE.impls,
         function=rope_interleaved,
-        grid=Grid(shapes=((2, 1320, 2048), (2, 6336, 2048), (1, 4096, 2048), (1, 1024, 2048))),
         contract=Contract(small_shape=(2, 12, 64), launch_shapes=((1, 16, 512), (1, 16, 4096))),
         launch_table=ROPE_LAUNCH,
         tune=rope_tune(triton_rope, interleaved=True),
     ),
     KernelEntry(
-        name="rope_rotate_half",
+        **ROPE_ROTATE_HALF.entry_fields(),
         description="rotate-half RoPE (transformers/Llama numerics) on x [B,S,H,D], cos/sin [S,D] in x's dtype",
         check_shape=check_rotate_half_shape,
         make_inputs=make_rotate_half_inputs,
@@ -242,12 +167,8 @@ ENTRIES = [
         },
         bytes_moved=rotate_half_bytes_moved,
         flops=rope_flops,
-        tolerances={"fp32": (2e-6, 2e-5), "bf16": (1e-2, 6.25e-2), "fp16": (2e-3, 8e-3)},
-        default_impls=STANDARD_IMPLS,
+        default_impls=ROPE_ROTATE_HALF.impls,
         function=rope_rotate_half,
-        grid=Grid(
-            shapes=((1, 1024, 16, 64), (1, 4096, 16, 64), (2, 4096, 16, 128), (1, 8192, 32, 64), (2, 6336, 32, 64))
-        ),
         contract=Contract(small_shape=(2, 12, 4, 16), launch_shapes=((1, 16, 8, 32), (1, 16, 4, 256))),
         launch_table=ROTATE_HALF_LAUNCH,
         tune=rope_tune(triton_rope_rotate_half, interleaved=False),

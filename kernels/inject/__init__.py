@@ -10,6 +10,26 @@ Families: LTX-Video (:mod:`kernels.inject.ltx`), FLUX (:mod:`kernels.inject.flux
 (:mod:`kernels.inject.sd3`) and transformers' Llama family (:mod:`kernels.inject.llama`).  Replacement is per
 instance (a module's ``forward`` or a diffusers attention processor), so other models in the process are untouched.
 
+===================  ==================================================================================================
+module               holds
+===================  ==================================================================================================
+``__init__``         ``inject``, ``restore``, ``cuda_graphs``: the entry points, and which family a model is
+``ltx``, ``flux``,   where the kernels go in each model family
+``sd3``, ``llama``
+``norms``            norm modules (and norm + modulate) through the kernels where the numerics match
+``attention``        the attention call of the injected diffusers processors
+``fused_linear``     projections that read the same input as one GEMM (LTX-Video's q/k/v, k/v)
+``linear_gelu``      a feed-forward's first projection and its GELU as one GEMM with the GELU in the epilogue
+``calls``            calls of plain submodules without ``nn.Module.__call__``
+``memo``             one remembered result per tensor object, for per-forward reuse
+``grad``             what an injected model does when autograd wants a gradient through a kernel
+``graphs``           a module's calls replayed from CUDA (HIP) graphs
+``compile_options``  Inductor options for ``torch.compile`` of an injected model
+``state``            installing replacements on module instances, and the record ``restore`` undoes
+``rules``            the names an injection selects its replacements by
+``report``           what an injection did, module by module
+===================  ==================================================================================================
+
 * Call ``inject`` before CPU offloading, cache hooks or ``torch.compile``/``compile_repeated_blocks``: a module
   whose forward is already wrapped on the instance is left alone (the report says so).
 * ``inject`` twice is harmless: the second call finds its own record and changes nothing (with a different

@@ -1,7 +1,8 @@
-"""The README's "Add a kernel" recipe, followed: one kernel module and one entry module, no conf file.
+"""The README's "Add a kernel" recipe, followed: one kernel module, its declaration and its entry module, no conf file.
 
-The two files are written to temporary folders added to the ``kernels`` and ``kernels.entries`` packages, as if they
-were ``kernels/twice.py`` and ``kernels/entries/twice.py``; the registry, ``kernels``' public functions, the injection's
+The three files are written to temporary folders added to the ``kernels``, ``kernels.metadata`` and
+``kernels.entries`` packages, as if they were ``kernels/twice.py``, ``kernels/metadata/twice.py`` and
+``kernels/entries/twice.py``; the registry, ``kernels``' public functions, the injection's
 list of kernels no rule uses, ``python -m orchestrator --help``, the ``kernels`` sweep's plan and
 ``+kernel@kernels.NAME=NAME`` all pick the kernel up, and it keeps the contract every kernel is tested for
 (tests/support/contract.py).  A ``conf/kernel/<name>.yaml`` then overrides the grid its entry declares.
@@ -19,7 +20,7 @@ import torch
 
 import kernels
 import kernels.entries
-from kernels import launch_plans, registry
+from kernels import launch_plans, metadata, registry
 from kernels.inject import rules
 from orchestrator import config
 from orchestrator.__main__ import main
@@ -71,11 +72,26 @@ def twice_into(out: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return _TWICE.into(out, (x,))
 """
 
+METADATA_MODULE = """
+from kernels.metadata import STANDARD_IMPLS, Grid, KernelMeta
+
+TWICE = KernelMeta(
+    name="twice",
+    public_name="twice",
+    impls=STANDARD_IMPLS,
+    tolerances={"fp32": (1e-6, 1e-6), "bf16": (1e-2, 1e-2), "fp16": (1e-3, 1e-3)},
+    grid=Grid(shapes=((4, 1000), (2, 64, 256)), dtypes=("bf16", "fp32"), impls=("triton", "eager")),
+)
+
+KERNELS = [TWICE]
+"""
+
 ENTRY_MODULE = """
 import torch
 
 from kernels.entries.common import numel, randn, standard_impls
-from kernels.registry import Contract, Grid, KernelEntry
+from kernels.metadata.twice import TWICE
+from kernels.registry import Contract, KernelEntry
 from kernels.twice import twice, twice_into
 
 
@@ -94,7 +110,7 @@ def check_shape(shape):
 
 ENTRIES = [
     KernelEntry(
-        name="twice",
+        **TWICE.entry_fields(),
         description="x * 2",
         check_shape=check_shape,
         make_inputs=lambda shape, dtype, device, gen: {"x": randn(shape, dtype, device, gen)},
@@ -103,9 +119,7 @@ ENTRIES = [
         impls=standard_impls(triton_twice, "Triton", eager_twice, "x * 2"),
         bytes_moved=lambda shape, dtype: 2 * numel(shape) * dtype.itemsize,
         flops=numel,
-        tolerances={"fp32": (1e-6, 1e-6), "bf16": (1e-2, 1e-2), "fp16": (1e-3, 1e-3)},
         function=twice,
-        grid=Grid(shapes=((4, 1000), (2, 64, 256)), dtypes=("bf16", "fp32"), impls=("triton", "eager")),
         contract=Contract(small_shape=(4, 100)),
     )
 ]
@@ -114,24 +128,27 @@ ENTRIES = [
 
 @pytest.fixture
 def twice_kernel(tmp_path, monkeypatch):
-    """kernels/twice.py and kernels/entries/twice.py, in temporary folders the two packages search too."""
-    (tmp_path / "kernels").mkdir()
-    (tmp_path / "entries").mkdir()
-    (tmp_path / "kernels" / "twice.py").write_text(textwrap.dedent(KERNEL_MODULE))
-    (tmp_path / "entries" / "twice.py").write_text(textwrap.dedent(ENTRY_MODULE))
+    """kernels/twice.py, kernels/metadata/twice.py and kernels/entries/twice.py, in temporary folders the three
+    packages search too."""
+    for folder, text in (("kernels", KERNEL_MODULE), ("metadata", METADATA_MODULE), ("entries", ENTRY_MODULE)):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "twice.py").write_text(textwrap.dedent(text))
     monkeypatch.setattr(kernels, "__path__", [*kernels.__path__, str(tmp_path / "kernels")])
+    monkeypatch.setattr(metadata, "__path__", [*metadata.__path__, str(tmp_path / "metadata")])
     monkeypatch.setattr(kernels.entries, "__path__", [*kernels.entries.__path__, str(tmp_path / "entries")])
     monkeypatch.setattr(registry, "_BUILTIN", None)  # found again, with the new entry
     monkeypatch.setattr(registry, "_REGISTRY", None)
     yield tmp_path
     # kernels.twice stays imported: its op kernelfleet::twice is registered once per process
     sys.modules.pop("kernels.entries.twice", None)
+    sys.modules.pop("kernels.metadata.twice", None)
 
 
-def test_a_kernel_and_its_entry_are_all_it_takes(twice_kernel, tmp_path, capsys, device):
+def test_a_kernel_its_declaration_and_its_entry_are_all_it_takes(twice_kernel, tmp_path, capsys, device):
     assert not (CONF_DIR / "twice.yaml").exists()
     assert "kernels.entries.twice" in registry.entry_modules()
     assert "twice" in registry.builtin() and "twice" in registry.kernel_names()
+    assert "kernels.metadata.twice" in metadata.family_modules() and "twice" in metadata.kernel_names()
     assert "twice" in registry.public_functions()  # kernels.__all__
     # no injection rule uses it: not injectable, and said so
     assert rules.not_injectable()["twice"] == "no injection rule uses it (kernels/inject/rules.py)"

@@ -6,8 +6,8 @@ import torch.nn.functional as F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kernels.entries.ltx_rope import interleaved_reference, ltx_rope_tables
 from kernels.entries.qk_norm_rope import ENTRIES, eager
-from kernels.entries.rope import interleaved_reference, ltx_rope_tables
 from kernels.qk_norm_rope import (
     QkNormRopeConfig,
     qk_norm_rope,

@@ -5,7 +5,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernels.entries.rope import ENTRIES, interleaved_reference, llama_rope_tables, ltx_rope_tables, rotate_half
+from kernels.entries.ltx_rope import interleaved_reference, ltx_rope_tables
+from kernels.entries.rope import ENTRIES, llama_rope_tables, rotate_half
 from kernels.registry import DTYPES
 from kernels.rope import (
     RopeConfig,

@@ -129,3 +129,27 @@ def test_tritonbench_csv_and_json_follow_its_naming(store, tmp_path):
 def test_tritonbench_needs_a_folder(store, capsys):
     assert cli.main(["export", "--format", "tritonbench", "--url", store], Console(file=io.StringIO())) == 2
     assert "give --out DIR" in capsys.readouterr().err
+
+
+def test_tritonbench_speedups_are_against_each_kernels_declared_baseline(monkeypatch):
+    """A kernel whose declaration names another baseline (kernels/metadata/) has its providers' speed-ups measured
+    against that one; a kernel declared nowhere against the standard ``eager``."""
+    import dataclasses
+
+    from kernels import metadata
+    from orchestrator.tool_formats import tritonbench_tables
+
+    declared = metadata.declared()
+    other = {**declared, "rmsnorm": dataclasses.replace(declared["rmsnorm"], baseline="F.rms_norm")}
+    monkeypatch.setattr(metadata, "declared", lambda: other)
+    rows = [
+        {"kernel": kernel, "dtype": "bf16", "gpu_type": "h200", "shape": [1, 8, 64], "impl": impl, "value": us}
+        for kernel in ("rmsnorm", "plugin_kernel")
+        for impl, us in (("triton", 10.0), ("eager", 40.0), ("F.rms_norm", 20.0))
+    ]
+    tables = tritonbench_tables(rows)
+    header, [body] = tables["rmsnorm_bf16_h200"]
+    assert header[:2] == ["x_val", "F.rms_norm-latency"]
+    assert dict(zip(header, body))["triton-speedup"] == pytest.approx(2.0)
+    header, [body] = tables["plugin_kernel_bf16_h200"]
+    assert header[:2] == ["x_val", "eager-latency"] and dict(zip(header, body))["triton-speedup"] == pytest.approx(4.0)

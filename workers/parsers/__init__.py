@@ -9,6 +9,10 @@ Each parser takes the tool's text (never a path; the rocpd database aside) and r
 * ``rocpd`` - rocprofv3's rocpd SQLite database (its default output since ROCm 7.0; takes a path)
 * ``ncu`` - Nsight Compute ``--csv`` details and raw pages
 * ``torch_profiler`` - PyTorch profiler chrome traces and ``key_averages().table()``
+* ``amdgcn`` - AMDGCN assembly (Triton's ``amdgcn`` stage): resources and instruction mix (``isa`` jobs)
+* ``sass`` - NVIDIA machine code: ``ptxas -v`` resource lines and ``cuobjdump -sass`` listings (``isa`` jobs)
+* ``kernel_row`` - the one per-kernel row (:class:`KernelRow`) every profiler adapter produces
+* ``text_values`` - turning the text GPU tools print into numbers and rows (the other parsers' shared pieces)
 
 Profiler parsers all produce :class:`KernelRow` lists, so a profile looks the same whichever tool measured it.
 """

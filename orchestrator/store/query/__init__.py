@@ -11,6 +11,7 @@ imports nothing else from the orchestrator: tests/test_import_graph.py).
   trend_queries.py       the rule's verdict at every point of a series (the Trends page)
   view_queries.py        the dashboard's views: newest micro results, speed-ups, choices, e2e and profile pages
   compare_queries.py     two sets of runs side by side (``compare``, the Compare page)
+  tune_queries.py        tune runs: which runs tuned what, each job's candidates with their timings
   timing_queries.py      micro timings with their repeats for the exports other tools read
   revision_cache.py      results kept per store revision
   csv_cells.py           CSV cells a spreadsheet shows as text

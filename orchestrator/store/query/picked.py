@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from kernels.metadata import BASELINE_IMPL, COMPILE_IMPLS
 from orchestrator.store.models import Device, Job, JobAttempt, Measurement, Run, RunJob, shape_key
 from orchestrator.store.query.access import chunks
 from workers import metrics as catalogue
@@ -21,8 +22,6 @@ TIMED_KINDS = ("micro", "tune")  # the job kinds whose implementations are timed
 MICRO_METRICS = catalogue.of_kind("micro")
 CORRECTNESS_METRICS = catalogue.of_kind("correctness")
 E2E_METRICS = catalogue.of_kind("e2e")
-BASELINE_IMPL = "eager"
-COMPILE_IMPLS = ("compile", "compile_max")
 
 
 @dataclass
