@@ -17,6 +17,7 @@ module                 holds
 ``store_access``       opening the store for a sweep or an import
 ``importer``           ``import``: results files run elsewhere stored as runs
 ``export``             ``export``: measurements in long format (csv, parquet, jsonl, liger, tritonbench)
+``out_file``           an output file written beside its path and renamed into place (never half-written)
 ``tool_formats``       micro timings in the shapes other benchmark tools read
 ``report``             a run's summary table (rich) and its Markdown
 ``report_e2e``         the end-to-end part of a run's summary

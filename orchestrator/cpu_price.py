@@ -3,10 +3,10 @@
 Without a GPU, Triton kernels run through Triton's interpreter, thousands of times slower than on a GPU.  The
 price is an estimate from a calibration: a child process times one interpreted Triton RMSNorm call at two small
 sizes (``python -m orchestrator.cpu_price``), fits seconds = a + b × elements, and scales that to every Triton
-call the planned jobs would make (the first call, one check per correctness input case, and per timing round an estimate call
-and the minimum repeats, see workers.timing.bench); every other implementation at the speed of an eager PyTorch
-RMSNorm timed in the same child, each at least its timing budget (warm-up and repeat milliseconds).  torch.compile's
-compile time is not included, so the estimate is low rather than high.
+call the planned jobs would make (the first call, one check per correctness input case, and per timing round an
+estimate call and the minimum repeats, see workers.timing.bench); every other implementation at the speed of an
+eager PyTorch RMSNorm timed in the same child, each at least its timing budget (warm-up and repeat milliseconds).
+torch.compile's compile time is not included, so the estimate is low rather than high.
 
 A calibration is kept for a day per machine and software stack (:func:`kept_fit`, a JSON file under
 ``$XDG_CACHE_HOME/kernelfleet``, else ``~/.cache/kernelfleet``), so that the sweeps run one after another on a laptop

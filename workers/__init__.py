@@ -11,6 +11,7 @@ module              holds
 ``sandbox``         the sandbox child process: started, fed jobs, replaced when it dies, memory-watched
 ``child``           the sandbox child itself: imports torch once, runs one job at a time, streams results
 ``correctness``     the ``correctness`` job: every implementation against a float64 reference
+``input_cases``     the input cases every correctness job checks (large, near-max, zero rows, NaN/inf, widths...)
 ``micro``           the ``micro`` job: every implementation of one (kernel, shape, dtype) timed side by side
 ``profile``         the ``profile`` job: where each implementation's time goes, kernel by kernel
 ``profile_target``  the program rocprofv3 runs for a profile job on ROCm
