@@ -1,0 +1,116 @@
+"""python -m orchestrator bisect: a throwaway repository whose commits slow a plugin kernel down at known commits
+(tests/support/bisect_history.py) is bisected through the embedded Ray, each commit planned and run with its own
+code; the search itself on a long history; and the one-line errors of a bisect that cannot start."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+
+import pytest
+
+from orchestrator import bisect_search
+from orchestrator.__main__ import main
+from tests.support import bisect_history as hist
+
+
+def _search_on_levels(levels: list[float], failing: set[int] = frozenset()):
+    """The search over segments whose measured level is ``levels[i]`` (a step: a level change); the rounds that
+    measured something and the segments measured."""
+    measured: set[int] = set()
+
+    def measure(segments):
+        new = [i for i in segments if i not in measured]
+        measured.update(new)
+        return {i for i in new if i in failing}, bool(new)
+
+    return bisect_search.search(len(levels), measure, lambda a, b: levels[a] != levels[b]), measured
+
+
+def test_long_history_needs_few_rounds_and_finds_the_commit():
+    # 32 commits, 4 of them change the kernel: 5 segments of equal keys; the third change slows it down
+    commits_per_segment = [7, 6, 8, 5, 6]
+    assert sum(commits_per_segment) == 32
+    levels = [1.0, 1.0, 1.0, 2.0, 2.0]
+    out, measured = _search_on_levels(levels)
+    assert out.steps == [(2, 3)]
+    assert out.rounds <= math.ceil(math.log2(5)) + 1
+    assert len(measured) < 5  # not every segment was measured
+
+
+def test_search_reports_every_step_and_skips_segments_that_fail():
+    out, _ = _search_on_levels([1.0, 1.0, 2.0, 2.0, 2.0, 2.0, 4.0], failing={3})
+    assert out.steps == [(1, 2), (5, 6)]
+    assert 3 in out.skipped
+    out, _ = _search_on_levels([1.0, 1.0, 1.0, 1.0])
+    assert out.changed is False and out.steps == []
+
+
+def test_search_with_a_failed_end_reports_nothing():
+    out, _ = _search_on_levels([1.0, 2.0, 2.0], failing={2})
+    assert out.changed is None and out.steps == []
+
+
+def test_a_folder_without_history_is_one_line(tmp_path, capsys):
+    code = main(
+        ["bisect", "--good", "HEAD~1", "--bad", "HEAD", "--kernel", "rmsnorm", "--impl", "triton"]
+        + ["--repo", str(tmp_path), "--url", f"sqlite:///{tmp_path}/s.db", "+sweep=smoke"]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and "not a git repository with history" in err
+
+
+def test_good_must_be_an_ancestor_of_bad(tmp_path, capsys):
+    repo = tmp_path / "repo"
+    shas = hist.make_repo(repo, [("docs", {"README.md": "+more\n"})])
+    code = main(
+        ["bisect", "--good", shas[1], "--bad", shas[0], "--kernel", "probe", "--impl", "slow"]
+        + ["--repo", str(repo), "--url", f"sqlite:///{tmp_path}/s.db", "+sweep=kernels"]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "is not an ancestor of the bad commit" in err
+
+
+@pytest.mark.slow
+def test_bisect_finds_both_steps_through_the_embedded_ray(tmp_path, monkeypatch, capsys):
+    """Commit 2 slows the probe from 1 to 3 ms a call, commit 6 to 9 ms; commit 4 cannot be imported (skipped);
+    commit 5 restores commit 2's code (its keys, so its measurements are reused); 1 and 3 change no job's code."""
+    repo = tmp_path / "repo"
+    shas = hist.make_repo(
+        repo,
+        [
+            ("docs", {"README.md": "+more\n"}),
+            ("probe sleeps 3 ms", {"kernels/bisect_probe.py": hist.probe(0.003)}),
+            ("a comment in the orchestrator", {"orchestrator/report.py": "+# a comment\n"}),
+            ("probe broken", {"kernels/bisect_probe.py": "this is not python\n"}),
+            ("probe fixed", {"kernels/bisect_probe.py": hist.probe(0.003)}),
+            ("probe sleeps 9 ms", {"kernels/bisect_probe.py": hist.probe(0.009)}),
+        ],
+    )
+    monkeypatch.setenv("KERNELFLEET_PLUGINS", hist.PLUGIN)
+    monkeypatch.setenv("KERNELFLEET_MEASURE_CEILING", "0")
+    url = f"sqlite:///{tmp_path}/store.db"
+    sweep = ["+sweep=kernels", "sweep.kernel_time=false", "sweep.graph=false", "sweep.rep_ms=100"]
+    code = main(
+        ["bisect", "--good", shas[0], "--bad", shas[6], "--kernel", "probe", "--impl", "slow"]
+        + ["--shape", "64", "--dtype", "fp32", "--repo", str(repo), "--url", url, "--json", *sweep]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    doc = json.loads(out[out.index("{") :])
+    assert [s["commit"] for s in doc["steps"]] == [shas[2], shas[6]]
+    assert all(s["status"] == "confirmed" and s["direction"] == "regression" for s in doc["steps"])
+    first, second = doc["steps"]
+    assert 2.0 < first["change"] + 1 < 4.0 and first["ci_low"] <= first["change"] + 1 <= first["ci_high"]
+    assert 2.0 < second["change"] + 1 < 4.0
+    assert [s["commit"] for s in doc["skipped"]] == [shas[4]] and "planned" in doc["skipped"][0]["why"]
+    # segments: {0, 1}, {2, 3}, {4} skipped, {5} (the keys of {2, 3}: reused), {6}; three measured, two runs each
+    assert doc["runs"] == 6 and doc["rounds"] <= 3
+    assert doc["commits_reusing_keys"] == 2
+    assert doc["planned_commits"] == 6  # commit 1 changes no planning folder: it shares commit 0's plan
+    runs = subprocess.run(
+        ["python", "-m", "orchestrator", "runs", "--url", url], capture_output=True, text=True, check=True
+    ).stdout
+    assert shas[5][:10] not in runs  # commit 5 was never run: commit 2's results stand for it
