@@ -10,6 +10,8 @@ python -m orchestrator regressions [RUN..] [--baseline B..] changes beyond the b
 python -m orchestrator compare --baseline REF.. --current REF.. [--json] [--markdown F]  two commits' runs side by side
 python -m orchestrator bisect --good G --bad B --kernel K --impl I [--shape S --dtype D] +sweep=NAME [...]
                                                         the commit(s) where a series changed (docs/bisect.md)
+python -m orchestrator explain --baseline B.. --current C.. --kernel K --shape S --dtype D --impl I [--markdown F]
+                                                        why it changed: both sides' profiles and machine code
 python -m orchestrator tune table --gpu-type TYPE [--run RUN..] [--kernel K] [--write]  launch tables from tune runs
 python -m orchestrator node join|list|leave ...         the fleet (see docs/fleet.md)
 python -m orchestrator cluster up ...                   start a Ray head for a lab
@@ -32,6 +34,7 @@ SUBCOMMANDS = (
     "regressions",
     "compare",
     "bisect",
+    "explain",
     "runs",
     "tune",
     "node",

@@ -53,6 +53,11 @@ def add_parser(sub) -> None:
     p.add_argument("--max-runs", type=arg_types.count, default=4, help="runs per segment at most (4)")
     p.add_argument("--all-parents", action="store_true", help="walk every commit, not only first parents")
     p.add_argument("--repo", default=".", help="the git repository (default: the current folder)")
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="for each step, capture both sides' profile (and, for triton, machine code) and say what changed",
+    )
     p.add_argument("--dry-run", metavar="DIR", help="write the plans that need runs to DIR instead of running them")
     p.add_argument("--json", action="store_true", help="print the result as JSON (schema kernelfleet.bisect)")
     p.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
@@ -211,6 +216,22 @@ class Bisect:
         f = self.flags[(a, b)]
         return bool(f and f["status"] == CONFIRMED)
 
+    def explain_step(self, lo: int, hi: int) -> dict[str, Any]:
+        """Both sides' profile (and isa, for a Triton implementation) captured with their own code, compared."""
+        from orchestrator.explain_cli import explain_runs
+
+        kinds = ["micro", "profile"] + (["isa"] if self.args.impl == "triton" else [])
+        runs = []
+        for seg in (self.segments[lo], self.segments[hi]):
+            self.console.print(f"capturing {', '.join(kinds)} at {seg.commits[0].short}")
+            run_id, error = self.runner.capture(seg.commits[0], kinds)
+            if error:
+                return {"error": f"{seg.commits[0].short}: {error}"}
+            runs.append(run_id)
+        series = self.series_of(self.segments[hi])
+        doc = explain_runs(self.url, [runs[0]], [runs[1]], series[0], series[1], series[2], series[3])
+        return {"baseline_run": runs[0], "current_run": runs[1], "changes": doc["changes"], "missing": doc["missing"]}
+
     def search(self) -> bisect_search.Outcome:
         self.rounds_extra = 0
         skipped = {i for i, s in enumerate(self.segments) if s.keys is None}
@@ -289,6 +310,11 @@ def print_document(doc: dict[str, Any], console: Console) -> None:
             f"{name} ({s['metric']}): {st['change']:+.1%} {st['direction']}{ci}, "
             f"{st['reference_median']:.2f} -> {st['current_median']:.2f}: {who}; {st['reason']}"
         )
+        why = st.get("explanation") or {}
+        if why.get("error"):
+            p(f"  no explanation: {why['error']}")
+        for line in why.get("changes") or []:
+            p(f"  why: {line}")
     for d in doc["drifts"]:
         p(f"{name}: changed between {d['from'][:10]} and {d['to'][:10]}, spread over commits (no single step)")
 
@@ -311,6 +337,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
             except NeedResults:
                 return _print_pending(b, console)
             doc = document(b, out)
+            if args.explain and not args.dry_run:
+                for st, (lo, hi) in zip(doc["steps"], out.steps):
+                    st["explanation"] = b.explain_step(lo, hi)
     except BisectError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

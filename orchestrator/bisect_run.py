@@ -84,3 +84,19 @@ class CommitRunner:
         except bisect_git.BisectError as exc:
             return str(exc)
         return None
+
+    def capture(self, commit: Commit, kinds: list[str]) -> tuple[int | None, str | None]:
+        """Run the commit's sweep with ``kinds`` (the series' micro job with its profile and isa jobs) into the
+        store: (the id of the run that holds them, or why there is none).  Jobs already stored are not run again;
+        the run of their plan is named then."""
+        summary = self.workdir / f"summary-{commit.short}.json"
+        args = [o for o in self.overrides if not o.startswith("sweep.kinds=")]
+        args += [f"sweep.kinds=[{','.join(kinds)}]", f"store.url={self.store_url}", f"summary_json={summary}"]
+        try:
+            with bisect_git.checkout(self.repo, commit.sha, self.workdir) as tree:
+                code, text = self._orchestrator(tree, args, f"capture-{commit.short}.log")
+        except bisect_git.BisectError as exc:
+            return None, str(exc)
+        if code != 0 or not summary.is_file():
+            return None, f"its capture exited {code}: {last_line(text)}"
+        return int(json.loads(summary.read_text())["run"]["id"]), None

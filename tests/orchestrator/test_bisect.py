@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 
 import pytest
 
@@ -74,19 +73,19 @@ def test_good_must_be_an_ancestor_of_bad(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_bisect_finds_both_steps_through_the_embedded_ray(tmp_path, monkeypatch, capsys):
-    """Commit 2 slows the probe from 1 to 3 ms a call, commit 6 to 9 ms; commit 4 cannot be imported (skipped);
-    commit 5 restores commit 2's code (its keys, so its measurements are reused); 1 and 3 change no job's code."""
+def test_bisect_finds_both_steps_and_explains_them_through_the_embedded_ray(tmp_path, monkeypatch, capsys):
+    """Commit 2 slows the probe from 1 to 3 ms a call and clones its input three times instead of once, commit 5
+    slows it to 9 ms; commit 1 changes another kernel's module (planned: its probe keys are the base's), commit 3
+    cannot be imported (skipped), commit 4 restores commit 2's code (its keys: commit 2 needs no run of its own)."""
     repo = tmp_path / "repo"
     shas = hist.make_repo(
         repo,
         [
-            ("docs", {"README.md": "+more\n"}),
-            ("probe sleeps 3 ms", {"kernels/bisect_probe.py": hist.probe(0.003)}),
-            ("a comment in the orchestrator", {"orchestrator/report.py": "+# a comment\n"}),
+            ("a comment in rmsnorm", {"kernels/rmsnorm.py": "+# a comment\n"}),
+            ("probe sleeps 3 ms, clones 3 times", {"kernels/bisect_probe.py": hist.probe(0.003, clones=3)}),
             ("probe broken", {"kernels/bisect_probe.py": "this is not python\n"}),
-            ("probe fixed", {"kernels/bisect_probe.py": hist.probe(0.003)}),
-            ("probe sleeps 9 ms", {"kernels/bisect_probe.py": hist.probe(0.009)}),
+            ("probe fixed", {"kernels/bisect_probe.py": hist.probe(0.003, clones=3)}),
+            ("probe sleeps 9 ms", {"kernels/bisect_probe.py": hist.probe(0.009, clones=3)}),
         ],
     )
     monkeypatch.setenv("KERNELFLEET_PLUGINS", hist.PLUGIN)
@@ -94,23 +93,29 @@ def test_bisect_finds_both_steps_through_the_embedded_ray(tmp_path, monkeypatch,
     url = f"sqlite:///{tmp_path}/store.db"
     sweep = ["+sweep=kernels", "sweep.kernel_time=false", "sweep.graph=false", "sweep.rep_ms=100"]
     code = main(
-        ["bisect", "--good", shas[0], "--bad", shas[6], "--kernel", "probe", "--impl", "slow"]
+        ["bisect", "--good", shas[0], "--bad", shas[5], "--kernel", "probe", "--impl", "slow", "--explain"]
         + ["--shape", "64", "--dtype", "fp32", "--repo", str(repo), "--url", url, "--json", *sweep]
     )
     out = capsys.readouterr().out
     assert code == 0, out
-    doc = json.loads(out[out.index("{") :])
-    assert [s["commit"] for s in doc["steps"]] == [shas[2], shas[6]]
+    doc = json.loads(out[out.index('{"') :])
+    assert [s["commit"] for s in doc["steps"]] == [shas[2], shas[5]]
     assert all(s["status"] == "confirmed" and s["direction"] == "regression" for s in doc["steps"])
     first, second = doc["steps"]
+    assert first["candidates"] == [shas[2]]
     assert 2.0 < first["change"] + 1 < 4.0 and first["ci_low"] <= first["change"] + 1 <= first["ci_high"]
     assert 2.0 < second["change"] + 1 < 4.0
-    assert [s["commit"] for s in doc["skipped"]] == [shas[4]] and "planned" in doc["skipped"][0]["why"]
-    # segments: {0, 1}, {2, 3}, {4} skipped, {5} (the keys of {2, 3}: reused), {6}; three measured, two runs each
+    assert [s["commit"] for s in doc["skipped"]] == [shas[3]] and "planned" in doc["skipped"][0]["why"]
+    # segments {0, 1}, {2}, {3} skipped, {4} (commit 2's keys), {5}: three measured, two runs each
     assert doc["runs"] == 6 and doc["rounds"] <= 3
-    assert doc["commits_reusing_keys"] == 2
-    assert doc["planned_commits"] == 6  # commit 1 changes no planning folder: it shares commit 0's plan
-    runs = subprocess.run(
-        ["python", "-m", "orchestrator", "runs", "--url", url], capture_output=True, text=True, check=True
-    ).stdout
-    assert shas[5][:10] not in runs  # commit 5 was never run: commit 2's results stand for it
+    assert doc["planned_commits"] == 5  # commit 4's tree is commit 2's: one plan serves both
+    assert doc["commits_reusing_keys"] == 1 and doc["segments"][0]["commits"] == shas[:2]
+    assert not any(r["commit"] == shas[2] for r in _runs(url))  # commit 4's runs stand for commit 2
+    # the explanation of the first step names the injected change: three clones a call instead of one
+    assert any("launches per call 1 → 3" in line for line in first["explanation"]["changes"]), first["explanation"]
+
+
+def _runs(url: str) -> list[dict]:
+    from orchestrator.store.query import run_queries
+
+    return run_queries.list_runs(url, 100)
