@@ -218,7 +218,7 @@ class Bisect:
 
     def explain_step(self, lo: int, hi: int) -> dict[str, Any]:
         """Both sides' profile (and isa, for a Triton implementation) captured with their own code, compared."""
-        from orchestrator.explain_cli import explain_runs
+        from orchestrator.store.query.explain_queries import explanation
 
         kinds = ["micro", "profile"] + (["isa"] if self.args.impl == "triton" else [])
         runs = []
@@ -229,7 +229,7 @@ class Bisect:
                 return {"error": f"{seg.commits[0].short}: {error}"}
             runs.append(run_id)
         series = self.series_of(self.segments[hi])
-        doc = explain_runs(self.url, [runs[0]], [runs[1]], series[0], series[1], series[2], series[3])
+        doc = explanation(self.url, [runs[0]], [runs[1]], series[0], series[1], series[2], series[3])
         return {"baseline_run": runs[0], "current_run": runs[1], "changes": doc["changes"], "missing": doc["missing"]}
 
     def search(self) -> bisect_search.Outcome:
@@ -320,14 +320,15 @@ def print_document(doc: dict[str, Any], console: Console) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from orchestrator.store.session import resolve_url
-
     if arg_types.bad_threshold(args.threshold):
         return EXIT_USAGE
     if args.dry_run and not Path(args.dry_run).is_dir():
         print(f"error: --dry-run {args.dry_run}: no such folder", file=sys.stderr)
         return EXIT_USAGE
-    url = resolve_url(args.url)
+    from orchestrator.store_access import open_writer
+
+    writer, url = open_writer(args.url, console)  # the steps' sweeps write to it: created now when it is new
+    writer.close()
     try:
         with tempfile.TemporaryDirectory(prefix="kf-bisect-") as workdir:
             b = Bisect(args, url, console, Path(workdir))

@@ -36,22 +36,14 @@ def add_parser(sub) -> None:
     p.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
 
 
-def explain_runs(url: str, baseline, current, kernel: str, shape: str, dtype: str, impl: str) -> dict:
-    from orchestrator.explain import explain
-    from orchestrator.store.query.explain_queries import side_facts
-
-    return explain(
-        side_facts(url, baseline, kernel, shape, dtype, impl), side_facts(url, current, kernel, shape, dtype, impl)
-    )
-
-
 def run(args: argparse.Namespace, console: Console) -> int:
     from orchestrator.explain import markdown
+    from orchestrator.store.query.explain_queries import explanation
     from orchestrator.store.session import resolve_url
 
     url = resolve_url(args.url)
     try:
-        doc = explain_runs(url, args.baseline, args.current, args.kernel, args.shape, args.dtype, args.impl)
+        doc = explanation(url, args.baseline, args.current, args.kernel, args.shape, args.dtype, args.impl)
     except KeyError as exc:
         print(f"error: {exc.args[0]}; list the runs with `python -m orchestrator runs`", file=sys.stderr)
         return 2

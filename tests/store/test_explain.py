@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from orchestrator.__main__ import main
 from orchestrator.explain import markdown
-from orchestrator.explain_cli import explain_runs
+from orchestrator.store.query.explain_queries import explanation
 from workers.spec import Measurement
 
 SHAPE = [2, 1320, 2048]
@@ -49,7 +49,7 @@ def _side(writer, factories, commit: str, at: float, *, time_us: float, warps: i
 def test_the_explanation_names_the_launch_config_occupancy_and_kernels(writer, store_url, factories, tmp_path):
     base = _side(writer, factories, "aaaa1111", 1_800_000_000.0, time_us=10.0, warps=8, occupancy=8, clones=1)
     cur = _side(writer, factories, "bbbb2222", 1_800_000_100.0, time_us=13.0, warps=4, occupancy=4, clones=3)
-    doc = explain_runs(store_url, [base], [cur], "rmsnorm", "2x1320x2048", "bf16", "triton")
+    doc = explanation(store_url, [base], [cur], "rmsnorm", "2x1320x2048", "bf16", "triton")
     assert abs(doc["change"] - 0.3) < 0.01
     lines = "\n".join(doc["changes"])
     assert "launch config num_warps 8 → 4" in lines
@@ -73,7 +73,7 @@ def test_a_side_without_captures_says_what_is_missing(writer, store_url, factori
     writer.add_jobs(run_id, [micro])
     writer.record_result(run_id, factories.result(micro, factories.timing("triton", [10.0, 10.1, 10.2])))
     other = _side(writer, factories, "dddd4444", 1_800_000_200.0, time_us=12.0, warps=8, occupancy=8, clones=1)
-    doc = explain_runs(store_url, [run_id], [other], "rmsnorm", "2x1320x2048", "bf16", "triton")
+    doc = explanation(store_url, [run_id], [other], "rmsnorm", "2x1320x2048", "bf16", "triton")
     assert doc["changes"] == []
     assert any(m.startswith("profile") for m in doc["missing"]) and any("machine code" in m for m in doc["missing"])
 

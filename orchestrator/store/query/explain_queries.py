@@ -74,3 +74,22 @@ def side_facts(
     facts["commits"] = list(dict.fromkeys(facts["commits"]))
     facts["time_us"] = statistics.median(times) if times else None
     return facts
+
+
+def explanation(
+    src: Source,
+    baseline: Sequence[int],
+    current: Sequence[int],
+    kernel: str,
+    shape: Sequence[int] | str,
+    dtype: str,
+    impl: str,
+) -> dict[str, Any]:
+    """What changed in the series between the ``baseline`` and the ``current`` runs (orchestrator.explain.explain
+    of both sides' :func:`side_facts`): ``changes``, ``missing``, ``time_us``, ``change``, ``baseline``,
+    ``current``.  KeyError for an unknown run."""
+    from orchestrator.explain import explain
+
+    return explain(
+        side_facts(src, baseline, kernel, shape, dtype, impl), side_facts(src, current, kernel, shape, dtype, impl)
+    )
