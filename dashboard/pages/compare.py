@@ -11,6 +11,7 @@ its end-to-end step time or its compiled code's instruction count), ``kernel``, 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
@@ -110,7 +111,22 @@ def _default_metric(kinds: Mapping[int, list[str]], runs: list[int]) -> str:
     )
 
 
-def build(src, params: Mapping[str, str]) -> PageView:
+@dataclass
+class Sides:
+    """The two sides a URL names (``baseline``/``current`` as ``run:ID`` or ``commit:SHA``, or ``run=ID``): the
+    choices offered, each side's choice and runs, and whether a ``run`` parameter named no run."""
+
+    choices: dict
+    options: list[tuple[str, str]]
+    baseline: str
+    current: str
+    base_runs: list[int]
+    cur_runs: list[int]
+    run_unknown: bool
+
+
+def choose_sides(src, params: Mapping[str, str]) -> Sides:
+    """By default the newest run with timings that has an earlier run of its sweep, against that run."""
     choices = compare_queries.compare_choices(src)
     options = [(f"run:{r['id']}", _run_label(r)) for r in choices["runs"]]
     options += [
@@ -119,7 +135,6 @@ def build(src, params: Mapping[str, str]) -> PageView:
     ]
     allowed = [v for v, _ in options]
     previous = compare_queries.previous_runs(src)
-    # by default the newest run with timings that has an earlier run of its sweep, against that run
     newest = next(
         (r["id"] for r in choices["runs"] if r["id"] in previous and r["id"] in choices["micro"]),
         choices["runs"][0]["id"],
@@ -130,13 +145,19 @@ def build(src, params: Mapping[str, str]) -> PageView:
         cur_default = f"run:{newest}"
     prev = previous.get(int(cur_default.split(":")[1]))
     current = choose(params, "current", allowed, cur_default)
-    base_default = f"run:{prev}" if prev is not None else cur_default
-    baseline = choose(params, "baseline", allowed, base_default)
+    baseline = choose(params, "baseline", allowed, f"run:{prev}" if prev is not None else cur_default)
+    return Sides(choices, options, baseline, current, _runs_of(src, baseline), _runs_of(src, current), run_unknown)
+
+
+def build(src, params: Mapping[str, str]) -> PageView:
+    sides = choose_sides(src, params)
+    choices, options, allowed = sides.choices, sides.options, [v for v, _ in sides.options]
+    baseline, current, run_unknown = sides.baseline, sides.current, sides.run_unknown
     show = choose(params, "show", SHOW, "all")
     include_cpu = params.get("cpu") == "1"
     view = PageView(page="compare", title="Compare")
     labels = dict(options)
-    base_runs, cur_runs = _runs_of(src, baseline), _runs_of(src, current)
+    base_runs, cur_runs = sides.base_runs, sides.cur_runs
     metric = choose(params, "metric", list(metrics.COMPARE_METRICS), _default_metric(choices["kinds"], cur_runs))
     view.filters = [
         make_filter("baseline", "baseline (run or commit)", allowed, baseline, labels=labels),
