@@ -55,7 +55,9 @@ SERIES_COLUMNS = [
     "state",
     "reason",
     "hardware_key",
+    "why",
 ]
+WHY_COLUMN = "why"  # a series' link to the Regression page: its two sides' profiles and machine code side by side
 SHOW = ("all", "changes")
 MAX_FIGURES = 12
 
@@ -227,7 +229,8 @@ def build(src, params: Mapping[str, str]) -> PageView:
         "series",
         "every series" if show == "all" else "changes",
         SERIES_COLUMNS,
-        [{**r, "verdict": verdict_text(r) or "no change"} for r in shown],
+        [{**r, "verdict": verdict_text(r) or "no change", WHY_COLUMN: series_id(r)} for r in shown],
+        links={WHY_COLUMN: f"/regression?baseline={baseline}&current={current}&series={{value}}"},
     )
     for n, ((k, g), group) in enumerate(plot_groups(rows).items()):
         if n >= MAX_FIGURES:
@@ -236,6 +239,14 @@ def build(src, params: Mapping[str, str]) -> PageView:
         colour = mode_color if metrics.kind(metric) == "e2e" else impl_color  # an e2e series' impl is its mode
         view.figures.append(Figure(f"compare-{n}", _figure(k, g, group, report["unit"], colour)))
     return view
+
+
+def series_id(row: Mapping) -> str | None:
+    """The series' id on the Regression page (kernel|shape|dtype|impl), for a kernel series both sides hold."""
+    if row["state"] != "both" or not row["kernel"]:
+        return None
+    shape = "x".join(map(str, row["shape"])) if isinstance(row["shape"], list) else str(row["shape"])
+    return f"{row['kernel']}|{shape}|{row['dtype']}|{row['impl']}"
 
 
 def _figure(kernel: str, gpu: str, rows, unit: str, color_of=impl_color) -> go.Figure:

@@ -18,7 +18,7 @@ from orchestrator.store.query import compare_queries, explain_queries
 from orchestrator.store.query.compare_queries import verdict_text
 
 from ._common import choose, make_filter
-from .compare import choose_sides
+from .compare import choose_sides, series_id
 
 CHANGE_COLUMNS = ["change"]
 KERNEL_COLUMNS = ["side", "name", "calls", "us_per_call", "avg_us"]
@@ -30,11 +30,6 @@ TABLES = (  # (name, title, columns), shown also when there is nothing to explai
 )
 FIGURE_ID = "regression-kernels"
 SIDE_COLORS = {"baseline": "#9e9e9e", "current": "#d62728"}
-
-
-def series_id(row: Mapping) -> str:
-    shape = "x".join(map(str, row["shape"])) if isinstance(row["shape"], list) else str(row["shape"])
-    return f"{row['kernel']}|{shape}|{row['dtype']}|{row['impl']}"
 
 
 def _default(rows: list[dict]) -> str | None:

@@ -9,6 +9,7 @@ from selenium.webdriver.common.by import By
 
 from dashboard import pages
 from dashboard.pages.regression import FIGURE_ID
+from dashboard.view import link_target
 from orchestrator.store import migrate, session
 from orchestrator.store.writer import StoreWriter
 from tests.store.conftest import Factories
@@ -49,6 +50,15 @@ def test_the_view_names_the_change_and_draws_both_sides(sides_store):
     assert [t.name for t in fig.figure.data] == ["baseline", "current"]
     assert any("1.3" in n for n in view.notes)  # the ratio current / baseline
     assert any("SM clock" in n for n in view.notes)  # what no side captured is said
+
+
+def test_compare_links_each_series_to_its_explanation(sides_store):
+    view = pages.build(sides_store, "/compare", {"baseline": "run:1", "current": "run:2"}, sides_store)
+    table = view.table("series")
+    (row,) = [r for r in table.rows if r["impl"] == "triton"]
+    assert link_target(table.links["why"], row, "why") == (
+        "/regression?baseline=run:1&current=run:2&series=rmsnorm%7C2x1320x2048%7Cbf16%7Ctriton"
+    )
 
 
 def test_a_series_no_side_has_is_a_note(sides_store):
