@@ -352,6 +352,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 
 def _print_pending(b: Bisect, console: Console) -> int:
+    console.print(
+        f"{len(b.commits)} commits, {b.planned_commits} planned, {len(b.segments)} with distinct keys "
+        f"({sum(s.keys is None for s in b.segments)} could not be planned)",
+        markup=False,
+    )
     console.print(f"{len(b.pending_plans)} plan(s) need runs; on a GPU machine, in a checkout of each plan's commit:")
     for path in b.pending_plans:
         console.print(

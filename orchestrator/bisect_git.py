@@ -56,11 +56,6 @@ def repository(path: Path | str) -> Path:
             f"{path} is not a git repository with history: bisect needs the project's .git "
             "(clone it, or give --repo PATH of a clone)"
         ) from None
-    try:
-        if _git(top, "rev-parse", "--is-shallow-repository").strip() == "true":
-            raise BisectError(f"{top} is a shallow clone: fetch its history first (`git fetch --unshallow`)")
-    except subprocess.CalledProcessError:
-        pass
     return top
 
 
@@ -69,7 +64,9 @@ def resolve(repo: Path, name: str) -> str:
     try:
         return _git(repo, "rev-parse", "--verify", "--quiet", f"{name}^{{commit}}").strip()
     except subprocess.CalledProcessError:
-        raise BisectError(f"{name!r} is not a commit of {repo}") from None
+        shallow = _git(repo, "rev-parse", "--is-shallow-repository").strip() == "true"
+        more = " (a shallow clone: fetch more history, `git fetch --deepen=N`)" if shallow else ""
+        raise BisectError(f"{name!r} is not a commit of {repo}{more}") from None
 
 
 def history(repo: Path, good: str, bad: str, first_parent: bool = True) -> list[Commit]:
