@@ -116,7 +116,7 @@ class Bisect:
         self.runner = CommitRunner(self.repo, self.overrides, url, workdir)
         self.runs_made = 0
         self.flags: dict[tuple[int, int], dict | None] = {}
-        self.pending_plans: list[Path] = []
+        self.pending_plans: list[tuple[Path, Commit, int]] = []  # --dry-run: (plan, its commit, runs it needs)
 
     def plan_all(self) -> list[Segment]:
         """Plan one commit per distinct tree of the planning folders; the others share its plan."""
@@ -165,7 +165,7 @@ class Bisect:
             if have >= need:
                 continue
             if self.args.dry_run:
-                self.pending_plans.append(self._export_plan(seg))
+                self.pending_plans.append((self._export_plan(seg), seg.commits[0], need - have))
                 continue
             c = seg.commits[0]
             self.console.print(f"running {c.short} x{need - have} ({len(seg.commits)} commit(s) share its keys)")
@@ -191,7 +191,8 @@ class Bisect:
         from orchestrator.stats.regression_rule import MIN_DOF, UNCONFIRMED
         from orchestrator.store.query.bisect_queries import judge_segments, pooled_spread
 
-        measured = [s.points for s in self.segments if s.points]
+        # each set of keys once: two segments with the same keys (a revert) hold the same runs
+        measured = list({s.keys: s.points for s in self.segments if s.points}.values())
         series = self.series_of(self.segments[b]) or self.series_of(self.segments[a])
         ref, cur = self.segments[a].points.get(series, []), self.segments[b].points.get(series, [])
         spread = pooled_spread(measured)
@@ -352,17 +353,19 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 
 def _print_pending(b: Bisect, console: Console) -> int:
-    console.print(
+    p = lambda text: console.print(text, markup=False, highlight=False)  # noqa: E731
+    p(
         f"{len(b.commits)} commits, {b.planned_commits} planned, {len(b.segments)} with distinct keys "
-        f"({sum(s.keys is None for s in b.segments)} could not be planned)",
-        markup=False,
+        f"({sum(s.keys is None for s in b.segments)} could not be planned)"
     )
-    console.print(f"{len(b.pending_plans)} plan(s) need runs; on a GPU machine, in a checkout of each plan's commit:")
-    for path in b.pending_plans:
-        console.print(
-            f"  python -m workers run {path} --out {path.stem}-1.jsonl   (twice: -1 and -2, each imported with "
-            f"`python -m orchestrator import`)",
-            markup=False,
-        )
-    console.print("then run this bisect again: it continues from the stored results")
+    from orchestrator.store.session import display_url
+
+    store = display_url(b.url)
+    p(f"{len(b.pending_plans)} plan(s) need runs; on a GPU machine, in a clone of {b.repo}:")
+    for path, commit, runs in b.pending_plans:
+        p(f"  git worktree add --detach /tmp/kf-{commit.short} {commit.sha} && cd /tmp/kf-{commit.short}")
+        for i in range(1, runs + 1):
+            out = path.with_name(f"{path.stem}-{i}.jsonl")
+            p(f"  python -m workers run {path} --out {out} && python -m orchestrator import {out} --url {store}")
+    p("then run this bisect again: it continues from the stored results")
     return EXIT_PLANS_WRITTEN

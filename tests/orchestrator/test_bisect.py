@@ -115,6 +115,28 @@ def test_bisect_finds_both_steps_and_explains_them_through_the_embedded_ray(tmp_
     assert any("launches per call 1 → 3" in line for line in first["explanation"]["changes"]), first["explanation"]
 
 
+@pytest.mark.slow
+def test_dry_run_writes_the_plans_that_need_runs(tmp_path, monkeypatch, capsys):
+    repo = tmp_path / "repo"
+    shas = hist.make_repo(repo, [("probe sleeps 3 ms", {"kernels/bisect_probe.py": hist.probe(0.003)})])
+    monkeypatch.setenv("KERNELFLEET_PLUGINS", hist.PLUGIN)
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    code = main(
+        ["bisect", "--good", shas[0], "--bad", shas[1], "--kernel", "probe", "--impl", "slow", "--shape", "64"]
+        + ["--repo", str(repo), "--url", f"sqlite:///{tmp_path}/s.db", "--dry-run", str(plans), "+sweep=kernels"]
+    )
+    out = capsys.readouterr().out
+    assert code == 3, out
+    written = sorted(plans.glob("*.jsonl"))
+    assert [p.name for p in written] == sorted(f"plan-{s[:10]}.jsonl" for s in shas)
+    for path in written:
+        header = json.loads(path.read_text().splitlines()[0])
+        assert header["commit"].startswith(path.stem.split("-")[1])  # planned by that commit's own code
+        assert f"python -m workers run {path} --out {plans}/{path.stem}-2.jsonl" in out
+    assert "2 commits, 2 planned, 2 with distinct keys" in out
+
+
 def _runs(url: str) -> list[dict]:
     from orchestrator.store.query import run_queries
 
