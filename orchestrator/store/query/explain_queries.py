@@ -32,6 +32,15 @@ LAUNCH_FIGURES = (  # what an isa job's launch says of a kernel's configuration 
 )
 
 
+def _calls_captured(rows: Sequence[dict], kernels_per_call: float | None, spec: dict | None) -> float:
+    """How many calls a profile's rows cover: the launches over the launches per call the job measured (a capture
+    without fences covers the warm-up calls too, workers/profile.py), else the job's ``iters``."""
+    launches = sum(r.get("calls") or 0 for r in rows)
+    if kernels_per_call and launches:
+        return launches / kernels_per_call
+    return float(((spec or {}).get("params") or {}).get("iters") or 10)
+
+
 def side_facts(
     src: Source, run_ids: Sequence[int], kernel: str, shape: Sequence[int] | str, dtype: str, impl: str
 ) -> dict[str, Any]:
@@ -54,7 +63,8 @@ def side_facts(
                     times.append(p.value(impl, "time_us"))
                     facts["pick"] = ((details.get("autotune") or {}).get(impl) or {}).get("pick") or facts["pick"]
                 elif p.job.kind == "profile" and (details.get("profile_rows") or {}).get(impl):
-                    iters = int(((p.job.spec or {}).get("params") or {}).get("iters") or 10)
+                    facts["kernels_per_call"] = p.value(impl, "kernels_per_call")
+                    iters = _calls_captured(details["profile_rows"][impl], facts["kernels_per_call"], p.job.spec)
                     facts["profile"] = [
                         {
                             "name": r["name"],
@@ -64,7 +74,6 @@ def side_facts(
                         }
                         for r in details["profile_rows"][impl]
                     ]
-                    facts["kernels_per_call"] = p.value(impl, "kernels_per_call")
                 elif p.job.kind == "isa" and details.get("launches"):
                     arch = str(((p.job.spec or {}).get("params") or {}).get("arch", ""))
                     facts["isa"][arch] = [
