@@ -116,25 +116,34 @@ def test_bisect_finds_both_steps_and_explains_them_through_the_embedded_ray(tmp_
 
 
 @pytest.mark.slow
-def test_dry_run_writes_the_plans_that_need_runs(tmp_path, monkeypatch, capsys):
+def test_a_32_commit_history_is_five_segments_and_dry_run_writes_their_end_plans(tmp_path, monkeypatch, capsys):
+    """32 commits, 4 of which change the probe's module: 5 plans (the docs commits share their tree), 5 segments of
+    equal keys; --dry-run writes the two ends' plans, made by those commits' own code, and what to run."""
+    changes = {7: 0.002, 13: 0.003, 20: 0.004, 26: 0.005}  # commit number -> the probe's new delay
+    commits = [
+        (f"probe sleeps {changes[i]} s", {"kernels/bisect_probe.py": hist.probe(changes[i])})
+        if i in changes
+        else (f"docs {i}", {"README.md": f"+line {i}\n"})
+        for i in range(1, 32)
+    ]
     repo = tmp_path / "repo"
-    shas = hist.make_repo(repo, [("probe sleeps 3 ms", {"kernels/bisect_probe.py": hist.probe(0.003)})])
+    shas = hist.make_repo(repo, commits)
     monkeypatch.setenv("KERNELFLEET_PLUGINS", hist.PLUGIN)
     plans = tmp_path / "plans"
     plans.mkdir()
     code = main(
-        ["bisect", "--good", shas[0], "--bad", shas[1], "--kernel", "probe", "--impl", "slow", "--shape", "64"]
+        ["bisect", "--good", shas[0], "--bad", shas[31], "--kernel", "probe", "--impl", "slow", "--shape", "64"]
         + ["--repo", str(repo), "--url", f"sqlite:///{tmp_path}/s.db", "--dry-run", str(plans), "+sweep=kernels"]
     )
     out = capsys.readouterr().out
     assert code == 3, out
+    assert "32 commits, 5 planned, 5 with distinct keys (0 could not be planned)" in out
     written = sorted(plans.glob("*.jsonl"))
-    assert [p.name for p in written] == sorted(f"plan-{s[:10]}.jsonl" for s in shas)
+    assert sorted(p.name for p in written) == sorted(f"plan-{s[:10]}.jsonl" for s in (shas[0], shas[26]))
     for path in written:
         header = json.loads(path.read_text().splitlines()[0])
         assert header["commit"].startswith(path.stem.split("-")[1])  # planned by that commit's own code
         assert f"python -m workers run {path} --out {plans}/{path.stem}-2.jsonl" in out
-    assert "2 commits, 2 planned, 2 with distinct keys" in out
 
 
 def _runs(url: str) -> list[dict]:
