@@ -32,6 +32,7 @@ from orchestrator.bisect_run import CommitRunner, Planned
 
 EXIT_DONE, EXIT_UNMEASURED, EXIT_USAGE, EXIT_PLANS_WRITTEN = 0, 1, 2, 3
 SCHEMA, SCHEMA_VERSION = "kernelfleet.bisect", 1
+SIDES = ("baseline", "current")
 
 
 def add_parser(sub) -> None:
@@ -218,20 +219,25 @@ class Bisect:
         return bool(f and f["status"] == CONFIRMED)
 
     def explain_step(self, lo: int, hi: int) -> dict[str, Any]:
-        """Both sides' profile (and isa, for a Triton implementation) captured with their own code, compared."""
+        """Both sides' profile (and isa, for a Triton implementation) compared: those their measured runs hold (a
+        sweep with ``sweep.kinds=[micro,profile,...]``), else captured with their own code."""
         from orchestrator.store.query.explain_queries import explanation
 
-        kinds = ["micro", "profile"] + (["isa"] if self.args.impl == "triton" else [])
-        runs = []
-        for seg in (self.segments[lo], self.segments[hi]):
-            self.console.print(f"capturing {', '.join(kinds)} at {seg.commits[0].short}")
-            run_id, error = self.runner.capture(seg.commits[0], kinds)
-            if error:
-                return {"error": f"{seg.commits[0].short}: {error}"}
-            runs.append(run_id)
         series = self.series_of(self.segments[hi])
-        doc = explanation(self.url, [runs[0]], [runs[1]], series[0], series[1], series[2], series[3])
-        return {"baseline_run": runs[0], "current_run": runs[1], "changes": doc["changes"], "missing": doc["missing"]}
+        kinds = ["micro", "profile"] + (["isa"] if self.args.impl == "triton" else [])
+        f = self.flags.get((lo, hi)) or {}
+        runs = [f.get("reference_runs") or [], [c["run_id"] for c in f.get("compared") or []]]
+        doc = explanation(self.url, runs[0], runs[1], *series[:4])
+        if any(not doc[side].get("profile") or (len(kinds) > 2 and not doc[side].get("isa")) for side in SIDES):
+            runs = []
+            for seg in (self.segments[lo], self.segments[hi]):
+                self.console.print(f"capturing {', '.join(kinds)} at {seg.commits[0].short}")
+                run_id, error = self.runner.capture(seg.commits[0], kinds)
+                if error:
+                    return {"error": f"{seg.commits[0].short}: {error}"}
+                runs.append([run_id])
+            doc = explanation(self.url, runs[0], runs[1], *series[:4])
+        return {"baseline_runs": runs[0], "current_runs": runs[1], "changes": doc["changes"], "missing": doc["missing"]}
 
     def search(self) -> bisect_search.Outcome:
         self.rounds_extra = 0

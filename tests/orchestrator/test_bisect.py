@@ -73,15 +73,15 @@ def test_good_must_be_an_ancestor_of_bad(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # 4 plans and 6 sweeps: 3-4 min on an idle 2-core machine, 10+ on a loaded one
 def test_bisect_finds_both_steps_and_explains_them_through_the_embedded_ray(tmp_path, monkeypatch, capsys):
-    """Commit 2 slows the probe from 1 to 3 ms a call and clones its input three times instead of once, commit 5
-    slows it to 9 ms; commit 1 changes another kernel's module (planned: its probe keys are the base's), commit 3
-    cannot be imported (skipped), commit 4 restores commit 2's code (its keys: commit 2 needs no run of its own)."""
+    """Commit 1 slows the probe from 1 to 3 ms a call and clones its input three times instead of once, commit 4
+    slows it to 9 ms; commit 2 cannot be imported (skipped), commit 3 restores commit 1's code (its keys: commit 1
+    needs no run of its own).  The sweep profiles too, so each step is explained from the runs that measured it."""
     repo = tmp_path / "repo"
     shas = hist.make_repo(
         repo,
         [
-            ("a comment in rmsnorm", {"kernels/rmsnorm.py": "+# a comment\n"}),
             ("probe sleeps 3 ms, clones 3 times", {"kernels/bisect_probe.py": hist.probe(0.003, clones=3)}),
             ("probe broken", {"kernels/bisect_probe.py": "this is not python\n"}),
             ("probe fixed", {"kernels/bisect_probe.py": hist.probe(0.003, clones=3)}),
@@ -91,34 +91,40 @@ def test_bisect_finds_both_steps_and_explains_them_through_the_embedded_ray(tmp_
     monkeypatch.setenv("KERNELFLEET_PLUGINS", hist.PLUGIN)
     monkeypatch.setenv("KERNELFLEET_MEASURE_CEILING", "0")
     url = f"sqlite:///{tmp_path}/store.db"
-    sweep = ["+sweep=kernels", "sweep.kernel_time=false", "sweep.graph=false", "sweep.rep_ms=100"]
+    sweep = ["+sweep=kernels", "sweep.kinds=[micro,profile]", "sweep.kernel_time=false", "sweep.graph=false"]
     code = main(
-        ["bisect", "--good", shas[0], "--bad", shas[5], "--kernel", "probe", "--impl", "slow", "--explain"]
-        + ["--shape", "64", "--dtype", "fp32", "--repo", str(repo), "--url", url, "--json", *sweep]
+        ["bisect", "--good", shas[0], "--bad", shas[4], "--kernel", "probe", "--impl", "slow", "--explain"]
+        + ["--shape", "64", "--dtype", "fp32", "--repo", str(repo), "--url", url, "--json", *sweep, "sweep.rep_ms=100"]
     )
     out = capsys.readouterr().out
     assert code == 0, out
     doc = json.loads(out[out.index('{"') :])
-    assert [s["commit"] for s in doc["steps"]] == [shas[2], shas[5]]
+    assert [s["commit"] for s in doc["steps"]] == [shas[1], shas[4]]
     assert all(s["status"] == "confirmed" and s["direction"] == "regression" for s in doc["steps"])
     first, second = doc["steps"]
-    assert first["candidates"] == [shas[2]]
+    assert first["candidates"] == [shas[1]]
     assert 2.0 < first["change"] + 1 < 4.0 and first["ci_low"] <= first["change"] + 1 <= first["ci_high"]
     assert 2.0 < second["change"] + 1 < 4.0
-    assert [s["commit"] for s in doc["skipped"]] == [shas[3]] and "planned" in doc["skipped"][0]["why"]
-    # segments {0, 1}, {2}, {3} skipped, {4} (commit 2's keys), {5}: three measured, two runs each
+    assert [s["commit"] for s in doc["skipped"]] == [shas[2]] and "planned" in doc["skipped"][0]["why"]
+    # segments {0}, {1}, {2} skipped, {3} (commit 1's keys), {4}: three measured, two runs each
     assert doc["runs"] == 6 and doc["rounds"] <= 3
-    assert doc["planned_commits"] == 5  # commit 4's tree is commit 2's: one plan serves both
-    assert doc["commits_reusing_keys"] == 1 and doc["segments"][0]["commits"] == shas[:2]
-    assert not any(r["commit"] == shas[2] for r in _runs(url))  # commit 4's runs stand for commit 2
-    # the explanation of the first step names the injected change: three clones a call instead of one
-    assert any("launches per call 1 → 3" in line for line in first["explanation"]["changes"]), first["explanation"]
+    assert doc["planned_commits"] == 4  # commit 3's tree is commit 1's: one plan serves both
+    assert doc["commits_reusing_keys"] == 0 and [s["commits"] for s in doc["segments"]][1] == [shas[1]]
+    assert not any(r["commit"] == shas[1] for r in _runs(url))  # commit 3's runs stand for commit 1
+    # the explanation of the first step names the injected change (three clones a call instead of one) from the
+    # profiles its measured runs hold: no capture of its own
+    why = first["explanation"]
+    assert any("launches per call 1 → 3" in line for line in why["changes"]), why
+    assert why["baseline_runs"] == first["baseline_runs"] and why["current_runs"] == first["current_runs"]
+    assert "capturing" not in out
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # 6 plans: 2 min on an idle 2-core machine, 6+ on a loaded one
 def test_a_32_commit_history_is_five_segments_and_dry_run_writes_their_end_plans(tmp_path, monkeypatch, capsys):
-    """32 commits, 4 of which change the probe's module: 5 plans (the docs commits share their tree), 5 segments of
-    equal keys; --dry-run writes the two ends' plans, made by those commits' own code, and what to run."""
+    """32 commits, 4 of which change the probe's module and one another kernel's: 6 plans (the docs commits share
+    their tree), 5 segments of equal keys; --dry-run writes the two ends' plans, made by those commits' own code,
+    and what to run."""
     changes = {7: 0.002, 13: 0.003, 20: 0.004, 26: 0.005}  # commit number -> the probe's new delay
     commits = [
         (f"probe sleeps {changes[i]} s", {"kernels/bisect_probe.py": hist.probe(changes[i])})
@@ -126,6 +132,8 @@ def test_a_32_commit_history_is_five_segments_and_dry_run_writes_their_end_plans
         else (f"docs {i}", {"README.md": f"+line {i}\n"})
         for i in range(1, 32)
     ]
+    # commit 3 changes another kernel's module: a plan of its own, the probe's keys of the commit before it
+    commits[2] = ("a comment in rmsnorm", {"kernels/rmsnorm.py": "+# a comment\n"})
     repo = tmp_path / "repo"
     shas = hist.make_repo(repo, commits)
     monkeypatch.setenv("KERNELFLEET_PLUGINS", hist.PLUGIN)
@@ -137,7 +145,7 @@ def test_a_32_commit_history_is_five_segments_and_dry_run_writes_their_end_plans
     )
     out = capsys.readouterr().out
     assert code == 3, out
-    assert "32 commits, 5 planned, 5 with distinct keys (0 could not be planned)" in out
+    assert "32 commits, 6 planned, 5 with distinct keys (0 could not be planned)" in out
     written = sorted(plans.glob("*.jsonl"))
     assert sorted(p.name for p in written) == sorted(f"plan-{s[:10]}.jsonl" for s in (shas[0], shas[26]))
     for path in written:
