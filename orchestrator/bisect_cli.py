@@ -116,6 +116,7 @@ class Bisect:
             self.overrides.append("sweep.kinds=[micro]")
         self.runner = CommitRunner(self.repo, self.overrides, url, workdir)
         self.runs_made = 0
+        self.ran: set[str] = set()  # commits whose sweep ran
         self.flags: dict[tuple[int, int], dict | None] = {}
         self.pending_plans: list[tuple[Path, Commit, int]] = []  # --dry-run: (plan, its commit, runs it needs)
 
@@ -172,6 +173,7 @@ class Bisect:
             self.console.print(f"running {c.short} x{need - have} ({len(seg.commits)} commit(s) share its keys)")
             error = self.runner.run(c, need - have, rerun=have > 0)
             ran = True
+            self.ran.add(c.sha)
             self.runs_made += need - have
             if error is None and self.refresh(seg) < need:
                 error = "its runs stored no good point of the series"
@@ -264,7 +266,8 @@ def step_dict(b: Bisect, lo: int, hi: int) -> dict[str, Any]:
 
 
 def document(b: Bisect, out: bisect_search.Outcome) -> dict[str, Any]:
-    reused = sum(len(s.commits) - 1 for s in b.segments if s.keys is not None)
+    # commits measured without a run of their own: another commit's runs (or stored results) had their keys
+    reused = sum(1 for s in b.segments if s.points and s.error is None for c in s.commits if c.sha not in b.ran)
     return {
         "commits": len(b.commits),
         "good": b.commits[0].sha,

@@ -109,7 +109,7 @@ def test_bisect_finds_both_steps_and_explains_them_through_the_embedded_ray(tmp_
     # segments {0}, {1}, {2} skipped, {3} (commit 1's keys), {4}: three measured, two runs each
     assert doc["runs"] == 6 and doc["rounds"] <= 3
     assert doc["planned_commits"] == 4  # commit 3's tree is commit 1's: one plan serves both
-    assert doc["commits_reusing_keys"] == 0 and [s["commits"] for s in doc["segments"]][1] == [shas[1]]
+    assert doc["commits_reusing_keys"] == 1 and [s["commits"] for s in doc["segments"]][1] == [shas[1]]
     assert not any(r["commit"] == shas[1] for r in _runs(url))  # commit 3's runs stand for commit 1
     # the explanation of the first step names the injected change (three clones a call instead of one) from the
     # profiles its measured runs hold: no capture of its own
