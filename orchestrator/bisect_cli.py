@@ -255,6 +255,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.dry_run and not Path(args.dry_run).is_dir():
         print(f"error: --dry-run {args.dry_run}: no such folder", file=sys.stderr)
         return EXIT_USAGE
+    if args.json:  # stdout holds the JSON alone; the progress and the summary lines go to stderr
+        console = Console(stderr=True, soft_wrap=True, width=200)
     from orchestrator.store_access import open_writer
 
     writer, url = open_writer(args.url, console)  # the steps' sweeps write to it: created now when it is new
@@ -275,8 +277,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     except BisectError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    bisect_report.print_document(doc, console)
     if args.json:
         print(json.dumps({"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **doc}, sort_keys=True, default=str))
-    else:
-        bisect_report.print_document(doc, console)
     return EXIT_UNMEASURED if doc["changed"] is None else EXIT_DONE

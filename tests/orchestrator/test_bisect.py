@@ -96,9 +96,9 @@ def test_bisect_finds_both_steps_and_explains_them_through_the_embedded_ray(tmp_
         ["bisect", "--good", shas[0], "--bad", shas[4], "--kernel", "probe", "--impl", "slow", "--explain"]
         + ["--shape", "64", "--dtype", "fp32", "--repo", str(repo), "--url", url, "--json", *sweep, "sweep.rep_ms=100"]
     )
-    out = capsys.readouterr().out
-    assert code == 0, out
-    doc = json.loads(out[out.index('{"') :])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)  # --json: the document alone on stdout, the progress on stderr
     assert [s["commit"] for s in doc["steps"]] == [shas[1], shas[4]]
     assert all(s["status"] == "confirmed" and s["direction"] == "regression" for s in doc["steps"])
     first, second = doc["steps"]
@@ -116,7 +116,7 @@ def test_bisect_finds_both_steps_and_explains_them_through_the_embedded_ray(tmp_
     why = first["explanation"]
     assert any("launches per call 1 → 3" in line for line in why["changes"]), why
     assert why["baseline_runs"] == first["baseline_runs"] and why["current_runs"] == first["current_runs"]
-    assert "capturing" not in out
+    assert "capturing" not in err and "probe 64 fp32 slow changed 2 times" in err
 
 
 @pytest.mark.slow
