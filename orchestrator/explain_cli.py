@@ -3,8 +3,9 @@
     python -m orchestrator explain --baseline B1 B2 --current C1 C2 --kernel rmsnorm --shape 2x1320x2048 \\
         --dtype bf16 --impl triton [--markdown FILE] [--json]
 
-The sides are run ids (those of a confirmed regression: ``regressions --json`` gives ``reference_runs`` and
-``run_id``; ``bisect --json`` gives each step's ``baseline_runs`` and ``current_runs``).  What the sides' runs hold
+The sides are REFs as ``compare`` takes them (run ids, a commit of stored runs, a branch): for a confirmed
+regression, ``regressions --json`` gives its ``reference_runs`` and ``run_id``, ``bisect --json`` each step's
+``baseline_runs`` and ``current_runs``.  What the sides' runs hold
 of the series is read (orchestrator/store/query/explain_queries.py) and compared (orchestrator/explain.py): the
 autotuner's pick, the profile's kernels, launches and device time, the isa jobs' launch configuration and resources.
 Capture what a side lacks with the same sweep and ``sweep.kinds=[profile,isa]`` at its commit.
@@ -18,15 +19,18 @@ import sys
 
 from rich.console import Console
 
-from orchestrator import arg_types
+from orchestrator import compare_refs
+from orchestrator.store.query.compare_queries import RefError
 
 SCHEMA, SCHEMA_VERSION = "kernelfleet.explain", 1
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("explain", help="why a series changed: the two sides' profiles and machine code side by side")
-    p.add_argument("--baseline", type=arg_types.run_id, nargs="+", required=True, metavar="RUN")
-    p.add_argument("--current", type=arg_types.run_id, nargs="+", required=True, metavar="RUN")
+    p.add_argument(
+        "--baseline", nargs="+", required=True, metavar="REF", help="run ids, a commit or a branch (compare)"
+    )
+    p.add_argument("--current", nargs="+", required=True, metavar="REF", help="run ids, a commit or a branch")
     p.add_argument("--kernel", required=True)
     p.add_argument("--shape", required=True, help="e.g. 2x1320x2048")
     p.add_argument("--dtype", required=True)
@@ -43,9 +47,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
     url = resolve_url(args.url)
     try:
-        doc = explanation(url, args.baseline, args.current, args.kernel, args.shape, args.dtype, args.impl)
-    except KeyError as exc:
-        print(f"error: {exc.args[0]}; list the runs with `python -m orchestrator runs`", file=sys.stderr)
+        baseline, current = compare_refs.resolve(url, args.baseline)[0], compare_refs.resolve(url, args.current)[0]
+        doc = explanation(url, baseline, current, args.kernel, args.shape, args.dtype, args.impl)
+    except RefError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     series = f"{args.kernel} {args.shape} {args.dtype} {args.impl}"
     if doc["time_us"] == [None, None]:
