@@ -25,15 +25,15 @@ def key_points(
 ) -> dict[SeriesKey, list[dict[str, Any]]]:
     """The good points of ``kernel``'s ``impl`` series (every shape, dtype and device) measured by jobs with one of
     ``keys``, one per run (the newest attempt), oldest first."""
-    wanted = set(keys)
+    if not keys:
+        return {}
     with read_session(src) as s:
-        series = series_by_key(s, metric, kernel, None, impl=impl, with_tune=False)
+        series = series_by_key(s, metric, kernel, None, impl=impl, with_tune=False, job_keys=list(keys))
     out: dict[SeriesKey, list[dict[str, Any]]] = {}
     for key, points in series.items():
         last: dict[int, dict[str, Any]] = {}
         for p in points:
-            if p["job_key"] in wanted:
-                last[p["run_id"]] = p
+            last[p["run_id"]] = p
         if last:
             out[key] = sorted(last.values(), key=lambda p: (p["measured_at"] is None, p["measured_at"], p["run_id"]))
     return out
