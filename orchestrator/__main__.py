@@ -8,6 +8,10 @@ python -m orchestrator runs [--limit N]                 list the runs: id, sweep
 python -m orchestrator report [RUN] [--markdown F]      show a run again (newest by default), or as Markdown
 python -m orchestrator regressions [RUN..] [--baseline B..] changes beyond the between-run spread (exit 1: confirmed)
 python -m orchestrator compare --baseline REF.. --current REF.. [--json] [--markdown F]  two commits' runs side by side
+python -m orchestrator bisect --good G --bad B --kernel K --impl I [--shape S --dtype D] +sweep=NAME [...]
+                                                        the commit(s) where a series changed (docs/bisect.md)
+python -m orchestrator explain --baseline B.. --current C.. --kernel K --shape S --dtype D --impl I [--markdown F]
+                                                        why it changed: both sides' profiles and machine code
 python -m orchestrator tune table --gpu-type TYPE [--run RUN..] [--kernel K] [--write]  launch tables from tune runs
 python -m orchestrator node join|list|leave ...         the fleet (see docs/fleet.md)
 python -m orchestrator cluster up ...                   start a Ray head for a lab
@@ -22,7 +26,20 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-SUBCOMMANDS = ("db", "import", "export", "report", "regressions", "compare", "runs", "tune", "node", "cluster")
+SUBCOMMANDS = (
+    "db",
+    "import",
+    "export",
+    "report",
+    "regressions",
+    "compare",
+    "bisect",
+    "explain",
+    "runs",
+    "tune",
+    "node",
+    "cluster",
+)
 
 
 def _sweep_main(argv: list[str], console) -> int:

@@ -47,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     from orchestrator import compare_cli
 
     compare_cli.add_parser(sub)
+    from orchestrator import bisect_cli
+
+    bisect_cli.add_parser(sub)
+    from orchestrator import explain_cli
+
+    explain_cli.add_parser(sub)
     from orchestrator import export
 
     export.add_parser(sub)
@@ -124,6 +130,14 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
             from orchestrator import compare_cli
 
             return compare_cli.run(args, console)
+        if args.cmd == "bisect":
+            from orchestrator import bisect_cli
+
+            return bisect_cli.run(args, console)
+        if args.cmd == "explain":
+            from orchestrator import explain_cli
+
+            return explain_cli.run(args, console)
         if args.cmd == "export":
             from orchestrator import export
 

@@ -514,7 +514,7 @@ def profile_entry(spec: JobSpec, entry: Any, device: torch.device) -> JobResult:
     inputs = None
     if which == "torch":
         try:
-            gen = torch.Generator().manual_seed(int(params.get("seed", 0)))
+            gen = torch.Generator().manual_seed(int(params.get("seed") or 0))  # a sweep's seed null: seed 0
             inputs = entry.make_inputs(spec.shape, dtype, device, gen)
         except Exception as exc:  # noqa: BLE001
             return JobResult(

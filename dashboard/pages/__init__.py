@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dashboard.view import PageView
 from orchestrator.store.query import access, run_queries
 
-from . import bandwidth, compare, e2e, isa, overview, profiles, runs, trends, tune
+from . import bandwidth, compare, e2e, isa, overview, profiles, regression, runs, trends, tune
 
 # path -> (page name, nav label, builder)
 PAGES: dict[str, tuple[str, str, Callable[[str, Mapping[str, str]], PageView]]] = {
@@ -36,6 +36,7 @@ PAGES: dict[str, tuple[str, str, Callable[[str, Mapping[str, str]], PageView]]] 
     "/tune": ("tune", "Tune", tune.build),
     "/runs": ("runs", "Runs and fleet", runs.build),
     "/compare": ("compare", "Compare", compare.build),
+    "/regression": ("regression", "Regression", regression.build),
 }
 PATH_OF = {name: path for path, (name, _, _) in PAGES.items()}
 

@@ -11,6 +11,7 @@ its end-to-end step time or its compiled code's instruction count), ``kernel``, 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
@@ -54,7 +55,9 @@ SERIES_COLUMNS = [
     "state",
     "reason",
     "hardware_key",
+    "why",
 ]
+WHY_COLUMN = "why"  # a series' link to the Regression page: its two sides' profiles and machine code side by side
 SHOW = ("all", "changes")
 MAX_FIGURES = 12
 
@@ -110,7 +113,22 @@ def _default_metric(kinds: Mapping[int, list[str]], runs: list[int]) -> str:
     )
 
 
-def build(src, params: Mapping[str, str]) -> PageView:
+@dataclass
+class Sides:
+    """The two sides a URL names (``baseline``/``current`` as ``run:ID`` or ``commit:SHA``, or ``run=ID``): the
+    choices offered, each side's choice and runs, and whether a ``run`` parameter named no run."""
+
+    choices: dict
+    options: list[tuple[str, str]]
+    baseline: str
+    current: str
+    base_runs: list[int]
+    cur_runs: list[int]
+    run_unknown: bool
+
+
+def choose_sides(src, params: Mapping[str, str]) -> Sides:
+    """By default the newest run with timings that has an earlier run of its sweep, against that run."""
     choices = compare_queries.compare_choices(src)
     options = [(f"run:{r['id']}", _run_label(r)) for r in choices["runs"]]
     options += [
@@ -119,7 +137,6 @@ def build(src, params: Mapping[str, str]) -> PageView:
     ]
     allowed = [v for v, _ in options]
     previous = compare_queries.previous_runs(src)
-    # by default the newest run with timings that has an earlier run of its sweep, against that run
     newest = next(
         (r["id"] for r in choices["runs"] if r["id"] in previous and r["id"] in choices["micro"]),
         choices["runs"][0]["id"],
@@ -130,13 +147,19 @@ def build(src, params: Mapping[str, str]) -> PageView:
         cur_default = f"run:{newest}"
     prev = previous.get(int(cur_default.split(":")[1]))
     current = choose(params, "current", allowed, cur_default)
-    base_default = f"run:{prev}" if prev is not None else cur_default
-    baseline = choose(params, "baseline", allowed, base_default)
+    baseline = choose(params, "baseline", allowed, f"run:{prev}" if prev is not None else cur_default)
+    return Sides(choices, options, baseline, current, _runs_of(src, baseline), _runs_of(src, current), run_unknown)
+
+
+def build(src, params: Mapping[str, str]) -> PageView:
+    sides = choose_sides(src, params)
+    choices, options, allowed = sides.choices, sides.options, [v for v, _ in sides.options]
+    baseline, current, run_unknown = sides.baseline, sides.current, sides.run_unknown
     show = choose(params, "show", SHOW, "all")
     include_cpu = params.get("cpu") == "1"
     view = PageView(page="compare", title="Compare")
     labels = dict(options)
-    base_runs, cur_runs = _runs_of(src, baseline), _runs_of(src, current)
+    base_runs, cur_runs = sides.base_runs, sides.cur_runs
     metric = choose(params, "metric", list(metrics.COMPARE_METRICS), _default_metric(choices["kinds"], cur_runs))
     view.filters = [
         make_filter("baseline", "baseline (run or commit)", allowed, baseline, labels=labels),
@@ -206,7 +229,8 @@ def build(src, params: Mapping[str, str]) -> PageView:
         "series",
         "every series" if show == "all" else "changes",
         SERIES_COLUMNS,
-        [{**r, "verdict": verdict_text(r) or "no change"} for r in shown],
+        [{**r, "verdict": verdict_text(r) or "no change", WHY_COLUMN: series_id(r)} for r in shown],
+        links={WHY_COLUMN: f"/regression?baseline={baseline}&current={current}&series={{value}}"},
     )
     for n, ((k, g), group) in enumerate(plot_groups(rows).items()):
         if n >= MAX_FIGURES:
@@ -215,6 +239,14 @@ def build(src, params: Mapping[str, str]) -> PageView:
         colour = mode_color if metrics.kind(metric) == "e2e" else impl_color  # an e2e series' impl is its mode
         view.figures.append(Figure(f"compare-{n}", _figure(k, g, group, report["unit"], colour)))
     return view
+
+
+def series_id(row: Mapping) -> str | None:
+    """The series' id on the Regression page (kernel|shape|dtype|impl), for a kernel series both sides hold."""
+    if row["state"] != "both" or not row["kernel"]:
+        return None
+    shape = "x".join(map(str, row["shape"])) if isinstance(row["shape"], list) else str(row["shape"])
+    return f"{row['kernel']}|{shape}|{row['dtype']}|{row['impl']}"
 
 
 def _figure(kernel: str, gpu: str, rows, unit: str, color_of=impl_color) -> go.Figure:

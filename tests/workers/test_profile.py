@@ -84,6 +84,12 @@ def test_default_impls_and_seeded_inputs(only_test_entry):
     assert sorted(result.details["profile_rows"]) == ["eager", "fused"]  # the entry's default_impls
 
 
+def test_a_sweeps_null_seed_profiles(only_test_entry):
+    # a sweep's seed is null by default (fresh inputs for correctness and timing): the profile job still runs
+    result = profile.run(spec(impls=["eager"], params={"iters": 2, "warmup": 0, "seed": None}), torch.device("cpu"))
+    assert result.status == STATUS_OK and result.error is None
+
+
 @pytest.mark.parametrize(
     "change, status, words",
     [

@@ -286,9 +286,11 @@ def _t_quantile(dof: int | None) -> float:
     return float(norm.isf(tail)) if dof is None else float(t.isf(tail, dof))
 
 
-def _interval(
+def ratio_interval(
     ref: Sequence[Mapping[str, Any]], cur: Sequence[Mapping[str, Any]], spread: tuple[float | None, int] | None
 ) -> tuple[float | None, float | None, str | None]:
+    """The 95 % interval of the ratio current / reference of the two sides' medians (the module doc's
+    ``ci_low``, ``ci_high``) and its basis; Nones when a side has no level."""
     ref_lv, cur_lv = _levels(ref), _levels(cur)
     if not ref_lv or not cur_lv:
         return None, None, None
@@ -381,7 +383,7 @@ def compare(
         ref_median, cur_median = _side_median(ref), _side_median(now)
         ratio = cur_median / ref_median if ref_median and cur_median else None
         spread = spreads.get((name, impl, hw))
-        lo, hi, basis = _interval(ref, now, spread) if ref and now else (None, None, None)
+        lo, hi, basis = ratio_interval(ref, now, spread) if ref and now else (None, None, None)
         verdict = None
         if ref and now:
             verdict = judge(

@@ -76,11 +76,13 @@ def series_by_key(
     impl: str | None = None,
     decode_newest: int | None = None,
     with_tune: bool = True,
+    job_keys: Sequence[str] | None = None,
 ) -> dict[tuple, list[dict[str, Any]]]:
     """Every good point of ``metric`` by series (name, shape_key, dtype, impl, hardware_key), oldest first.
     ``decode_newest``: decode the repeats (and the autotune pick) of each series' newest that many points only; the
     older points' ``samples`` and ``pick`` are None (a reader that judges only its newest points reads no more).
-    ``with_tune``: a micro reading's tune candidates too (:func:`job_kinds`)."""
+    ``with_tune``: a micro reading's tune candidates too (:func:`job_kinds`).  ``job_keys``: only the points of jobs
+    with these keys."""
     kind = catalogue.get(metric).kind
     name_col = Job.model if kind == "e2e" else Job.kernel
     query = (
@@ -117,6 +119,8 @@ def series_by_key(
     if names is not None:
         query = query.where(name_col.in_(sorted(n for n in names if n is not None)))
     query = narrowed(query, shape, dtype, impl)
+    if job_keys is not None:
+        query = query.where(Job.key.in_(sorted(set(job_keys))))
     rows_of: dict[tuple, list[Any]] = defaultdict(list)
     for row in s.execute(query).all():
         impl, hw, nm, skey, dtype = row[0], row[5], row[8], row[10], row[11]

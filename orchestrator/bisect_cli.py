@@ -1,0 +1,283 @@
+"""python -m orchestrator bisect: the commit(s) between a good and a bad commit where a series changed.
+
+    python -m orchestrator bisect --good GOOD --bad BAD --kernel rmsnorm --shape 2x1320x2048 --dtype bf16 \\
+        --impl triton +sweep=rmsnorm target=h200 [sweep overrides...]
+
+The commits from GOOD to BAD (first parents) are planned each with its own code (orchestrator/bisect_run.py);
+consecutive commits whose plans have the same keys form a segment, measured once (the store's results under those
+keys are reused, whoever measured them).  The search (orchestrator/bisect_search.py) measures segments in rounds and
+judges two segments with the regression rule against the between-run spread of the segments' replicate runs
+(``--runs`` per segment, one more a side while the spread is unknown, up to ``--max-runs``).  It reports every
+confirmed step: the first commit of its segment, the change with its 95 % interval, and the runs it took.
+
+Exit codes: 0 the search ended (steps found or none), 1 an end could not be measured, 2 a usage error, 3 with
+``--dry-run DIR``: plans written for ``python -m workers run``; import their results and run the command again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from orchestrator import arg_types, bisect_git, bisect_report, bisect_search
+from orchestrator.bisect_git import BisectError, Commit
+from orchestrator.bisect_run import CommitRunner, Planned
+
+EXIT_DONE, EXIT_UNMEASURED, EXIT_USAGE, EXIT_PLANS_WRITTEN = 0, 1, 2, 3
+SCHEMA, SCHEMA_VERSION = "kernelfleet.bisect", 1
+SIDES = ("baseline", "current")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "bisect",
+        help="find the commit(s) between a good and a bad commit where a series changed, planning each commit "
+        "with its own code and running only what its job keys have not measured yet",
+    )
+    p.add_argument("--good", required=True, help="a commit (or branch, tag) or a run id measured at the good commit")
+    p.add_argument("--bad", required=True, help="a commit or a run id measured at the bad commit")
+    p.add_argument("--kernel", required=True, help="the series' kernel")
+    p.add_argument("--impl", required=True, help="the series' implementation (triton, eager, compile...)")
+    p.add_argument("--shape", help="the series' shape, e.g. 2x1320x2048 (needed when the sweep has several)")
+    p.add_argument("--dtype", help="the series' dtype (needed when the sweep has several)")
+    p.add_argument("--device", help="part of the series' hardware key, e.g. h200 (needed when several measured it)")
+    p.add_argument("--metric", default="time_us", help="the reading judged: time_us (default), kernel_time_us...")
+    p.add_argument("--threshold", type=float, default=0.05, help="smallest relative change that counts (0.05)")
+    p.add_argument("--runs", type=arg_types.count, default=2, help="runs per segment (2: the between-run spread)")
+    p.add_argument("--max-runs", type=arg_types.count, default=4, help="runs per segment at most (4)")
+    p.add_argument("--all-parents", action="store_true", help="walk every commit, not only first parents")
+    p.add_argument("--repo", default=".", help="the git repository (default: the current folder)")
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="for each step, capture both sides' profile (and, for triton, machine code) and say what changed",
+    )
+    p.add_argument("--dry-run", metavar="DIR", help="write the plans that need runs to DIR instead of running them")
+    p.add_argument("--json", action="store_true", help="print the result as JSON (schema kernelfleet.bisect)")
+    p.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
+    p.add_argument("overrides", nargs="*", help="the sweep: +sweep=NAME and overrides, as for a sweep")
+
+
+@dataclass
+class Segment:
+    """Consecutive commits with the same plan keys (``keys`` None: they could not be planned)."""
+
+    commits: list[Commit]
+    keys: frozenset[str] | None
+    error: str | None = None
+    points: dict = field(default_factory=dict)  # series key -> points (bisect_queries.key_points)
+
+
+class NeedResults(Exception):
+    """``--dry-run``: these segments need runs made elsewhere."""
+
+
+def segments_of(planned: list[Planned]) -> list[Segment]:
+    out: list[Segment] = []
+    for p in planned:
+        last = out[-1] if out else None
+        if last is not None and last.keys == p.keys and (p.keys is not None or last.error == p.error):
+            last.commits.append(p.commit)
+        else:
+            out.append(Segment([p.commit], p.keys, p.error))
+    return out
+
+
+def _commit_of(word: str, repo: Path, url: str) -> str:
+    """A run id (digits naming a stored run) is its run's commit; anything else what git resolves."""
+    if word.isdigit():
+        from orchestrator.store.query import run_queries
+
+        info = run_queries.run_info(url, int(word))
+        if info is not None:
+            if not info.get("commit") or info["commit"] == "unknown":
+                raise BisectError(f"run {word} recorded no commit")
+            return bisect_git.resolve(repo, info["commit"])
+    return bisect_git.resolve(repo, word)
+
+
+class Bisect:
+    def __init__(self, args: argparse.Namespace, url: str, console: Console, workdir: Path):
+        self.args, self.url, self.console = args, url, console
+        self.repo = bisect_git.repository(args.repo)
+        good, bad = _commit_of(args.good, self.repo, url), _commit_of(args.bad, self.repo, url)
+        self.commits = bisect_git.history(self.repo, good, bad, first_parent=not args.all_parents)
+        self.overrides = list(args.overrides)
+        if not any(o.startswith("sweep.kernels=") for o in self.overrides):
+            self.overrides.append(f"sweep.kernels=[{args.kernel}]")
+        if not any(o.startswith("sweep.kinds=") for o in self.overrides):
+            self.overrides.append("sweep.kinds=[micro]")
+        self.runner = CommitRunner(self.repo, self.overrides, url, workdir)
+        self.runs_made = 0
+        self.ran: set[str] = set()  # commits whose sweep ran
+        self.flags: dict[tuple[int, int], dict | None] = {}
+        self.pending_plans: list[tuple[Path, Commit, int]] = []  # --dry-run: (plan, its commit, runs it needs)
+
+    def plan_all(self) -> list[Segment]:
+        """Plan one commit per distinct tree of the planning folders; the others share its plan."""
+        by_tree: dict[str, Planned] = {}
+        planned = []
+        for i, c in enumerate(self.commits):
+            tree = bisect_git.code_tree(self.repo, c.sha)
+            if tree not in by_tree:
+                self.console.print(f"planning {c.short} ({i + 1}/{len(self.commits)}) {c.subject[:60]}", markup=False)
+                by_tree[tree] = self.runner.plan(c)
+            p = by_tree[tree]
+            planned.append(Planned(c, p.keys, p.jobs, p.error))
+        self.planned_commits = len(by_tree)
+        self.segments = segments_of(planned)
+        return self.segments
+
+    # ------------------------------------------------------------------ measurements and verdicts
+    def series_of(self, seg: Segment) -> tuple | None:
+        a = self.args
+        keys = [
+            k
+            for k in seg.points
+            if (a.shape is None or k[1] == a.shape)
+            and (a.dtype is None or k[2] == a.dtype)
+            and (a.device is None or a.device in str(k[4]))
+        ]
+        if len(keys) > 1:
+            raise BisectError(
+                f"the sweep measures {len(keys)} series of {a.kernel} {a.impl}: name one with --shape, --dtype "
+                f"or --device ({', '.join(f'{k[1]} {k[2]} {k[4]}' for k in keys[:4])})"
+            )
+        return keys[0] if keys else None
+
+    def refresh(self, seg: Segment) -> int:
+        from orchestrator.store.query.bisect_queries import key_points
+
+        seg.points = key_points(self.url, self.args.metric, self.args.kernel, self.args.impl, seg.keys or ())
+        series = self.series_of(seg)
+        return len(seg.points[series]) if series else 0
+
+    def measure(self, indices, want: int | None = None) -> tuple[set[int], bool]:
+        failed, ran = set(), False
+        for i in indices:
+            seg = self.segments[i]
+            have, need = self.refresh(seg), want or self.args.runs
+            if have >= need:
+                continue
+            if self.args.dry_run:
+                self.pending_plans.append((self._export_plan(seg), seg.commits[0], need - have))
+                continue
+            c = seg.commits[0]
+            self.console.print(f"running {c.short} x{need - have} ({len(seg.commits)} commit(s) share its keys)")
+            error = self.runner.run(c, need - have, rerun=have > 0)
+            ran = True
+            self.ran.add(c.sha)
+            self.runs_made += need - have
+            if error is None and self.refresh(seg) < need:
+                error = "its runs stored no good point of the series"
+            if error:
+                seg.error = error
+                failed.add(i)
+                self.console.print(f"skipping {c.short}: {error}", markup=False)
+        if self.pending_plans:
+            raise NeedResults()
+        return failed, ran
+
+    def _export_plan(self, seg: Segment) -> Path:
+        out = Path(self.args.dry_run) / self.runner.plan_path(seg.commits[0]).name
+        out.write_text(self.runner.plan_path(seg.commits[0]).read_text())
+        return out
+
+    def flag(self, a: int, b: int) -> dict | None:
+        from orchestrator.stats.regression_rule import MIN_DOF, UNCONFIRMED
+        from orchestrator.store.query.bisect_queries import judge_segments, pooled_spread
+
+        # each set of keys once: two segments with the same keys (a revert) hold the same runs
+        measured = list({s.keys: s.points for s in self.segments if s.points}.values())
+        series = self.series_of(self.segments[b]) or self.series_of(self.segments[a])
+        ref, cur = self.segments[a].points.get(series, []), self.segments[b].points.get(series, [])
+        spread = pooled_spread(measured)
+        f = judge_segments(series, ref, cur, spread, metric=self.args.metric, threshold=self.args.threshold)
+        more = min(len(ref), len(cur)) + 1
+        if f and f["status"] == UNCONFIRMED and (f["noise_dof"] or 0) < MIN_DOF and more <= self.args.max_runs:
+            self.console.print(f"the between-run spread is unknown ({f['noise_dof']} dof): one more run a side")
+            failed, _ = self.measure([a, b], want=more)
+            self.rounds_extra += 1
+            return None if failed else self.flag(a, b)
+        if f is not None:
+            from orchestrator.store.query.compare_queries import ratio_interval
+
+            f["ci_low"], f["ci_high"], f["ci_basis"] = ratio_interval(ref, cur, spread)
+        return f
+
+    def judge(self, a: int, b: int) -> bool:
+        from orchestrator.stats.regression_rule import CONFIRMED
+
+        if (a, b) not in self.flags:
+            self.flags[(a, b)] = self.flag(a, b)
+        f = self.flags[(a, b)]
+        return bool(f and f["status"] == CONFIRMED)
+
+    def explain_step(self, lo: int, hi: int) -> dict[str, Any]:
+        """Both sides' profile (and isa, for a Triton implementation) compared: those their measured runs hold (a
+        sweep with ``sweep.kinds=[micro,profile,...]``), else captured with their own code."""
+        from orchestrator.store.query.explain_queries import explanation
+
+        series = self.series_of(self.segments[hi])
+        kinds = ["micro", "profile"] + (["isa"] if self.args.impl == "triton" else [])
+        f = self.flags.get((lo, hi)) or {}
+        runs = [f.get("reference_runs") or [], [c["run_id"] for c in f.get("compared") or []]]
+        doc = explanation(self.url, runs[0], runs[1], *series[:4])
+        if any(not doc[side].get("profile") or (len(kinds) > 2 and not doc[side].get("isa")) for side in SIDES):
+            runs = []
+            for seg in (self.segments[lo], self.segments[hi]):
+                self.console.print(f"capturing {', '.join(kinds)} at {seg.commits[0].short}")
+                run_id, error = self.runner.capture(seg.commits[0], kinds)
+                if error:
+                    return {"error": f"{seg.commits[0].short}: {error}"}
+                runs.append([run_id])
+            doc = explanation(self.url, runs[0], runs[1], *series[:4])
+        return {"baseline_runs": runs[0], "current_runs": runs[1], "changes": doc["changes"], "missing": doc["missing"]}
+
+    def search(self) -> bisect_search.Outcome:
+        self.rounds_extra = 0
+        skipped = {i for i, s in enumerate(self.segments) if s.keys is None}
+        out = bisect_search.search(len(self.segments), self.measure, self.judge, skipped)
+        out.rounds += self.rounds_extra
+        return out
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    if arg_types.bad_threshold(args.threshold):
+        return EXIT_USAGE
+    if args.dry_run and not Path(args.dry_run).is_dir():
+        print(f"error: --dry-run {args.dry_run}: no such folder", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:  # stdout holds the JSON alone; the progress and the summary lines go to stderr
+        console = Console(stderr=True, soft_wrap=True, width=200)
+    from orchestrator.store_access import open_writer
+
+    writer, url = open_writer(args.url, console)  # the steps' sweeps write to it: created now when it is new
+    writer.close()
+    try:
+        with tempfile.TemporaryDirectory(prefix="kf-bisect-") as workdir:
+            b = Bisect(args, url, console, Path(workdir))
+            b.plan_all()
+            try:
+                out = b.search()
+            except NeedResults:
+                bisect_report.print_pending(b, console)
+                return EXIT_PLANS_WRITTEN
+            doc = bisect_report.document(b, out)
+            if args.explain and not args.dry_run:
+                for st, (lo, hi) in zip(doc["steps"], out.steps):
+                    st["explanation"] = b.explain_step(lo, hi)
+    except BisectError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    bisect_report.print_document(doc, console)
+    if args.json:
+        print(json.dumps({"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **doc}, sort_keys=True, default=str))
+    return EXIT_UNMEASURED if doc["changed"] is None else EXIT_DONE
