@@ -29,6 +29,13 @@ module                 holds
 ``compare_markdown``   the compare report as Markdown for a pull request
 ``compare_svg``        small SVG plots for the compare report
 ``tune_table``         ``tune table``: tune runs to a reviewed change of the launch tables
+``bisect_cli``         ``bisect``: the first commit where a series changed, judged by the regression rule
+``bisect_git``         bisect's git side: the commits of a range, a worktree per distinct tree
+``bisect_run``         bisect's plans and sweeps, one per commit segment of equal job keys
+``bisect_search``      which segment bisect measures next, and the steps it confirmed
+``bisect_report``      bisect's report: the JSON document, the lines, the dry run's commands
+``explain``            why a series changed: the two sides' captures compared, the change named
+``explain_cli``        ``explain``: that comparison for two sets of runs (text, JSON, Markdown)
 ``fleet``              what a GPU node needs to join the cluster, its labels, the ``ray start`` it runs
 ``fleet_cli``          ``node join|list|leave`` and ``cluster up``
 ``pg_database``        a PostgreSQL store whose database does not exist yet

@@ -12,6 +12,7 @@ module         page
 ``tune``       ``/tune``: one tune run's candidates per kernel and shape, the current choice and the winner
 ``runs``       ``/runs``: runs with their outcomes, failed attempts' errors, the fleet's nodes
 ``compare``    ``/compare``: two runs or two commits side by side
+``regression`` ``/regression``: why one series changed between two sides: both sides' kernels, what changed
 ``_common``    helpers the page modules share (a URL parameter read against its allowed values)
 =============  ========================================================================================================
 """

@@ -11,6 +11,8 @@ imports nothing else from the orchestrator: tests/test_import_graph.py).
   trend_queries.py       the rule's verdict at every point of a series (the Trends page)
   view_queries.py        the dashboard's views: newest micro results, speed-ups, choices, e2e and profile pages
   compare_queries.py     two sets of runs side by side (``compare``, the Compare page)
+  bisect_queries.py      what bisect reads: a segment's measurements by job key, the rule's verdict between two
+  explain_queries.py     both sides' profile, isa and autotune captures of a series (``explain``, Regression page)
   tune_queries.py        tune runs: which runs tuned what, each job's candidates with their timings
   timing_queries.py      micro timings with their repeats for the exports other tools read
   revision_cache.py      results kept per store revision
