@@ -18,8 +18,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from rich.text import Text
 
 from orchestrator import plan as planner
-from orchestrator import report, schedule
+from orchestrator import report, run_conditions, schedule
 from orchestrator.config import ConfigError
+from orchestrator.store import conditions as store_conditions
 from orchestrator.store.ownership import RunHeld, RunTakenOver
 from orchestrator.store.session import display_url, public_config
 from orchestrator.store_access import open_writer
@@ -31,12 +32,16 @@ EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 
 
 def plan_header(cfg: dict, specs: list[JobSpec]) -> dict:
     code = planner.code_version()
-    return {
+    header = {
         "sweep": cfg["sweep"]["name"],
         "config": public_config(cfg),
         "plan_key": planner.plan_key(specs),
         **code.to_dict(specs),
     }
+    tree = run_conditions.tree_state()  # a dirty checkout: the commit above is not the code that runs
+    if tree is not None:
+        header["conditions"] = tree
+    return header
 
 
 def write_dry_run(cfg: dict, specs: list[JobSpec], console: Console) -> int:
@@ -443,10 +448,24 @@ class _Sweep:
             if resumed:
                 self.console.print(f"resuming interrupted run {self.run_id}")
             self.writer.add_jobs(self.run_id, [s.to_dict() for s in self.specs])
+            self.mark(self.header.get("conditions"))
         except BaseException:
             signals.shield()
             self.stop_cluster()
             raise
+
+    def mark(self, conditions: dict | None) -> None:
+        """Record what the run is made under (a dirty checkout, a fleet sharing GPUs), say it, and keep it in the
+        results_out header."""
+        if not conditions:
+            return
+        self.writer.mark_run(self.run_id, conditions)
+        self.header["conditions"] = store_conditions.merged(self.header.get("conditions"), conditions)
+        self.console.print(
+            f"run {self.run_id} is marked: {store_conditions.describe(self.header['conditions'])} "
+            "(left out of trends, regressions and compare unless asked)",
+            markup=False,
+        )
 
     def selector_of(self, spec: JobSpec) -> dict[str, str]:
         if self.cfg["target"].get("per_gpu_type"):
@@ -462,6 +481,7 @@ class _Sweep:
         ]
         self.writer.record_nodes(self.recorded_nodes)
         self.console.print(f"fleet: {schedule.fleet_summary(nodes)}", markup=False)
+        self.mark(run_conditions.fleet_conditions(nodes))
         with Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),

@@ -66,6 +66,21 @@ def run_or_raise(s: Session, run_id: int) -> Run:
     return run
 
 
+def marked_run_ids(s: Session) -> list[int]:
+    """The runs whose conditions mark them (dirty checkout, shared GPU, rehearsal: orchestrator/store/conditions.py),
+    newest first."""
+    return list(s.scalars(select(Run.id).where(Run.conditions.is_not(None)).order_by(Run.id.desc())))
+
+
+def run_conditions(s: Session, run_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """Each marked run's conditions among ``run_ids``."""
+    ids = list(run_ids)
+    if not ids:
+        return {}
+    rows = s.execute(select(Run.id, Run.conditions).where(Run.id.in_(ids), Run.conditions.is_not(None)))
+    return {rid: cond for rid, cond in rows if cond}
+
+
 def run_jobs(s: Session, run_id: int, *where: Any, order_by: Sequence[Any] = ()) -> Sequence[Job]:
     """The jobs run ``run_id`` comprises that match ``where``, in ``order_by``."""
     query = select(Job).join(RunJob, RunJob.job_id == Job.id).where(RunJob.run_id == run_id, *where)

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from orchestrator.store import conditions
 from orchestrator.store.models import (
     Device,
     Job,
@@ -54,6 +55,9 @@ def _run_dict(run: Run, n_jobs: int | None = None) -> dict[str, Any]:
         "finished_at": run.finished_at,
         "counts": run.counts,
         "n_jobs": n_jobs,
+        "conditions": run.conditions,  # what it was made under (orchestrator/store/conditions.py); None: plain
+        "marked": conditions.describe(run.conditions, note=False),
+        "marked_note": conditions.describe(run.conditions),
     }
 
 

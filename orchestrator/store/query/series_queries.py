@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from orchestrator.stats.regression_rule import (
     finite,
 )
+from orchestrator.store.conditions import plain_runs
 from orchestrator.store.models import (
     Device,
     Job,
@@ -76,11 +77,15 @@ def series_by_key(
     impl: str | None = None,
     decode_newest: int | None = None,
     with_tune: bool = True,
+    include_marked: bool = False,
+    keep_runs: Sequence[int] = (),
 ) -> dict[tuple, list[dict[str, Any]]]:
     """Every good point of ``metric`` by series (name, shape_key, dtype, impl, hardware_key), oldest first.
     ``decode_newest``: decode the repeats (and the autotune pick) of each series' newest that many points only; the
     older points' ``samples`` and ``pick`` are None (a reader that judges only its newest points reads no more).
-    ``with_tune``: a micro reading's tune candidates too (:func:`job_kinds`)."""
+    ``with_tune``: a micro reading's tune candidates too (:func:`job_kinds`).  Runs marked by their conditions
+    (dirty checkout, shared GPU, rehearsal: orchestrator/store/conditions.py) are left out unless
+    ``include_marked`` or named in ``keep_runs``."""
     kind = catalogue.get(metric).kind
     name_col = Job.model if kind == "e2e" else Job.kernel
     query = (
@@ -114,6 +119,8 @@ def series_by_key(
     )
     if hardware_key is not None:
         query = query.where(JobAttempt.hardware_key == hardware_key)
+    if not include_marked:
+        query = query.where(plain_runs() | Run.id.in_(list(keep_runs)))
     if names is not None:
         query = query.where(name_col.in_(sorted(n for n in names if n is not None)))
     query = narrowed(query, shape, dtype, impl)
