@@ -36,6 +36,7 @@ COLUMNS = [  # the median and IQR next to the series' keys: readable without scr
     "run_id",
     COMPARE_COLUMN,
     "speedup_vs_eager",
+    "correct",
     "reason",
     "job_key",
 ]
@@ -45,6 +46,12 @@ DASHES = ("solid", "dot", "dash", "longdash", "dashdot", "longdashdot")
 SYMBOLS = ("circle", "square", "diamond", "cross", "x", "triangle-left", "star", "hexagon")
 SCALES = {"linear": "linear", "log": "log (implementations far apart)"}
 RANGES = {"fit": "fit the points (old outliers on the edge)", "all": "every point"}
+MARKED_RUNS = {
+    "leave": "leave out marked runs",
+    "show": "show marked runs (shared GPU, rehearsal, uncommitted changes)",
+}
+INCORRECT = "incorrect: failed correctness, not a speed"
+INCORRECT_STYLE = ("x-thin-open", "#d62728")
 # An old outlier does not set the y range (the "fit" range): a point is one when it lies far from both the median of
 # its series and the median of its neighbours (NEIGHBOURS each side) — at least SPIKE_FLOOR times (or 1 / that)
 # and SPIKE_SPREADS times the series' run-to-run spread (log scale) — and is not one of the series' KEEP_NEWEST
@@ -89,6 +96,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
     last = choose(params, "last", list(LAST), "100")
     scale = choose(params, "scale", list(SCALES), "linear")
     yrange = choose(params, "yrange", list(RANGES), "fit")
+    marked = choose(params, "marked", list(MARKED_RUNS), "leave")
     view = PageView(
         page="trends",
         title="Trends",
@@ -104,6 +112,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
             "last": last,
             "scale": scale,
             "yrange": yrange,
+            "marked": marked,
         },
     )
     view.filters = [
@@ -118,6 +127,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
         make_filter("last", "points", list(LAST), last, labels=LAST),
         make_filter("scale", "y scale", list(SCALES), scale, labels=SCALES),
         make_filter("yrange", "y range", list(RANGES), yrange, labels=RANGES),
+        make_filter("marked", "marked runs", list(MARKED_RUNS), marked, labels=MARKED_RUNS),
     ]
     points = (
         revision_cache.memo(
@@ -130,6 +140,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
             gpu_type=gpu or None,
             metric=reading,
             with_samples=False,  # the IQR band comes with the verdicts, from the repeats the rule decodes
+            include_marked=marked == "show",
         )
         if kernel
         else []
@@ -151,6 +162,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
             impl=impl or None,
             hardware_keys={k[3] for k in keys},
             last=None if last == "all" else int(last),  # only the points shown are judged
+            include_marked=marked == "show",
         )
         if keys
         else ({}, {})
@@ -194,6 +206,12 @@ def build(src, params: Mapping[str, str]) -> PageView:
         view.notes.append("No measurement matches these filters.")
         return view
     view.notes.append(f"{len(keys)} series, {len(table.rows)} points; {_verdict_counts(records)}.")
+    wrong = sum(r["correct"] is False for r in records)
+    if wrong:
+        view.notes.append(
+            f"{wrong} point(s) failed correctness (✗, column correct): a time, never a speed-up; the failing check "
+            "is in the run's report (`python -m orchestrator report RUN`) and on the Runs page."
+        )
     shown = [{**row, "status": r["status"], "direction": r["direction"]} for row, r in zip(table.rows, records)]
     fig = _figure(shown, y, x, reading, scale)  # the table's values, as the CSV
     outliers = stale_outliers(shown, y)
@@ -272,7 +290,8 @@ def _fit_range(fig: go.Figure, rows: list[dict], outliers: list[int], y: str, x:
             mode="markers",
             name=EDGE,
             marker={
-                "symbol": ["triangle-up" if _ys(r, y) > top else "triangle-down" for r in marks],
+                # not the triangles of a confirmed regression or improvement: an arrow against the edge
+                "symbol": ["arrow-bar-up" if _ys(r, y) > top else "arrow-bar-down" for r in marks],
                 "size": 12,
                 "color": [impl_color(r["impl"]) for r in marks],
                 "line": {"width": 1, "color": "#333"},
@@ -365,6 +384,26 @@ def _figure(rows: list[dict], y: str, x: str, reading: str, scale: str = "linear
                 "hoverinfo": "text",
             }
         )
+        wrong = [j for j, r in enumerate(pts) if r.get("correct") is False and ys[j] is not None]
+        if wrong:
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": [xs[j] for j in wrong],
+                    "y": [ys[j] for j in wrong],
+                    "mode": "markers",
+                    "marker": {
+                        "symbol": INCORRECT_STYLE[0],
+                        "size": 16,
+                        "color": INCORRECT_STYLE[1],
+                        "line": {"width": 3, "color": INCORRECT_STYLE[1]},
+                    },
+                    "name": f"{INCORRECT} ({name})",
+                    "legendgroup": name,
+                    "hovertext": [hover[j] + "<br><b>incorrect: failed correctness</b>" for j in wrong],
+                    "hoverinfo": "text",
+                }
+            )
         styles = [((CONFIRMED, d), d, style) for d, style in CONFIRMED_STYLE.items()]
         styles += [((st, None), STATUS_WORDS[st], style) for st, style in OPEN_STYLE.items()]
         for (status, direction), words, (symbol, fcolor) in styles:

@@ -159,8 +159,10 @@ def pct_of(gbs: float | None, bandwidth: float | None) -> float | None:
 
 
 def correctness_lookup(picked: Sequence[Picked]):
-    """impl -> correct, for a micro job: its own `correct` metric, else the correctness job of the same
-    (kernel, shape, dtype) on the same hardware, else any of those with the same target (False if any failed)."""
+    """impl -> correct, for a micro job: False when its own `correct` metric or the correctness job of the same
+    (kernel, shape, dtype) on the same hardware (else any of those with the same target) failed: a micro job
+    checks one input, the correctness job every case, and a failure of either is never shown as correct; True
+    when one passed and none failed; None when nothing checked it."""
     by_hw: dict[tuple, dict[str, bool]] = defaultdict(dict)
     by_target: dict[tuple, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
     for p in picked:
@@ -175,15 +177,15 @@ def correctness_lookup(picked: Sequence[Picked]):
 
     def lookup(p: Picked, impl: str) -> bool | None:
         own = p.correct(impl)
-        if own is not None:
-            return own
         same_hw = by_hw.get((p.job.kernel, p.job.shape_key, p.job.dtype, p.hardware_key), {})
         if impl in same_hw:
-            return same_hw[impl]
-        verdicts = by_target.get((p.job.kernel, p.job.shape_key, p.job.dtype, p.job.target), {}).get(impl)
-        if verdicts:
-            return all(verdicts)
-        return None
+            job = same_hw[impl]
+        else:
+            verdicts = by_target.get((p.job.kernel, p.job.shape_key, p.job.dtype, p.job.target), {}).get(impl)
+            job = all(verdicts) if verdicts else None
+        if own is False or job is False:
+            return False
+        return True if own or job else None
 
     return lookup
 

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from orchestrator.stats import e2e_anchors
 from orchestrator.stats.e2e_anchors import floor_figures
+from orchestrator.store.conditions import describe as describe_conditions
 from orchestrator.store.models import (
     Artifact,
     Device,
@@ -484,6 +485,8 @@ EXPORT_COLUMNS = (
     "metric",
     "value",
     "unit",
+    "correct",
+    "marked",
 )
 
 
@@ -492,7 +495,13 @@ def iter_measurements(
 ) -> Iterator[dict[str, Any]]:
     """Every measurement as one long-format row (EXPORT_COLUMNS), streamed from the database ``batch`` rows at
     a time (server-side cursor on PostgreSQL), ordered by measurement id.  ``run_id``: the attempts that run
-    recorded; ``since``: attempts measured at or after that aware datetime."""
+    recorded; ``since``: attempts measured at or after that aware datetime.  ``correct``: the implementation's own
+    verdict in that attempt (False: it failed correctness, and its times are no speed), None where not checked;
+    ``marked``: what the run was made under, when its conditions mark it (shared GPU, rehearsal, uncommitted
+    changes), else ""."""
+    from sqlalchemy.orm import aliased
+
+    own = aliased(Measurement)
     query = (
         good_attempt_join(
             select(
@@ -514,10 +523,19 @@ def iter_measurements(
                 Measurement.metric,
                 Measurement.value,
                 Measurement.unit,
+                own.value,
+                Run.conditions,
             )
         )
         .join(Run, Run.id == JobAttempt.run_id)
         .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
+        .outerjoin(
+            own,
+            (own.job_id == Measurement.job_id)
+            & (own.attempt == Measurement.attempt)
+            & (own.impl == Measurement.impl)
+            & (own.metric == "correct"),
+        )
     )
     if run_id is not None:
         query = query.where(JobAttempt.run_id == run_id)
@@ -526,7 +544,10 @@ def iter_measurements(
     query = query.order_by(Measurement.id).execution_options(yield_per=batch)
     with read_session(src) as s:
         for row in s.execute(query):
-            yield dict(zip(EXPORT_COLUMNS, row))
+            out = dict(zip(EXPORT_COLUMNS, row))
+            out["correct"] = None if out["correct"] is None else out["correct"] >= 0.5
+            out["marked"] = describe_conditions(out["marked"], note=False)
+            yield out
 
 
 def profile_kernel_rows(src: Source, job_id: int | str, attempt: int | None = None) -> dict[str, list[dict]]:

@@ -172,13 +172,15 @@ def trend_points(
     metric: str = "time_us",
     limit: int = 2000,
     with_samples: bool = True,
+    include_marked: bool = False,
 ) -> list[dict[str, Any]]:
     """Every good micro measurement of ``metric`` for one kernel (optionally one shape, dtype, impl, GPU type),
     oldest first, with eager's reading of the same job beside it and the implementation's own correctness.
 
     Keys per point: kernel, shape_key, dtype, impl, hardware_key, gpu_type, value, unit, samples, eager_value,
     correct, run_id, commit, measured_at, job_key, attempt.  One statement; ``limit`` bounds the newest points.
-    ``with_samples=False``: samples None, the repeats not read (a reader that has them from elsewhere).
+    ``with_samples=False``: samples None, the repeats not read (a reader that has them from elsewhere).  Runs
+    marked by their conditions (orchestrator/store/conditions.py) are left out unless ``include_marked``.
     """
     from sqlalchemy.orm import aliased
 
@@ -232,6 +234,8 @@ def trend_points(
     query = narrowed(query, shape, dtype, impl)
     if gpu_type is not None:
         query = query.where(Device.gpu_type == gpu_type)
+    if not include_marked:
+        query = query.where(plain_runs())
     query = query.order_by(attempt_time().desc(), JobAttempt.id.desc()).limit(limit)
     with read_session(src) as s:
         rows = s.execute(query).all()
