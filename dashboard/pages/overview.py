@@ -180,10 +180,10 @@ def _label(r: dict | None, key: str, impl: str) -> str:
     """What a speed-up cell says."""
     if r is None:
         return ""
+    if r["correct"] is False:  # before "interpreted": a wrong result is wrong on any device
+        return "✗ incorrect"
     if interpreted({**r, "impl": impl}):
         return "interpreted"
-    if r["correct"] is False:
-        return "✗ incorrect"
     if r[key] is None and key == "speedup_vs_compile" and r.get("compile_run_id") is None:
         return "no torch.compile"
     return "—" if r[key] is None else f"{r[key]:.2f}×"
@@ -333,10 +333,10 @@ def fastest_cells(cells: list[dict]) -> list[dict]:
         jobs = [j for j in c["jobs"] if any(j in t for t in c["times"].values())]
         competing, left_out = {}, []
         for impl, times in sorted(c["times"].items()):
-            if interpreted({"gpu_type": c["gpu_type"], "impl": impl}):
-                left_out.append(f"{impl} (interpreted)")
-            elif c["correct"].get(impl) is False:
+            if c["correct"].get(impl) is False:  # before "interpreted": a wrong result is wrong on any device
                 left_out.append(f"{impl} (incorrect)")
+            elif interpreted({"gpu_type": c["gpu_type"], "impl": impl}):
+                left_out.append(f"{impl} (interpreted)")
             elif any(j not in times for j in jobs):
                 left_out.append(f"{impl} ({sum(j in times for j in jobs)} of {len(jobs)} jobs)")
             else:

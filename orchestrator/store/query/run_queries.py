@@ -29,7 +29,7 @@ from orchestrator.store.query.picked import (
     run_or_raise,
 )
 from workers import rehearsal
-from workers.spec import GOOD_STATUSES, STATUS_INCORRECT, STATUS_OK
+from workers.spec import GOOD_STATUSES, STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED
 
 TRITON_IMPLS = ("triton", "liger")  # implementations that run Triton (its interpreter on a CPU)
 
@@ -287,7 +287,8 @@ def run_outcomes(src: Source, limit: int = 100) -> list[dict[str, Any]]:
 
 
 def failed_attempts(src: Source, run_id: int | None = None, limit: int = 200) -> list[dict[str, Any]]:
-    """Attempts that did not end well (not ok / incorrect / skipped), newest first, with their error.
+    """Attempts that did not end well (neither ok nor skipped: an incorrect one too, whose error names the failing
+    check), newest first, with their error.
 
     Keys: run_id, job_id, job_key, attempt, kind, name, shape_key, dtype, status, error, node_id, gpu_type,
     measured_at.
@@ -296,7 +297,7 @@ def failed_attempts(src: Source, run_id: int | None = None, limit: int = 200) ->
         select(JobAttempt, Job.key, Job.kind, Job.kernel, Job.model, Job.shape_key, Job.dtype, Device.gpu_type)
         .join(Job, Job.id == JobAttempt.job_id)
         .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
-        .where(JobAttempt.status.not_in(GOOD_STATUSES))
+        .where(JobAttempt.status.not_in((STATUS_OK, STATUS_SKIPPED)))
     )
     if run_id is not None:
         query = query.where(JobAttempt.run_id == run_id)
