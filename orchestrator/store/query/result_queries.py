@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from orchestrator.stats import e2e_anchors
 from orchestrator.stats.e2e_anchors import floor_figures
 from orchestrator.store.conditions import describe as describe_conditions
+from orchestrator.store.conditions import plain_runs
 from orchestrator.store.models import (
     Artifact,
     Device,
@@ -295,10 +296,13 @@ def isa_results(src: Source, run_id: int) -> list[dict[str, Any]]:
     ]
 
 
-def isa_history(src: Source, kernel: str | None = None, limit: int = 5000) -> list[dict[str, Any]]:
+def isa_history(
+    src: Source, kernel: str | None = None, limit: int = 5000, include_marked: bool = False
+) -> list[dict[str, Any]]:
     """Every good isa result (newest first, at most ``limit``): what each kernel compiled to per target architecture
     over commits.  Keys: kernel, shape_key, dtype, arch, run_id, commit, measured_at, job_key and the ISA_METRICS
-    (None where the target does not report one).  One statement."""
+    (None where the target does not report one).  Runs marked by their conditions (an experiment on an uncommitted
+    tree, say) are left out unless ``include_marked``.  One statement."""
     query = (
         good_attempt_join(
             select(
@@ -325,6 +329,8 @@ def isa_history(src: Source, kernel: str | None = None, limit: int = 5000) -> li
     )
     if kernel is not None:
         query = query.where(Job.kernel == kernel)
+    if not include_marked:
+        query = query.where(plain_runs())
     rows: dict[tuple, dict[str, Any]] = {}
     with read_session(src) as s:
         for metric, value, k, skey, dtype, spec, key, run_id, commit, at in s.execute(query):
