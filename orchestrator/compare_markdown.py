@@ -95,6 +95,8 @@ def render(report: Mapping[str, Any], plots: Sequence[tuple[str, str]] = ()) -> 
     verdict = (
         f"**{c['confirmed_regressions']} confirmed regression(s), {c['correctness_lost']} correctness loss(es)**"
         if failing(report)
+        else "**Nothing compared: no series was measured on both sides.**"
+        if not c["series"]
         else "**No confirmed regression, no correctness loss.**"
     )
     lines = [

@@ -191,6 +191,8 @@ def build(src, params: Mapping[str, str]) -> PageView:
     verdict = (
         f"{c['confirmed_regressions']} confirmed regression(s), {c['correctness_lost']} correctness loss(es)"
         if c["confirmed_regressions"] or c["correctness_lost"]
+        else "Nothing compared (no series measured on both sides)"
+        if not c["series"]
         else "No confirmed regression, no correctness loss"
     )
     view.notes.append(

@@ -136,3 +136,30 @@ def test_the_shipped_fleet_results_are_marked():
             assert marks and marks["rehearsal"] and marks["dirty"], path.name
         else:
             assert marks is None, path.name
+
+
+def test_compare_of_sides_with_no_series_in_common_says_nothing_was_compared(store_url, tmp_path):
+    """Sides with no series measured on both (a reading neither side took): the Markdown does not say "No confirmed
+    regression"."""
+    rf.write(tmp_path / "a.jsonl", rf.lines("a" * 40))
+    rf.write(tmp_path / "b.jsonl", rf.lines("b" * 40))
+    for name in ("a.jsonl", "b.jsonl"):
+        assert rf.run_import(str(tmp_path / name), "--url", store_url)[0] == 0
+    md = tmp_path / "compare.md"
+    rc, _, err = _cli(
+        "compare",
+        "--baseline",
+        "1",
+        "--current",
+        "2",
+        "--include-cpu",
+        "--metric",
+        "graph_time_us",
+        "--markdown",
+        str(md),
+        "--url",
+        store_url,
+    )
+    assert rc == 0, err
+    text = md.read_text()
+    assert "Nothing compared" in text and "No confirmed regression" not in text
