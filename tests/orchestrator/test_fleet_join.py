@@ -253,3 +253,38 @@ def test_dry_run_against_an_address_where_nothing_listens_answers_in_seconds_wit
     assert r.returncode == 2, r.stdout + r.stderr
     assert "head not reachable" in r.stdout and "Connection refused" in r.stdout
     assert "--labels=" not in r.stdout and "ray start --address=127.0.0.1:1 --num-gpus=0" in r.stdout
+
+
+def test_the_closing_hints_name_the_token_file_and_never_a_plain_ray_stop(tmp_path, monkeypatch):
+    """After a join (Ray's start stubbed, the head's probe answered) the commands it suggests work as printed: with
+    the --token-file the join used; `node leave` on this machine never suggests `ray stop` (every Ray process of
+    the user); `--from-fixtures` is in --help."""
+    import contextlib
+    import io
+    import platform
+
+    import ray
+    from rich.console import Console
+
+    from orchestrator import cli, fleet_cli
+
+    token = tmp_path / "ray_token"
+    token.write_text("0123abcd" * 4)
+    token.chmod(0o600)
+    probe = fleet.HeadProbe("127.0.0.1:6379", True, "token", True, ray.__version__, platform.python_version(), None)
+    monkeypatch.setattr(fleet, "probe_head", lambda address, tok: probe)
+    monkeypatch.setattr(fleet_cli, "_exec_or_run", lambda cmd, block: 0)
+    out = io.StringIO()
+    args = ["node", "join", "--address", "127.0.0.1:6379", "--token-file", str(token)]
+    with contextlib.redirect_stdout(io.StringIO()):
+        rc = cli.main([*args, "--from-fixtures", str(NODES / "h200")], Console(file=out, width=400))
+    text = out.getvalue()
+    assert rc == 0, text
+    hint = text.split("joined.", 1)[1]
+    assert f"node list --address 127.0.0.1:6379 --token-file {token}" in hint
+    assert f"node leave --address 127.0.0.1:6379 --token-file {token}" in hint
+    assert "not with a plain `ray stop`" in fleet_cli.LEFT_RAY_START and "end that process by its id" in (
+        fleet_cli.LEFT_RAY_START
+    )
+    help_text = _cli("node", "join", "--help").stdout
+    assert "--from-fixtures" in help_text and "tests/fixtures/nodes/" in help_text
