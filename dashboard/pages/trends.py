@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 
 from dashboard import metrics
@@ -45,6 +46,10 @@ MAX_SERIES = 12
 DASHES = ("solid", "dot", "dash", "longdash", "dashdot", "longdashdot")
 SYMBOLS = ("circle", "square", "diamond", "cross", "x", "triangle-left", "star", "hexagon")
 SCALES = {"linear": "linear", "log": "log (implementations far apart)"}
+# With no scale asked for, a time view whose series lie this far apart (largest / smallest median) opens on a log
+# axis: eager's chain of kernels at ten times a fused kernel's time would flatten every other series on a linear one
+FAR_APART = 4.0
+SHAPE_COLORS = plotly.colors.qualitative.Dark24  # the series of one implementation, one colour per shape
 RANGES = {"fit": "fit the points (old outliers on the edge)", "all": "every point"}
 MARKED_RUNS = {
     "leave": "leave out marked runs",
@@ -213,6 +218,12 @@ def build(src, params: Mapping[str, str]) -> PageView:
             "is in the run's report (`python -m orchestrator report RUN`) and on the Runs page."
         )
     shown = [{**row, "status": r["status"], "direction": r["direction"]} for row, r in zip(table.rows, records)]
+    if "scale" not in params and y == "time":
+        medians = [r["median"] for r in shown if r.get("median")]
+        if medians and max(medians) >= FAR_APART * min(medians):
+            scale = "log"
+            view.params["scale"] = scale
+            next(f for f in view.filters if f.name == "scale").value = scale
     fig = _figure(shown, y, x, reading, scale)  # the table's values, as the CSV
     outliers = stale_outliers(shown, y)
     if outliers and yrange == "fit":
@@ -342,6 +353,9 @@ def _figure(rows: list[dict], y: str, x: str, reading: str, scale: str = "linear
     for r in rows:
         grouped[(r["shape"], r["dtype"], r["impl"], r["gpu_type"], r["hardware_key"])].append(r)
     shape_index = {sh: i for i, sh in enumerate(sorted({key[0] for key in grouped}))}
+    # one implementation over several shapes (a click from the Overview): a colour per shape, else nine lines of
+    # one colour differ only by dash; several implementations keep each its colour on every page
+    by_shape = len({key[2] for key in grouped}) == 1 and len(shape_index) > 1
     for (shape, dtype, impl, gpu, _hw), pts in grouped.items():
         name = f"{impl} · {shape} · {dtype} · {gpu}"
         xs = [r["measured_at"] if x == "date" else f"{order[r['commit']]:03d} {short(r['commit'])}" for r in pts]
@@ -353,7 +367,8 @@ def _figure(rows: list[dict], y: str, x: str, reading: str, scale: str = "linear
             + (f"<br><b>{r['verdict']}</b><br>{r['reason']}" if r["verdict"] else "")
             for r in pts
         ]
-        color = impl_color(impl)  # one colour per implementation; the shapes differ by dash and marker
+        # one colour per implementation; the shapes differ by dash and marker (and colour, for one implementation)
+        color = SHAPE_COLORS[shape_index[shape] % len(SHAPE_COLORS)] if by_shape else impl_color(impl)
         if y == "time":
             traces.append(
                 {

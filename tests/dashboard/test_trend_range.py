@@ -67,7 +67,7 @@ def spiked(tmp_path_factory):
 
 def _view(spiked, **params):
     src, url = spiked
-    return pages.build(src, "/trends", {"kernel": "rmsnorm", "shape": SHAPE, **params}, url)
+    return pages.build(src, "/trends", {"kernel": "rmsnorm", "shape": SHAPE, "scale": "linear", **params}, url)
 
 
 def test_an_old_outlier_does_not_set_the_y_range_and_the_page_says_so(spiked):

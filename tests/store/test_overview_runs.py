@@ -3,18 +3,27 @@ the newest run that timed only triton and eager answers "against eager" (issue 4
 
 from __future__ import annotations
 
+import pytest
+
 from dashboard import pages
 from orchestrator.store.query import access, view_queries
 
 T0 = 1_800_000_000.0
 
 
-def _run(writer, factories, times: dict[str, float], at: float, *, marked: dict | None = None) -> int:
+def _run(
+    writer, factories, times: dict[str, float], at: float, *, marked: dict | None = None, shapes=((4, 1024, 2048),)
+) -> int:
     run_id = writer.start_run("kernels", {}, f"plan-{at}", f"{int(at):040d}", "h")
-    spec = factories.spec(impls=list(times), at=at)
-    writer.add_jobs(run_id, [spec])
-    measurements = [m for impl, t in times.items() for m in factories.timing(impl, [t, t * 1.01, t * 0.99])]
-    writer.record_result(run_id, factories.result(spec, measurements, started_at=at))
+    specs = [factories.spec(impls=list(times), at=at, shape=shape) for shape in shapes]
+    writer.add_jobs(run_id, specs)
+    for i, spec in enumerate(specs):
+        ms = [
+            m
+            for impl, t in times.items()
+            for m in factories.timing(impl, [t * (i + 1), t * (i + 1) * 1.01, t * (i + 1) * 0.99])
+        ]
+        writer.record_result(run_id, factories.result(spec, ms, started_at=at))
     writer.finish_run(run_id, "complete", {})
     if marked:
         writer.mark_run(run_id, marked)
@@ -29,8 +38,8 @@ def test_the_compile_column_reads_the_newest_run_that_timed_torch_compile(writer
     )
     (cell,) = view_queries.speedup_matrix(store_url)
     assert cell["run_id"] == grid, "against eager: the newest plain run (the marked one is passed over)"
-    assert cell["speedup_vs_eager"] == 4.0
-    assert cell["compile_run_id"] == full and cell["speedup_vs_compile"] == 1.1
+    assert cell["speedup_vs_eager"] == pytest.approx(4.0)
+    assert cell["compile_run_id"] == full and cell["speedup_vs_compile"] == pytest.approx(1.1)
     assert cell["compile_baseline"] == "compile_max" and cell["marked"] == ""
 
     (fast,) = view_queries.newest_micro_cells(store_url)
@@ -58,3 +67,25 @@ def test_a_cell_with_only_marked_runs_is_shown_and_says_so(writer, store_url, fa
     view = pages.build(src, "/", {"impl": "triton"}, store_url)
     labels = [t for trace in view.figures[0].figure.data for r in trace.text for t in r]
     assert "no torch.compile" in labels
+
+
+def test_trends_opens_on_a_log_axis_when_series_lie_far_apart_and_colours_one_impls_shapes(
+    writer, store_url, factories
+):
+    """Point 8: eager at ten times triton opens on a log axis (unless a scale is asked for); one implementation
+    over several shapes (the Overview's click) gets a colour per shape, several keep each its colour."""
+    from dashboard.colors import impl_color
+
+    shapes = ((1, 256, 2048), (2, 256, 2048), (4, 256, 2048))
+    for i in range(3):
+        _run(writer, factories, {"triton": 10.0, "eager": 100.0}, T0 + i, shapes=shapes)
+    src = access.open_read_only(store_url)
+    both = pages.build(src, "/trends", {"kernel": "rmsnorm", "shape": ""}, store_url)
+    assert both.params["scale"] == "log" and both.figures[0].figure.layout.yaxis.type == "log"
+    lines = [t for t in both.figures[0].figure.data if t.mode == "lines+markers"]
+    assert {t.line.color for t in lines} == {impl_color("triton"), impl_color("eager")}
+    asked = pages.build(src, "/trends", {"kernel": "rmsnorm", "shape": "", "scale": "linear"}, store_url)
+    assert asked.figures[0].figure.layout.yaxis.type == "linear"
+    one = pages.build(src, "/trends", {"kernel": "rmsnorm", "shape": "", "impl": "triton"}, store_url)
+    lines = [t for t in one.figures[0].figure.data if t.mode == "lines+markers"]
+    assert len(lines) == 3 and len({t.line.color for t in lines}) == 3
