@@ -619,6 +619,19 @@ def ray_start_command(
     return StartCommand(argv, env, shown)
 
 
+def port_taken(port: int) -> str | None:
+    """Why a head cannot listen on ``port`` of this machine (something already listens there), or None."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("", port))
+        except OSError as exc:
+            return (
+                f"port {port} is taken on this machine ({exc.strerror or exc}; `ss -ltnp 'sport = :{port}'` shows by "
+                f"what): stop that, or give the head another port with --port"
+            )
+    return None
+
+
 def head_command(
     port: int,
     token_path: Path,

@@ -411,6 +411,9 @@ def node_leave(args, console: Console) -> int:
 
 
 def cluster_up(args, console: Console) -> int:
+    taken = fleet.port_taken(args.port)
+    if taken:  # a dry run says so too: the real one would fail in ray start, after the token and the checks
+        raise fleet.FleetError(taken)
     token_path = Path(args.token_file or os.environ.get("RAY_AUTH_TOKEN_PATH") or fleet.DEFAULT_TOKEN_PATH)
     token_path = token_path.expanduser().resolve()
     labels: dict[str, str] = {}

@@ -214,15 +214,24 @@ def test_block_and_auth_environment_of_the_command():
 
 def test_cluster_up_dry_run_prints_the_head_command_and_the_join_command(tmp_path):
     token = tmp_path / "cluster.token"
-    r = _cli("cluster", "up", "--dry-run", "--port", "7379", "--token-file", str(token))
+    port = _free_port()
+    r = _cli("cluster", "up", "--dry-run", "--port", str(port), "--token-file", str(token))
     assert r.returncode == 0, r.stdout + r.stderr
     assert not token.exists()  # a dry run writes nothing
     line = next(ln for ln in r.stdout.splitlines() if " start --head" in ln)
     words = shlex.split(line)
     assert words[:2] == ["RAY_AUTH_MODE=token", f"RAY_AUTH_TOKEN_PATH={token}"]
-    assert "--port=7379" in words and "--num-gpus=0" in words and "--dashboard-host=127.0.0.1" in words
-    assert "python -m orchestrator node join --address " in r.stdout and ":7379 --token-file" in r.stdout
+    assert f"--port={port}" in words and "--num-gpus=0" in words and "--dashboard-host=127.0.0.1" in words
+    assert "python -m orchestrator node join --address " in r.stdout and f":{port} --token-file" in r.stdout
     assert "ray get-auth-token" in r.stdout
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
 
 
 def test_cluster_up_with_gpus_labels_the_head(tmp_path):
@@ -230,6 +239,8 @@ def test_cluster_up_with_gpus_labels_the_head(tmp_path):
         "cluster",
         "up",
         "--dry-run",
+        "--port",
+        str(_free_port()),  # the default 6379 may be another head's on this machine (a dry run now says so)
         "--with-gpus",
         "--from-fixtures",
         str(NODES / "mi355x"),
@@ -288,3 +299,15 @@ def test_the_closing_hints_name_the_token_file_and_never_a_plain_ray_stop(tmp_pa
     )
     help_text = _cli("node", "join", "--help").stdout
     assert "--from-fixtures" in help_text and "tests/fixtures/nodes/" in help_text
+
+
+def test_cluster_up_dry_run_notices_a_taken_port(tmp_path):
+    import socket
+
+    with socket.socket() as listening:
+        listening.bind(("", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        r = _cli("cluster", "up", "--dry-run", "--port", str(port), "--token-file", str(tmp_path / "t"))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"port {port} is taken on this machine" in r.stdout + r.stderr and "--port" in r.stdout + r.stderr
