@@ -311,3 +311,23 @@ def test_cluster_up_dry_run_notices_a_taken_port(tmp_path):
         r = _cli("cluster", "up", "--dry-run", "--port", str(port), "--token-file", str(tmp_path / "t"))
     assert r.returncode == 2, r.stdout + r.stderr
     assert f"port {port} is taken on this machine" in r.stdout + r.stderr and "--port" in r.stdout + r.stderr
+
+
+def test_a_server_that_is_not_a_ray_head_is_told_apart_at_once(tmp_path):
+    """A cluster.address (or --address) where a web server listens: refused with what answered there, from the
+    HTTP/2 check, not after Ray's client has retried for most of a minute."""
+    import http.server
+    import threading
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        other = fleet.speaks_grpc("127.0.0.1", port)
+        assert other is not None and "not as a gRPC server" in other
+        probe = fleet.probe_head(f"127.0.0.1:{port}", None)
+        assert not probe.reachable and "is not a Ray head" in probe.error
+        r = _cli("+sweep=smoke", f"cluster.address=127.0.0.1:{port}", f"store.url=sqlite:///{tmp_path}/kf.db")
+        assert r.returncode == 2 and "is not a Ray head" in r.stderr, r.stdout + r.stderr
+    finally:
+        server.shutdown()
