@@ -344,6 +344,21 @@ def _verdict_counts(records: list[dict]) -> str:
     return ", ".join(f"{n} {words}" for words, n in counts.items()) + f" marked ({judged})"
 
 
+def _markers(xs: list, ys: list, hover: list, which: list[int], marker: dict, name: str, group: str) -> dict:
+    """A trace of markers over the points ``which`` of one series (its verdicts, its incorrect points)."""
+    return {
+        "type": "scatter",
+        "x": [xs[j] for j in which],
+        "y": [ys[j] for j in which],
+        "mode": "markers",
+        "marker": marker,
+        "name": name,
+        "legendgroup": group,
+        "hovertext": [hover[j] for j in which],
+        "hoverinfo": "text",
+    }
+
+
 def _figure(rows: list[dict], y: str, x: str, reading: str, scale: str = "linear") -> go.Figure:
     """Per series its median line, IQR band and verdict markers.  Built as plain traces without Plotly's
     per-property validation (``_validate=False``): validating a dozen series' traces took a fifth of a first view."""
@@ -401,24 +416,10 @@ def _figure(rows: list[dict], y: str, x: str, reading: str, scale: str = "linear
         )
         wrong = [j for j, r in enumerate(pts) if r.get("correct") is False and ys[j] is not None]
         if wrong:
-            traces.append(
-                {
-                    "type": "scatter",
-                    "x": [xs[j] for j in wrong],
-                    "y": [ys[j] for j in wrong],
-                    "mode": "markers",
-                    "marker": {
-                        "symbol": INCORRECT_STYLE[0],
-                        "size": 16,
-                        "color": INCORRECT_STYLE[1],
-                        "line": {"width": 3, "color": INCORRECT_STYLE[1]},
-                    },
-                    "name": f"{INCORRECT} ({name})",
-                    "legendgroup": name,
-                    "hovertext": [hover[j] + "<br><b>incorrect: failed correctness</b>" for j in wrong],
-                    "hoverinfo": "text",
-                }
-            )
+            marker = {"symbol": INCORRECT_STYLE[0], "size": 16, "color": INCORRECT_STYLE[1]}
+            marker["line"] = {"width": 3, "color": INCORRECT_STYLE[1]}
+            tips = [f"{h}<br><b>incorrect: failed correctness</b>" for h in hover]
+            traces.append(_markers(xs, ys, tips, wrong, marker, f"{INCORRECT} ({name})", name))
         styles = [((CONFIRMED, d), d, style) for d, style in CONFIRMED_STYLE.items()]
         styles += [((st, None), STATUS_WORDS[st], style) for st, style in OPEN_STYLE.items()]
         for (status, direction), words, (symbol, fcolor) in styles:
@@ -428,19 +429,8 @@ def _figure(rows: list[dict], y: str, x: str, reading: str, scale: str = "linear
                 if r["status"] == status and (direction is None or r["direction"] == direction)
             ]
             if marked:
-                traces.append(
-                    {
-                        "type": "scatter",
-                        "x": [xs[j] for j in marked],
-                        "y": [ys[j] for j in marked],
-                        "mode": "markers",
-                        "marker": {"symbol": symbol, "size": 14, "color": fcolor},
-                        "name": f"{words} ({name})",
-                        "legendgroup": name,
-                        "hovertext": [hover[j] for j in marked],
-                        "hoverinfo": "text",
-                    }
-                )
+                marker = {"symbol": symbol, "size": 14, "color": fcolor}
+                traces.append(_markers(xs, ys, hover, marked, marker, f"{words} ({name})", name))
     unit = rows[0]["unit"] or metrics.unit(reading)
     layout = {
         "height": 480,

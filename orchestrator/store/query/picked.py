@@ -66,6 +66,17 @@ def run_or_raise(s: Session, run_id: int) -> Run:
     return run
 
 
+def own_verdict(own):
+    """The join condition of ``own`` (an aliased Measurement) to the `correct` verdict of the same implementation in
+    the same attempt as the Measurement read: outer-joined, it is None where nothing checked it."""
+    return (
+        (own.job_id == Measurement.job_id)
+        & (own.attempt == Measurement.attempt)
+        & (own.impl == Measurement.impl)
+        & (own.metric == "correct")
+    )
+
+
 def marked_run_ids(s: Session) -> list[int]:
     """The runs whose conditions mark them (dirty checkout, shared GPU, rehearsal: orchestrator/store/conditions.py),
     newest first."""

@@ -38,6 +38,7 @@ from orchestrator.store.query.picked import (
     job_attempt,
     load_picked,
     name_filter,
+    own_verdict,
     pct_of,
     pick_for_run,
     run_jobs,
@@ -535,13 +536,7 @@ def iter_measurements(
         )
         .join(Run, Run.id == JobAttempt.run_id)
         .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
-        .outerjoin(
-            own,
-            (own.job_id == Measurement.job_id)
-            & (own.attempt == Measurement.attempt)
-            & (own.impl == Measurement.impl)
-            & (own.metric == "correct"),
-        )
+        .outerjoin(own, own_verdict(own))
     )
     if run_id is not None:
         query = query.where(JobAttempt.run_id == run_id)

@@ -31,6 +31,7 @@ from orchestrator.store.query.picked import (
     good_attempt_join,
     name_filter,
     narrowed,
+    own_verdict,
 )
 from workers import metrics as catalogue
 from workers.spec import GOOD_STATUSES
@@ -216,13 +217,7 @@ def trend_points(
             & (eager.impl == BASELINE_IMPL)
             & (eager.metric == metric),
         )
-        .outerjoin(
-            own,
-            (own.job_id == Measurement.job_id)
-            & (own.attempt == Measurement.attempt)
-            & (own.impl == Measurement.impl)
-            & (own.metric == "correct"),
-        )
+        .outerjoin(own, own_verdict(own))
         .where(
             # a named implementation may be a tune candidate; every implementation: the micro jobs' only
             Job.kind.in_(TIMED_KINDS if impl is not None else ("micro",)),
