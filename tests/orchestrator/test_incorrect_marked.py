@@ -56,7 +56,7 @@ def planted(tmp_path_factory) -> dict:
         text=True,
         timeout=900,
     )
-    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert proc.returncode == 1 and "run 1 · smoke" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-3000:]
     # the baseline: the same jobs measured correct an hour earlier at another commit (the file edited, re-imported)
     objs = [json.loads(line) for line in out.read_text().splitlines()]
     objs[0]["plan"]["commit"] = "b" * 40
