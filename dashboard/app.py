@@ -238,11 +238,19 @@ def _heading(page: str, t: Table, query: str):
 
 
 def _linked(rows: list[dict], links: dict[str, str]) -> list[dict]:
-    """``rows`` with each linked column as a Markdown link (text escaped, target encoded: markdown_link)."""
+    """``rows`` with each linked column as a Markdown link (text escaped, target encoded: markdown_link); an empty
+    linked cell stays empty (the Markdown renderer would print None as "null")."""
     if not links:
         return rows
     return [
-        {**r, **{c: markdown_link(r[c], link_target(tpl, r, c)) for c, tpl in links.items() if r.get(c) is not None}}
+        {
+            **r,
+            **{
+                c: "" if r.get(c) is None else markdown_link(r[c], link_target(tpl, r, c))
+                for c, tpl in links.items()
+                if c in r
+            },
+        }
         for r in rows
     ]
 

@@ -37,6 +37,12 @@ class ArchLaunch:
     # here; :func:`shared_memory_limit` asks the device.  A launch over it does not run (workers/isa.py marks it).
     shared_memory: int = 0
 
+    @property
+    def elementwise_warps(self) -> int:
+        """num_warps for a block of ``elementwise_block`` elements: each lane moves at least 8 16-bit elements (128
+        bits, one dwordx4 on AMD) on every architecture of the table (wave64 and wave32)."""
+        return max(1, self.elementwise_block // 512)
+
     def warps_for(self, block: int) -> int:
         """num_warps for a row kernel's block of ``block`` elements."""
         for width, warps in self.row_warps:

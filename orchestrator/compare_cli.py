@@ -38,6 +38,12 @@ def add_parser(sub) -> None:
         action="store_true",
         help="compare timings measured on a CPU too (Triton's interpreter: not a kernel's speed)",
     )
+    p.add_argument(
+        "--include-marked",
+        action="store_true",
+        help="let a commit or branch stand also for its runs marked by their conditions (uncommitted changes, a GPU "
+        "shared with other nodes, a rehearsal: see `runs`); a run named by id is always taken",
+    )
     p.add_argument("--json", action="store_true", help="print the comparison as JSON (docs/json.md)")
     p.add_argument("--markdown", metavar="FILE", help="write the report as Markdown to FILE, SVG plots beside it")
     p.add_argument("--plots-dir", metavar="DIR", help="where the Markdown's SVG plots go (default FILE-plots/)")
@@ -56,8 +62,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if arg_types.bad_threshold(args.threshold):
         return EXIT_USAGE
     try:
-        base, base_notes = compare_refs.resolve(url, args.baseline, args.repo)
-        cur, cur_notes = compare_refs.resolve(url, args.current, args.repo)
+        base, base_notes = compare_refs.resolve(url, args.baseline, args.repo, args.include_marked)
+        cur, cur_notes = compare_refs.resolve(url, args.current, args.repo, args.include_marked)
         report = compare_queries.compare(
             url, base, cur, metric=args.metric, threshold=args.threshold, include_cpu=args.include_cpu
         )

@@ -33,7 +33,10 @@ def _cell(text: Any) -> str:
 
 def _runs(rows: Sequence[Mapping[str, Any]]) -> str:
     commits = sorted({(r.get("commit") or "unknown")[:10] for r in rows})
-    return f"run(s) {', '.join(str(r['id']) for r in rows)} (commit {', '.join(commits)})"
+    marked = [f"run {r['id']}: {r['marked']}" for r in rows if r.get("marked")]
+    return f"run(s) {', '.join(str(r['id']) for r in rows)} (commit {', '.join(commits)})" + (
+        f" — **marked**: {'; '.join(marked)}" if marked else ""
+    )
 
 
 def _ci(row: Mapping[str, Any]) -> str:
@@ -92,6 +95,8 @@ def render(report: Mapping[str, Any], plots: Sequence[tuple[str, str]] = ()) -> 
     verdict = (
         f"**{c['confirmed_regressions']} confirmed regression(s), {c['correctness_lost']} correctness loss(es)**"
         if failing(report)
+        else "**Nothing compared: no series was measured on both sides.**"
+        if not c["series"]
         else "**No confirmed regression, no correctness loss.**"
     )
     lines = [

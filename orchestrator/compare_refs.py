@@ -32,8 +32,29 @@ def git_commit_of(name: str, repo: Path | str | None = None) -> str | None:
     return sha if out.returncode == 0 and sha else None
 
 
-def resolve(src, words: Sequence[str], repo: Path | str | None = None) -> tuple[list[int], list[str]]:
-    """(run ids, how each word was read) for the words of one side; RefError when a word names no run."""
+def _marked_note(marked: list[int]) -> str:
+    if not marked:
+        return ""
+    return (
+        f" (left out marked run(s) {', '.join(map(str, marked))}: uncommitted changes, shared GPU or rehearsal; "
+        "--include-marked takes them)"
+    )
+
+
+def _only_marked(word: str, commit: str, marked: list[int]) -> RefError:
+    return RefError(
+        f"{word!r} is commit {commit[:12]}, whose only stored run(s) {', '.join(map(str, marked))} are marked "
+        "(uncommitted changes, a GPU shared with other nodes or a rehearsal: not what the commit says); "
+        "name them by id or add --include-marked"
+    )
+
+
+def resolve(
+    src, words: Sequence[str], repo: Path | str | None = None, include_marked: bool = False
+) -> tuple[list[int], list[str]]:
+    """(run ids, how each word was read) for the words of one side; RefError when a word names no run.  A run id
+    is taken as named; a commit or branch stands for its runs less those marked by their conditions (unless
+    ``include_marked``)."""
     runs: list[int] = []
     notes: list[str] = []
     for word in words:
@@ -50,10 +71,12 @@ def resolve(src, words: Sequence[str], repo: Path | str | None = None) -> tuple[
                 missing = next(i for i in ids if not run_exists(src, i))
                 raise RefError(f"no run {missing}; list the runs with `python -m orchestrator runs`")
         if _HEX.match(word):
-            commit, ids = runs_of_commit(src, word)
+            commit, ids, marked = runs_of_commit(src, word, include_marked)
+            if marked and not ids:
+                raise _only_marked(word, commit, marked)
             if ids:
                 runs += ids
-                notes.append(f"{word}: commit {commit[:12]}, run(s) {', '.join(map(str, ids))}")
+                notes.append(f"{word}: commit {commit[:12]}, run(s) {', '.join(map(str, ids))}{_marked_note(marked)}")
                 continue
         sha = git_commit_of(word, repo)
         if sha is None:
@@ -61,11 +84,13 @@ def resolve(src, words: Sequence[str], repo: Path | str | None = None) -> tuple[
                 f"{word!r} is neither a run id, nor a commit of a stored run, nor a name git resolves"
                 + (f" in {repo}" if repo else "")
             )
-        commit, ids = runs_of_commit(src, sha)
+        commit, ids, marked = runs_of_commit(src, sha, include_marked)
+        if marked and not ids:
+            raise _only_marked(word, sha, marked)
         if not ids:
             raise RefError(f"{word!r} is commit {sha[:12]}, and the store holds no run measured at it")
         runs += ids
-        notes.append(f"{word}: commit {sha[:12]}, run(s) {', '.join(map(str, ids))}")
+        notes.append(f"{word}: commit {sha[:12]}, run(s) {', '.join(map(str, ids))}{_marked_note(marked)}")
     if not runs:
         raise RefError("an empty REF")
     return list(dict.fromkeys(runs)), notes

@@ -91,6 +91,21 @@ def register_kernel_grids() -> None:
     cs.store(group=KERNEL_SET, name="registry", node={"defaults": [{f"/kernel@kernels.{n}": n} for n in grids]})
 
 
+def _takes_a_list(key: str) -> bool:
+    """Whether the schema's field at the dotted ``key`` (``sweep.dtypes``, ``kernels.rmsnorm.shapes``) is a list."""
+    parent, _, name = key.lstrip("+~").rpartition(".")
+    node: Any = schema.KernelCfg if parent.startswith("kernels.") else {"sweep": schema.SweepCfg}.get(parent)
+    if node is None:
+        return False
+    field = next((f for f in dataclasses.fields(node) if f.name == name), None)
+    return field is not None and "List" in str(field.type)
+
+
+def _bracketed(override: str) -> bool:
+    value = override.partition("=")[2].strip().strip("'\"")
+    return value.startswith("[") or value in ("null", "")
+
+
 def _schema_fields(path: str) -> list[str] | None:
     """The allowed keys at a dotted config path, from the schema dataclasses."""
     node: Any = schema.Config
@@ -263,7 +278,12 @@ def compose(overrides: Sequence[str]) -> DictConfig:
     except Exception as exc:  # Hydra/OmegaConf raise many types; all of them are configuration mistakes here
         err = _translate(exc)
         if str(err).startswith("bad override"):
-            err = _bad_override(err, overrides)
+            unlisted = [o for o in overrides if _takes_a_list(o.partition("=")[0]) and not _bracketed(o)]
+            if unlisted:
+                key, _, value = unlisted[0].partition("=")
+                err = ConfigError(f"{err}: {key.lstrip('+~')} takes a list: write {key}=[{value}]")
+            else:
+                err = _bad_override(err, overrides)
         raise ConfigError(_masked(str(err), overrides)) from exc
     finally:
         GlobalHydra.instance().clear()

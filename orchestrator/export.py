@@ -3,8 +3,10 @@
 
 One row per measurement in a long format a pandas user pivots (result_queries.EXPORT_COLUMNS: the series key columns
 kind, kernel/model, shape, dtype, impl, target, gpu_type, hardware_key; then commit, run_id, job_key, attempt,
-status, measured_at, metric, value, unit).  Rows stream from the database in batches and are written as they come,
-so a store of millions of measurements never sits in memory.  The store is opened read-only.
+status, measured_at, metric, value, unit, then correct: the implementation's own correctness verdict in that
+attempt, false where it failed (its times are no speed-up), and marked: the run's conditions, as `runs` shows
+them).  Rows stream from the database in batches and are written as they come, so a store of millions of
+measurements never sits in memory.  The store is opened read-only.
 
 ``liger`` and ``tritonbench`` write the micro timings in the shapes Liger-Kernel's and TritonBench's tools read
 (orchestrator/tool_formats.py): ``liger`` a CSV (FILE or standard output), ``tritonbench`` a folder (``--out DIR``:
@@ -194,6 +196,8 @@ def parquet_schema():
             ("metric", text),
             ("value", pa.float64()),
             ("unit", text),
+            ("correct", pa.bool_()),
+            ("marked", text),
         ]
     )
 

@@ -325,14 +325,51 @@ def _answered(address: str, res: dict, **auth) -> HeadProbe:
     )
 
 
+# HTTP/2's client preface and an empty SETTINGS frame: a gRPC server (Ray's GCS) answers with a SETTINGS frame of
+# its own (type 0x4, the fourth byte of its first frame) at once; another kind of server does not
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+def speaks_grpc(host: str, port: int, timeout: float = CONNECT_TIMEOUT_S) -> str | None:
+    """None when the server at ``host:port`` answers as a gRPC server does (Ray's GCS is one), else what it did
+    instead, in words: a server of another kind there (a web server, a database) would leave Ray's client retrying
+    for most of a minute."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as conn:
+            conn.settimeout(timeout)
+            conn.sendall(_H2_PREFACE)
+            first = b""
+            while len(first) < 9:
+                chunk = conn.recv(9 - len(first))
+                if not chunk:
+                    break
+                first += chunk
+    except TimeoutError:
+        return f"no HTTP/2 answer within {timeout:g} s"
+    except OSError as exc:
+        return f"{exc.strerror or exc}"
+    if len(first) >= 4 and first[3] == 0x04:
+        return None
+    shown = first.decode("latin-1", "replace").splitlines()[0][:40] if first else "it closed the connection"
+    return f"it answered {shown!r}, not as a gRPC server"
+
+
 def probe_head(address: str, token: Token | None, timeout: float = PROBE_TIMEOUT_S) -> HeadProbe:
     """Ask the head's GCS for its versions: first without a token (does the head use token auth at all?), then, if
-    it does and we have a token, with it (is ours the right one?)."""
+    it does and we have a token, with it (is ours the right one?).  A server that is not a gRPC one is told apart
+    first, in seconds (:func:`speaks_grpc`)."""
     host, port = _split_address(address)
     try:
         socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as exc:
         return HeadProbe(address, reachable=False, error=f"cannot connect to {host}:{port}: {exc.strerror or exc}")
+    other = speaks_grpc(host, port)
+    if other is not None:
+        return HeadProbe(
+            address,
+            reachable=False,
+            error=f"{host}:{port} is not a Ray head ({other}); check the port (6379 by default)",
+        )
     base = {k: v for k, v in os.environ.items() if k not in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")}
     res = _run_probe(address, {**base, "RAY_AUTH_MODE": "disabled"}, timeout)
     if res.get("ok"):
@@ -617,6 +654,19 @@ def ray_start_command(
     argv += extra or []
     env, shown = auth_env(probe_auth, token)
     return StartCommand(argv, env, shown)
+
+
+def port_taken(port: int) -> str | None:
+    """Why a head cannot listen on ``port`` of this machine (something already listens there), or None."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("", port))
+        except OSError as exc:
+            return (
+                f"port {port} is taken on this machine ({exc.strerror or exc}; `ss -ltnp 'sport = :{port}'` shows by "
+                f"what): stop that, or give the head another port with --port"
+            )
+    return None
 
 
 def head_command(

@@ -72,8 +72,13 @@ def add_parsers(sub) -> None:
         metavar="ARG",
         help="one more argument for `ray start` (repeatable), e.g. --ray-start-arg=--temp-dir=/data/ray",
     )
-    # Testing on a machine without GPUs: a recorded node (DIR/node.json; see tests/fixtures/nodes/).
-    join.add_argument("--from-fixtures", metavar="DIR", help=argparse.SUPPRESS)
+    join.add_argument(
+        "--from-fixtures",
+        metavar="DIR",
+        help="rehearse a node without its GPU: take the node's devices from a recording (DIR/node.json and the "
+        "tool outputs it names; tests/fixtures/nodes/ has an H200, an MI300X, an MI355X and an RX 7900 XTX) "
+        "instead of detecting this machine's",
+    )
 
     ls = nsub.add_parser("list", help="every node of the fleet: labels, GPUs, state, jobs running")
     ls.add_argument("--address", help="the head, HOST:PORT (default: $KERNELFLEET_HEAD, else $RAY_ADDRESS)")
@@ -121,7 +126,11 @@ def add_parsers(sub) -> None:
         metavar="ARG",
         help="one more argument for `ray start` (repeatable)",
     )
-    up.add_argument("--from-fixtures", metavar="DIR", help=argparse.SUPPRESS)
+    up.add_argument(
+        "--from-fixtures",
+        metavar="DIR",
+        help="rehearse a head without its GPU: its devices from a recording (DIR/node.json; tests/fixtures/nodes/)",
+    )
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
@@ -179,6 +188,15 @@ def _exec_or_run(cmd: fleet.StartCommand, block: bool) -> int:
 
 
 # ------------------------------------------------------------------------------------------------ node join
+
+
+# What `node leave` says of the `ray start` process it leaves behind on this machine
+LEFT_RAY_START = (
+    "the `ray start` process on this machine may still be running: stop it with "
+    "`sudo systemctl stop kernelfleet-node` (systemd), or end that process by its id; not with a plain "
+    "`ray stop`, which ends every Ray process of this user here (a head, other nodes, other drivers) — "
+    "`node leave --stop` runs it when that is what you want"
+)
 
 
 def node_join(args, console: Console) -> int:
@@ -241,9 +259,10 @@ def node_join(args, console: Console) -> int:
     if rc != 0:
         console.print(f"[red]ray start failed[/] (exit code {rc}); its messages are above")
         return EXIT_RAY_FAILED
+    auth = f" --token-file {token.path}" if token is not None and token.origin == "--token-file" else ""
     console.print(
-        f"joined. See the fleet with `python -m orchestrator node list --address {address}`; leave with "
-        f"`python -m orchestrator node leave --address {address}`",
+        f"joined. See the fleet with `python -m orchestrator node list --address {address}{auth}`; leave with "
+        f"`python -m orchestrator node leave --address {address}{auth}`",
         highlight=False,
     )
     return EXIT_OK
@@ -384,10 +403,7 @@ def node_leave(args, console: Console) -> int:
         )
         return EXIT_OK if rc == 0 else EXIT_RAY_FAILED
     if local:
-        console.print(
-            "the `ray start` process on this machine may still be running: stop it with "
-            "`sudo systemctl stop kernelfleet-node` (systemd) or `ray stop`"
-        )
+        console.print(LEFT_RAY_START)
     return EXIT_OK
 
 
@@ -395,6 +411,9 @@ def node_leave(args, console: Console) -> int:
 
 
 def cluster_up(args, console: Console) -> int:
+    taken = fleet.port_taken(args.port)
+    if taken:  # a dry run says so too: the real one would fail in ray start, after the token and the checks
+        raise fleet.FleetError(taken)
     token_path = Path(args.token_file or os.environ.get("RAY_AUTH_TOKEN_PATH") or fleet.DEFAULT_TOKEN_PATH)
     token_path = token_path.expanduser().resolve()
     labels: dict[str, str] = {}

@@ -35,9 +35,10 @@ from typing import Callable
 
 from rich.console import Console
 
-from orchestrator import report
+from orchestrator import report, run_conditions
 from orchestrator.config import ConfigError
 from orchestrator.plan import CodeVersion, job_key
+from orchestrator.store import conditions as store_conditions
 from orchestrator.store.checks import Invalid, check_result, check_spec, plain_text
 from orchestrator.store.errors import StoreError
 from orchestrator.store.models import Run
@@ -98,6 +99,7 @@ def _check_header(path: str, n: int, obj: dict) -> tuple[dict, Callable[[dict], 
             )
         if not isinstance(plan.get("config", {}), dict):
             raise Invalid("plan.config: expected an object")
+        store_conditions.checked(plan.get("conditions"), "plan.conditions")
         CodeVersion.from_dict(plan)
     except (Invalid, ValueError) as exc:
         raise BadResults(f"{path}:{n}: {exc}") from None
@@ -197,7 +199,7 @@ def _import(paths: list[str], url: str | None, console: Console) -> int:
     try:
         specs = list({s.key: s for s, _ in rows}.values())
         try:
-            run_id, added = _write(writer, plan, specs, rows, digest)
+            run_id, added = _write(writer, plan, specs, rows, digest, file_conditions(plan, paths))
         except _ImportedBefore as earlier:
             console.print(
                 f"{path} was imported before as run {earlier.args[0]}; nothing added (store {shown})", markup=False
@@ -246,8 +248,22 @@ def _first_good(rows: list[tuple[JobSpec, JobResult]]) -> list[tuple[JobSpec, Jo
     return kept
 
 
+def file_conditions(plan: dict, paths: list[str]) -> dict | None:
+    """What the run of these files was made under: the header's conditions (a sweep or plan made from a dirty
+    checkout) and what the ``conditions.json`` beside them says (orchestrator/run_conditions.py)."""
+    try:
+        return store_conditions.merged(plan.get("conditions"), *(run_conditions.manifest_conditions(p) for p in paths))
+    except ValueError as exc:
+        raise BadResults(str(exc)) from None
+
+
 def _write(
-    writer, plan: dict, specs: list[JobSpec], rows: list[tuple[JobSpec, JobResult]], digest: str
+    writer,
+    plan: dict,
+    specs: list[JobSpec],
+    rows: list[tuple[JobSpec, JobResult]],
+    digest: str,
+    conditions: dict | None = None,
 ) -> tuple[int, int]:
     """The run, its jobs and results in one transaction (imports one at a time); _ImportedBefore or _NothingNew
     (rolled back) when nothing was added."""
@@ -266,6 +282,8 @@ def _write(
             source_digest=digest,
             started_at=started,
         )
+        if conditions:
+            writer.mark_run(run_id, conditions)
         writer.add_jobs(run_id, [s.to_dict() for s in specs])
         added = 0
         ceilings: set[str] = set()
@@ -334,7 +352,9 @@ def _import_directory(directory: str, url: str | None, console: Console) -> int:
             rows = [row for _, _, r in group for row in r]
             specs = list({s.key: s for s, _ in rows}.values())
             try:
-                run_id, added = _write(writer, group[0][1], specs, rows, _digest(paths))
+                run_id, added = _write(
+                    writer, group[0][1], specs, rows, _digest(paths), file_conditions(group[0][1], paths)
+                )
             except _ImportedBefore as earlier:
                 console.print(f"{names}: imported before as run {earlier.args[0]}", markup=False)
                 continue

@@ -56,6 +56,12 @@ def add_parser(sub) -> None:
         help="judge timings measured on a CPU too (Triton's interpreter: not a kernel's speed)",
     )
     reg.add_argument(
+        "--include-marked",
+        action="store_true",
+        help="judge runs marked by their conditions too (uncommitted changes, GPU shared with other nodes, "
+        "rehearsal: see `runs`); a run named on the command line is always judged",
+    )
+    reg.add_argument(
         "--json", action="store_true", help="print the report as JSON (schema kernelfleet.regressions, docs/json.md)"
     )
     reg.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
@@ -91,6 +97,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             threshold=args.threshold,
             include_improvements=args.improvements,
             include_cpu=args.include_cpu,
+            include_marked=args.include_marked,
         )
     except KeyError as exc:
         print(
@@ -107,6 +114,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
     return code
 
 
+def _ids(run_ids: list[int], most: int = 8) -> str:
+    shown = ", ".join(map(str, run_ids[:most]))
+    return f"runs {shown}" + (f" and {len(run_ids) - most} more" if len(run_ids) > most else "")
+
+
 def _print(report: dict, threshold: float, url: str, console: Console) -> None:
     flags = report["flags"]
     against = f"run(s) {', '.join(map(str, report['baseline_runs']))}" if report["baseline_runs"] else "history"
@@ -114,6 +126,12 @@ def _print(report: dict, threshold: float, url: str, console: Console) -> None:
         console.print(
             f"{report['cpu_series']} series measured on a CPU not judged: interpreter timings "
             "(--include-cpu judges them)"
+        )
+    if report.get("marked_runs"):
+        console.print(
+            f"{len(report['marked_runs'])} marked run(s) left out ({_ids(report['marked_runs'])}: uncommitted "
+            "changes, GPU shared with other nodes or rehearsal; `runs` says which; --include-marked judges them)",
+            markup=False,
         )
     if not flags:
         console.print(

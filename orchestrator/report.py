@@ -16,6 +16,7 @@ from orchestrator.store.query.run_queries import interpreted
 from workers.errors import UserError
 
 COLUMNS = (
+    "job",
     "kernel",
     "shape",
     "dtype",
@@ -45,7 +46,7 @@ COMPACT_COLUMNS = (
     "correct",
     "status",
 )
-LEFT = ("kernel", "impl", "dtype", "shape", "status")
+LEFT = ("job", "kernel", "impl", "dtype", "shape", "status")
 # Implementations that are Triton kernels: on a CPU they run through Triton's interpreter
 # Columns derived from a time: meaningless for an interpreter's time, so shown as "–" (the store keeps them)
 _DERIVED = ("GB/s", "% ceiling", "% ceiling (kernel)", "vs eager", "vs compile")
@@ -66,7 +67,7 @@ def not_run_reason(r: dict, unavailable: dict | None) -> str | None:
     return ((unavailable or {}).get(r.get("job_id")) or {}).get(r.get("impl"))
 
 
-def _cells(r: dict, unavailable: dict | None = None, wide: bool = True) -> list[str]:
+def _cells(r: dict, unavailable: dict | None = None, wide: bool = True, job: bool = False) -> list[str]:
     shape = "x".join(str(s) for s in r["shape"]) if isinstance(r.get("shape"), list) else str(r.get("shape"))
     correct = {True: "yes", False: "NO", None: "–"}[r.get("correct")]
     vs_compile = _fmt(r.get("speedup_vs_compile"), ".2f", "x")
@@ -81,6 +82,7 @@ def _cells(r: dict, unavailable: dict | None = None, wide: bool = True) -> list[
         zip(
             COLUMNS,
             [
+                r.get("kind") or "–",
                 r["kernel"],
                 shape,
                 r["dtype"],
@@ -101,22 +103,53 @@ def _cells(r: dict, unavailable: dict | None = None, wide: bool = True) -> list[
     )
     if interpreted(r):
         cells.update({c: "–" for c in _DERIVED})
-    return [cells[c] for c in (COLUMNS if wide else COMPACT_COLUMNS)]
+    return [cells[c] for c in _columns(wide, job)]
+
+
+def _columns(wide: bool, job: bool) -> tuple[str, ...]:
+    """The table's columns: every one (wide), else the compact set, with the job kind where kinds are mixed."""
+    return COLUMNS if wide else (("job",) if job else ()) + COMPACT_COLUMNS
+
+
+def mixed_kinds(rows: list[dict]) -> bool:
+    return len({r.get("kind") for r in rows}) > 1
 
 
 def shown_rows(rows: Iterable[dict]) -> list[dict]:
-    """Micro rows (timings, with their correctness verdict); a correctness row only where nothing was timed."""
+    """One row per (kernel, shape, dtype, implementation, device): the micro job's (timings, with the correctness
+    verdict of both jobs), else the correctness job's where no micro job of it has run (an interrupted run, a
+    correctness-only sweep)."""
     rows = list(rows)
-    timed = {
-        (r["kernel"], str(r["shape"]), r["dtype"], r["impl"], r.get("hardware_key"))
-        for r in rows
-        if r.get("kind") == "micro"
-    }
+
+    def key(r: dict) -> tuple:
+        return (r["kernel"], str(r["shape"]), r["dtype"], r["impl"])
+
+    ran = [r for r in rows if r.get("kind") == "micro" and r.get("attempt") is not None]
+    timed = {(*key(r), r.get("hardware_key")) for r in ran}
+    checked = {key(r) for r in rows if r.get("kind") == "correctness" and r.get("attempt") is not None}
     return [
         r
         for r in rows
-        if r.get("kind") == "micro"
-        or (r["kernel"], str(r["shape"]), r["dtype"], r["impl"], r.get("hardware_key")) not in timed
+        if (r.get("kind") == "micro" and (r.get("attempt") is not None or key(r) not in checked))
+        or (r.get("kind") != "micro" and (*key(r), r.get("hardware_key")) not in timed)
+    ]
+
+
+def incorrect_lines(rows: Iterable[dict]) -> list[str]:
+    """One line per job in which an implementation failed correctness: which, and the job's stored error (the
+    failing case, metric and by how much)."""
+    out: dict[tuple, str] = {}
+    for r in rows:
+        if r.get("correct") is not False:
+            continue
+        shape = "x".join(str(s) for s in r["shape"]) if isinstance(r.get("shape"), list) else str(r.get("shape"))
+        where = (r.get("kind") or "job", r["kernel"], shape, r["dtype"])
+        impls, _ = out.get(where, ("", ""))
+        names = ", ".join(dict.fromkeys([*filter(None, impls.split(", ")), r["impl"]]))
+        out[where] = (names, " ".join(str(r.get("error") or "its check failed; no detail stored").split()))
+    return [
+        f"incorrect: {names} in {kind} {kernel} {shape} {dtype}: {error}"
+        for (kind, kernel, shape, dtype), (names, error) in out.items()
     ]
 
 
@@ -131,7 +164,7 @@ def notes(rows: Iterable[dict], unavailable: dict | None = None) -> list[str]:
         elif interpreted(r) and r.get("median_us") is not None:
             interp = True
     out = [f"not run: {impl}: {'; '.join(sorted(reasons))}" for impl, reasons in sorted(why.items())]
-    return out + ([INTERPRETER_NOTE] if interp else [])
+    return incorrect_lines(rows) + out + ([INTERPRETER_NOTE] if interp else [])
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*\[\]<>|])")  # not `_`: names have it, and mid-word it emphasises nothing
@@ -145,10 +178,12 @@ def plain(values: Iterable) -> list[Text]:
 def summary_table(rows: Iterable[dict], title: str, unavailable: dict | None = None, wide: bool = False) -> Table:
     title = Text(title)
     t = Table(title=title, show_lines=False) if wide else Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0))
-    for c in COLUMNS if wide else COMPACT_COLUMNS:
+    shown = shown_rows(rows)
+    job = mixed_kinds(shown)
+    for c in _columns(wide, job):
         t.add_column(c, justify="left" if c in LEFT else "right", no_wrap=True)
-    for r in shown_rows(rows):
-        t.add_row(*plain(_cells(r, unavailable, wide)))
+    for r in shown:
+        t.add_row(*plain(_cells(r, unavailable, wide, job)))
     return t
 
 

@@ -26,7 +26,7 @@ def as_json(url: str, runs: list[dict], devices: dict[int, list[str]]) -> dict:
     """The `runs --json` document (docs/json.md)."""
     from orchestrator.store.session import display_url
 
-    keep = ("id", "sweep", "commit", "status", "source", "started_at", "finished_at", "counts", "n_jobs")
+    keep = ("id", "sweep", "commit", "status", "source", "started_at", "finished_at", "counts", "n_jobs", "conditions")
     return {
         "schema": "kernelfleet.runs",
         "schema_version": RUNS_SCHEMA_VERSION,
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         )
         return 0
     t = Table(title=Text(f"runs in {display_url(url)} (newest first)"))
-    for c in ("id", "sweep", "started", "device", "status", "jobs", "source"):
+    for c in ("id", "sweep", "started", "device", "status", "jobs", "source", "marked"):
         t.add_column(c, justify="right" if c == "id" else "left", overflow="fold")
     for r in runs:
         started = r["started_at"].strftime("%Y-%m-%d %H:%M") if r.get("started_at") else "–"
@@ -77,6 +77,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
                     r["status"],
                     counts_in_words(r.get("counts") or {"planned": r.get("n_jobs") or 0}),
                     r["source"],
+                    r.get("marked") or "",
                 ]
             )
         )
@@ -84,5 +85,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
     total = run_queries.store_counts(url).get("runs", len(runs))
     if total > len(runs):
         console.print(f"the newest {len(runs)} of {total} runs; --limit N lists more", highlight=False)
+    if any(r.get("marked") for r in runs):
+        console.print(
+            "a marked run was made under conditions its commit and device do not say (uncommitted changes, a GPU "
+            "shared with other nodes, a rehearsal): trends, regressions and compare leave it out unless asked",
+            highlight=False,
+        )
     console.print("show one with `python -m orchestrator report RUN`", highlight=False)
     return 0

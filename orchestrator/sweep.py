@@ -18,8 +18,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from rich.text import Text
 
 from orchestrator import plan as planner
-from orchestrator import report, schedule
+from orchestrator import report, run_conditions, schedule
 from orchestrator.config import ConfigError
+from orchestrator.store import conditions as store_conditions
 from orchestrator.store.ownership import RunHeld, RunTakenOver
 from orchestrator.store.session import display_url, public_config
 from orchestrator.store_access import open_writer
@@ -31,12 +32,16 @@ EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 
 
 def plan_header(cfg: dict, specs: list[JobSpec]) -> dict:
     code = planner.code_version()
-    return {
+    header = {
         "sweep": cfg["sweep"]["name"],
         "config": public_config(cfg),
         "plan_key": planner.plan_key(specs),
         **code.to_dict(specs),
     }
+    tree = run_conditions.tree_state()  # a dirty checkout: the commit above is not the code that runs
+    if tree is not None:
+        header["conditions"] = tree
+    return header
 
 
 def write_dry_run(cfg: dict, specs: list[JobSpec], console: Console) -> int:
@@ -90,12 +95,15 @@ class _Recorder:
         self.known_ceiling: set[str] = set()
         self.results_file = None  # the sweep's results_out, when it has one
         self.specs: dict[str, JobSpec] = {}
+        self.weights: dict[str, float] = {}  # the CPU price's seconds per job key, when the sweep was priced
+        self.done_weight = 0.0
 
-    def _advance(self, status: str) -> None:
+    def _advance(self, status: str, key: str) -> None:
         self.counts[status] += 1
         done = self.counts[STATUS_OK] + self.counts[STATUS_SKIPPED]
         failed = sum(self.counts.values()) - done
-        self.progress.update(self.task, advance=1, state=f"done {done}  failed {failed}")
+        self.done_weight += self.weights.get(key, 0.0)
+        self.progress.update(self.task, advance=1, state=f"done {done}  failed {failed}", done_weight=self.done_weight)
 
     def result(self, res: JobResult) -> None:
         if res.device is not None:
@@ -115,12 +123,12 @@ class _Recorder:
                 f"[yellow]{escape(self.labels.get(res.key, res.key))}[/]: {res.status}: "
                 f"{escape((res.error or '').strip()[:300])}"
             )
-        self._advance(res.status)
+        self._advance(res.status, res.key)
 
     def lost(self, spec: JobSpec, reason: str) -> None:
         self.writer.mark_lost(self.run_id, spec.key, reason)
         self.console.print(f"[red]{escape(spec.label())}[/]: lost: {escape(reason)}")
-        self._advance(STATUS_LOST)
+        self._advance(STATUS_LOST, spec.key)
 
 
 def _start_cluster(cfg: dict) -> schedule.RayCluster:
@@ -208,13 +216,19 @@ class _Signals:
 
 
 class _EtaColumn(ProgressColumn):
-    """Time left from the mean time per completed job: shown from the first completed job on (rich's own estimate
-    needs several completions within its 30 s window, which jobs of minutes never give)."""
+    """Time left from the time the completed jobs took: shown from the first completed job on (rich's own estimate
+    needs several completions within its 30 s window, which jobs of minutes never give).  A sweep priced on a CPU
+    weighs each job by its estimate (a grid's small shapes come first and take seconds, its large ones hours: the
+    mean per job would promise minutes), else every job alike."""
 
     def render(self, task) -> Text:
         if not task.completed or task.elapsed is None:
             return Text("eta –", style="progress.remaining")
-        left = task.elapsed / task.completed * (task.total - task.completed)
+        total, done = task.fields.get("total_weight") or 0.0, task.fields.get("done_weight") or 0.0
+        if total and done:
+            left = task.elapsed / done * (total - done)
+        else:
+            left = task.elapsed / task.completed * (task.total - task.completed)
         return Text(
             f"eta {int(left) // 3600}:{int(left) % 3600 // 60:02d}:{int(left) % 60:02d}", style="progress.remaining"
         )
@@ -236,14 +250,15 @@ def _kept_overrides(overrides: Sequence[str]) -> str:
 
 def _check_cpu_price(
     cfg: dict, todo: list[JobSpec], no_gpu: str, console: Console, calibration=None, overrides: Sequence[str] = ()
-) -> None:
+) -> dict[str, float]:
     """On CPUs only: price the jobs to run; refuse a grid that is not small unless allow_cpu=true.  ``no_gpu`` says
-    where there is no GPU, as a sentence ("this machine has no GPU"); the suggested commands keep ``overrides``."""
+    where there is no GPU, as a sentence ("this machine has no GPU"); the suggested commands keep ``overrides``.
+    Returns each job's estimated seconds by key (empty when not priced), which the progress bar's eta weighs."""
     from orchestrator import cpu_price
 
     if not any(s.kind in ("correctness", "micro") for s in todo):
         _stop_calibration(calibration)
-        return
+        return {}
     kept = cpu_price.kept_fit()
     if kept is not None:
         _stop_calibration(calibration)
@@ -253,7 +268,7 @@ def _check_cpu_price(
             fit = cpu_price.calibrate(calibration)
         except Exception as exc:  # the price is advice: without it the sweep goes on, and says so
             console.print(f"[yellow]could not price this sweep on the CPU:[/] {exc}")
-            return
+            return {}
         cpu_price.keep_fit(fit)
         source = "a calibration just now"
     p = cpu_price.price(todo, fit)
@@ -265,7 +280,7 @@ def _check_cpu_price(
     )
     if p.small or cfg.get("allow_cpu"):
         console.print(what, highlight=False, markup=False)
-        return
+        return {s.key: cpu_price.price([s], fit).estimate_s for s in todo}
     name = cfg["sweep"]["name"]
     keep = _kept_overrides(overrides)
     console.print(what, highlight=False, markup=False)
@@ -353,6 +368,7 @@ class _Sweep:
         self.overrides: list[str] = []  # the command line's, for the commands a refusal suggests
         self.recorded_nodes: list[dict] = []  # the fleet snapshot this sweep stored
         self.priced_on_cpu = False  # the embedded instance has no GPU: the jobs are priced before Ray starts
+        self.cpu_weights: dict[str, float] = {}  # the price's seconds per job key (the progress bar's eta)
 
     def open(self):
         """Open the store and plan (a target=all plan asks the fleet first); returns the CPU price calibration
@@ -415,7 +431,7 @@ class _Sweep:
                     if self.selector
                     else "no node of the cluster has a GPU"
                 )
-                _check_cpu_price(self.cfg, self.todo, no_gpu, self.console, overrides=self.overrides)
+                self.cpu_weights = _check_cpu_price(self.cfg, self.todo, no_gpu, self.console, overrides=self.overrides)
         except BaseException as exc:
             self.stop_cluster()
             if isinstance(exc, KeyboardInterrupt):
@@ -446,10 +462,24 @@ class _Sweep:
             if resumed:
                 self.console.print(f"resuming interrupted run {self.run_id}")
             self.writer.add_jobs(self.run_id, [s.to_dict() for s in self.specs])
+            self.mark(self.header.get("conditions"))
         except BaseException:
             signals.shield()
             self.stop_cluster()
             raise
+
+    def mark(self, conditions: dict | None) -> None:
+        """Record what the run is made under (a dirty checkout, a fleet sharing GPUs), say it, and keep it in the
+        results_out header."""
+        if not conditions:
+            return
+        self.writer.mark_run(self.run_id, conditions)
+        self.header["conditions"] = store_conditions.merged(self.header.get("conditions"), conditions)
+        self.console.print(
+            f"run {self.run_id} is marked: {store_conditions.describe(self.header['conditions'])} "
+            "(left out of trends, regressions and compare unless asked)",
+            markup=False,
+        )
 
     def selector_of(self, spec: JobSpec) -> dict[str, str]:
         if self.cfg["target"].get("per_gpu_type"):
@@ -465,6 +495,7 @@ class _Sweep:
         ]
         self.writer.record_nodes(self.recorded_nodes)
         self.console.print(f"fleet: {schedule.fleet_summary(nodes)}", markup=False)
+        self.mark(run_conditions.fleet_conditions(nodes))
         with Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -475,9 +506,13 @@ class _Sweep:
             console=self.console,
             transient=False,
         ) as progress:
-            task = progress.add_task(escape(self.name), total=len(self.todo), state="")
+            weights = {s.key: self.cpu_weights.get(s.key, 0.0) for s in self.todo} if self.cpu_weights else {}
+            task = progress.add_task(
+                escape(self.name), total=len(self.todo), state="", total_weight=sum(weights.values()), done_weight=0.0
+            )
             labels = {s.key: s.label() for s in self.todo}
             rec = _Recorder(self.writer, self.run_id, bool(self.cfg.get("rerun")), progress, task, labels, self.console)
+            rec.weights = weights
             self.counts = rec.counts  # what ran so far, also when a signal ends the sweep mid-way
             results_out = self.cfg.get("results_out")
             if results_out:
@@ -588,7 +623,9 @@ def run_sweep(cfg: dict, console: Console, overrides: Sequence[str] = ()) -> int
     sweep.find_resumable()
     sweep.take_stock()
     if sweep.priced_on_cpu:
-        _check_cpu_price(cfg, sweep.todo, "this machine has no GPU", console, calibration, overrides)
+        sweep.cpu_weights = _check_cpu_price(
+            cfg, sweep.todo, "this machine has no GPU", console, calibration, overrides
+        )
     if not sweep.todo and not sweep.resumed:
         return _nothing_to_run(sweep.writer, sweep.url, cfg, sweep.header, sweep.specs, console)
     if sweep.todo and not sweep.connect():  # a target no live node matches fails here, before the run is written

@@ -112,7 +112,26 @@ def check_impl(
     out = call(impl, fn, inputs, entry, poison=True)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    return compare(out, ref, entry.tolerances[dtype_name], scaled)
+    chk = compare(out, ref, entry.tolerances[dtype_name], scaled)
+    triton = impl.name == "triton" or impl.name.startswith("triton[")
+    if (
+        not chk.ok
+        and triton
+        and dtype_name == "bf16"
+        and device.type == "cpu"
+        and chk.rel_err < INTERPRETER_ROUNDING_REL
+    ):
+        chk.note += f"; {INTERPRETER_ROUNDING_HINT}"
+    return chk
+
+
+# A bf16 result off by about one rounding step on a CPU: the mark of Triton's interpreter, which truncates a plain
+# .to(tl.bfloat16) where a GPU (and torch) rounds to nearest even (kernels/rounding.py)
+INTERPRETER_ROUNDING_REL = 2.0**-7
+INTERPRETER_ROUNDING_HINT = (
+    "if a Triton kernel stores with .to(tl.bfloat16): Triton's interpreter truncates it, store "
+    "kernels.rounding.round_to(value, out_ptr.dtype.element_ty) instead (rounds as a GPU does)"
+)
 
 
 def job_seed(spec: JobSpec) -> int:

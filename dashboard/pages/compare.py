@@ -64,7 +64,8 @@ MAX_FIGURES = 12
 
 def _run_label(r: Mapping) -> str:
     when = r["started_at"].strftime("%Y-%m-%d %H:%M") if r.get("started_at") else "?"
-    return f"run {r['id']} · {r['sweep']} · {short(r['commit'])} · {when}"
+    marked = f" · marked: {r['marked']}" if r.get("marked") else ""
+    return f"run {r['id']} · {r['sweep']} · {short(r['commit'])} · {when}{marked}"
 
 
 _CACHE: dict[tuple, dict] = {}
@@ -96,7 +97,7 @@ def _runs_of(src, choice: str) -> list[int]:
     kind, _, value = choice.partition(":")
     if kind == "run":
         return [int(value)]
-    return compare_queries.runs_of_commit(src, value)[1]
+    return compare_queries.runs_of_commit(src, value)[1]  # its plain runs: a marked run does not stand for it
 
 
 def _run_param(params: Mapping[str, str]) -> dict[str, str]:
@@ -137,15 +138,18 @@ def choose_sides(src, params: Mapping[str, str]) -> Sides:
     ]
     allowed = [v for v, _ in options]
     previous = compare_queries.previous_runs(src)
+    plain_previous = compare_queries.previous_runs(src, plain=True)
+    # by default the newest plain run with timings that has an earlier plain run of its sweep, against that run (a
+    # run marked by its conditions: shared GPU, rehearsal, uncommitted changes, is compared only when asked)
     newest = next(
-        (r["id"] for r in choices["runs"] if r["id"] in previous and r["id"] in choices["micro"]),
+        (r["id"] for r in choices["runs"] if r["id"] in plain_previous and r["id"] in choices["micro"]),
         choices["runs"][0]["id"],
     )
     cur_default = f"run:{params['run']}" if params.get("run", "").isdigit() else f"run:{newest}"
     run_unknown = "run" in params and cur_default not in allowed
     if cur_default not in allowed:
         cur_default = f"run:{newest}"
-    prev = previous.get(int(cur_default.split(":")[1]))
+    prev = plain_previous.get(int(cur_default.split(":")[1])) or previous.get(int(cur_default.split(":")[1]))
     current = choose(params, "current", allowed, cur_default)
     baseline = choose(params, "baseline", allowed, f"run:{prev}" if prev is not None else cur_default)
     return Sides(choices, options, baseline, current, _runs_of(src, baseline), _runs_of(src, current), run_unknown)
@@ -174,6 +178,13 @@ def build(src, params: Mapping[str, str]) -> PageView:
         view.add_table("summary", "geometric mean of current / baseline per kernel × GPU type", SUMMARY_COLUMNS, [])
         view.add_table("series", "every series", SERIES_COLUMNS, [])
         return view
+    marked = [r for r in (*report["baseline"], *report["current"]) if r.get("marked")]
+    if marked:
+        view.notes.append(
+            "Marked run(s), not what their commit and device say: "
+            + "; ".join(f"run {r['id']}: {r['marked']}" for r in marked)
+            + ". Their timings are not one job per GPU on the commit's code."
+        )
     rows = report["series"]
     kernels = sorted({r["kernel"] for r in rows if r["kernel"]})
     gpus = sorted({r["gpu_type"] or "" for r in rows} - {""})
@@ -204,6 +215,8 @@ def build(src, params: Mapping[str, str]) -> PageView:
     verdict = (
         f"{c['confirmed_regressions']} confirmed regression(s), {c['correctness_lost']} correctness loss(es)"
         if c["confirmed_regressions"] or c["correctness_lost"]
+        else "Nothing compared (no series measured on both sides)"
+        if not c["series"]
         else "No confirmed regression, no correctness loss"
     )
     view.notes.append(

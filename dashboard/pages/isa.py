@@ -43,16 +43,21 @@ COLUMNS = [
 ]
 
 
+MARKED_RUNS = {"leave": "leave out marked runs", "show": "show marked runs (experiments on uncommitted trees)"}
+
+
 def build(src, params: Mapping[str, str]) -> PageView:
-    everything = result_queries.isa_history(src)
+    marked = choose(params, "marked", list(MARKED_RUNS), "leave")
+    everything = result_queries.isa_history(src, include_marked=marked == "show")
     kernels = sorted({r["kernel"] for r in everything})
     kernel = choose(params, "kernel", kernels)
     archs = sorted({r["arch"] for r in everything if r["kernel"] == kernel})
     arch = choose(params, "arch", archs, ALL)
-    view = PageView(page="isa", title="ISA", params={"kernel": kernel, "arch": arch})
+    view = PageView(page="isa", title="ISA", params={"kernel": kernel, "arch": arch, "marked": marked})
     view.filters = [
         make_filter("kernel", "kernel", kernels, kernel),
         make_filter("arch", "target", archs, arch, with_all=True),
+        make_filter("marked", "marked runs", list(MARKED_RUNS), marked, labels=MARKED_RUNS),
     ]
     rows = [r for r in everything if r["kernel"] == kernel and (not arch or r["arch"] == arch)]
     add_compare_runs(src, rows)
@@ -70,9 +75,9 @@ def build(src, params: Mapping[str, str]) -> PageView:
         )
         return view
     view.notes.append(
-        "Per target and commit, the median over the kernel's shapes; the table has every shape. Registers and "
-        "spills come from the compiler's own report (AMD: VGPRs and occupancy; NVIDIA: registers per thread and "
-        "spill bytes)."
+        "Per target and commit (in the order measured; a run from an uncommitted tree is marked and left out "
+        "unless shown), the median over the kernel's shapes; the table has every shape. Registers and spills come "
+        "from the compiler's own report (AMD: VGPRs and occupancy; NVIDIA: registers per thread and spill bytes)."
     )
     view.figures.append(Figure(FIGURE_ID, _figure(table.rows, kernel)))
     return view
@@ -83,6 +88,15 @@ def _figure(rows: list[dict], kernel: str) -> go.Figure:
     by_arch: dict[str, dict[tuple, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
         by_arch[r["arch"]][(r["commit"], r["run_id"], r["measured_at"])].append(r)
+    # the x axis is the commits in the order they were measured (a category each), not clock time
+    first_seen: dict[str, object] = {}
+    for r in sorted(rows, key=lambda r: r["measured_at"]):
+        first_seen.setdefault(r["commit"] or "unknown", r["measured_at"])
+    order = {c: i for i, c in enumerate(first_seen)}
+
+    def commit_label(commit: str | None) -> str:
+        return f"{order[commit or 'unknown']:03d} {short(commit)}"
+
     for arch, groups in sorted(by_arch.items()):
         points = sorted(groups.items(), key=lambda kv: kv[0][2])
         for i, metrics in enumerate(PANELS):
@@ -92,9 +106,9 @@ def _figure(rows: list[dict], kernel: str) -> go.Figure:
                 if metric is None:
                     continue
                 values = sorted(r[metric] for r in rs if r[metric] is not None)
-                xs.append(at)
+                xs.append(commit_label(commit))
                 ys.append(values[len(values) // 2])
-                hover.append(f"{arch} · {metric} {values[len(values) // 2]:g}<br>{short(commit)} · run {run_id}")
+                hover.append(f"{arch} · {metric} {values[len(values) // 2]:g}<br>{short(commit)} · run {run_id} · {at}")
             if xs:
                 fig.add_trace(
                     go.Scatter(
@@ -116,4 +130,5 @@ def _figure(rows: list[dict], kernel: str) -> go.Figure:
         margin={"l": 10, "r": 10, "t": 70, "b": 40},
         legend={"orientation": "h", "y": -0.12},
     )
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=sorted({t for tr in fig.data for t in tr.x}))
     return fig

@@ -28,6 +28,8 @@ COLUMNS = [
     "speedup_vs_eager",
     "speedup_vs_compile",
     "compile_baseline",
+    "compile_run_id",
+    "marked",
     "correct",
     "n_jobs",
     "min_speedup_vs_eager",
@@ -50,6 +52,7 @@ FASTEST_COLUMNS = [
     "competitors",
     "left_out",
     "run_id",
+    "marked",
     COMPARE_COLUMN,
     "commit",
     "measured_at",
@@ -61,6 +64,7 @@ HEADERS = {
     "speedup_vs_eager": "× eager",
     "speedup_vs_compile": "× best compile",
     "compile_baseline": "compile mode",
+    "compile_run_id": "compile run",
     "n_jobs": "shape/dtype jobs",
     "min_speedup_vs_eager": "min × eager",
     "max_speedup_vs_eager": "max × eager",
@@ -108,14 +112,36 @@ def build(src, params: Mapping[str, str]) -> PageView:
         return view
     view.notes.append(
         "Each cell: geometric mean over the shapes and dtypes of the newest run that measured the kernel on that GPU "
-        "type, printed in the cell; the colours are on a log scale (1× white, 2× and ½× one step each side). Grey "
-        "cells are not speeds: ✗ = failed correctness; interpreted = Triton's interpreter ran it on a CPU (a time, "
-        "not a kernel's speed). Click a cell for the trend of every shape."
+        "type (against eager) and of the newest run that timed a torch.compile mode of it (against the faster "
+        "torch.compile: the table's compile run), printed in the cell; the colours are on a log scale (1× white, 2× "
+        "and ½× one step each side). Grey cells are not speeds: ✗ = failed correctness; interpreted = Triton's "
+        "interpreter ran it on a CPU (a time, not a kernel's speed); no torch.compile = no run timed one. Runs marked "
+        "by their conditions (a GPU shared with other nodes, a rehearsal, uncommitted changes) are passed over where "
+        "a plain run exists; a cell from a marked run says so (column marked). "
+        "Click a cell for the trend of every shape."
     )
+    _earlier_compile_note(view, cells)
     _rehearsal_note(view, src, table.rows)
     tags = run_queries.rehearsal_gpu_types(src)
     view.figures.append(Figure(HEATMAP_ID, _heatmaps(table.rows, impl, reading, tags)))
     return view
+
+
+def _earlier_compile_note(view: PageView, cells: list[dict]) -> None:
+    """Say which cells compare with torch.compile from an earlier run than their newest (which timed none)."""
+    older: dict[tuple[int, int], list[str]] = {}
+    for r in cells:
+        if r.get("compile_run_id") not in (None, r["run_id"]):
+            older.setdefault((r["compile_run_id"], r["run_id"]), []).append(f"{r['kernel']} on {r['gpu_type']}")
+    if older:
+        view.notes.append(
+            "Against torch.compile from an earlier run where the newest timed none: "
+            + "; ".join(
+                f"{', '.join(sorted(names))}: run {c} (the newest, run {n}, timed no torch.compile)"
+                for (c, n), names in sorted(older.items())
+            )
+            + "."
+        )
 
 
 def _view_filters(shown: str, reading: str) -> list:
@@ -154,10 +180,12 @@ def _label(r: dict | None, key: str, impl: str) -> str:
     """What a speed-up cell says."""
     if r is None:
         return ""
+    if r["correct"] is False:  # before "interpreted": a wrong result is wrong on any device
+        return "✗ incorrect"
     if interpreted({**r, "impl": impl}):
         return "interpreted"
-    if r["correct"] is False:
-        return "✗ incorrect"
+    if r[key] is None and key == "speedup_vs_compile" and r.get("compile_run_id") is None:
+        return "no torch.compile"
     return "—" if r[key] is None else f"{r[key]:.2f}×"
 
 
@@ -184,7 +212,7 @@ def _heatmaps(rows: list[dict], impl: str, reading: str, tags: Mapping[str, str]
     for col, (key, name) in enumerate(zip(("speedup_vs_eager", "speedup_vs_compile"), SPEEDUP_TRACES), start=1):
         text = [[_label(by.get((k, g)), key, impl) for g in gpus] for k in kernels]
         values = [[(by.get((k, g)) or {}).get(key) for g in gpus] for k in kernels]
-        hover = [[_hover(by.get((k, g)), text[i][j]) for j, g in enumerate(gpus)] for i, k in enumerate(kernels)]
+        hover = [[_hover(by.get((k, g)), text[i][j], key) for j, g in enumerate(gpus)] for i, k in enumerate(kernels)]
         fig.add_trace(
             _grid(
                 [[math.log2(v) if v else None for v in row] for row in values],
@@ -271,12 +299,25 @@ def _times(x: float) -> str:
     return f"{x:g}×" if x >= 1 else f"1/{1 / x:g}×"
 
 
-def _hover(r: dict | None, label: str) -> str:
+def _hover(r: dict | None, label: str, key: str = "speedup_vs_eager") -> str:
     if r is None:
         return ""
+    if key == "speedup_vs_compile":
+        if r.get("compile_run_id") is None:
+            return f"{r['kernel']} on {r['gpu_type']}<br>no plain run timed a torch.compile mode of it"
+        return (
+            f"{r['kernel']} on {r['gpu_type']}<br>{label} ({r.get('compile_baseline') or 'compile'})"
+            f"<br>run {r['compile_run_id']} · {short(r.get('compile_commit'))}<br>{r.get('compile_measured_at') or ''}"
+            + (
+                f"<br>(the newest run, {r['run_id']}, timed no torch.compile)"
+                if r["compile_run_id"] != r["run_id"]
+                else ""
+            )
+        )
     return (
         f"{r['kernel']} on {r['gpu_type']}<br>{label}<br>run {r['run_id']} · {short(r['commit'])}"
         f"<br>{r['measured_at']} · {r['n_jobs']} shape/dtype jobs"
+        + (f"<br>marked: {r['marked']}" if r.get("marked") else "")
     )
 
 
@@ -292,10 +333,10 @@ def fastest_cells(cells: list[dict]) -> list[dict]:
         jobs = [j for j in c["jobs"] if any(j in t for t in c["times"].values())]
         competing, left_out = {}, []
         for impl, times in sorted(c["times"].items()):
-            if interpreted({"gpu_type": c["gpu_type"], "impl": impl}):
-                left_out.append(f"{impl} (interpreted)")
-            elif c["correct"].get(impl) is False:
+            if c["correct"].get(impl) is False:  # before "interpreted": a wrong result is wrong on any device
                 left_out.append(f"{impl} (incorrect)")
+            elif interpreted({"gpu_type": c["gpu_type"], "impl": impl}):
+                left_out.append(f"{impl} (interpreted)")
             elif any(j not in times for j in jobs):
                 left_out.append(f"{impl} ({sum(j in times for j in jobs)} of {len(jobs)} jobs)")
             else:
@@ -335,7 +376,8 @@ def _fastest(src, reading: str) -> PageView:
         return view
     view.notes.append(
         "Each cell: the implementation with the smallest geometric mean time over the shapes and dtypes of the newest "
-        "run that measured the kernel on that GPU type, and how much faster it is than the runner-up. Competing: the "
+        "run that timed a torch.compile mode of the kernel on that GPU type (else the newest that measured it; runs "
+        "marked by their conditions passed over), and how much faster it is than the runner-up. Competing: the "
         "implementations timed in every one of those jobs that failed correctness in none; Triton's interpreter on a "
         "CPU never competes (a time, not a kernel's speed). Click a cell for the fastest one's trend, every shape."
     )
@@ -379,6 +421,11 @@ def _fastest_heatmap(rows: list[dict], reading: str) -> go.Figure:
                 f"{k} on {g}: fastest {best or '–'}, won {r['jobs_won']} of {r['n_jobs']} jobs<br>{ranking}"
                 + (f"<br>left out: {r['left_out']}" if r["left_out"] else "")
                 + f"<br>run {r['run_id']} · {short(r['commit'])}"
+                + (
+                    f" (the newest, run {r['newest_run_id']}, timed no torch.compile)"
+                    if r.get("newest_run_id") is not None
+                    else ""
+                )
             )
         z.append(zr)
         text.append(tr)

@@ -28,6 +28,7 @@ RUN_COLUMNS = [
     "device",
     "source",
     "status",
+    "marked",
     "commit",
     "user",
     "host",
@@ -76,6 +77,12 @@ def build(src, params: Mapping[str, str]) -> PageView:
         runs,
         links={"id": "/runs?run={value}", COMPARE_COLUMN: compare_link(), "tune": "/tune?run={value}"},
     )
+    if any(r.get("marked") for r in runs):
+        view.notes.append(
+            "A marked run was made under conditions its commit and device do not say (uncommitted changes, a GPU "
+            "shared with other nodes, a fleet rehearsal): trends, regressions and compare leave it out unless asked. "
+            + " ".join(f"Run {r['id']}: {r['marked_note']}." for r in runs if r.get("marked"))[:1500]
+        )
     failed = run_queries.failed_attempts(src, int(run) if run else None)
     view.add_table(
         "failed", "failed attempts and their errors" + (f" (run {run})" if run else ""), FAILED_COLUMNS, failed

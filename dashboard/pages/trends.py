@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 
 from dashboard import metrics
@@ -36,6 +37,7 @@ COLUMNS = [  # the median and IQR next to the series' keys: readable without scr
     "run_id",
     COMPARE_COLUMN,
     "speedup_vs_eager",
+    "correct",
     "reason",
     "job_key",
 ]
@@ -44,7 +46,17 @@ MAX_SERIES = 12
 DASHES = ("solid", "dot", "dash", "longdash", "dashdot", "longdashdot")
 SYMBOLS = ("circle", "square", "diamond", "cross", "x", "triangle-left", "star", "hexagon")
 SCALES = {"linear": "linear", "log": "log (implementations far apart)"}
+# With no scale asked for, a time view whose series lie this far apart (largest / smallest median) opens on a log
+# axis: eager's chain of kernels at ten times a fused kernel's time would flatten every other series on a linear one
+FAR_APART = 4.0
+SHAPE_COLORS = plotly.colors.qualitative.Dark24  # the series of one implementation, one colour per shape
 RANGES = {"fit": "fit the points (old outliers on the edge)", "all": "every point"}
+MARKED_RUNS = {
+    "leave": "leave out marked runs",
+    "show": "show marked runs (shared GPU, rehearsal, uncommitted changes)",
+}
+INCORRECT = "incorrect: failed correctness, not a speed"
+INCORRECT_STYLE = ("x-thin-open", "#d62728")
 # An old outlier does not set the y range (the "fit" range): a point is one when it lies far from both the median of
 # its series and the median of its neighbours (NEIGHBOURS each side) — at least SPIKE_FLOOR times (or 1 / that)
 # and SPIKE_SPREADS times the series' run-to-run spread (log scale) — and is not one of the series' KEEP_NEWEST
@@ -89,6 +101,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
     last = choose(params, "last", list(LAST), "100")
     scale = choose(params, "scale", list(SCALES), "linear")
     yrange = choose(params, "yrange", list(RANGES), "fit")
+    marked = choose(params, "marked", list(MARKED_RUNS), "leave")
     view = PageView(
         page="trends",
         title="Trends",
@@ -104,6 +117,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
             "last": last,
             "scale": scale,
             "yrange": yrange,
+            "marked": marked,
         },
     )
     view.filters = [
@@ -118,6 +132,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
         make_filter("last", "points", list(LAST), last, labels=LAST),
         make_filter("scale", "y scale", list(SCALES), scale, labels=SCALES),
         make_filter("yrange", "y range", list(RANGES), yrange, labels=RANGES),
+        make_filter("marked", "marked runs", list(MARKED_RUNS), marked, labels=MARKED_RUNS),
     ]
     points = (
         revision_cache.memo(
@@ -130,6 +145,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
             gpu_type=gpu or None,
             metric=reading,
             with_samples=False,  # the IQR band comes with the verdicts, from the repeats the rule decodes
+            include_marked=marked == "show",
         )
         if kernel
         else []
@@ -151,6 +167,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
             impl=impl or None,
             hardware_keys={k[3] for k in keys},
             last=None if last == "all" else int(last),  # only the points shown are judged
+            include_marked=marked == "show",
         )
         if keys
         else ({}, {})
@@ -194,7 +211,19 @@ def build(src, params: Mapping[str, str]) -> PageView:
         view.notes.append("No measurement matches these filters.")
         return view
     view.notes.append(f"{len(keys)} series, {len(table.rows)} points; {_verdict_counts(records)}.")
+    wrong = sum(r["correct"] is False for r in records)
+    if wrong:
+        view.notes.append(
+            f"{wrong} point(s) failed correctness (✗, column correct): a time, never a speed-up; the failing check "
+            "is in the run's report (`python -m orchestrator report RUN`) and on the Runs page."
+        )
     shown = [{**row, "status": r["status"], "direction": r["direction"]} for row, r in zip(table.rows, records)]
+    if "scale" not in params and y == "time":
+        medians = [r["median"] for r in shown if r.get("median")]
+        if medians and max(medians) >= FAR_APART * min(medians):
+            scale = "log"
+            view.params["scale"] = scale
+            next(f for f in view.filters if f.name == "scale").value = scale
     fig = _figure(shown, y, x, reading, scale)  # the table's values, as the CSV
     outliers = stale_outliers(shown, y)
     if outliers and yrange == "fit":
@@ -272,7 +301,8 @@ def _fit_range(fig: go.Figure, rows: list[dict], outliers: list[int], y: str, x:
             mode="markers",
             name=EDGE,
             marker={
-                "symbol": ["triangle-up" if _ys(r, y) > top else "triangle-down" for r in marks],
+                # not the triangles of a confirmed regression or improvement: an arrow against the edge
+                "symbol": ["arrow-bar-up" if _ys(r, y) > top else "arrow-bar-down" for r in marks],
                 "size": 12,
                 "color": [impl_color(r["impl"]) for r in marks],
                 "line": {"width": 1, "color": "#333"},
@@ -314,6 +344,21 @@ def _verdict_counts(records: list[dict]) -> str:
     return ", ".join(f"{n} {words}" for words, n in counts.items()) + f" marked ({judged})"
 
 
+def _markers(xs: list, ys: list, hover: list, which: list[int], marker: dict, name: str, group: str) -> dict:
+    """A trace of markers over the points ``which`` of one series (its verdicts, its incorrect points)."""
+    return {
+        "type": "scatter",
+        "x": [xs[j] for j in which],
+        "y": [ys[j] for j in which],
+        "mode": "markers",
+        "marker": marker,
+        "name": name,
+        "legendgroup": group,
+        "hovertext": [hover[j] for j in which],
+        "hoverinfo": "text",
+    }
+
+
 def _figure(rows: list[dict], y: str, x: str, reading: str, scale: str = "linear") -> go.Figure:
     """Per series its median line, IQR band and verdict markers.  Built as plain traces without Plotly's
     per-property validation (``_validate=False``): validating a dozen series' traces took a fifth of a first view."""
@@ -323,6 +368,9 @@ def _figure(rows: list[dict], y: str, x: str, reading: str, scale: str = "linear
     for r in rows:
         grouped[(r["shape"], r["dtype"], r["impl"], r["gpu_type"], r["hardware_key"])].append(r)
     shape_index = {sh: i for i, sh in enumerate(sorted({key[0] for key in grouped}))}
+    # one implementation over several shapes (a click from the Overview): a colour per shape, else nine lines of
+    # one colour differ only by dash; several implementations keep each its colour on every page
+    by_shape = len({key[2] for key in grouped}) == 1 and len(shape_index) > 1
     for (shape, dtype, impl, gpu, _hw), pts in grouped.items():
         name = f"{impl} · {shape} · {dtype} · {gpu}"
         xs = [r["measured_at"] if x == "date" else f"{order[r['commit']]:03d} {short(r['commit'])}" for r in pts]
@@ -334,7 +382,8 @@ def _figure(rows: list[dict], y: str, x: str, reading: str, scale: str = "linear
             + (f"<br><b>{r['verdict']}</b><br>{r['reason']}" if r["verdict"] else "")
             for r in pts
         ]
-        color = impl_color(impl)  # one colour per implementation; the shapes differ by dash and marker
+        # one colour per implementation; the shapes differ by dash and marker (and colour, for one implementation)
+        color = SHAPE_COLORS[shape_index[shape] % len(SHAPE_COLORS)] if by_shape else impl_color(impl)
         if y == "time":
             traces.append(
                 {
@@ -365,6 +414,12 @@ def _figure(rows: list[dict], y: str, x: str, reading: str, scale: str = "linear
                 "hoverinfo": "text",
             }
         )
+        wrong = [j for j, r in enumerate(pts) if r.get("correct") is False and ys[j] is not None]
+        if wrong:
+            marker = {"symbol": INCORRECT_STYLE[0], "size": 16, "color": INCORRECT_STYLE[1]}
+            marker["line"] = {"width": 3, "color": INCORRECT_STYLE[1]}
+            tips = [f"{h}<br><b>incorrect: failed correctness</b>" for h in hover]
+            traces.append(_markers(xs, ys, tips, wrong, marker, f"{INCORRECT} ({name})", name))
         styles = [((CONFIRMED, d), d, style) for d, style in CONFIRMED_STYLE.items()]
         styles += [((st, None), STATUS_WORDS[st], style) for st, style in OPEN_STYLE.items()]
         for (status, direction), words, (symbol, fcolor) in styles:
@@ -374,19 +429,8 @@ def _figure(rows: list[dict], y: str, x: str, reading: str, scale: str = "linear
                 if r["status"] == status and (direction is None or r["direction"] == direction)
             ]
             if marked:
-                traces.append(
-                    {
-                        "type": "scatter",
-                        "x": [xs[j] for j in marked],
-                        "y": [ys[j] for j in marked],
-                        "mode": "markers",
-                        "marker": {"symbol": symbol, "size": 14, "color": fcolor},
-                        "name": f"{words} ({name})",
-                        "legendgroup": name,
-                        "hovertext": [hover[j] for j in marked],
-                        "hoverinfo": "text",
-                    }
-                )
+                marker = {"symbol": symbol, "size": 14, "color": fcolor}
+                traces.append(_markers(xs, ys, hover, marked, marker, f"{words} ({name})", name))
     unit = rows[0]["unit"] or metrics.unit(reading)
     layout = {
         "height": 480,

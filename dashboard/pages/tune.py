@@ -19,7 +19,20 @@ from ._common import choose, make_filter
 FIGURE_ID = "tune-figure"
 METRICS = {"time_us": "per call (µs)", "graph_time_us": "graph replay (µs)", "kernel_time_us": "kernel time (µs)"}
 CANDIDATE_COLUMNS = ["impl", "role", "knobs", "median_us", "q1_us", "q3_us", "iqr_us", "speedup", "correct"]
-JOB_COLUMNS = ["kernel", "shape", "dtype", "bucket", "current", "winner", "margin", "candidates", "dropped", "view"]
+JOB_COLUMNS = [
+    "kernel",
+    "shape",
+    "dtype",
+    "bucket",
+    "current",
+    "winner",
+    "margin_pct",
+    "candidates",
+    "dropped",
+    "view",
+]
+HEADERS = {"margin_pct": "margin (%)", "median_us": "median µs", "q1_us": "q1 µs", "q3_us": "q3 µs", "iqr_us": "IQR µs"}
+ROUNDED = {"margin_pct": 1, "median_us": 2, "q1_us": 2, "q3_us": 2, "iqr_us": 2, "speedup": 3}
 
 
 def roles(row: dict, metric: str) -> tuple[str | None, str | None]:
@@ -69,7 +82,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
                 "shape": r["shape_key"],
                 "current": current,
                 "winner": winner,
-                "margin": (cur / win - 1.0) if cur and win else None,
+                "margin_pct": (cur / win - 1.0) * 100.0 if cur and win else None,
                 "candidates": len(r["candidates"]),
                 "dropped": len(r["dropped"]),
                 "view": "show",
@@ -77,7 +90,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
         )
     job = next((r for r in of_kernel if r["shape_key"] == shape and r["dtype"] == dtype), None)
     if job is None:
-        view.add_table("jobs", "the run's jobs", JOB_COLUMNS, jobs)
+        view.add_table("jobs", "the run's jobs", JOB_COLUMNS, jobs).headers = HEADERS
         return view
     current, winner = roles(job, metric)
     candidates = []
@@ -96,20 +109,23 @@ def build(src, params: Mapping[str, str]) -> PageView:
                 "q3_us": q3,
                 "iqr_us": (q3 - q1) if samples else None,
                 "speedup": (base / c[metric]) if base and c.get(metric) else None,
-                "correct": c.get("correct"),
+                "correct": None if c.get("correct") is None else c["correct"] >= 0.5,  # a verdict, not 1.0
             }
         )
     candidates.sort(key=lambda c: (c["median_us"] is None, c["median_us"] or 0.0))
-    view.add_table(
+    table = view.add_table(
         "candidates", f"{kernel} {shape} {dtype}: candidates by {METRICS[metric]}", CANDIDATE_COLUMNS, candidates
     )
-    view.add_table(
+    table.headers, table.rounded = HEADERS, ROUNDED
+    table = view.add_table(
         "jobs",
-        f"run {run}: every job, its current choice and fastest candidate (margin: current / winner - 1)",
+        f"run {run}: every job, its current choice and fastest candidate (margin: how much slower the current "
+        "choice is than the winner, in %)",
         JOB_COLUMNS,
         jobs,
         links={"view": "/tune?run=" + run + "&kernel={kernel}&shape={shape}&dtype={dtype}&metric=" + metric},
     )
+    table.headers, table.rounded = HEADERS, ROUNDED
     if job["dropped"]:
         dropped = "; ".join(f"{impl}: {why}" for impl, why in job["dropped"].items())
         view.notes.append(f"Dropped before timing ({job['arch'] or 'the target'}): {dropped}")

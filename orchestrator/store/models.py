@@ -132,6 +132,9 @@ class Run(Base):
     owner_pid: Mapped[int | None] = mapped_column(Integer)
     owner_since: Mapped[dt.datetime | None]
     heartbeat_at: Mapped[dt.datetime | None]
+    # what the run was made under, when its results are not what its commit and device say (dirty checkout, GPUs
+    # shared with other nodes, rehearsal: orchestrator/run_conditions.py); NULL for a plain run
+    conditions: Mapped[dict[str, Any] | None]
 
 
 class Device(Base):

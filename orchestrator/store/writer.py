@@ -49,6 +49,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from orchestrator.store import ownership
 from orchestrator.store.checks import check_result, parse_artifacts
+from orchestrator.store.conditions import checked as conditions_checked
+from orchestrator.store.conditions import merged as conditions_merged
 from orchestrator.store.errors import StoreError, translated
 from orchestrator.store.locks import lock
 from orchestrator.store.migrate import SchemaOutOfDate, check_schema
@@ -425,6 +427,13 @@ class StoreWriter:
                 .order_by(Run.id.desc())
                 .limit(1)
             )
+
+    def mark_run(self, run_id: int, conditions: dict[str, Any] | None, *, add: bool = True) -> None:
+        """Record what a run was made under (orchestrator/store/conditions.py): ``add`` joins ``conditions`` to
+        what the run holds (a resumed run keeps its marks), else replaces it (None: a plain run)."""
+        with self._tx() as s:
+            run = self._run(s, run_id)
+            run.conditions = conditions_merged(run.conditions, conditions) if add else conditions_checked(conditions)
 
     def finish_run(
         self, run_id: int, status: str, counts: dict[str, Any], finished_at: dt.datetime | None = None

@@ -67,7 +67,7 @@ def spiked(tmp_path_factory):
 
 def _view(spiked, **params):
     src, url = spiked
-    return pages.build(src, "/trends", {"kernel": "rmsnorm", "shape": SHAPE, **params}, url)
+    return pages.build(src, "/trends", {"kernel": "rmsnorm", "shape": SHAPE, "scale": "linear", **params}, url)
 
 
 def test_an_old_outlier_does_not_set_the_y_range_and_the_page_says_so(spiked):
@@ -82,7 +82,9 @@ def test_an_old_outlier_does_not_set_the_y_range_and_the_page_says_so(spiked):
     assert hi < spike, "the stale spike is outside the range"
     assert lo <= min(others) and max(others) <= hi and lo < newest < hi, "every other point, the newest change too"
     edge = [t for t in fig.data if t.name == trends.EDGE]
-    assert len(edge) == 1 and list(edge[0].y) == [hi] and edge[0].marker.symbol == ("triangle-up",)
+    assert len(edge) == 1 and list(edge[0].y) == [hi] and edge[0].marker.symbol == ("arrow-bar-up",)
+    confirmed = {symbol for symbol, _ in trends.CONFIRMED_STYLE.values()}
+    assert not confirmed & set(edge[0].marker.symbol), "an outlier's marker is not a regression's"
     assert f"{spike:.4g}" in edge[0].hovertext[0]
     assert any(n.startswith("y range: 1 old point(s)") and "left out of the range" in n for n in view.notes)
 

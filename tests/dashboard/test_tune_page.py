@@ -81,6 +81,15 @@ def test_tune_page_marks_the_current_choice_and_the_winner_with_filters_in_the_u
     assert "2x8x128" in browser.find_element(By.CSS_SELECTOR, "#filter-shape").text
     views = browser.find_elements(By.CSS_SELECTOR, "#table-jobs a[href*='/tune?run=']")
     assert len(views) == len(SHAPES)
+    # correctness as a verdict and the margin in percent, rounded: not 1 and a raw fraction
+    jobs_text = browser.find_element(By.CSS_SELECTOR, "#table-jobs").text
+    candidates_text = browser.find_element(By.CSS_SELECTOR, "#table-candidates").text
+    assert "margin (%)" in jobs_text and "median µs" in candidates_text
+    job_rows = [line.split() for line in jobs_text.splitlines() if line.startswith("rmsnorm ")]
+    margins = [words[6] for words in job_rows]  # kernel shape dtype bucket current winner margin ...
+    assert len(margins) == len(SHAPES) and all(len(m.split(".")[1]) == 1 for m in margins), margins
+    verdicts = [line.split()[-1] for line in candidates_text.splitlines() if line.startswith("triton[")]
+    assert verdicts and set(verdicts) <= {"true", "false"}, verdicts
     assert not console_errors(browser), console_errors(browser)
 
 

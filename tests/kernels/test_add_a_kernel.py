@@ -24,7 +24,7 @@ from kernels import launch_plans, metadata, registry
 from kernels.inject import rules
 from orchestrator import config
 from orchestrator.__main__ import main
-from tests.support import contract, fake_launch
+from tests.support import contract
 from tests.support.kernel_tests import CONF_DIR
 
 KERNEL_MODULE = """
@@ -185,14 +185,7 @@ def test_a_kernel_its_declaration_and_its_entry_are_all_it_takes(twice_kernel, t
 def test_the_new_kernel_keeps_the_contract_of_every_kernel(twice_kernel, monkeypatch):
     """What tests/kernels/test_contract.py checks of every kernel of the registry holds for the new one, made of
     the recipe's parts: bad input, ``_into``, launch plans, the op under tracing, backward."""
-    entry = registry.get("twice")
-    contract.check_bad_inputs(entry)
-    contract.check_into_writes_every_element(entry)
-    contract.check_tracing_sees_the_op(entry)
-    contract.check_backward_raises(entry)
-    for plans in launch_plans.PLANS.values():
-        monkeypatch.setattr(plans, "plans", {})
-    contract.check_launch_plan(entry, fake_launch.install(monkeypatch.setattr), monkeypatch)
+    contract.check_all(registry.get("twice"), monkeypatch)
 
 
 def test_a_conf_file_overrides_the_grid_of_the_entry(twice_kernel, tmp_path, monkeypatch):

@@ -31,6 +31,8 @@ CASES = [
     (["sweep.dtypes=[bf16]"], "no sweep chosen: add +sweep=NAME; allowed:"),
     (["+sweep=smoke", "sweep.batch_size=0"], "sweep.batch_size: must be >= 1"),
     (["+sweep=smoke", "sweep.flush=cold"], "sweep.flush: unknown 'cold'; allowed: write, read"),
+    (["+sweep=smoke", "sweep.dtypes=bf16"], "sweep.dtypes takes a list: write sweep.dtypes=[bf16]"),
+    (["+sweep=smoke", "sweep.impls=triton"], "sweep.impls takes a list: write sweep.impls=[triton]"),
 ]
 
 

@@ -54,3 +54,30 @@ def test_a_kept_calibration_prices_a_sweep_without_a_child(cache, monkeypatch):
         sweep._check_cpu_price(cfg, big, "this machine has no GPU", console, None)
     assert "this machine's calibration of" in console.export_text()
     assert not started
+
+
+def test_an_allowed_cpu_sweeps_eta_weighs_each_job_by_its_price(cache):
+    """allow_cpu=true: each job's estimate comes back (adding up to the price printed), and the progress bar's eta
+    weighs the jobs left by them: a grid whose small jobs finish first does not promise minutes for hours."""
+    from types import SimpleNamespace
+
+    cpu_price.keep_fit(FIT)
+    jobs = [
+        JobSpec(kind="micro", kernel="rmsnorm", shape=[1, 8, 64], dtype="bf16", impls=["triton", "eager"]),
+        JobSpec(kind="micro", kernel="rmsnorm", shape=[8, 4096, 4096], dtype="bf16", impls=["triton", "eager"]),
+    ]
+    for i, s in enumerate(jobs):
+        s.key = f"k{i}"
+    cfg = {"sweep": {"name": "rmsnorm"}, "allow_cpu": True}
+    weights = sweep._check_cpu_price(cfg, jobs, "this machine has no GPU", Console(record=True), None)
+    assert set(weights) == {"k0", "k1"} and weights["k1"] > 100 * weights["k0"]
+    assert sum(weights.values()) == pytest.approx(cpu_price.price(jobs, FIT).estimate_s)
+    # the small job done in 10 s: the large one's share of the price is left, not one more job of 10 s
+    small_done = SimpleNamespace(
+        completed=1, elapsed=10.0, total=2, fields={"total_weight": sum(weights.values()), "done_weight": weights["k0"]}
+    )
+    left = 10.0 / weights["k0"] * weights["k1"]
+    shown = sweep._EtaColumn().render(small_done).plain
+    assert shown == f"eta {int(left) // 3600}:{int(left) % 3600 // 60:02d}:{int(left) % 60:02d}"
+    unpriced = SimpleNamespace(completed=1, elapsed=10.0, total=2, fields={})
+    assert sweep._EtaColumn().render(unpriced).plain == "eta 0:00:10"

@@ -215,15 +215,24 @@ def test_block_and_auth_environment_of_the_command():
 
 def test_cluster_up_dry_run_prints_the_head_command_and_the_join_command(tmp_path):
     token = tmp_path / "cluster.token"
-    r = _cli("cluster", "up", "--dry-run", "--port", "7379", "--token-file", str(token))
+    port = _free_port()
+    r = _cli("cluster", "up", "--dry-run", "--port", str(port), "--token-file", str(token))
     assert r.returncode == 0, r.stdout + r.stderr
     assert not token.exists()  # a dry run writes nothing
     line = next(ln for ln in r.stdout.splitlines() if " start --head" in ln)
     words = shlex.split(line)
     assert words[:2] == ["RAY_AUTH_MODE=token", f"RAY_AUTH_TOKEN_PATH={token}"]
-    assert "--port=7379" in words and "--num-gpus=0" in words and "--dashboard-host=127.0.0.1" in words
-    assert "python -m orchestrator node join --address " in r.stdout and ":7379 --token-file" in r.stdout
+    assert f"--port={port}" in words and "--num-gpus=0" in words and "--dashboard-host=127.0.0.1" in words
+    assert "python -m orchestrator node join --address " in r.stdout and f":{port} --token-file" in r.stdout
     assert "ray get-auth-token" in r.stdout
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
 
 
 def test_cluster_up_with_gpus_labels_the_head(tmp_path):
@@ -231,6 +240,8 @@ def test_cluster_up_with_gpus_labels_the_head(tmp_path):
         "cluster",
         "up",
         "--dry-run",
+        "--port",
+        str(_free_port()),  # the default 6379 may be another head's on this machine (a dry run now says so)
         "--with-gpus",
         "--from-fixtures",
         str(NODES / "mi355x"),
@@ -257,3 +268,70 @@ def test_dry_run_against_an_address_where_nothing_listens_answers_in_seconds_wit
         assert "--labels=kernelfleet.io/gpu=" in r.stdout and "--num-gpus=0" not in r.stdout
     else:  # no GPU: no labels at all, never an empty --labels=
         assert "--labels=" not in r.stdout and "ray start --address=127.0.0.1:1 --num-gpus=0" in r.stdout
+
+
+def test_the_closing_hints_name_the_token_file_and_never_a_plain_ray_stop(tmp_path, monkeypatch):
+    """After a join (Ray's start stubbed, the head's probe answered) the commands it suggests work as printed: with
+    the --token-file the join used; `node leave` on this machine never suggests `ray stop` (every Ray process of
+    the user); `--from-fixtures` is in --help."""
+    import contextlib
+    import io
+    import platform
+
+    import ray
+    from rich.console import Console
+
+    from orchestrator import cli, fleet_cli
+
+    token = tmp_path / "ray_token"
+    token.write_text("0123abcd" * 4)
+    token.chmod(0o600)
+    probe = fleet.HeadProbe("127.0.0.1:6379", True, "token", True, ray.__version__, platform.python_version(), None)
+    monkeypatch.setattr(fleet, "probe_head", lambda address, tok: probe)
+    monkeypatch.setattr(fleet_cli, "_exec_or_run", lambda cmd, block: 0)
+    out = io.StringIO()
+    args = ["node", "join", "--address", "127.0.0.1:6379", "--token-file", str(token)]
+    with contextlib.redirect_stdout(io.StringIO()):
+        rc = cli.main([*args, "--from-fixtures", str(NODES / "h200")], Console(file=out, width=400))
+    text = out.getvalue()
+    assert rc == 0, text
+    hint = text.split("joined.", 1)[1]
+    assert f"node list --address 127.0.0.1:6379 --token-file {token}" in hint
+    assert f"node leave --address 127.0.0.1:6379 --token-file {token}" in hint
+    assert "not with a plain `ray stop`" in fleet_cli.LEFT_RAY_START and "end that process by its id" in (
+        fleet_cli.LEFT_RAY_START
+    )
+    help_text = _cli("node", "join", "--help").stdout
+    assert "--from-fixtures" in help_text and "tests/fixtures/nodes/" in help_text
+
+
+def test_cluster_up_dry_run_notices_a_taken_port(tmp_path):
+    import socket
+
+    with socket.socket() as listening:
+        listening.bind(("", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        r = _cli("cluster", "up", "--dry-run", "--port", str(port), "--token-file", str(tmp_path / "t"))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"port {port} is taken on this machine" in r.stdout + r.stderr and "--port" in r.stdout + r.stderr
+
+
+def test_a_server_that_is_not_a_ray_head_is_told_apart_at_once(tmp_path):
+    """A cluster.address (or --address) where a web server listens: refused with what answered there, from the
+    HTTP/2 check, not after Ray's client has retried for most of a minute."""
+    import http.server
+    import threading
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        other = fleet.speaks_grpc("127.0.0.1", port)
+        assert other is not None and "not as a gRPC server" in other
+        probe = fleet.probe_head(f"127.0.0.1:{port}", None)
+        assert not probe.reachable and "is not a Ray head" in probe.error
+        r = _cli("+sweep=smoke", f"cluster.address=127.0.0.1:{port}", f"store.url=sqlite:///{tmp_path}/kf.db")
+        assert r.returncode == 2 and "is not a Ray head" in r.stderr, r.stdout + r.stderr
+    finally:
+        server.shutdown()

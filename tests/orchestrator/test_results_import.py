@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from orchestrator import run_conditions
 from orchestrator.importer import group_runs, import_results, read_file, results_files
 from workers import runner
 
@@ -22,7 +23,10 @@ RESULTS = REPO / "results"
 def test_every_results_file_is_gzipped_format_1_of_its_folders_device_or_compile_targets():
     files = results_files(RESULTS)
     assert files and all(p.name.endswith(".jsonl.gz") for p in files)
-    assert sorted(RESULTS.rglob("*.*")) == files  # nothing else lives there
+    # nothing else lives there but the manifests of what runs were made under (orchestrator/run_conditions.py)
+    assert sorted(p for p in RESULTS.rglob("*.*") if p.name != run_conditions.MANIFEST) == files
+    for manifest in RESULTS.rglob(run_conditions.MANIFEST):
+        assert any(run_conditions.manifest_conditions(p) for p in results_files(manifest.parent)), manifest
     for path in files:
         with gzip.open(path, "rt") as f:
             assert json.loads(f.readline())["format"] == runner.RESULTS_FORMAT, path

@@ -92,8 +92,8 @@ def test_missing_sqlite_file_is_refused_and_not_created(tmp_path):
 
 def test_older_revision_is_refused(store_url, monkeypatch):
     """A store at a known revision below head (simulated: the code's head moves on) must be upgraded."""
-    monkeypatch.setattr(migrate, "head", lambda: "0003")
-    with pytest.raises(migrate.SchemaOutOfDate, match=r"revision 0002; this code needs 0003.*db upgrade"):
+    monkeypatch.setattr(migrate, "head", lambda: "0004")
+    with pytest.raises(migrate.SchemaOutOfDate, match=r"revision 0003; this code needs 0004.*db upgrade"):
         StoreWriter(store_url)
 
 

@@ -409,3 +409,24 @@ def test_the_rules_mann_whitney_gives_scipys_p_to_the_bit_on_real_repeats():
             for greater in (True, False):
                 expected = float(mannwhitneyu(x, y, alternative="greater" if greater else "less").pvalue)
                 assert mann_whitney_p(x, y, greater=greater) == expected, (x.size, y.size, greater)
+
+
+def test_runs_marked_by_their_conditions_are_left_out_unless_asked(writer, store_url, factories):
+    """Two slow runs made on a GPU shared with other nodes: by default neither judged nor history; the flag is
+    back with include_marked, or when the run is named."""
+    rng = np.random.default_rng(11)
+    cvs = {"triton": 0.01}
+    for i in range(12):
+        _run(writer, factories, _noisy_levels(cvs, rng), T0 + i, rng=rng)
+    step = {"triton": 0.10}
+    slow = [_run(writer, factories, _noisy_levels(cvs, rng, shift=step), T0 + 20 + i, rng=rng) for i in range(2)]
+    for run_id in slow:
+        writer.mark_run(run_id, {"shared_gpu": True, "rehearsal": True, "note": "two nodes on one GPU"})
+    report = regression_queries.regression_report(store_url)
+    assert report["flags"] == [] and report["marked_runs"] == slow[::-1]
+    assert set(_confirmed(store_url, include_marked=True)) == {"triton"}
+    assert set(_confirmed(store_url, run_id=slow[1])) == set(), "named alone: its marked predecessor is not history"
+    assert set(_confirmed(store_url, run_id=slow[1], include_marked=True)) == {"triton"}
+    writer.mark_run(slow[0], None, add=False)  # a plain run again
+    writer.mark_run(slow[1], None, add=False)
+    assert set(_confirmed(store_url)) == {"triton"}

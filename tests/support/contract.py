@@ -141,3 +141,18 @@ def check_backward_raises(entry: KernelEntry) -> None:
     out = as_tuple(fn(**{**inputs, name: inputs[name].requires_grad_()}))
     with pytest.raises(RuntimeError, match="forward-only"):
         sum(o.sum() for o in out).backward()
+
+
+def check_all(entry: KernelEntry, monkeypatch) -> None:
+    """Every check above on one entry (a new kernel's, outside the registry's own parametrised tests): bad input,
+    ``_into``, the op under tracing, backward, launch plans (with every plan table emptied first)."""
+    from kernels import launch_plans
+    from tests.support import fake_launch
+
+    check_bad_inputs(entry)
+    check_into_writes_every_element(entry)
+    check_tracing_sees_the_op(entry)
+    check_backward_raises(entry)
+    for plans in launch_plans.PLANS.values():
+        monkeypatch.setattr(plans, "plans", {})
+    check_launch_plan(entry, fake_launch.install(monkeypatch.setattr), monkeypatch)

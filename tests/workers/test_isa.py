@@ -40,6 +40,14 @@ REPO = Path(__file__).resolve().parents[2]
 # those loads may be narrower than 128 bits; the rows themselves must still load 128 bits and every store is a row.
 PACKING = ("ROWS", "BLOCK_R", "BLOCK_S", "BLOCK_H")
 CODE = code_version()
+# What a failure of the 128-bit rule asks of the kernel (the README's "Add a kernel" says the same)
+WIDTH_HINT = (
+    "\nEach lane must move 8 16-bit elements (128 bits) on gfx950's wave64: an elementwise kernel takes "
+    "kernels.arch.arch_launch(x.device).elementwise_block elements a program with .elementwise_warps warps, a row "
+    "kernel its block and warps from kernels/rows.py; a kernel whose loads are narrower by design declares "
+    "Contract(narrowest_load_bits=...).  The shapes are the kernel's grid with 48 positions and its contract's "
+    "launch_shapes."
+)
 
 
 def registered_kernels() -> list[str]:
@@ -193,7 +201,7 @@ def test_16bit_rows_load_and_store_128_bits_on_gfx950(compiled):
                     )
             if not launch["loads_b128"]:
                 bad.append(f"{_where(s)}: {launch['kernel']}: no 128-bit load at all")
-    assert not bad, "\n".join(bad)
+    assert not bad, "\n".join(bad) + WIDTH_HINT
 
 
 def test_results_carry_the_target_and_an_estimate_not_a_timing(compiled):

@@ -46,6 +46,8 @@ from orchestrator.stats.regression_rule import (
     threshold_for,
 )
 from orchestrator.stats.series_verdicts import is_cpu_device
+from orchestrator.store.conditions import describe as describe_conditions
+from orchestrator.store.conditions import plain_runs
 from orchestrator.store.models import Device, Job, JobAttempt, Measurement, Run, RunJob
 from orchestrator.store.query.access import Source, chunks, read_session
 from orchestrator.store.query.series_queries import autotune_pick, repeats, repeats_text
@@ -78,23 +80,31 @@ def run_exists(src: Source, run_id: int) -> bool:
         return s.get(Run, run_id) is not None
 
 
-def runs_of_commit(src: Source, prefix: str) -> tuple[str | None, list[int]]:
-    """(the full commit, its run ids oldest first) for a commit or a unique prefix of one; (None, []) when no run
-    has it; RefError when the prefix matches runs of several commits."""
+def runs_of_commit(src: Source, prefix: str, include_marked: bool = False) -> tuple[str | None, list[int], list[int]]:
+    """(the full commit, its run ids oldest first, its marked runs left out) for a commit or a unique prefix of one;
+    (None, [], []) when no run has it; RefError when the prefix matches runs of several commits.  A run marked by
+    its conditions (orchestrator/store/conditions.py: made from a checkout with uncommitted changes, on a GPU shared
+    with other nodes, in a rehearsal) does not stand for its commit unless ``include_marked``."""
     prefix = prefix.strip().lower()
     with read_session(src) as s:
         rows = s.execute(
-            select(Run.id, Run.commit).where(Run.commit.like(f"{prefix}%")).order_by(Run.started_at, Run.id)
+            select(Run.id, Run.commit, Run.conditions)
+            .where(Run.commit.like(f"{prefix}%"))
+            .order_by(Run.started_at, Run.id)
         ).all()
-    commits = sorted({c for _, c in rows})
+    commits = sorted({c for _, c, _ in rows})
     if len(commits) > 1:
         shown = ", ".join(c[:12] for c in commits[:4])
         raise RefError(f"commit prefix {prefix!r} is ambiguous: runs of {len(commits)} commits ({shown}...)")
-    return (commits[0], [r for r, _ in rows]) if commits else (None, [])
+    if not commits:
+        return None, [], []
+    marked = [r for r, _, cond in rows if cond and not include_marked]
+    return commits[0], [r for r, _, _ in rows if r not in marked], marked
 
 
 def run_rows(src: Source, run_ids: Sequence[int]) -> list[dict[str, Any]]:
-    """id, sweep, commit, started_at, status of each run, in the order given."""
+    """id, sweep, commit, started_at, status and marks (``marked``: its conditions in words, "" for a plain run) of
+    each run, in the order given."""
     with read_session(src) as s:
         runs = {r.id: r for r in s.scalars(select(Run).where(Run.id.in_(list(run_ids))))}
     return [
@@ -104,18 +114,22 @@ def run_rows(src: Source, run_ids: Sequence[int]) -> list[dict[str, Any]]:
             "commit": r.commit,
             "started_at": r.started_at,
             "status": r.status,
+            "marked": describe_conditions(r.conditions),
         }
         for r in (runs[i] for i in run_ids if i in runs)
     ]
 
 
 def compare_choices(src: Source, limit: int = 200) -> dict[str, list[dict[str, Any]]]:
-    """What the Compare page offers: the newest runs (id, sweep, commit, started_at) and the commits they hold
+    """What the Compare page offers: the newest runs (id, sweep, commit, started_at, marked) and the commits their
+    plain runs hold
     (commit, runs, newest start), newest first; ``micro``: the ids of the runs that hold micro jobs; ``kinds``:
     run id -> the kinds of job it holds (sorted)."""
     with read_session(src) as s:
         runs = s.execute(
-            select(Run.id, Run.sweep, Run.commit, Run.started_at).order_by(Run.started_at.desc(), Run.id.desc())
+            select(Run.id, Run.sweep, Run.commit, Run.started_at, Run.conditions).order_by(
+                Run.started_at.desc(), Run.id.desc()
+            )
         ).all()
         kinds: dict[int, list[str]] = defaultdict(list)
         for rid, kind in s.execute(
@@ -123,12 +137,15 @@ def compare_choices(src: Source, limit: int = 200) -> dict[str, list[dict[str, A
         ):
             kinds[rid].append(kind)
     commits: dict[str, dict[str, Any]] = {}
-    for rid, _sweep, commit, started in runs:
-        if commit and commit != "unknown":
+    for rid, _sweep, commit, started, cond in runs:
+        if commit and commit != "unknown" and not cond:  # a marked run does not stand for its commit
             c = commits.setdefault(commit, {"commit": commit, "runs": [], "started_at": started})
             c["runs"].append(rid)
     return {
-        "runs": [{"id": r, "sweep": sw, "commit": c, "started_at": t} for r, sw, c, t in runs[:limit]],
+        "runs": [
+            {"id": r, "sweep": sw, "commit": c, "started_at": t, "marked": describe_conditions(cond, note=False)}
+            for r, sw, c, t, cond in runs[:limit]
+        ],
         "commits": list(commits.values())[:limit],
         "micro": sorted(r for r, ks in kinds.items() if "micro" in ks),
         "kinds": dict(kinds),
@@ -149,10 +166,12 @@ def previous_run(src: Source, run_id: int) -> int | None:
         )
 
 
-def previous_runs(src: Source) -> dict[int, int]:
-    """run id -> the newest earlier run of the same sweep, for every run that has one (one query)."""
+def previous_runs(src: Source, plain: bool = False) -> dict[int, int]:
+    """run id -> the newest earlier run of the same sweep, for every run that has one (one query); ``plain``: among
+    the runs no condition marks only (orchestrator/store/conditions.py)."""
     with read_session(src) as s:
-        rows = s.execute(select(Run.id, Run.sweep, Run.started_at).order_by(Run.started_at, Run.id)).all()
+        query = select(Run.id, Run.sweep, Run.started_at).order_by(Run.started_at, Run.id)
+        rows = s.execute(query.where(plain_runs()) if plain else query).all()
     last: dict[str, int] = {}
     out = {}
     for rid, sweep, _ in rows:

@@ -65,6 +65,32 @@ def run_or_raise(s: Session, run_id: int) -> Run:
     return run
 
 
+def own_verdict(own):
+    """The join condition of ``own`` (an aliased Measurement) to the `correct` verdict of the same implementation in
+    the same attempt as the Measurement read: outer-joined, it is None where nothing checked it."""
+    return (
+        (own.job_id == Measurement.job_id)
+        & (own.attempt == Measurement.attempt)
+        & (own.impl == Measurement.impl)
+        & (own.metric == "correct")
+    )
+
+
+def marked_run_ids(s: Session) -> list[int]:
+    """The runs whose conditions mark them (dirty checkout, shared GPU, rehearsal: orchestrator/store/conditions.py),
+    newest first."""
+    return list(s.scalars(select(Run.id).where(Run.conditions.is_not(None)).order_by(Run.id.desc())))
+
+
+def run_conditions(s: Session, run_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """Each marked run's conditions among ``run_ids``."""
+    ids = list(run_ids)
+    if not ids:
+        return {}
+    rows = s.execute(select(Run.id, Run.conditions).where(Run.id.in_(ids), Run.conditions.is_not(None)))
+    return {rid: cond for rid, cond in rows if cond}
+
+
 def run_jobs(s: Session, run_id: int, *where: Any, order_by: Sequence[Any] = ()) -> Sequence[Job]:
     """The jobs run ``run_id`` comprises that match ``where``, in ``order_by``."""
     query = select(Job).join(RunJob, RunJob.job_id == Job.id).where(RunJob.run_id == run_id, *where)
@@ -143,8 +169,10 @@ def pct_of(gbs: float | None, bandwidth: float | None) -> float | None:
 
 
 def correctness_lookup(picked: Sequence[Picked]):
-    """impl -> correct, for a micro job: its own `correct` metric, else the correctness job of the same
-    (kernel, shape, dtype) on the same hardware, else any of those with the same target (False if any failed)."""
+    """impl -> correct, for a micro job: False when its own `correct` metric or the correctness job of the same
+    (kernel, shape, dtype) on the same hardware (else any of those with the same target) failed: a micro job
+    checks one input, the correctness job every case, and a failure of either is never shown as correct; True
+    when one passed and none failed; None when nothing checked it."""
     by_hw: dict[tuple, dict[str, bool]] = defaultdict(dict)
     by_target: dict[tuple, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
     for p in picked:
@@ -159,15 +187,15 @@ def correctness_lookup(picked: Sequence[Picked]):
 
     def lookup(p: Picked, impl: str) -> bool | None:
         own = p.correct(impl)
-        if own is not None:
-            return own
         same_hw = by_hw.get((p.job.kernel, p.job.shape_key, p.job.dtype, p.hardware_key), {})
         if impl in same_hw:
-            return same_hw[impl]
-        verdicts = by_target.get((p.job.kernel, p.job.shape_key, p.job.dtype, p.job.target), {}).get(impl)
-        if verdicts:
-            return all(verdicts)
-        return None
+            job = same_hw[impl]
+        else:
+            verdicts = by_target.get((p.job.kernel, p.job.shape_key, p.job.dtype, p.job.target), {}).get(impl)
+            job = all(verdicts) if verdicts else None
+        if own is False or job is False:
+            return False
+        return True if own or job else None
 
     return lookup
 

@@ -24,7 +24,7 @@ from orchestrator.store.models import (
     RunJob,
 )
 from orchestrator.store.query.access import Source, read_session
-from orchestrator.store.query.picked import run_or_raise
+from orchestrator.store.query.picked import marked_run_ids, run_or_raise
 from orchestrator.store.query.series_queries import series_by_key
 from workers import metrics as catalogue
 
@@ -50,6 +50,7 @@ def regression_report(
     hardware_key: str | None = None,
     include_improvements: bool = False,
     include_cpu: bool = False,
+    include_marked: bool = False,
 ) -> dict[str, Any]:
     """Judge ``metric`` per (kernel, shape, dtype, impl, hardware key) by regression_rule.py.
 
@@ -60,7 +61,9 @@ def regression_report(
       every series when None); its last ``consecutive`` points are judged against the ``window`` points before
       them, the spread from the ``noise_window`` points before them.
 
-    Series measured on a CPU (interpreter timings) are judged only with ``include_cpu``.  Returns ``flags``
+    Series measured on a CPU (interpreter timings) are judged only with ``include_cpu``.  Runs marked by their
+    conditions (dirty checkout, shared GPU, rehearsal) are neither judged nor history unless ``include_marked`` or
+    named in ``run_ids``/``baseline_run_ids``; ``marked_runs`` says which were left out.  Returns ``flags``
     (regression_rule verdicts as dicts: kernel, shape, dtype, impl, hardware_key, device ("gpu"/"cpu"), metric,
     status ("confirmed"/"unconfirmed"/"kernel_changed"), reason, direction, change, reference_median,
     current_median, p_value, noise, noise_dof, z, threshold, run_id, commit, job_key, reference_runs, compared,
@@ -86,7 +89,10 @@ def regression_report(
                     select(name_col).distinct().join(RunJob, RunJob.job_id == Job.id).where(RunJob.run_id.in_(runs))
                 )
             )
-        series = series_by_key(s, metric, kernel, hardware_key, names)
+        series = series_by_key(
+            s, metric, kernel, hardware_key, names, include_marked=include_marked, keep_runs=runs + baselines
+        )
+        marked = [] if include_marked else marked_run_ids(s)
     cpu_series = sum(1 for key in series if is_cpu_device(key[4]))
     if not include_cpu:
         series = {k: v for k, v in series.items() if not is_cpu_device(k[4])}
@@ -145,6 +151,7 @@ def regression_report(
         "runs": runs,
         "baseline_runs": baselines,
         "metric": metric,
+        "marked_runs": [r for r in marked if r not in runs + baselines],
     }
 
 
@@ -162,6 +169,7 @@ def regressions(
     hardware_key: str | None = None,
     include_improvements: bool = False,
     include_cpu: bool = False,
+    include_marked: bool = False,
 ) -> list[dict[str, Any]]:
     """The flags of :func:`regression_report` for one run (against history or the baseline run(s))."""
     if baseline_run_id is not None and run_id is None:
@@ -179,6 +187,7 @@ def regressions(
         hardware_key=hardware_key,
         include_improvements=include_improvements,
         include_cpu=include_cpu,
+        include_marked=include_marked,
     )["flags"]
 
 

@@ -16,6 +16,8 @@ from sqlalchemy.orm import Session
 from orchestrator.stats import e2e_anchors
 from orchestrator.stats.e2e_anchors import floor_figures
 from orchestrator.store.checks import INT32_MAX
+from orchestrator.store.conditions import describe as describe_conditions
+from orchestrator.store.conditions import plain_runs
 from orchestrator.store.models import (
     Artifact,
     Device,
@@ -37,6 +39,7 @@ from orchestrator.store.query.picked import (
     job_attempt,
     load_picked,
     name_filter,
+    own_verdict,
     pct_of,
     pick_for_run,
     run_jobs,
@@ -295,10 +298,13 @@ def isa_results(src: Source, run_id: int) -> list[dict[str, Any]]:
     ]
 
 
-def isa_history(src: Source, kernel: str | None = None, limit: int = 5000) -> list[dict[str, Any]]:
+def isa_history(
+    src: Source, kernel: str | None = None, limit: int = 5000, include_marked: bool = False
+) -> list[dict[str, Any]]:
     """Every good isa result (newest first, at most ``limit``): what each kernel compiled to per target architecture
     over commits.  Keys: kernel, shape_key, dtype, arch, run_id, commit, measured_at, job_key and the ISA_METRICS
-    (None where the target does not report one).  One statement."""
+    (None where the target does not report one).  Runs marked by their conditions (an experiment on an uncommitted
+    tree, say) are left out unless ``include_marked``.  One statement."""
     query = (
         good_attempt_join(
             select(
@@ -325,6 +331,8 @@ def isa_history(src: Source, kernel: str | None = None, limit: int = 5000) -> li
     )
     if kernel is not None:
         query = query.where(Job.kernel == kernel)
+    if not include_marked:
+        query = query.where(plain_runs())
     rows: dict[tuple, dict[str, Any]] = {}
     with read_session(src) as s:
         for metric, value, k, skey, dtype, spec, key, run_id, commit, at in s.execute(query):
@@ -488,6 +496,8 @@ EXPORT_COLUMNS = (
     "metric",
     "value",
     "unit",
+    "correct",
+    "marked",
 )
 
 
@@ -496,7 +506,13 @@ def iter_measurements(
 ) -> Iterator[dict[str, Any]]:
     """Every measurement as one long-format row (EXPORT_COLUMNS), streamed from the database ``batch`` rows at
     a time (server-side cursor on PostgreSQL), ordered by measurement id.  ``run_id``: the attempts that run
-    recorded; ``since``: attempts measured at or after that aware datetime."""
+    recorded; ``since``: attempts measured at or after that aware datetime.  ``correct``: the implementation's own
+    verdict in that attempt (False: it failed correctness, and its times are no speed), None where not checked;
+    ``marked``: what the run was made under, when its conditions mark it (shared GPU, rehearsal, uncommitted
+    changes), else ""."""
+    from sqlalchemy.orm import aliased
+
+    own = aliased(Measurement)
     query = (
         good_attempt_join(
             select(
@@ -518,10 +534,13 @@ def iter_measurements(
                 Measurement.metric,
                 Measurement.value,
                 Measurement.unit,
+                own.value,
+                Run.conditions,
             )
         )
         .join(Run, Run.id == JobAttempt.run_id)
         .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
+        .outerjoin(own, own_verdict(own))
     )
     if run_id is not None:
         query = query.where(JobAttempt.run_id == run_id)
@@ -530,7 +549,10 @@ def iter_measurements(
     query = query.order_by(Measurement.id).execution_options(yield_per=batch)
     with read_session(src) as s:
         for row in s.execute(query):
-            yield dict(zip(EXPORT_COLUMNS, row))
+            out = dict(zip(EXPORT_COLUMNS, row))
+            out["correct"] = None if out["correct"] is None else out["correct"] >= 0.5
+            out["marked"] = describe_conditions(out["marked"], note=False)
+            yield out
 
 
 def profile_kernel_rows(src: Source, job_id: int | str, attempt: int | None = None) -> dict[str, list[dict]]:

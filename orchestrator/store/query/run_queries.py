@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import aliased
 
+from orchestrator.store import conditions
 from orchestrator.store.models import (
     Device,
     Job,
@@ -30,7 +31,7 @@ from orchestrator.store.query.picked import (
     run_or_raise,
 )
 from workers import rehearsal
-from workers.spec import GOOD_STATUSES
+from workers.spec import GOOD_STATUSES, STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED
 
 TRITON_IMPLS = ("triton", "liger")  # implementations that run Triton (its interpreter on a CPU)
 
@@ -56,6 +57,9 @@ def _run_dict(run: Run, n_jobs: int | None = None) -> dict[str, Any]:
         "finished_at": run.finished_at,
         "counts": run.counts,
         "n_jobs": n_jobs,
+        "conditions": run.conditions,  # what it was made under (orchestrator/store/conditions.py); None: plain
+        "marked": conditions.describe(run.conditions, note=False),
+        "marked_note": conditions.describe(run.conditions),
     }
 
 
@@ -104,7 +108,9 @@ def run_summary(src: Source, run_id: int) -> list[dict[str, Any]]:
     node_id, median_us, iqr_us, graph_time_us, kernel_time_us, gbs, kernel_gbs, copy_bandwidth_gbs, pct_of_ceiling,
     kernel_pct_of_ceiling, speedup_vs_eager, speedup_vs_compile, compile_baseline ("compile" or "compile_max": the
     faster of the two that did not fail correctness), correct (True/False/None: not checked), rel_err, max_abs,
-    status, error.
+    status (this implementation's: "incorrect" where it failed correctness, "ok" for one that passed in a job
+    another implementation failed; else the job's), job_status, error (the job's stored error: which check failed,
+    by how much).
     Speed-ups are ratios of medians measured side by side in the same job; an implementation that failed
     correctness never gets one.  pct_of_ceiling = gbs / the device's measured copy bandwidth × 100;
     kernel_pct_of_ceiling the same for kernel_gbs.
@@ -155,12 +161,24 @@ def run_summary(src: Source, run_id: int) -> list[dict[str, Any]]:
                 "rel_err": p.value(impl, "rel_err"),
                 "max_abs": p.value(impl, "max_abs"),
                 "status": p.status,
+                "job_status": p.status,
                 "error": p.error,
             }
+            row["status"] = impl_status(p.status, row["correct"])
             if p.job.kind == "micro":
                 fill_micro(row, p, impl, bw, correct_of)
             rows.append(row)
     return rows
+
+
+def impl_status(job_status: str, correct: bool | None) -> str:
+    """One implementation's status in a job of ``job_status``: incorrect when it failed correctness (its own check or
+    the correctness job's), ok when it passed in a job that another implementation made incorrect."""
+    if correct is False and job_status in (STATUS_OK, STATUS_INCORRECT):
+        return STATUS_INCORRECT
+    if job_status == STATUS_INCORRECT and correct is True:
+        return STATUS_OK
+    return job_status
 
 
 def devices(src: Source) -> list[dict[str, Any]]:
@@ -271,7 +289,8 @@ def run_outcomes(src: Source, limit: int = 100) -> list[dict[str, Any]]:
 
 
 def failed_attempts(src: Source, run_id: int | None = None, limit: int = 200) -> list[dict[str, Any]]:
-    """Attempts that did not end well (not ok / incorrect / skipped), newest first, with their error.
+    """Attempts that did not end well (neither ok nor skipped: an incorrect one too, whose error names the failing
+    check), newest first, with their error.
 
     Keys: run_id, job_id, job_key, attempt, kind, name, shape_key, dtype, status, error, node_id, gpu_type,
     measured_at.
@@ -280,7 +299,7 @@ def failed_attempts(src: Source, run_id: int | None = None, limit: int = 200) ->
         select(JobAttempt, Job.key, Job.kind, Job.kernel, Job.model, Job.shape_key, Job.dtype, Device.gpu_type)
         .join(Job, Job.id == JobAttempt.job_id)
         .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
-        .where(JobAttempt.status.not_in(GOOD_STATUSES))
+        .where(JobAttempt.status.not_in((STATUS_OK, STATUS_SKIPPED)))
     )
     if run_id is not None:
         query = query.where(JobAttempt.run_id == run_id)

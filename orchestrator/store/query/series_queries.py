@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from orchestrator.stats.regression_rule import (
     finite,
 )
+from orchestrator.store.conditions import plain_runs
 from orchestrator.store.models import (
     Device,
     Job,
@@ -30,6 +31,7 @@ from orchestrator.store.query.picked import (
     good_attempt_join,
     name_filter,
     narrowed,
+    own_verdict,
 )
 from workers import metrics as catalogue
 from workers.spec import GOOD_STATUSES
@@ -77,12 +79,15 @@ def series_by_key(
     decode_newest: int | None = None,
     with_tune: bool = True,
     job_keys: Sequence[str] | None = None,
+    include_marked: bool = False,
+    keep_runs: Sequence[int] = (),
 ) -> dict[tuple, list[dict[str, Any]]]:
     """Every good point of ``metric`` by series (name, shape_key, dtype, impl, hardware_key), oldest first.
     ``decode_newest``: decode the repeats (and the autotune pick) of each series' newest that many points only; the
     older points' ``samples`` and ``pick`` are None (a reader that judges only its newest points reads no more).
     ``with_tune``: a micro reading's tune candidates too (:func:`job_kinds`).  ``job_keys``: only the points of jobs
-    with these keys."""
+    with these keys.  Runs marked by their conditions (dirty checkout, shared GPU, rehearsal:
+    orchestrator/store/conditions.py) are left out unless ``include_marked`` or named in ``keep_runs``."""
     kind = catalogue.get(metric).kind
     name_col = Job.model if kind == "e2e" else Job.kernel
     query = (
@@ -116,6 +121,8 @@ def series_by_key(
     )
     if hardware_key is not None:
         query = query.where(JobAttempt.hardware_key == hardware_key)
+    if not include_marked:
+        query = query.where(plain_runs() | Run.id.in_(list(keep_runs)))
     if names is not None:
         query = query.where(name_col.in_(sorted(n for n in names if n is not None)))
     query = narrowed(query, shape, dtype, impl)
@@ -169,13 +176,15 @@ def trend_points(
     metric: str = "time_us",
     limit: int = 2000,
     with_samples: bool = True,
+    include_marked: bool = False,
 ) -> list[dict[str, Any]]:
     """Every good micro measurement of ``metric`` for one kernel (optionally one shape, dtype, impl, GPU type),
     oldest first, with eager's reading of the same job beside it and the implementation's own correctness.
 
     Keys per point: kernel, shape_key, dtype, impl, hardware_key, gpu_type, value, unit, samples, eager_value,
     correct, run_id, commit, measured_at, job_key, attempt.  One statement; ``limit`` bounds the newest points.
-    ``with_samples=False``: samples None, the repeats not read (a reader that has them from elsewhere).
+    ``with_samples=False``: samples None, the repeats not read (a reader that has them from elsewhere).  Runs
+    marked by their conditions (orchestrator/store/conditions.py) are left out unless ``include_marked``.
     """
     from sqlalchemy.orm import aliased
 
@@ -211,13 +220,7 @@ def trend_points(
             & (eager.impl == BASELINE_IMPL)
             & (eager.metric == metric),
         )
-        .outerjoin(
-            own,
-            (own.job_id == Measurement.job_id)
-            & (own.attempt == Measurement.attempt)
-            & (own.impl == Measurement.impl)
-            & (own.metric == "correct"),
-        )
+        .outerjoin(own, own_verdict(own))
         .where(
             # a named implementation may be a tune candidate; every implementation: the micro jobs' only
             Job.kind.in_(TIMED_KINDS if impl is not None else ("micro",)),
@@ -229,6 +232,8 @@ def trend_points(
     query = narrowed(query, shape, dtype, impl)
     if gpu_type is not None:
         query = query.where(Device.gpu_type == gpu_type)
+    if not include_marked:
+        query = query.where(plain_runs())
     query = query.order_by(attempt_time().desc(), JobAttempt.id.desc()).limit(limit)
     with read_session(src) as s:
         rows = s.execute(query).all()

@@ -44,20 +44,21 @@ def trend_judged(
     impl: str | None = None,
     hardware_keys: Iterable[str] | None = None,
     last: int | None = None,
+    include_marked: bool = False,
 ) -> tuple[dict[SeriesKey, dict[PointId, dict[str, Any]]], dict[SeriesKey, dict[PointId, tuple[float, float]]]]:
     """(verdicts, bands) for every point of the micro series of ``kernel`` that match the filters, by series key and
     point (run_id, attempt, job_key): the rule's verdicts (points without one are absent), and every point's first
     and third quartile of its repeats (quartiles_of): the page's IQR band comes from the repeats the rule has
     decoded already, so the page's points need not read them a second time.  ``last``: only each series' newest
     that many points (what the page shows), judged against the history before them exactly as when every point is
-    judged; the repeats of points older than the rule reads are not decoded.  Kept per store revision
-    (revision_cache): judged once, shown many times."""
+    judged; the repeats of points older than the rule reads are not decoded.  Runs marked by their conditions are
+    left out unless ``include_marked``.  Kept per store revision (revision_cache): judged once, shown many times."""
     shape = shape if shape is None or isinstance(shape, str) else tuple(shape)
     keys = None if hardware_keys is None else tuple(sorted(hardware_keys))
-    return revision_cache.memo(src, _trend_judged, kernel, metric, shape, dtype, impl, keys, last)
+    return revision_cache.memo(src, _trend_judged, kernel, metric, shape, dtype, impl, keys, last, include_marked)
 
 
-def _trend_judged(src, kernel, metric, shape, dtype, impl, hardware_keys, last=None):
+def _trend_judged(src, kernel, metric, shape, dtype, impl, hardware_keys, last=None, include_marked=False):
     decode = None if last is None else last + points_read()
     with read_session(src) as s:
         series = series_by_key(
@@ -70,6 +71,7 @@ def _trend_judged(src, kernel, metric, shape, dtype, impl, hardware_keys, last=N
             impl=impl,
             decode_newest=decode,
             with_tune=impl is not None,
+            include_marked=include_marked,
         )
     verdicts: dict[SeriesKey, dict[PointId, dict[str, Any]]] = {}
     bands: dict[SeriesKey, dict[PointId, tuple[float, float]]] = {}

@@ -5,11 +5,14 @@ shapes the rows that come back."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import func, select
 
 from orchestrator.stats.e2e_anchors import floor_figures
+from orchestrator.store.conditions import describe as describe_conditions
+from orchestrator.store.conditions import plain_runs
 from orchestrator.store.models import (
     Artifact,
     Device,
@@ -35,18 +38,30 @@ from workers.spec import GOOD_STATUSES
 TIME_READINGS = ("time_us", "kernel_time_us", "graph_time_us")  # per call / kernel time / launch-free graph
 
 
-def newest_micro_runs(src: Source) -> dict[tuple[str, str], tuple[Any, int]]:
+def newest_micro_runs(
+    src: Source, impls: Sequence[str] | None = None, reading: str = "time_us", include_marked: bool = False
+) -> dict[tuple[str, str], tuple[Any, int]]:
     """(kernel, gpu type) -> (when, run id) of the newest run with a good micro attempt of that kernel on that GPU
-    type.  One grouped statement over attempts (never over measurements)."""
+    type; with ``impls``, the newest that timed ``reading`` of one of them (the newest run that timed a
+    torch.compile mode, say).  Runs marked by their conditions (shared GPU, rehearsal, uncommitted changes) are
+    passed over unless ``include_marked``.  One grouped statement over attempts (over the measurements of
+    ``impls`` when given)."""
+    query = (
+        select(Job.kernel, Device.gpu_type, JobAttempt.run_id, func.max(attempt_time()))
+        .select_from(JobAttempt)
+        .join(Job, Job.id == JobAttempt.job_id)
+        .join(Device, Device.hardware_key == JobAttempt.hardware_key)
+        .where(Job.kind == "micro", JobAttempt.status.in_(GOOD_STATUSES))
+        .group_by(Job.kernel, Device.gpu_type, JobAttempt.run_id)
+    )
+    if impls is not None:
+        query = query.join(
+            Measurement, (Measurement.job_id == JobAttempt.job_id) & (Measurement.attempt == JobAttempt.attempt)
+        ).where(Measurement.metric == reading, Measurement.impl.in_(list(impls)), Measurement.value.is_not(None))
+    if not include_marked:
+        query = query.join(Run, Run.id == JobAttempt.run_id).where(plain_runs())
     with read_session(src) as s:
-        rows = s.execute(
-            select(Job.kernel, Device.gpu_type, JobAttempt.run_id, func.max(attempt_time()))
-            .select_from(JobAttempt)
-            .join(Job, Job.id == JobAttempt.job_id)
-            .join(Device, Device.hardware_key == JobAttempt.hardware_key)
-            .where(Job.kind == "micro", JobAttempt.status.in_(GOOD_STATUSES))
-            .group_by(Job.kernel, Device.gpu_type, JobAttempt.run_id)
-        ).all()
+        rows = s.execute(query).all()
     newest: dict[tuple[str, str], tuple[Any, int]] = {}
     for kernel, gpu, run_id, at in rows:
         if (kernel, gpu) not in newest or (at, run_id) > newest[(kernel, gpu)]:
@@ -74,7 +89,7 @@ def micro_choices(src: Source, kernel: str | None = None) -> dict[str, Any]:
                 Job.kind.in_(TIMED_KINDS), Job.kernel == kernel
             )
         else:
-            runs = sorted({run_id for _, run_id in newest_micro_runs(s).values()})
+            runs = sorted({run_id for _, run_id in newest_micro_runs(s, include_marked=True).values()})
             impls_q = impls_q.where(JobAttempt.run_id.in_(runs))
         impls = s.scalars(impls_q).all()
         gpu = s.scalars(
@@ -98,17 +113,15 @@ def micro_choices(src: Source, kernel: str | None = None) -> dict[str, Any]:
     }
 
 
-def _newest_micro_values(src: Source, reading: str) -> tuple[dict, dict, dict]:
-    """What the Overview's cells are made of: (newest_micro_runs, (kernel, gpu type, job id) -> (impl, metric) ->
-    value of ``reading`` and ``correct`` from that newest run, run id -> commit).  ``reading``: one of
-    TIME_READINGS."""
+def _micro_values(src: Source, reading: str, chosen: dict[tuple[str, str], tuple[Any, int]]) -> tuple[dict, dict]:
+    """The values of the runs ``chosen`` per cell: ((kernel, gpu type, run id, job id) -> (impl, metric) -> value of
+    ``reading`` and ``correct``, run id -> commit).  ``reading``: one of TIME_READINGS."""
     if reading not in TIME_READINGS:
         raise ValueError(f"reading must be one of {', '.join(TIME_READINGS)}, got {reading!r}")
+    if not chosen:
+        return {}, {}
+    runs = sorted({r for _, r in chosen.values()})
     with read_session(src) as s:
-        chosen = newest_micro_runs(s)
-        if not chosen:
-            return {}, {}, {}
-        runs = sorted({r for _, r in chosen.values()})
         rows = s.execute(
             good_attempt_join(
                 select(
@@ -131,21 +144,48 @@ def _newest_micro_values(src: Source, reading: str) -> tuple[dict, dict, dict]:
             )
         ).all()
         commits = dict(s.execute(select(Run.id, Run.commit).where(Run.id.in_(runs))).all())
+    wanted = {(k, g, r) for (k, g), (_, r) in chosen.items()}
     per_job: dict[tuple, dict[tuple[str, str], float | None]] = defaultdict(dict)
     for kernel, gpu, run_id, job_id, mimpl, metric, value in rows:
-        if chosen.get((kernel, gpu), (None, None))[1] == run_id:
-            per_job[(kernel, gpu, job_id)][(mimpl, metric)] = value
-    return chosen, per_job, commits
+        if (kernel, gpu, run_id) in wanted:
+            per_job[(kernel, gpu, run_id, job_id)][(mimpl, metric)] = value
+    return per_job, commits
+
+
+def _cell_runs(src: Source, reading: str) -> tuple[dict, dict, dict[int, str]]:
+    """(the newest run per kernel x GPU type, the newest run that timed a torch.compile mode, run id -> its marks
+    for the marked ones): a plain run wherever there is one, else a run marked by its conditions (a cell measured
+    only in a fleet rehearsal, say), which the cell then says."""
+    if reading not in TIME_READINGS:
+        raise ValueError(f"reading must be one of {', '.join(TIME_READINGS)}, got {reading!r}")
+    newest = {**newest_micro_runs(src, include_marked=True), **newest_micro_runs(src)}
+    with_compile = {
+        **newest_micro_runs(src, COMPILE_IMPLS, reading, include_marked=True),
+        **newest_micro_runs(src, COMPILE_IMPLS, reading),
+    }
+    runs = {r for _, r in (*newest.values(), *with_compile.values())}
+    with read_session(src) as s:
+        marks = {
+            rid: describe_conditions(cond, note=False)
+            for rid, cond in s.execute(
+                select(Run.id, Run.conditions).where(Run.id.in_(sorted(runs)), Run.conditions.is_not(None))
+            )
+        }
+    return newest, with_compile, marks
 
 
 def newest_micro_cells(src: Source, reading: str = "time_us") -> list[dict[str, Any]]:
-    """Every implementation's ``reading`` per kernel x GPU type, from the newest run that measured that kernel on
-    that GPU type (the runs speedup_matrix reads): one row per cell with kernel, gpu_type, reading, run_id, commit,
-    measured_at, jobs (the job ids of the cell), times (impl -> job id -> value) and correct (impl -> False when it
-    failed correctness in any job of the cell, True when it passed in one at least, else None)."""
-    chosen, per_job, commits = _newest_micro_values(src, reading)
+    """Every implementation's ``reading`` per kernel x GPU type, from the newest plain run that timed a torch.compile
+    mode of that kernel on that GPU type, else the newest plain run that measured it: the fastest implementation is
+    never ranked among fewer than were timed.  One row per cell with kernel, gpu_type, reading, run_id, commit,
+    measured_at, newest_run_id (the newest run, when it is not run_id: it timed no torch.compile), jobs (the job ids
+    of the cell), times (impl -> job id -> value) and correct (impl -> False when it failed correctness in any job
+    of the cell, True when it passed in one at least, else None)."""
+    newest, with_compile, marks = _cell_runs(src, reading)
+    chosen = {cell: with_compile.get(cell, run) for cell, run in newest.items()}
+    per_job, commits = _micro_values(src, reading, chosen)
     cells: dict[tuple[str, str], dict[str, Any]] = {}
-    for (kernel, gpu, job), v in per_job.items():
+    for (kernel, gpu, _run, job), v in per_job.items():
         at, run_id = chosen[(kernel, gpu)]
         cell = cells.setdefault(
             (kernel, gpu),
@@ -156,6 +196,8 @@ def newest_micro_cells(src: Source, reading: str = "time_us") -> list[dict[str, 
                 "run_id": run_id,
                 "commit": commits.get(run_id),
                 "measured_at": at,
+                "newest_run_id": newest[(kernel, gpu)][1] if newest[(kernel, gpu)][1] != run_id else None,
+                "marked": marks.get(run_id, ""),
                 "jobs": [],
                 "times": defaultdict(dict),
                 "correct": {},
@@ -171,29 +213,46 @@ def newest_micro_cells(src: Source, reading: str = "time_us") -> list[dict[str, 
 
 
 def speedup_matrix(src: Source, reading: str = "time_us", impl: str = "triton") -> list[dict[str, Any]]:
-    """Speed-up of ``impl`` per kernel x GPU type, from the newest run that measured that kernel on that GPU type.
+    """Speed-up of ``impl`` per kernel x GPU type: against eager from the newest plain run that measured that kernel
+    on that GPU type, against the faster torch.compile from the newest plain run that timed a torch.compile mode of
+    it (the same run when the newest timed one; runs marked by their conditions are passed over).
 
     ``reading`` is one of TIME_READINGS.  Per (job = kernel, shape, dtype): speed-up = eager's reading / impl's,
     and against the faster of compile / compile_max that passed correctness; a cell is the geometric mean over
     the run's shapes and dtypes.  A cell where ``impl`` failed correctness in any of them has ``correct`` False
     and no speed-up.  Keys: kernel, gpu_type, run_id, commit, measured_at, n_jobs, speedup_vs_eager,
-    speedup_vs_compile, compile_baseline, correct, min_speedup_vs_eager, max_speedup_vs_eager.
+    speedup_vs_compile, compile_baseline, compile_run_id, compile_commit, compile_measured_at (None when no run
+    timed torch.compile), marked (the marks of those runs when a cell had only marked runs), correct,
+    min_speedup_vs_eager, max_speedup_vs_eager.
     """
-    chosen, per_job, commits = _newest_micro_values(src, reading)
-    if not chosen:
+    newest, with_compile, marks = _cell_runs(src, reading)
+    if not newest:
         return []
+    per_job, commits = _micro_values(src, reading, newest)
+    compile_jobs, compile_commits = _micro_values(src, reading, with_compile)
+    commits.update(compile_commits)
     cells: dict[tuple[str, str], dict[str, Any]] = {}
-    for (kernel, gpu, _job), v in per_job.items():
+
+    def cell_of(kernel: str, gpu: str) -> dict[str, Any]:
+        return cells.setdefault(
+            (kernel, gpu), {"eager": [], "compile": [], "correct": True, "n": 0, "baselines": set(), "timed": False}
+        )
+
+    for (kernel, gpu, _run, _job), v in per_job.items():
         if (impl, reading) not in v and (impl, "correct") not in v:
             continue  # this job did not run ``impl``
-        cell = cells.setdefault(
-            (kernel, gpu), {"eager": [], "compile": [], "correct": True, "n": 0, "baselines": set()}
-        )
+        cell = cell_of(kernel, gpu)
         cell["n"] += 1
         if v.get((impl, "correct")) is not None and v[(impl, "correct")] < 0.5:
             cell["correct"] = False
-        mine = v.get((impl, reading))
-        cell["eager"].append(safe_ratio(v.get((BASELINE_IMPL, reading)), mine))
+        cell["eager"].append(safe_ratio(v.get((BASELINE_IMPL, reading)), v.get((impl, reading))))
+    for (kernel, gpu, _run, _job), v in compile_jobs.items():
+        if (impl, reading) not in v and (impl, "correct") not in v:
+            continue
+        cell = cell_of(kernel, gpu)
+        cell["timed"] = True
+        if v.get((impl, "correct")) is not None and v[(impl, "correct")] < 0.5:
+            cell["correct"] = False
         compiled = [
             (t, name)
             for name in COMPILE_IMPLS
@@ -202,11 +261,14 @@ def speedup_matrix(src: Source, reading: str = "time_us", impl: str = "triton") 
         ]
         if compiled:
             best, name = min(compiled)
-            cell["compile"].append(safe_ratio(best, mine))
+            cell["compile"].append(safe_ratio(best, v.get((impl, reading))))
             cell["baselines"].add(name)
     out = []
     for (kernel, gpu), cell in sorted(cells.items()):
-        at, run_id = chosen[(kernel, gpu)]
+        if (kernel, gpu) not in newest or not cell["n"]:
+            continue
+        at, run_id = newest[(kernel, gpu)]
+        c_at, c_run = with_compile.get((kernel, gpu), (None, None)) if cell["timed"] else (None, None)
         eager = [x for x in cell["eager"] if x]
         comp = [x for x in cell["compile"] if x]
         ok = cell["correct"]
@@ -224,6 +286,12 @@ def speedup_matrix(src: Source, reading: str = "time_us", impl: str = "triton") 
                 "speedup_vs_eager": geomean(eager) if ok else None,
                 "speedup_vs_compile": geomean(comp) if ok else None,
                 "compile_baseline": "/".join(sorted(cell["baselines"])) or None,
+                "compile_run_id": c_run,
+                "compile_commit": commits.get(c_run) if c_run is not None else None,
+                "compile_measured_at": c_at,
+                "marked": "; ".join(
+                    dict.fromkeys(f"run {r}: {marks[r]}" for r in (run_id, c_run) if r is not None and r in marks)
+                ),
                 "min_speedup_vs_eager": min(eager) if ok and eager else None,
                 "max_speedup_vs_eager": max(eager) if ok and eager else None,
             }
