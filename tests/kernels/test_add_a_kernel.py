@@ -20,7 +20,7 @@ import torch
 
 import kernels
 import kernels.entries
-from kernels import launch_plans, metadata, registry
+from kernels import metadata, registry
 from kernels.inject import rules
 from orchestrator import config
 from orchestrator.__main__ import main
