@@ -15,6 +15,7 @@ module                 holds
 ``sweep``              one sweep end to end: plan, open the run, skip what is done, schedule, summarise
 ``schedule``           Ray scheduling: batches of JobSpecs as Ray tasks on nodes of the job's GPU type
 ``store_access``       opening the store for a sweep or an import
+``run_conditions``     what a sweep is made under (uncommitted changes, GPUs shared by nodes, a rehearsal node)
 ``importer``           ``import``: results files run elsewhere stored as runs
 ``export``             ``export``: measurements in long format (csv, parquet, jsonl, liger, tritonbench)
 ``out_file``           an output file written beside its path and renamed into place (never half-written)

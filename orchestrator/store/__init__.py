@@ -8,6 +8,7 @@ read API.
   migrate.py         upgrade/current/head, SchemaOutOfDate
   ownership.py       who holds a run (owner and heartbeat), RunHeld, and when a run may be resumed
   checks.py          what the store accepts: typed fields, column lengths, text without NUL
+  conditions.py      a run's conditions: how they are stored and described, and the plain-run filter
   writer.py          StoreWriter: the driver is the only writer
   query/             the read API by topic (runs, results, series, regressions, trends, dashboard views, compare);
                      the dashboard imports nothing else from the orchestrator

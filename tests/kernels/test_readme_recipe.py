@@ -1,8 +1,8 @@
-"""The README's "Add a kernel" recipe, verbatim (issue 46, point 7): its two files, cut from the README, written as
-``kernels/hadamard.py`` and ``kernels/entries/hadamard.py`` (in temporary folders the packages search too), pass on
-the first try what a new kernel is checked for: the contract of every kernel, the correctness job in bf16 under
-Triton's interpreter (its stores rounded as a GPU rounds) and the 128-bit loads and stores of tests/workers/test_isa.py
-on gfx950, on its grid's shapes and its contract's."""
+"""The README's "Add a kernel" recipe, verbatim: its three files, cut from the README, written as
+``kernels/hadamard.py``, ``kernels/metadata/hadamard.py`` and ``kernels/entries/hadamard.py`` (in temporary folders
+the packages search too), pass on the first try what a new kernel is checked for: the contract of every kernel, the
+correctness job in bf16 under Triton's interpreter (its stores rounded as a GPU rounds) and the 128-bit loads and
+stores of tests/workers/test_isa.py on gfx950, on its grid's shapes and its contract's."""
 
 from __future__ import annotations
 
@@ -18,13 +18,21 @@ import torch
 
 import kernels
 import kernels.entries
-from kernels import registry
+from kernels import metadata, registry
 from tests.support import contract
 from workers import correctness
 from workers.spec import STATUS_OK, JobSpec
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
+
+
+# the recipe's files by the folder the fixture writes each to
+RECIPE = {
+    "kernels": "kernels/hadamard.py",
+    "metadata": "kernels/metadata/hadamard.py",
+    "entries": "kernels/entries/hadamard.py",
+}
 
 
 def recipe_files() -> dict[str, str]:
@@ -36,17 +44,19 @@ def recipe_files() -> dict[str, str]:
 @pytest.fixture
 def hadamard(tmp_path, monkeypatch):
     files = recipe_files()
-    assert set(files) == {"kernels/hadamard.py", "kernels/entries/hadamard.py"}, "the README's recipe has two files"
-    (tmp_path / "kernels").mkdir()
-    (tmp_path / "entries").mkdir()
-    (tmp_path / "kernels" / "hadamard.py").write_text(files["kernels/hadamard.py"])
-    (tmp_path / "entries" / "hadamard.py").write_text(files["kernels/entries/hadamard.py"])
+    assert set(files) == set(RECIPE.values()), "the README's recipe has three files"
+    for folder, path in RECIPE.items():
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "hadamard.py").write_text(files[path])
     monkeypatch.setattr(kernels, "__path__", [*kernels.__path__, str(tmp_path / "kernels")])
+    monkeypatch.setattr(metadata, "__path__", [*metadata.__path__, str(tmp_path / "metadata")])
     monkeypatch.setattr(kernels.entries, "__path__", [*kernels.entries.__path__, str(tmp_path / "entries")])
     monkeypatch.setattr(registry, "_BUILTIN", None)
     monkeypatch.setattr(registry, "_REGISTRY", None)
     yield registry.get("hadamard")
-    sys.modules.pop("kernels.entries.hadamard", None)  # kernels.hadamard stays: its op is registered once a process
+    # kernels.hadamard stays: its op is registered once a process
+    sys.modules.pop("kernels.entries.hadamard", None)
+    sys.modules.pop("kernels.metadata.hadamard", None)
 
 
 def test_the_recipe_keeps_the_contract(hadamard, monkeypatch):
@@ -63,8 +73,9 @@ def test_the_recipe_is_correct_under_the_interpreter(hadamard, dtype):
 
 ISA_SCRIPT = """
 import json, sys
-import kernels, kernels.entries
+import kernels, kernels.entries, kernels.metadata
 kernels.__path__.append(sys.argv[1] + "/kernels")
+kernels.metadata.__path__.append(sys.argv[1] + "/metadata")
 kernels.entries.__path__.append(sys.argv[1] + "/entries")
 from kernels import registry
 from workers import isa
