@@ -238,7 +238,7 @@ def _check_cpu_price(
     where there is no GPU, as a sentence ("this machine has no GPU"); the suggested commands keep ``overrides``."""
     from orchestrator import cpu_price
 
-    if not any(s.kind in ("correctness", "micro") for s in todo):
+    if not any(s.kind in ("correctness", "micro", "e2e") for s in todo):
         _stop_calibration(calibration)
         return
     kept = cpu_price.kept_fit()

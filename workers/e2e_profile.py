@@ -131,17 +131,37 @@ def _row(r, steps: int, cls: str | None) -> dict[str, Any]:
     return out
 
 
-def profile_call(call: Callable[[], Any], steps: int, device: torch.device) -> dict[str, Any]:
-    """Run ``call()`` (one pipeline call of ``steps`` denoising steps) under torch.profiler; its breakdown."""
+def profile_call(call: Callable[..., Any], steps: int, device: torch.device, deferred: bool = False) -> dict[str, Any]:
+    """Run ``call()`` (one pipeline call of ``steps`` denoising steps) under torch.profiler; its breakdown.  With
+    ``deferred`` the capture begins inside the call: ``call(start)``, which calls ``start()`` where its ``steps``
+    steps begin (the decoder's decode steps, after its prefill)."""
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU]
     if device.type == "cuda":
         activities.append(ProfilerActivity.CUDA)
-    with profile(activities=activities) as prof:
-        call()
+    prof = profile(activities=activities)
+
+    def start() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)  # what was issued before the window runs outside it
+        prof.start()
+
+    started = False
+    try:
+        if deferred:
+            call(start)
+        else:
+            start()
+            call()
+        started = prof.profiler is not None
         if device.type == "cuda":
             torch.cuda.synchronize(device)
+    finally:
+        if prof.profiler is not None:
+            prof.stop()
+    if not started:
+        raise RuntimeError("the profiled call never began its profiled steps")
     fd, path = tempfile.mkstemp(suffix=".json", prefix="kf_e2e_trace_")
     os.close(fd)
     try:

@@ -1,0 +1,124 @@
+"""The flux_e2e, sd3_e2e and llm_e2e sweeps: each expands into one e2e JobSpec per setting (configuration, shape,
+steps, dtype), bad values fail before anything runs with the key and the allowed values, and the tiny variant of
+each runs end to end through the orchestrator (local Ray, sandbox, store) on the CPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator import config, plan
+from orchestrator.config import ConfigError
+from orchestrator.plan_e2e import LLM_DEFAULT_MODES, validate_e2e
+from orchestrator.validate import validate
+from tests.orchestrator.test_e2e_sweep import _cli
+
+CODE = plan.CodeVersion("abc123", "k0")
+TINY = {
+    "flux_e2e": ["sweep.e2e.heights=[64]", "sweep.e2e.widths=[96]", "sweep.e2e.steps=[2]"],
+    "sd3_e2e": [
+        "sweep.e2e.configs=[sd3.5-medium]",
+        "sweep.e2e.heights=[64]",
+        "sweep.e2e.widths=[96]",
+        "sweep.e2e.steps=[2]",
+    ],
+    "llm_e2e": ["sweep.e2e.batches=[2]", "sweep.e2e.prompt_lens=[8]", "sweep.e2e.new_tokens=3"],
+}
+
+
+def _cfg(sweep, *overrides):
+    c = config.to_plain(config.compose([f"+sweep={sweep}", *overrides]))
+    validate(c)
+    return c
+
+
+def test_defaults_are_the_issue_settings():
+    (flux,) = plan.plan(_cfg("flux_e2e"), CODE)
+    assert (flux.model, flux.shape, flux.dtype, flux.params["config"], flux.params["steps"]) == (
+        "flux",
+        [1024, 1024],
+        "bf16",
+        "flux.1-dev",
+        28,
+    )
+    assert "triton+graph" in flux.impls and "compile-ro" in flux.impls and flux.sweep == "flux_e2e"
+    sd3 = plan.plan(_cfg("sd3_e2e"), CODE)
+    assert [(s.model, s.params["config"], s.shape) for s in sd3] == [
+        ("sd3", "sd3.5-medium", [1024, 1024]),
+        ("sd3", "sd3.5-large", [1024, 1024]),
+    ]
+    llm = plan.plan(_cfg("llm_e2e"), CODE)
+    assert [s.shape for s in llm] == [[1, 128], [1, 1024], [8, 128], [8, 1024]]
+    assert all(s.model == "llama" and s.params["new_tokens"] == 64 for s in llm)
+    # the decoder's graph modes are torch.compile's: reduce-overhead with and without the kernels, no +graph
+    assert llm[0].impls == LLM_DEFAULT_MODES and "triton+compile-ro" in llm[0].impls
+    assert not any(m.endswith("+graph") for m in llm[0].impls)
+    assert "steps" not in llm[0].params and "pipeline" not in llm[0].params
+    keys = [s.key for s in [flux, *sd3, *llm]]
+    assert len(set(keys)) == len(keys)
+
+
+def test_grids_and_keys():
+    specs = plan.plan(
+        _cfg("flux_e2e", "sweep.e2e.resolutions=[[1024,1024],[768,1360]]", "sweep.e2e.steps=[28,8]"), CODE
+    )
+    assert {(tuple(s.shape), s.params["steps"]) for s in specs} == {
+        (r, n) for r in ((1024, 1024), (768, 1360)) for n in (28, 8)
+    }
+    a = {s.key for s in plan.plan(_cfg("llm_e2e"), CODE)}
+    for change in ("sweep.e2e.new_tokens=32", "sweep.e2e.configs=[llama-3-8b]", "sweep.e2e.seed=1"):
+        assert not a & {s.key for s in plan.plan(_cfg("llm_e2e", change), CODE)}, change
+
+
+@pytest.mark.parametrize(
+    "e2e,message",
+    [
+        ({"model": "mochi"}, "sweep.e2e.model: unknown model 'mochi'; allowed: ltx-video, flux, sd3, llama"),
+        ({"model": "flux", "heights": [1000]}, "sweep.e2e.heights: 1000: must be a multiple of 16"),
+        ({"model": "sd3", "resolutions": [[1024, 1000]]}, "height and width must be multiples of 16"),
+        ({"model": "flux", "configs": ["flux.2"]}, "sweep.e2e.configs: config 'flux.2': no such configuration"),
+        ({"model": "sd3", "configs": ["tinyllama-1.1b"]}, "is a 'llama' configuration, not 'sd3'"),
+        ({"model": "sd3", "configs": []}, "sweep.e2e.configs: empty; known: flux.1-dev"),
+        (
+            {"model": "llama", "frames": [25]},
+            "sweep.e2e.frames: no such key; allowed keys in sweep.e2e: model, configs",
+        ),
+        ({"model": "llama", "modes": ["eager", "triton+graph"]}, "the decoder takes no +graph mode"),
+        ({"model": "llama", "batches": [0]}, "sweep.e2e.batches: 0 is not a positive integer"),
+        ({"model": "llama", "new_tokens": 1}, "sweep.e2e.new_tokens: must be an integer >= 2"),
+        ({"model": "sd3", "guidance_scale": 1.0}, "sweep.e2e.guidance_scale: must be > 1"),
+        ({"model": "flux", "guidance_scale": 0}, "sweep.e2e.guidance_scale: must be > 0"),
+        ({"model": "flux", "frame_rate": 25}, "sweep.e2e.frame_rate: no such key"),
+    ],
+)
+def test_bad_values_name_the_key_and_the_allowed_values(e2e, message):
+    with pytest.raises(ConfigError) as exc:
+        validate_e2e({"name": "x", "kinds": ["e2e"], "e2e": e2e})
+    assert message in str(exc.value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sweep,model", [("flux_e2e", "flux"), ("sd3_e2e", "sd3"), ("llm_e2e", "llama")])
+def test_tiny_sweep_end_to_end_on_cpu(tmp_path, sweep, model):
+    """python -m orchestrator +sweep=<sweep> sweep.e2e.tiny=true ...: eager and triton measured and stored, the
+    modes that need a GPU named with why."""
+    p = _cli([f"+sweep={sweep}", "sweep.e2e.tiny=true", "sweep.e2e.repeats=1", *TINY[sweep]], tmp_path, 900)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert "1 job: 1 ok" in out
+    assert "not run: compile-ro: torch.compile's reduce-overhead mode replays CUDA graphs; runs on a CUDA GPU" in out
+
+    from sqlalchemy import create_engine, select
+    from sqlalchemy.orm import Session
+
+    from orchestrator.store.models import Job, Measurement
+
+    engine = create_engine(f"sqlite:///{tmp_path}/kf.db")
+    with Session(engine) as db:
+        (job,) = db.scalars(select(Job)).all()
+        assert (job.kind, job.model, job.status) == ("e2e", model, "ok")
+        assert set(job.details["profile"]) == {"eager", "triton"}
+        rows = db.scalars(select(Measurement).where(Measurement.job_id == job.id)).all()
+    got = {(m.impl, m.metric) for m in rows}
+    assert {("eager", "ms_per_step"), ("triton", "ms_per_step"), ("triton", "correct")} <= got
+    if model == "llama":
+        assert {("triton", "decode_tokens_per_s"), ("triton", "prefill_tokens_per_s")} <= got
