@@ -118,6 +118,11 @@ def setup(spec: JobSpec, device: torch.device, p: dict, dtype: torch.dtype) -> S
     prompt = torch.randint(0, cfg.vocab_size, (batch, prompt_len), generator=g)
     tokens = torch.randint(0, cfg.vocab_size, (batch, new_tokens), generator=g)
     cache = StaticCache(config=cfg, max_cache_len=prompt_len + new_tokens)
+    # allocated now, outside any compiled code: the cache's tensors get their static addresses
+    # (torch._dynamo.mark_static_address), which reduce-overhead's CUDA graphs need; lazily allocated inside a
+    # compiled prefill they would be graph inputs that the step mutates, and Inductor would skip its CUDA graphs
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    cache.early_initialization(batch, cfg.num_key_value_heads, head_dim, dtype, device)
     inputs = {
         "input_ids": prompt.to(device),
         "attention_mask": torch.ones_like(prompt).to(device),
