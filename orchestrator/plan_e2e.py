@@ -39,6 +39,7 @@ from workers.e2e_spec import (
     SD3,
     check_model_shape,
     graph_modes_apply,
+    model_name,
     param_defaults,
 )
 from workers.spec import JobSpec
@@ -297,7 +298,7 @@ def plan_e2e(sweep_cfg: dict, target: str) -> list[JobSpec]:
                 specs.append(
                     JobSpec(
                         kind="e2e",
-                        model=model,
+                        model=model_name(model, extra.get("config"), bool(e.get("tiny")), e.get("model_path")),
                         shape=list(shape),
                         dtype=dtype,
                         impls=list(e["modes"]),

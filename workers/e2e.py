@@ -48,6 +48,7 @@ process and every later launch costs more host time (pytorch/pytorch#144455).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import time
@@ -70,6 +71,7 @@ from workers.e2e_spec import (
     SD3,
     check_model_shape,
     compiles_whole_model,
+    family_of,
     graph_modes_apply,
     mode_parts,
     param_defaults,
@@ -134,6 +136,7 @@ def _family(model: str):
 
 def setup(spec: JobSpec, device: torch.device, p: dict) -> Setup:
     """The model of ``spec`` on ``device``, its inputs and ``details["config"]``."""
+    spec = _family_spec(spec)
     return _family(spec.model).setup(spec, device, p, DTYPES[spec.dtype])
 
 
@@ -142,6 +145,7 @@ def run_call(s: Setup, spec: JobSpec, p: dict, device: torch.device, host_probe:
     of every step and the host's time to issue the next step is taken from there to the step's end on the host
     (``Call.host_ms``): what the host needs per step when it never waits for the device, whatever the device
     needs."""
+    spec = _family_spec(spec)
     return _family(spec.model).run_call(s, spec, p, device, host_probe)
 
 
@@ -351,6 +355,7 @@ def _profile_measurements(mode: str, prof: dict[str, Any]) -> list[Measurement]:
 
 
 def _params(spec: JobSpec) -> dict[str, Any]:
+    spec = _family_spec(spec)
     defaults = param_defaults(spec.model)
     unknown = set(spec.params) - set(defaults)
     if unknown:
@@ -377,7 +382,13 @@ def _params(spec: JobSpec) -> dict[str, Any]:
     return p
 
 
+def _family_spec(spec: JobSpec) -> JobSpec:
+    """``spec`` with its model as the family that runs it (``sd3/sd3.5-large`` -> ``sd3``)."""
+    return dataclasses.replace(spec, model=family_of(spec.model or ""))
+
+
 def run(spec: JobSpec, device: torch.device) -> JobResult:
+    spec = _family_spec(spec)
     if spec.model not in MODELS:
         raise ValueError(f"e2e: unknown model {spec.model!r}; supported: {', '.join(MODELS)}")
     if spec.dtype not in DTYPES:

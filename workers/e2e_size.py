@@ -5,13 +5,14 @@ configuration its folder holds."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from workers import model_configs
-from workers.e2e_spec import FLUX, LLAMA, MODEL, SD3, latent_shape, param_defaults
+from workers.e2e_spec import FLUX, LLAMA, MODEL, SD3, family_of, latent_shape, param_defaults
 from workers.spec import JobSpec
 
 CPU_MODES = ("eager", "triton")  # the modes a CPU runs (the compile modes only with cpu_compile)
@@ -89,6 +90,7 @@ def _config(spec: JobSpec, p: dict) -> dict:
 
 def work(spec: JobSpec) -> Work:
     """The work of one mode of ``spec`` (see :class:`Work`)."""
+    spec = dataclasses.replace(spec, model=family_of(spec.model or ""))
     p = {**param_defaults(spec.model), **spec.params}
     cfg = _config(spec, p)
     params = _parameters(spec.model, json.dumps(cfg, sort_keys=True))

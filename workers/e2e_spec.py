@@ -14,7 +14,9 @@ Models (``JobSpec.model``), one per injected family (kernels.inject):
 
 The configuration of the diffusion transformers and of the decoder is ``params.config``: a name in ``conf/models/``
 (``flux.1-dev``, ``sd3.5-medium``, ``sd3.5-large``, ``tinyllama-1.1b``, ``llama-3-8b``) or a path to such a JSON
-file (workers.model_configs).
+file (workers.model_configs).  A planned job's model names its family and its configuration, ``family/config``
+(:func:`model_name`: ``sd3/sd3.5-large``, ``llama/tinyllama-1.1b``, ``flux/tiny``), so the store's series of two
+configurations never mix; the job runs the family (:func:`family_of`).
 """
 
 from __future__ import annotations
@@ -175,8 +177,28 @@ SHAPE_DOC = {
 }
 
 
+def family_of(model: str) -> str:
+    """The model family of a job's model name: ``sd3/sd3.5-large`` -> ``sd3``; ``ltx-video`` -> ``ltx-video``."""
+    return str(model).split("/", 1)[0]
+
+
+def model_name(family: str, config: str | None, tiny: bool = False, model_path: str | None = None) -> str:
+    """A job's model name, ``family/what``: the configuration's name (a path: its file's stem), ``tiny``, or the
+    model folder's name; LTX-Video's stays ``ltx-video``."""
+    if family == MODEL:
+        return MODEL
+    if tiny:
+        what = "tiny"
+    elif model_path:
+        what = str(model_path).rstrip("/").rsplit("/", 1)[-1] or "model"
+    else:
+        what = str(config).rstrip("/").rsplit("/", 1)[-1].removesuffix(".json")
+    return f"{family}/{what}"
+
+
 def param_defaults(model: str) -> dict[str, Any]:
     """The parameters of ``model``'s e2e job with their defaults (ValueError for an unknown model)."""
+    model = family_of(model)
     if model not in MODEL_PARAMS:
         raise ValueError(f"unknown model {model!r}; supported: {', '.join(MODELS)}")
     return MODEL_PARAMS[model]
@@ -190,6 +212,7 @@ def graph_modes_apply(model: str) -> bool:
 
 def check_model_shape(model: str, shape: Any) -> None:
     """ValueError unless ``shape`` is one ``model`` takes (SHAPE_DOC)."""
+    model = family_of(model)
     if model == MODEL:
         check_shape(shape)
         return

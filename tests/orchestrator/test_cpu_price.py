@@ -73,13 +73,13 @@ def test_an_e2e_sweep_is_priced_by_its_models_work(cache, monkeypatch):
 
     full = specs()
     p = cpu_price.price(full, FIT)
-    assert p.e2e_jobs == 1 and p.largest == "flux 1024x1024 bf16 (11.90 B parameters)"
+    assert p.e2e_jobs == 1 and p.largest == "flux/flux.1-dev 1024x1024 bf16 (11.90 B parameters)"
     assert p.largest_bytes == 2 * 11_901_408_320
     # eager and triton (the compile and graph modes do not run on a CPU): 6 calls of 28 steps each
     assert p.estimate_s == pytest.approx(2 * 2 * 11_901_408_320 * 4608 * 28 * 6 / 1e11)
     console = Console(record=True, width=400)
     with pytest.raises(ConfigError, match="GPU-sized"):
         sweep._check_cpu_price({"sweep": {"name": "flux_e2e"}, "allow_cpu": False}, full, "no GPU here", console)
-    assert "flux 1024x1024 bf16 (11.90 B parameters)" in console.export_text()
+    assert "flux/flux.1-dev 1024x1024 bf16 (11.90 B parameters)" in console.export_text()
     tiny = specs("sweep.e2e.tiny=true", "sweep.e2e.heights=[64]", "sweep.e2e.widths=[96]", "sweep.e2e.steps=[2]")
     assert cpu_price.price(tiny, FIT).small

@@ -34,7 +34,7 @@ def _cfg(sweep, *overrides):
 def test_defaults_are_the_issue_settings():
     (flux,) = plan.plan(_cfg("flux_e2e"), CODE)
     assert (flux.model, flux.shape, flux.dtype, flux.params["config"], flux.params["steps"]) == (
-        "flux",
+        "flux/flux.1-dev",
         [1024, 1024],
         "bf16",
         "flux.1-dev",
@@ -43,18 +43,33 @@ def test_defaults_are_the_issue_settings():
     assert "triton+graph" in flux.impls and "compile-ro" in flux.impls and flux.sweep == "flux_e2e"
     sd3 = plan.plan(_cfg("sd3_e2e"), CODE)
     assert [(s.model, s.params["config"], s.shape) for s in sd3] == [
-        ("sd3", "sd3.5-medium", [1024, 1024]),
-        ("sd3", "sd3.5-large", [1024, 1024]),
+        ("sd3/sd3.5-medium", "sd3.5-medium", [1024, 1024]),
+        ("sd3/sd3.5-large", "sd3.5-large", [1024, 1024]),
     ]
     llm = plan.plan(_cfg("llm_e2e"), CODE)
     assert [s.shape for s in llm] == [[1, 128], [1, 1024], [8, 128], [8, 1024]]
-    assert all(s.model == "llama" and s.params["new_tokens"] == 64 for s in llm)
+    assert all(s.model == "llama/tinyllama-1.1b" and s.params["new_tokens"] == 64 for s in llm)
     # the decoder's graph modes are torch.compile's: reduce-overhead with and without the kernels, no +graph
     assert llm[0].impls == LLM_DEFAULT_MODES and "triton+compile-ro" in llm[0].impls
     assert not any(m.endswith("+graph") for m in llm[0].impls)
     assert "steps" not in llm[0].params and "pipeline" not in llm[0].params
     keys = [s.key for s in [flux, *sd3, *llm]]
     assert len(set(keys)) == len(keys)
+
+
+def test_a_jobs_model_names_its_configuration():
+    """The store keys series by model, shape, dtype and mode: two configurations at one shape stay two series."""
+    from workers.e2e_spec import family_of, model_name
+
+    assert model_name("sd3", "sd3.5-large") == "sd3/sd3.5-large" and family_of("sd3/sd3.5-large") == "sd3"
+    assert model_name("llama", "/models/my-llama/config.json") == "llama/config"
+    assert model_name("flux", "flux.1-dev", tiny=True) == "flux/tiny"
+    assert model_name("flux", "flux.1-dev", model_path="/models/FLUX.1-dev/") == "flux/FLUX.1-dev"
+    assert model_name("ltx-video", None) == family_of("ltx-video") == "ltx-video"
+    (s,) = plan.plan(
+        _cfg("llm_e2e", "sweep.e2e.configs=[llama-3-8b]", "sweep.e2e.batches=[1]", "sweep.e2e.prompt_lens=[512]"), CODE
+    )
+    assert s.model == "llama/llama-3-8b"
 
 
 def test_grids_and_keys():
@@ -97,7 +112,7 @@ def test_bad_values_name_the_key_and_the_allowed_values(e2e, message):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sweep,model", [("flux_e2e", "flux"), ("sd3_e2e", "sd3"), ("llm_e2e", "llama")])
+@pytest.mark.parametrize("sweep,model", [("flux_e2e", "flux/tiny"), ("sd3_e2e", "sd3/tiny"), ("llm_e2e", "llama/tiny")])
 def test_tiny_sweep_end_to_end_on_cpu(tmp_path, sweep, model):
     """python -m orchestrator +sweep=<sweep> sweep.e2e.tiny=true ...: eager and triton measured and stored, the
     modes that need a GPU named with why."""
@@ -120,5 +135,5 @@ def test_tiny_sweep_end_to_end_on_cpu(tmp_path, sweep, model):
         rows = db.scalars(select(Measurement).where(Measurement.job_id == job.id)).all()
     got = {(m.impl, m.metric) for m in rows}
     assert {("eager", "ms_per_step"), ("triton", "ms_per_step"), ("triton", "correct")} <= got
-    if model == "llama":
+    if model == "llama/tiny":
         assert {("triton", "decode_tokens_per_s"), ("triton", "prefill_tokens_per_s")} <= got

@@ -14,11 +14,11 @@ IMAGE = [64, 96]  # latents 8 x 12, 4 x 6 patches of 2 x 2: 24 image tokens
 
 
 def _spec(model, impls=("eager", "triton"), shape=None, **params):
-    defaults = {"llama": {"new_tokens": 3}}.get(model, {"steps": 2})
+    defaults = {"llama": {"new_tokens": 3}}.get(model.split("/")[0], {"steps": 2})
     return JobSpec(
         kind="e2e",
         model=model,
-        shape=list(shape or ([2, 8] if model == "llama" else IMAGE)),
+        shape=list(shape or ([2, 8] if model.startswith("llama") else IMAGE)),
         dtype="bf16",
         impls=list(impls),
         key="k",
@@ -214,6 +214,12 @@ def test_the_configurations_are_the_published_ones():
     llama = model_configs.load("llama-3-8b", "llama")["config"]
     assert (llama["hidden_size"], llama["num_key_value_heads"], llama["vocab_size"]) == (4096, 8, 128256)
     assert param_defaults("llama")["config"] == "tinyllama-1.1b"
+
+
+def test_a_planned_model_name_runs_its_family():
+    res = e2e.run(_spec("llama/tiny", impls=["eager"]), CPU)
+    assert res.status == STATUS_OK, res.error
+    assert res.details["config"]["source"] == "tiny config, random weights"
 
 
 def test_a_models_own_config_json_is_a_decoder_configuration(tmp_path):
