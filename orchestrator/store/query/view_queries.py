@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from orchestrator.stats.e2e_anchors import floor_figures
+from orchestrator.stats.e2e_setting import setting_label
 from orchestrator.store.models import (
     Artifact,
     Device,
@@ -318,9 +319,11 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
     per mode with every metric it recorded, the tolerance and the mode's profile breakdown (device ms per step
     by kernel class, ``gpu_busy_ms``) from the attempt's details.
 
-    Keys: job_id, job_key, attempt, run_id, commit, model, shape_key, dtype, hardware_key, gpu_type, status,
-    error, measured_at, mode, metrics (name -> value), units (name -> unit), tolerance, profile_classes (class ->
-    ms per step), gpu_busy_ms, floor_ms, rest_ms, over_floor_ms (e2e_anchors.floor_figures), profile_top (rows).
+    Keys: job_id, job_key, attempt, run_id, commit, model, shape_key, dtype, setting (e2e_setting.setting_label:
+    one series), hardware_key, gpu_type, status, error, measured_at, mode, metrics (name -> value), units (name ->
+    unit), tolerance, profile_classes (class -> ms per step), gpu_busy_ms, floor_ms, rest_ms, over_floor_ms
+    (e2e_anchors.floor_figures), profile_top (rows), ours (our kernels by module, from the profile),
+    injected_kernels (the registry kernels the mode's injection used).
     """
     newest = (
         select(JobAttempt.job_id, func.max(JobAttempt.attempt).label("attempt"))
@@ -332,7 +335,7 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
     newest = newest.group_by(JobAttempt.job_id).subquery()
     with read_session(src) as s:
         attempts = s.execute(
-            select(JobAttempt, Job.key, Job.model, Job.shape_key, Job.dtype, Run.commit, Device.gpu_type)
+            select(JobAttempt, Job.key, Job.model, Job.shape_key, Job.dtype, Run.commit, Device.gpu_type, Job.spec)
             .join(newest, (newest.c.job_id == JobAttempt.job_id) & (newest.c.attempt == JobAttempt.attempt))
             .join(Job, Job.id == JobAttempt.job_id)
             .join(Run, Run.id == JobAttempt.run_id)
@@ -358,8 +361,10 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
                 if (job_id, attempt) in wanted:
                     metrics[(job_id, attempt)][mode][metric] = (value, unit)
     rows = []
-    for a, key, model, skey, dtype, commit, gpu in attempts:
+    for a, key, model, skey, dtype, commit, gpu, spec in attempts:
         details = a.details or {}
+        setting = setting_label(model, skey, dtype, (spec or {}).get("params") or {})
+        injection = details.get("injection") or {}
         profile = details.get("profile") or {}
         per_mode = metrics.get((a.job_id, a.attempt), {})
         planned = [m for m in MODES if m in per_mode] + sorted(set(per_mode) - set(MODES))
@@ -379,6 +384,7 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
                     "model": model,
                     "shape_key": skey,
                     "dtype": dtype,
+                    "setting": setting,
                     "hardware_key": a.hardware_key,
                     "gpu_type": gpu,
                     "status": a.status,
@@ -392,6 +398,8 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
                     "gpu_busy_ms": prof.get("gpu_busy_ms"),
                     **floor_figures(ms_per_step, classes),
                     "profile_top": list(prof.get("top") or []),
+                    "ours": list(prof.get("ours") or []),
+                    "injected_kernels": list((injection.get(mode) or {}).get("kernels") or []) if mode else [],
                 }
             )
     return rows
