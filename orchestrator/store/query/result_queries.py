@@ -427,7 +427,7 @@ def e2e_reconciliation(src: Source, rows: Sequence[Mapping[str, Any]]) -> list[d
     """The Amdahl reconciliation (orchestrator.stats.e2e_amdahl) of the jobs of e2e_results() or e2e_view() rows:
     per injected mode, the end-to-end speed-up over its base that the micro results of its kernels on the same
     device and dtype predict from the mode's profile, beside the measured one.  One dict per mode: job_id,
-    setting, gpu_type, and e2e_amdahl.reconcile_job's keys."""
+    setting, gpu_type, e2e_amdahl.reconcile_job's keys, and kernels (the speed-ups as text)."""
     jobs: dict[int, dict[str, Any]] = {}
     for r in rows:
         if r.get("mode") is None:
@@ -460,7 +460,16 @@ def e2e_reconciliation(src: Source, rows: Sequence[Mapping[str, Any]]) -> list[d
         speedups = e2e_amdahl.kernel_speedups(micro[j["hardware_key"]], j["dtype"])
         for rec in e2e_amdahl.reconcile_job(j["modes"], speedups):
             head = j["head"]
-            out.append({"job_id": job_id, "setting": head.get("setting"), "gpu_type": head.get("gpu_type"), **rec})
+            kernels = e2e_amdahl.speedup_text(rec["kernel_speedups"], rec["unmeasured"])
+            out.append(
+                {
+                    "job_id": job_id,
+                    "setting": head.get("setting"),
+                    "gpu_type": head.get("gpu_type"),
+                    **rec,
+                    "kernels": kernels,
+                }
+            )
     return out
 
 

@@ -30,7 +30,7 @@ from orchestrator.store.query.picked import (
     job_attempt,
     safe_ratio,
 )
-from workers.e2e_spec import MODES
+from workers.e2e_spec import MODES, family_of
 from workers.spec import GOOD_STATUSES
 
 TIME_READINGS = ("time_us", "kernel_time_us", "graph_time_us")  # per call / kernel time / launch-free graph
@@ -319,7 +319,8 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
     per mode with every metric it recorded, the tolerance and the mode's profile breakdown (device ms per step
     by kernel class, ``gpu_busy_ms``) from the attempt's details.
 
-    Keys: job_id, job_key, attempt, run_id, commit, model, shape_key, dtype, setting (e2e_setting.setting_label:
+    Keys: job_id, job_key, attempt, run_id, commit, model, family (workers.e2e_spec.family_of), shape_key, dtype,
+    setting (e2e_setting.setting_label:
     one series), hardware_key, gpu_type, status, error, measured_at, mode, metrics (name -> value), units (name ->
     unit), tolerance, profile_classes (class -> ms per step), gpu_busy_ms, floor_ms, rest_ms, over_floor_ms
     (e2e_anchors.floor_figures), profile_top (rows), ours (our kernels by module, from the profile),
@@ -382,6 +383,7 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
                     "run_id": a.run_id,
                     "commit": commit,
                     "model": model,
+                    "family": family_of(model or "?"),
                     "shape_key": skey,
                     "dtype": dtype,
                     "setting": setting,
