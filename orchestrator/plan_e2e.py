@@ -57,27 +57,19 @@ GRID_DEFAULTS: dict[str, Any] = {
 # The decoder's default modes: LTX-Video's without kernels.inject.cuda_graphs (graph_modes_apply), whose CUDA-graph
 # mode is torch.compile's reduce-overhead, with and without the kernels (how transformers compiles decoding).
 LLM_DEFAULT_MODES = [m for m in DEFAULT_MODES if "graph" not in m.split("+")] + ["triton+compile-ro"]
+
+
+def _image_grid(config: str) -> dict[str, Any]:
+    """FLUX's and SD3's grid defaults: 1024x1024, 28 steps (both pipelines' defaults), bf16, LTX-Video's modes."""
+    grid = {"heights": [1024], "widths": [1024], "resolutions": None, "steps": [28], "dtypes": ["bf16"]}
+    return {"configs": [config], **grid, "modes": list(DEFAULT_MODES)}
+
+
 # Each model's grid (a job per point) and its defaults; "configs" names conf/models/<name>.json per job
 MODEL_GRIDS: dict[str, dict[str, Any]] = {
     MODEL: GRID_DEFAULTS,
-    FLUX: {
-        "configs": ["flux.1-dev"],
-        "heights": [1024],
-        "widths": [1024],
-        "resolutions": None,
-        "steps": [28],
-        "dtypes": ["bf16"],
-        "modes": list(DEFAULT_MODES),
-    },
-    SD3: {
-        "configs": ["sd3.5-medium"],
-        "heights": [1024],
-        "widths": [1024],
-        "resolutions": None,
-        "steps": [28],
-        "dtypes": ["bf16"],
-        "modes": list(DEFAULT_MODES),
-    },
+    FLUX: _image_grid("flux.1-dev"),
+    SD3: _image_grid("sd3.5-medium"),
     LLAMA: {
         "configs": ["tinyllama-1.1b"],
         "batches": [1, 8],

@@ -55,25 +55,34 @@ def anchor_rows(e2e_rows: Iterable[dict]) -> list[list[str]]:
     return out
 
 
-def anchor_table(e2e_rows: Iterable[dict], title: str) -> Table | None:
-    cells = anchor_rows(e2e_rows)
+def _table(columns: tuple[str, ...], cells: list[list[str]], title: str, left: tuple[str, ...]) -> Table | None:
+    """A terminal table of ``cells`` (None when there are none): the ``left`` columns left-aligned, numbers right."""
     if not cells:
         return None
     t = Table(title=title)
-    for c in ANCHOR_COLUMNS:
-        t.add_column(c, justify="right" if "ms" in c or c == "speed-up" else "left")
+    for c in columns:
+        t.add_column(c, justify="left" if c in left else "right")
     for row in cells:
         t.add_row(*row)
     return t
 
 
-def anchor_markdown(e2e_rows: Iterable[dict]) -> str:
-    cells = anchor_rows(e2e_rows)
+def _markdown(columns: tuple[str, ...], cells: list[list[str]]) -> str:
+    """A Markdown table of ``cells`` ("" when there are none)."""
     if not cells:
         return ""
-    lines = ["| " + " | ".join(ANCHOR_COLUMNS) + " |", "|" + "---|" * len(ANCHOR_COLUMNS)]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(row) + " |" for row in cells]
     return "\n".join(lines) + "\n"
+
+
+def anchor_table(e2e_rows: Iterable[dict], title: str) -> Table | None:
+    left = tuple(c for c in ANCHOR_COLUMNS if "ms" not in c and c != "speed-up")
+    return _table(ANCHOR_COLUMNS, anchor_rows(e2e_rows), title, left)
+
+
+def anchor_markdown(e2e_rows: Iterable[dict]) -> str:
+    return _markdown(ANCHOR_COLUMNS, anchor_rows(e2e_rows))
 
 
 def e2e_notes(e2e_rows: Iterable[dict]) -> list[str]:
