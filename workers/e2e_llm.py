@@ -117,6 +117,13 @@ def setup(spec: JobSpec, device: torch.device, p: dict, dtype: torch.dtype) -> S
     g = torch.Generator("cpu").manual_seed(int(p["seed"]))
     prompt = torch.randint(0, cfg.vocab_size, (batch, prompt_len), generator=g)
     tokens = torch.randint(0, cfg.vocab_size, (batch, new_tokens), generator=g)
+    if not hasattr(StaticCache, "early_initialization"):
+        import transformers
+
+        raise ValueError(
+            f"the llama e2e job needs transformers 5 (StaticCache.early_initialization, run with 5.17 and 5.24); "
+            f"this is {transformers.__version__}"
+        )
     cache = StaticCache(config=cfg, max_cache_len=prompt_len + new_tokens)
     # allocated now, outside any compiled code: the cache's tensors get their static addresses
     # (torch._dynamo.mark_static_address), which reduce-overhead's CUDA graphs need; lazily allocated inside a
