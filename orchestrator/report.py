@@ -182,7 +182,7 @@ def markdown(rows: Iterable[dict], unavailable: dict | None = None) -> str:
 
 E2E_COLUMNS = (
     "model",
-    "frames x H x W",
+    "shape",
     "dtype",
     "mode",
     "ms/step",
@@ -236,7 +236,7 @@ def e2e_status(r: dict) -> str:
 def e2e_table(rows: Iterable[dict], title: str) -> Table:
     t = Table(title=Text(title))
     for c in E2E_COLUMNS:
-        t.add_column(c, justify="left" if c in ("model", "mode", "dtype", "status", "frames x H x W") else "right")
+        t.add_column(c, justify="left" if c in ("model", "mode", "dtype", "status", "shape") else "right")
     for r in rows:
         t.add_row(*plain([*_e2e_cells(r), e2e_status(r)]))
     return t

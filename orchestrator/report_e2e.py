@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from rich.table import Table
 
 ANCHOR_COLUMNS = (
-    "frames x H x W",
+    "shape",
     "kind",
     "anchor (fastest torch.compile)",
     "anchor ms/step",
