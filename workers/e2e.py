@@ -82,9 +82,6 @@ from workers.timing import mark_profiler_used
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
-# SD3Transformer2DModel declares no repeated blocks: the compile modes compile its JointTransformerBlocks one by one
-SD3_BLOCKS = ("JointTransformerBlock",)
-
 
 def skip_reason(mode: str, device: torch.device, params: dict, model: str = MODEL) -> str | None:
     """Why ``mode`` cannot run on ``device`` for the e2e model ``model`` (None if it can)."""
@@ -187,7 +184,12 @@ def enter_mode(mode: str, transformer: torch.nn.Module, model: str = MODEL) -> d
         from kernels.inject.compile_options import compile_options
 
         info["compile_options"] = options = compile_options(comp)
-        blocks = SD3_BLOCKS if model == SD3 else None
+        model = family_of(model)
+        blocks = None
+        if model in (FLUX, SD3):
+            from workers.e2e_image import IMAGE_MODELS
+
+            blocks = IMAGE_MODELS[model].blocks
         if compile_scope(model, mode) == "model":
             transformer.compile(fullgraph=True, options=options)
         elif blocks is None:
