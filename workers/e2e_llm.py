@@ -184,10 +184,12 @@ def rate_measurements(mode: str, calls: list[Call], s: Setup) -> list[Measuremen
     batch, prompt_len = int(s.config["batch"]), int(s.config["prompt_len"])
     prefill = [c.first_ms for c in calls if c.first_ms is not None]
     out = []
-    if prefill:
+    if prefill:  # every call's rate kept as a sample: compare and regressions judge rates as they judge times
         med = statistics.median(prefill)
         out.append(Measurement(mode, "prefill_ms", med, "ms", prefill))
-        out.append(Measurement(mode, "prefill_tokens_per_s", batch * prompt_len * 1e3 / med, "tokens/s"))
+        rates = [batch * prompt_len * 1e3 / ms for ms in prefill]
+        out.append(Measurement(mode, "prefill_tokens_per_s", batch * prompt_len * 1e3 / med, "tokens/s", rates))
     step = statistics.median(c.ms_per_step for c in calls)
-    out.append(Measurement(mode, "decode_tokens_per_s", batch * 1e3 / step, "tokens/s"))
+    rates = [batch * 1e3 / c.ms_per_step for c in calls]
+    out.append(Measurement(mode, "decode_tokens_per_s", batch * 1e3 / step, "tokens/s", rates))
     return out

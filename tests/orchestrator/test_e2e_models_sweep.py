@@ -137,3 +137,54 @@ def test_tiny_sweep_end_to_end_on_cpu(tmp_path, sweep, model):
     assert {("eager", "ms_per_step"), ("triton", "ms_per_step"), ("triton", "correct")} <= got
     if model == "llama/tiny":
         assert {("triton", "decode_tokens_per_s"), ("triton", "prefill_tokens_per_s")} <= got
+
+
+@pytest.mark.slow
+def test_compare_judges_a_decoders_tokens_per_second(tmp_path):
+    """Two runs of the tiny decoder (planned, run by `python -m workers run`, imported): compare reads the new
+    readings per model (llama/tiny), mode and device, every call's rate a sample."""
+    import subprocess
+    import sys
+
+    from tests.orchestrator.test_e2e_sweep import REPO
+
+    url = f"sqlite:///{tmp_path}/kf.db"
+    grid = ["sweep.e2e.tiny=true", "sweep.e2e.repeats=2", "sweep.e2e.profile_steps=0", "sweep.e2e.modes=[eager]"]
+
+    def run(*args):
+        p = subprocess.run([sys.executable, "-m", *args], cwd=REPO, capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stdout + p.stderr
+        return p.stdout
+
+    for seed in (1, 2):
+        plan_out, out = tmp_path / f"plan{seed}.jsonl", tmp_path / f"r{seed}.jsonl"
+        run(
+            "orchestrator",
+            "+sweep=llm_e2e",
+            *grid,
+            *TINY["llm_e2e"],
+            f"sweep.e2e.seed={seed}",
+            "dry_run=true",
+            f"plan_out={plan_out}",
+        )
+        run("workers", "run", str(plan_out), "--out", str(out))
+        run("orchestrator", "import", str(out), "--url", url)
+    report = run(
+        "orchestrator",
+        "compare",
+        "--url",
+        url,
+        "--baseline",
+        "1",
+        "--current",
+        "2",
+        "--metric",
+        "decode_tokens_per_s",
+        "--include-cpu",
+        "--json",
+    )
+    got = __import__("json").loads(report)
+    assert got["higher_is_better"] is True and got["unit"] == "tokens/s"
+    (row,) = got["series"]
+    assert (row["kernel"], row["shape"], row["impl"], row["state"]) == ("llama/tiny", [2, 8], "eager", "both")
+    assert row["ratio"] == pytest.approx(row["current_median"] / row["baseline_median"])
