@@ -117,6 +117,11 @@ def setup(spec: JobSpec, device: torch.device, p: dict, dtype: torch.dtype) -> S
     g = torch.Generator("cpu").manual_seed(int(p["seed"]))
     prompt = torch.randint(0, cfg.vocab_size, (batch, prompt_len), generator=g)
     tokens = torch.randint(0, cfg.vocab_size, (batch, new_tokens), generator=g)
+    # never an end-of-sequence token: a sequence that ended would decode padding from there (and all of them ended,
+    # generate would stop early), whatever eos_token_id the call passes over the model's generation config
+    eos = cfg.eos_token_id if isinstance(cfg.eos_token_id, (list, tuple)) else [cfg.eos_token_id]
+    for e in (int(x) for x in eos if x is not None):
+        tokens[tokens == e] = (e + 1) % cfg.vocab_size
     if not hasattr(StaticCache, "early_initialization"):
         import transformers
 
