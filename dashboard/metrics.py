@@ -38,6 +38,8 @@ COMPARE_DEFAULT_OF_KIND = {"micro": DEFAULT_READING, "e2e": "ms_per_step", "isa"
 E2E_SHOWN = {
     "ms_per_step": "ms per step",
     "host_ms_per_step": "host ms per step",
+    "decode_tokens_per_s": "decode tokens/s",
+    "prefill_tokens_per_s": "prefill tokens/s",
     "rel_err_vs_eager": "latents: rel. error vs eager",
     "peak_mem_gb": "peak memory (GB)",
     "sm_clock_mhz": "SM clock (MHz)",

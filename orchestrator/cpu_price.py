@@ -5,8 +5,10 @@ price is an estimate from a calibration: a child process times one interpreted T
 sizes (``python -m orchestrator.cpu_price``), fits seconds = a + b × elements, and scales that to every Triton
 call the planned jobs would make (the first call, one check per correctness input case, and per timing round an
 estimate call and the minimum repeats, see workers.timing.bench); every other implementation at the speed of an
-eager PyTorch RMSNorm timed in the same child, each at least its timing budget (warm-up and repeat milliseconds).
-torch.compile's compile time is not included, so the estimate is low rather than high.
+eager PyTorch RMSNorm timed in the same child, each at least its timing budget (warm-up and repeat milliseconds).  An
+end-to-end job is priced by its model's work (workers.e2e_size: about 2 x parameters x tokens FLOPs a step, every call
+of every mode a CPU runs) at the speed of a bf16 matrix product timed in the same child.  torch.compile's compile time
+is not included, so the estimate is low rather than high.
 
 A calibration is kept for a day per machine and software stack (:func:`kept_fit`, a JSON file under
 ``$XDG_CACHE_HOME/kernelfleet``, else ``~/.cache/kernelfleet``), so that the sweeps run one after another on a laptop
@@ -35,6 +37,8 @@ SMALL_S = 120.0
 TRITON_IMPLS = ("triton",)
 CALIBRATION_SHAPES = ((1, 4, 2048), (1, 32, 2048))
 EAGER_SHAPE = (1, 1024, 2048)  # large enough that an eager call's fixed cost is small beside its elements
+MATMUL_SHAPE = (256, 1024, 1024)  # m, k, n of the bf16 product that prices an e2e job's FLOPs
+FIT_KEYS = ("per_call_s", "per_element_s", "eager_per_element_s", "matmul_flops_per_s")
 CALIBRATION_TIMEOUT_S = 60.0
 KEEP_S = 24 * 3600.0  # how long a kept calibration stands for its machine and stack
 # workers.timing.bench on a CPU: at least 3 repeats per round, after a first call and a one-call estimate
@@ -50,6 +54,7 @@ class Price:
     largest_bytes: int  # what its tensors hold (inputs and outputs)
     per_element_s: float  # of an interpreted Triton call
     eager_per_element_s: float
+    e2e_jobs: int = 0
 
     @property
     def small(self) -> bool:
@@ -70,8 +75,15 @@ def price(specs: list[JobSpec], fit: dict[str, float]) -> Price:
     from kernels import registry
 
     a, b, e = fit["per_call_s"], fit["per_element_s"], fit["eager_per_element_s"]
-    total, calls, largest, largest_bytes = 0.0, 0, "", -1
+    total, calls, largest, largest_bytes, e2e_jobs = 0.0, 0, "", -1, 0
     for s in specs:
+        if s.kind == "e2e":
+            seconds, what, nbytes = _e2e_price(s, fit["matmul_flops_per_s"])
+            total += seconds
+            e2e_jobs += 1
+            if nbytes > largest_bytes:
+                largest, largest_bytes = what, nbytes
+            continue
         if s.kind not in ("correctness", "micro", "tune") or not s.kernel:
             continue
         entry = registry.get(s.kernel)
@@ -89,7 +101,20 @@ def price(specs: list[JobSpec], fit: dict[str, float]) -> Price:
                 total += max(n * (a + b * elements), budget_s)
             else:  # PyTorch on the CPU (eager, F.*, compiled code): priced at eager's speed
                 total += max(n * e * elements, budget_s if s.kind != "correctness" else 0.0)
-    return Price(len(specs), calls, total, largest, max(largest_bytes, 0), b, e)
+    return Price(len(specs), calls, total, largest, max(largest_bytes, 0), b, e, e2e_jobs)
+
+
+def _e2e_price(spec: JobSpec, flops_per_s: float) -> tuple[float, str, int]:
+    """Seconds of one e2e job on a CPU, what it is, and the bytes of its weights."""
+    from workers.e2e_size import CPU_MODES, work
+
+    w = work(spec)
+    # the modes a CPU runs (workers.e2e.skip_reason): eager, triton, and the stock plain compile modes when asked
+    cpu_modes = CPU_MODES + (("compile", "compile-max") if spec.params.get("cpu_compile") else ())
+    modes = [m for m in spec.impls if m in cpu_modes]
+    size = 4 if spec.dtype == "fp32" else 2
+    what = f"{spec.model} {'x'.join(map(str, spec.shape))} {spec.dtype} ({w.parameters / 1e9:.2f} B parameters)"
+    return w.flops_per_mode * len(modes) / flops_per_s, what, w.parameters * size
 
 
 def start_calibration() -> subprocess.Popen:
@@ -154,7 +179,7 @@ def kept_fit(now: float | None = None) -> tuple[dict[str, float], str] | None:
         age = (now if now is not None else time.time()) - float(kept["measured_at"])
         if kept.get("stack") != _stack() or not 0 <= age < KEEP_S:
             return None
-        fit = {k: float(kept["fit"][k]) for k in ("per_call_s", "per_element_s", "eager_per_element_s")}
+        fit = {k: float(kept["fit"][k]) for k in FIT_KEYS}
     except (ValueError, KeyError, TypeError):  # none kept (None), or not a calibration
         return None
     when = dt.datetime.fromtimestamp(float(kept["measured_at"]), dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -204,7 +229,20 @@ def _measure() -> dict:
     for _ in range(3):
         eager(**inputs)
     e = (time.perf_counter() - t0) / 3 / math.prod(EAGER_SHAPE)
-    return {"per_call_s": max(t0_ - b * n0, 0.0), "per_element_s": b, "eager_per_element_s": e, "points": points}
+    m, k, n = MATMUL_SHAPE
+    x, y = torch.randn(m, k, generator=gen).bfloat16(), torch.randn(k, n, generator=gen).bfloat16()
+    x @ y
+    t0 = time.perf_counter()
+    for _ in range(3):
+        x @ y
+    flops = 2.0 * m * k * n * 3 / (time.perf_counter() - t0)
+    return {
+        "per_call_s": max(t0_ - b * n0, 0.0),
+        "per_element_s": b,
+        "eager_per_element_s": e,
+        "matmul_flops_per_s": flops,
+        "points": points,
+    }
 
 
 if __name__ == "__main__":

@@ -11,7 +11,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from orchestrator.report_e2e import anchor_markdown, anchor_table, e2e_notes
+from orchestrator.report_e2e import (
+    RECONCILE_NOTE,
+    anchor_markdown,
+    anchor_table,
+    e2e_notes,
+    reconciliation_markdown,
+    reconciliation_table,
+)
 from orchestrator.store.query.run_queries import interpreted
 from workers.errors import UserError
 
@@ -210,7 +217,7 @@ def markdown(rows: Iterable[dict], unavailable: dict | None = None) -> str:
 
 E2E_COLUMNS = (
     "model",
-    "frames x H x W",
+    "shape",
     "dtype",
     "mode",
     "ms/step",
@@ -264,7 +271,7 @@ def e2e_status(r: dict) -> str:
 def e2e_table(rows: Iterable[dict], title: str) -> Table:
     t = Table(title=Text(title))
     for c in E2E_COLUMNS:
-        t.add_column(c, justify="left" if c in ("model", "mode", "dtype", "status", "frames x H x W") else "right")
+        t.add_column(c, justify="left" if c in ("model", "mode", "dtype", "status", "shape") else "right")
     for r in rows:
         t.add_row(*plain([*_e2e_cells(r), e2e_status(r)]))
     return t
@@ -280,6 +287,7 @@ def print_summary(
     unavailable: dict | None = None,
     wide: bool = False,
     tune_rows: list[dict] | None = None,
+    reconciliation: list[dict] | None = None,
     case_rows: list[dict] | None = None,
 ) -> None:
     if rows:
@@ -293,6 +301,10 @@ def print_summary(
             console.print(anchors)
         for line in e2e_notes(e2e_rows):
             console.print(line, highlight=False, markup=False)
+        recon = reconciliation_table(reconciliation or [], f"{title} · end to end: the kernels' micro wins, predicted")
+        if recon is not None:
+            console.print(recon)
+            console.print(RECONCILE_NOTE, highlight=False, markup=False)
     if isa_rows:
         console.print(isa_table(isa_rows, f"{title} · compiled for target architectures (no GPU ran)"))
     if case_rows:
@@ -435,15 +447,17 @@ def print_run_summary(console: Console, url: str, run_id: int, title: str, wide:
     """A stored run's summary table(s), with why implementations were not run and what interpreted times are."""
     from orchestrator.store.query import case_queries, result_queries, run_queries, tune_queries
 
+    e2e_rows = result_queries.e2e_results(url, run_id)
     print_summary(
         console,
         run_queries.run_summary(url, run_id),
         title,
-        result_queries.e2e_results(url, run_id),
+        e2e_rows,
         result_queries.isa_results(url, run_id),
         unavailable=run_queries.run_measured(url, run_id)["unavailable"],
         wide=wide,
         tune_rows=tune_queries.tune_results(url, run_id),
+        reconciliation=result_queries.e2e_reconciliation(url, e2e_rows),
         case_rows=case_queries.case_results(url, run_id),
     )
 
@@ -471,6 +485,7 @@ def run_markdown(
     devices: list[dict],
     measured: dict | None = None,
     isa_rows: list[dict] | None = None,
+    reconciliation: list[dict] | None = None,
     case_rows: list[dict] | None = None,
 ) -> str:
     """A run as a docs/perf page: when it was measured, where, which code and config, then the tables."""
@@ -515,6 +530,9 @@ def run_markdown(
         out += [markdown(rows, measured.get("unavailable")), ""]
     if e2e_rows:
         out += [e2e_markdown(e2e_rows), ""]
+        recon = reconciliation_markdown(reconciliation or [])
+        if recon:
+            out += [recon, ""]
     if isa_rows:
         out += [isa_markdown(isa_rows), ""]
     if case_rows:
@@ -541,6 +559,7 @@ def show_run(
     isa_rows = result_queries.isa_results(url, run_id)
     case_rows = case_queries.case_results(url, run_id)
     measured = run_queries.run_measured(url, run_id)
+    recon = result_queries.e2e_reconciliation(url, e2e_rows)
     print_summary(
         console,
         rows,
@@ -550,10 +569,11 @@ def show_run(
         unavailable=measured["unavailable"],
         wide=wide,
         tune_rows=tune_queries.tune_results(url, run_id),
+        reconciliation=recon,
         case_rows=case_rows,
     )
     if markdown_path:
         with open(markdown_path, "w") as f:
-            f.write(run_markdown(info, rows, e2e_rows, run_queries.devices(url), measured, isa_rows, case_rows))
+            f.write(run_markdown(info, rows, e2e_rows, run_queries.devices(url), measured, isa_rows, recon, case_rows))
         console.print(f"wrote {markdown_path}", markup=False, highlight=False)
     return 0

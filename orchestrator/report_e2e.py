@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from rich.table import Table
 
 ANCHOR_COLUMNS = (
-    "frames x H x W",
+    "shape",
     "kind",
     "anchor (fastest torch.compile)",
     "anchor ms/step",
@@ -55,25 +55,34 @@ def anchor_rows(e2e_rows: Iterable[dict]) -> list[list[str]]:
     return out
 
 
-def anchor_table(e2e_rows: Iterable[dict], title: str) -> Table | None:
-    cells = anchor_rows(e2e_rows)
+def _table(columns: tuple[str, ...], cells: list[list[str]], title: str, left: tuple[str, ...]) -> Table | None:
+    """A terminal table of ``cells`` (None when there are none): the ``left`` columns left-aligned, numbers right."""
     if not cells:
         return None
     t = Table(title=title)
-    for c in ANCHOR_COLUMNS:
-        t.add_column(c, justify="right" if "ms" in c or c == "speed-up" else "left")
+    for c in columns:
+        t.add_column(c, justify="left" if c in left else "right")
     for row in cells:
         t.add_row(*row)
     return t
 
 
-def anchor_markdown(e2e_rows: Iterable[dict]) -> str:
-    cells = anchor_rows(e2e_rows)
+def _markdown(columns: tuple[str, ...], cells: list[list[str]]) -> str:
+    """A Markdown table of ``cells`` ("" when there are none)."""
     if not cells:
         return ""
-    lines = ["| " + " | ".join(ANCHOR_COLUMNS) + " |", "|" + "---|" * len(ANCHOR_COLUMNS)]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(row) + " |" for row in cells]
     return "\n".join(lines) + "\n"
+
+
+def anchor_table(e2e_rows: Iterable[dict], title: str) -> Table | None:
+    left = tuple(c for c in ANCHOR_COLUMNS if "ms" not in c and c != "speed-up")
+    return _table(ANCHOR_COLUMNS, anchor_rows(e2e_rows), title, left)
+
+
+def anchor_markdown(e2e_rows: Iterable[dict]) -> str:
+    return _markdown(ANCHOR_COLUMNS, anchor_rows(e2e_rows))
 
 
 def e2e_notes(e2e_rows: Iterable[dict]) -> list[str]:
@@ -89,3 +98,73 @@ def e2e_notes(e2e_rows: Iterable[dict]) -> list[str]:
     if anchor_rows(rows):
         out.append(ANCHOR_NOTE)
     return out
+
+
+RECONCILE_COLUMNS = (
+    "injected mode",
+    "base",
+    "setting",
+    "base ms",
+    "ms",
+    "measured",
+    "predicted",
+    "predicted ms",
+    "ours ms",
+    "lost ms",
+    "kernels over micro baseline",
+)
+RECONCILE_NOTE = (
+    "predicted: the speed-up over the base mode (the same mode without the kernels) that the kernels' micro "
+    "speed-ups on this device predict from the mode's profile (Amdahl: base ms - ours ms x micro speed-up + ours "
+    "ms); lost ms = ms - predicted ms: what the kernel wins lose in launches, graph breaks or layout copies "
+    "(orchestrator/stats/e2e_amdahl.py)"
+)
+
+
+def _x(v: float | None) -> str:
+    return "–" if v is None else f"{v:.3f}x"
+
+
+def reconciliation_rows(recs: Iterable[dict]) -> list[list[str]]:
+    """The reconciliation table's cells (result_queries.e2e_reconciliation rows)."""
+    from orchestrator.stats.e2e_amdahl import speedup_text
+
+    return [
+        [
+            r["mode"],
+            r["base"],
+            r.get("setting") or "?",
+            _ms(r["base_ms"]),
+            _ms(r["ms"]),
+            _x(r["measured_speedup"]),
+            _x(r["predicted_speedup"]),
+            _ms(r["predicted_ms"]),
+            _ms(r["ours_ms"]),
+            _ms(r["lost_ms"]),
+            f"{r['micro_baseline']}: {speedup_text(r['kernel_speedups'], r['unmeasured'])}",
+        ]
+        for r in recs
+    ]
+
+
+def reconciliation_table(recs: Iterable[dict], title: str) -> Table | None:
+    cells = reconciliation_rows(recs)
+    if not cells:
+        return None
+    t = Table(title=title)
+    for c in RECONCILE_COLUMNS:
+        t.add_column(
+            c, justify="left" if c in ("setting", "injected mode", "base") or c.startswith("kernels") else "right"
+        )
+    for row in cells:
+        t.add_row(*row)
+    return t
+
+
+def reconciliation_markdown(recs: Iterable[dict]) -> str:
+    cells = reconciliation_rows(recs)
+    if not cells:
+        return ""
+    lines = ["| " + " | ".join(RECONCILE_COLUMNS) + " |", "|" + "---|" * len(RECONCILE_COLUMNS)]
+    lines += ["| " + " | ".join(row) + " |" for row in cells]
+    return "\n".join(lines) + f"\n\n- {RECONCILE_NOTE}\n"

@@ -256,7 +256,7 @@ def _check_cpu_price(
     Returns each job's estimated seconds by key (empty when not priced), which the progress bar's eta weighs."""
     from orchestrator import cpu_price
 
-    if not any(s.kind in ("correctness", "micro") for s in todo):
+    if not any(s.kind in ("correctness", "micro", "e2e") for s in todo):
         _stop_calibration(calibration)
         return {}
     kept = cpu_price.kept_fit()

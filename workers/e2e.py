@@ -1,16 +1,16 @@
-"""The end-to-end job: LTX-Video's denoising loop in several modes, side by side, on one device.
+"""The end-to-end job: a model's denoising loop or its ``generate`` in several modes, side by side, on one device.
 
-A JobSpec of kind ``e2e``: ``model="ltx-video"``, ``shape=[frames, height, width]``, ``dtype``, ``impls`` = the
-modes (``workers.e2e_spec.MODES``), ``params`` (``workers.e2e_spec.PARAM_DEFAULTS``).  The loop is diffusers' own
-``LTXPipeline`` with its ``FlowMatchEulerDiscreteScheduler``, classifier-free guidance on (transformer batch 2),
-the text encoder skipped (precomputed random T5-sized embeddings, padded masks) and, unless ``pipeline`` is set, no
-VAE (``output_type="latent"``); with ``pipeline`` the VAE decodes the video at the end.  The transformer comes from
-``model_path`` (a local diffusers folder: a pipeline or a transformer; never a download) or is LTX-Video's default
-configuration built on the device with random weights (``tiny``: a small configuration for CPU tests, with a VAE of
-the real 32x/8x compression).
+A JobSpec of kind ``e2e``: ``model`` (``workers.e2e_spec.MODELS``: ``ltx-video``, ``flux``, ``sd3``, ``llama``),
+``shape`` (``[frames, height, width]``, ``[height, width]``, ``[batch, prompt_len]``), ``dtype``, ``impls`` = the
+modes (``workers.e2e_spec.MODES``), ``params`` (``workers.e2e_spec.param_defaults(model)``).  Each model's own module
+builds it and times one call: :mod:`workers.e2e_ltx` (LTXPipeline), :mod:`workers.e2e_image` (FluxPipeline,
+StableDiffusion3Pipeline), :mod:`workers.e2e_llm` (``generate`` with a static KV cache).  Everything else is the
+same for every model and lives here: the modes, the timing, the comparison with eager, clocks, the profile.
 
 Modes (``workers.e2e_spec.MODES``), all on the same model object, the same inputs and the same seed: ``eager``
-(stock), ``triton`` (kernels injected), ``compile`` (``compile_repeated_blocks(fullgraph=True)``), ``compile-max``
+(stock), ``triton`` (kernels injected), ``compile`` (``compile_repeated_blocks(fullgraph=True)``; SD3's
+JointTransformerBlocks one by one; the decoder whole, ``model.compile(fullgraph=True)``, as its step is one
+forward), ``compile-max``
 (the same in torch.compile's ``max-autotune-no-cudagraphs`` mode), ``triton+compile`` and ``triton+compile-max``
 (every compile mode with ``kernels.inject.compile_options``: the mode's own options and Inductor's static launch of
 user-defined Triton kernels, which leaves a stock model's compiled code as it is);
@@ -18,18 +18,23 @@ each also with ``+graph`` (``eager+graph``, ``triton+graph``, ...), where every 
 graph (:mod:`kernels.inject.graphs`), so the step time is the device's and not the host's; and torch.compile's own
 CUDA-graph modes, ``compile-ro`` (``reduce-overhead``) and ``compile-max-cg`` (``max-autotune``), with and without
 the kernels, which compile the whole transformer (``transformer.compile(fullgraph=True)``) so that one call replays
-one graph tree (a mode in which Inductor skipped its CUDA graphs fails with the count of skips).  The model is put back
+one graph tree (a mode in which Inductor skipped its CUDA graphs fails with the count of skips).  The decoder takes
+no ``+graph`` (its forward updates the KV cache; see ``skip_reason``).  The model is put back
 between modes (graphs dropped, compiled call removed, ``torch._dynamo.reset()``, ``kernels.inject.restore``) so no
 mode sees another's code.
 
 Per mode: ``ms_per_step`` (median over repeats of the mean step time, every repeat kept as a sample; steps are
-timed by device events at each step's end, the first step (which carries the pipeline's set-up) excluded),
+timed by device events at each step's end, the first step (which carries the pipeline's set-up, or the decoder's
+prefill) excluded; the decoder's step is a decode step: one token per sequence),
 ``host_ms_per_step`` (one more call, the device drained at every step's end: the host's time to issue a step, its
 median; a mode whose host time is above its device time is host-bound in plain calls), ``total_s`` (wall clock of one
 whole call, VAE decode included), ``warmup_s`` (the warm-up calls: compilation,
-Triton JIT, autotuning), ``peak_mem_gb`` (GPU only), and the final latents against eager's: ``max_abs_vs_eager``,
+Triton JIT, autotuning), ``peak_mem_gb`` (GPU only); the decoder also ``prefill_ms``, ``prefill_tokens_per_s`` and
+``decode_tokens_per_s``; and the final latents (the decoder: the logits of every step) against eager's:
+``max_abs_vs_eager``,
 ``cos_sim_vs_eager``, ``rel_l2_vs_eager`` (relative to the latents) and ``rel_err_vs_eager`` (relative to what the
-denoising loop changed: ||out - eager|| / ||eager - initial noise||).  On an NVIDIA GPU the timed calls run beside
+denoising loop changed: ||out - eager|| / ||eager - initial noise||; for logits, relative to eager's logits).
+On an NVIDIA GPU the timed calls run beside
 an ``nvidia-smi`` log (:mod:`workers.gpu_clocks`): ``sm_clock_mhz`` and ``power_w`` (medians) per mode, the rest in
 ``details["clocks"]`` (a mode that draws the power limit runs at a lower clock).  The eager reference is eager's
 warm-up call, so eager's own numbers show run-to-run determinism.  A mode past the tolerance (``rel_err_vs_eager`` above
@@ -43,12 +48,11 @@ process and every later launch costs more host time (pytorch/pytorch#144455).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import time
 import traceback
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -57,54 +61,38 @@ from workers import gpu_clocks
 from workers.e2e_profile import profile_call
 from workers.e2e_spec import (
     DEFAULT_TOLERANCE,
+    FLUX,
     GRAPH_COMPILE_MODES,
+    LLAMA,
     MODEL,
+    MODELS,
     MODES,
-    PARAM_DEFAULTS,
-    SPATIAL,
-    TEMPORAL,
-    check_shape,
+    OUTPUT,
+    SD3,
+    check_model_shape,
     compiles_whole_model,
-    latent_shape,
+    family_of,
+    graph_modes_apply,
     mode_parts,
+    param_defaults,
 )
+from workers.e2e_steps import Call, Setup
 from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec, Measurement
 from workers.timing import mark_profiler_used
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-# A tiny transformer (2 blocks, width 32) and a VAE with the real model's 32x spatial / 8x temporal compression,
-# so latent shapes and token counts are the real model's.
-TINY_TRANSFORMER = dict(
-    in_channels=8,
-    out_channels=8,
-    patch_size=1,
-    patch_size_t=1,
-    num_attention_heads=4,
-    attention_head_dim=8,
-    cross_attention_dim=32,
-    num_layers=2,
-    caption_channels=32,
-)
-TINY_VAE = dict(
-    latent_channels=8,
-    block_out_channels=(8, 8, 8, 8),
-    decoder_block_out_channels=(8, 8, 8, 8),
-    layers_per_block=(1, 1, 1, 1, 1),
-    decoder_layers_per_block=(1, 1, 1, 1, 1),
-    spatio_temporal_scaling=(True, True, True, False),
-    decoder_spatio_temporal_scaling=(True, True, True, False),
-    patch_size=4,
-    patch_size_t=1,
-    encoder_causal=True,
-    decoder_causal=False,
-)
 
 
-def skip_reason(mode: str, device: torch.device, params: dict) -> str | None:
-    """Why ``mode`` cannot run on ``device`` (None if it can)."""
+def skip_reason(mode: str, device: torch.device, params: dict, model: str = MODEL) -> str | None:
+    """Why ``mode`` cannot run on ``device`` for the e2e model ``model`` (None if it can)."""
+    triton, comp, graph = mode_parts(mode)
+    if graph and not graph_modes_apply(model):
+        return (
+            "kernels.inject.cuda_graphs runs a new call geometry before capturing it, and a decode step updates the "
+            "KV cache each time; the decoder's CUDA-graph modes are torch.compile's (compile-ro, compile-max-cg)"
+        )
     if device.type == "cuda":
         return None
-    triton, comp, graph = mode_parts(mode)
     if graph:
         return "replays CUDA graphs; runs on a CUDA GPU"
     if comp in GRAPH_COMPILE_MODES:
@@ -123,189 +111,46 @@ def skip_reason(mode: str, device: torch.device, params: dict) -> str | None:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Model and inputs
+# Models
 # ----------------------------------------------------------------------------------------------------------------
-@dataclass
-class Setup:
-    pipe: Any
-    source: str
-    text_len: int
-    caption_channels: int
-    latents: torch.Tensor  # packed [1, S, C] fp32 on the device
-    embeds: dict[str, torch.Tensor] = field(default_factory=dict)
+def _family(model: str):
+    """The module that builds ``model`` and times one call of it: setup(spec, device, p, dtype) -> Setup,
+    run_call(s, spec, p, device, host_probe) -> Call."""
+    if model == MODEL:
+        from workers import e2e_ltx
 
+        return e2e_ltx
+    if model in (FLUX, SD3):
+        from workers import e2e_image
 
-def _scheduler():
-    from diffusers import FlowMatchEulerDiscreteScheduler
+        return e2e_image
+    if model == LLAMA:
+        from workers import e2e_llm
 
-    return FlowMatchEulerDiscreteScheduler()
-
-
-def _load(path: Path, dtype: torch.dtype, pipeline: bool, device: torch.device):
-    from diffusers import AutoencoderKLLTXVideo, LTXPipeline, LTXVideoTransformer3DModel
-
-    if not path.is_dir():
-        raise ValueError(f"model_path {str(path)!r} is not a directory (a local diffusers folder)")
-    if (path / "model_index.json").exists():
-        extra = {} if pipeline else {"vae": None}
-        pipe = LTXPipeline.from_pretrained(
-            path, text_encoder=None, tokenizer=None, torch_dtype=dtype, local_files_only=True, **extra
-        )
-        if pipeline and pipe.vae is None:
-            raise ValueError(f"model_path {str(path)!r} has no VAE; pipeline=true needs one")
-        return pipe.to(device), f"pipeline {path}"
-    folder = path if (path / "config.json").exists() else path / "transformer"
-    if not (folder / "config.json").exists():
-        raise ValueError(
-            f"model_path {str(path)!r}: neither a diffusers pipeline (model_index.json) nor a "
-            f"transformer folder (config.json)"
-        )
-    transformer = LTXVideoTransformer3DModel.from_pretrained(folder, torch_dtype=dtype, local_files_only=True)
-    vae = None
-    if pipeline:
-        with torch.device(device):
-            vae = AutoencoderKLLTXVideo()
-        vae = vae.to(dtype)
-    pipe = LTXPipeline(scheduler=_scheduler(), vae=vae, text_encoder=None, tokenizer=None, transformer=transformer)
-    return pipe.to(device), f"transformer {folder}" + (" + default VAE (random weights)" if pipeline else "")
-
-
-def _build(tiny: bool, dtype: torch.dtype, pipeline: bool, device: torch.device, seed: int):
-    from diffusers import AutoencoderKLLTXVideo, LTXPipeline, LTXVideoTransformer3DModel
-
-    torch.manual_seed(seed)
-    with torch.device(device):
-        transformer = LTXVideoTransformer3DModel(**(TINY_TRANSFORMER if tiny else {}))
-        vae = AutoencoderKLLTXVideo(**(TINY_VAE if tiny else {})) if pipeline else None
-    transformer = transformer.to(dtype).eval()
-    if vae is not None:
-        vae = vae.to(dtype).eval()
-        vae.use_framewise_encoding = False
-        vae.use_framewise_decoding = False
-    pipe = LTXPipeline(scheduler=_scheduler(), vae=vae, text_encoder=None, tokenizer=None, transformer=transformer)
-    what = "tiny config" if tiny else "default config"
-    return pipe, f"{what}, random weights" + (" (+ VAE)" if pipeline else "")
+        return e2e_llm
+    raise ValueError(f"e2e: unknown model {model!r}; supported: {', '.join(MODELS)}")
 
 
 def setup(spec: JobSpec, device: torch.device, p: dict) -> Setup:
-    dtype = DTYPES[spec.dtype]
-    if p["model_path"]:
-        pipe, source = _load(Path(str(p["model_path"])).expanduser(), dtype, bool(p["pipeline"]), device)
-    else:
-        pipe, source = _build(bool(p["tiny"]), dtype, bool(p["pipeline"]), device, int(p["seed"]))
-    pipe.set_progress_bar_config(disable=True)
-    if pipe.vae is not None and (pipe.vae_spatial_compression_ratio, pipe.vae_temporal_compression_ratio) != (
-        SPATIAL,
-        TEMPORAL,
-    ):
-        raise ValueError(
-            f"the VAE compresses {pipe.vae_spatial_compression_ratio}x/"
-            f"{pipe.vae_temporal_compression_ratio}x; LTX-Video's is {SPATIAL}x/{TEMPORAL}x"
-        )
-    cfg = pipe.transformer.config
-    text_len = int(p["text_len"] or (16 if p["tiny"] else pipe.tokenizer_max_length))
-    g = torch.Generator("cpu").manual_seed(int(p["seed"]))
-    lf, lh, lw = latent_shape(spec.shape)
-    raw = torch.randn(1, cfg.in_channels, lf, lh, lw, generator=g, dtype=torch.float32)
-    latents = pipe._pack_latents(raw, cfg.patch_size, cfg.patch_size_t).to(device)
-    embeds = {}
-    for name, keep in (("prompt", 0.75), ("negative_prompt", 0.25)):
-        e = torch.randn(1, text_len, cfg.caption_channels, generator=g, dtype=torch.float32)
-        mask = torch.zeros(1, text_len, dtype=torch.long)
-        mask[:, : max(1, int(text_len * keep))] = 1  # real prompts are padded to the tokenizer length
-        embeds[f"{name}_embeds"] = e.to(device=device, dtype=dtype)
-        embeds[f"{name}_attention_mask"] = mask.to(device)
-    return Setup(pipe, source, text_len, cfg.caption_channels, latents, embeds)
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# One call of the pipeline, timed
-# ----------------------------------------------------------------------------------------------------------------
-class _Clock:
-    """Marks on the device's timeline (CUDA events, no host sync) or the host clock on the CPU."""
-
-    def __init__(self, device: torch.device):
-        self.cuda = device.type == "cuda"
-        self.device = device
-
-    def mark(self):
-        if self.cuda:
-            ev = torch.cuda.Event(enable_timing=True)
-            ev.record()
-            return ev
-        return time.perf_counter()
-
-    def ms(self, a, b) -> float:
-        return a.elapsed_time(b) if self.cuda else (b - a) * 1e3
-
-    def sync(self) -> None:
-        if self.cuda:
-            torch.cuda.synchronize(self.device)
-
-
-@dataclass
-class Call:
-    total_s: float
-    step_ms: list[float]  # steps 2..N (the first step carries the pipeline's set-up)
-    latents: torch.Tensor  # final latents (packed, fp32)
-    host_ms: list[float] = field(default_factory=list)  # with host_probe: the host's time per step, steps 2..N
-
-    @property
-    def ms_per_step(self) -> float:
-        return statistics.fmean(self.step_ms)
+    """The model of ``spec`` on ``device``, its inputs and ``details["config"]``."""
+    spec = _family_spec(spec)
+    return _family(spec.model).setup(spec, device, p, DTYPES[spec.dtype])
 
 
 def run_call(s: Setup, spec: JobSpec, p: dict, device: torch.device, host_probe: bool = False) -> Call:
-    """One timed call of the pipeline.  With ``host_probe`` the device is drained at the end of every step and the
-    host's time to issue the next step is taken from there to the step's end on the host (``Call.host_ms``): what
-    the host needs per step when it never waits for the device, whatever the device needs."""
-    clock = _Clock(device)
-    steps = int(p["steps"])
-    marks: list[Any] = []
-    final: list[torch.Tensor] = []
-    host_ms: list[float] = []
-    issued = 0.0  # the host clock when the current step began to be issued
+    """One timed call of the model (its loop or its generate).  With ``host_probe`` the device is drained at the end
+    of every step and the host's time to issue the next step is taken from there to the step's end on the host
+    (``Call.host_ms``): what the host needs per step when it never waits for the device, whatever the device
+    needs."""
+    spec = _family_spec(spec)
+    return _family(spec.model).run_call(s, spec, p, device, host_probe)
 
-    def on_step_end(pipe, i, t, kw):
-        nonlocal issued
-        if host_probe and i > 0:
-            host_ms.append((time.perf_counter() - issued) * 1e3)
-        marks.append(clock.mark())
-        if i == steps - 1:
-            final.append(kw["latents"].detach().float().clone())
-        if host_probe:
-            clock.sync()
-            issued = time.perf_counter()
-        return {}
 
-    frames, height, width = spec.shape
-    torch.manual_seed(int(p["seed"]))
-    clock.sync()
-    t0 = time.perf_counter()
-    start = clock.mark()
-    s.pipe(
-        **s.embeds,
-        height=height,
-        width=width,
-        num_frames=frames,
-        num_inference_steps=steps,
-        guidance_scale=float(p["guidance_scale"]),
-        frame_rate=int(p["frame_rate"]),
-        latents=s.latents.clone(),
-        output_type="pt" if p["pipeline"] else "latent",
-        callback_on_step_end=on_step_end,
-        callback_on_step_end_tensor_inputs=["latents"],
-        return_dict=False,
-    )
-    clock.sync()
-    total = time.perf_counter() - t0
-    if len(marks) != steps or not final:
-        raise RuntimeError(f"the pipeline ran {len(marks)} steps, expected {steps}")
-    if steps == 1:
-        step_ms = [clock.ms(start, marks[0])]
-    else:
-        step_ms = [clock.ms(a, b) for a, b in zip(marks[:-1], marks[1:])]
-    return Call(total, step_ms, final[0], host_ms)
+def compile_scope(model: str, mode: str) -> str:
+    """What ``mode`` compiles: ``"model"`` (the whole model: torch.compile's CUDA-graph modes, and every compile
+    mode of the decoder, whose step is one forward), ``"blocks"`` (the transformer's repeated blocks, one
+    compiled code each: ``compile_repeated_blocks``, or SD3's JointTransformerBlocks one by one)."""
+    return "model" if model == LLAMA or compiles_whole_model(mode) else "blocks"
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -318,8 +163,9 @@ def _uncompile(model: torch.nn.Module) -> None:
     torch._dynamo.reset()
 
 
-def enter_mode(mode: str, transformer: torch.nn.Module) -> dict[str, Any]:
-    """Put the model into ``mode``; returns facts for the details (e.g. the injection report)."""
+def enter_mode(mode: str, transformer: torch.nn.Module, model: str = MODEL) -> dict[str, Any]:
+    """Put the model (``transformer``: the module the modes act on, of the e2e model ``model``) into ``mode``;
+    returns facts for the details (e.g. the injection report)."""
     info: dict[str, Any] = {}
     triton, comp, graph = mode_parts(mode)
     if triton:
@@ -338,10 +184,22 @@ def enter_mode(mode: str, transformer: torch.nn.Module) -> dict[str, Any]:
         from kernels.inject.compile_options import compile_options
 
         info["compile_options"] = options = compile_options(comp)
-        if compiles_whole_model(mode):
+        model = family_of(model)
+        blocks = None
+        if model in (FLUX, SD3):
+            from workers.e2e_image import IMAGE_MODELS
+
+            blocks = IMAGE_MODELS[model].blocks
+        if compile_scope(model, mode) == "model":
             transformer.compile(fullgraph=True, options=options)
-        else:
+        elif blocks is None:
             transformer.compile_repeated_blocks(fullgraph=True, options=options)
+        else:
+            compiled = [m for m in transformer.modules() if type(m).__name__ in blocks]
+            if not compiled:
+                raise RuntimeError(f"no {' or '.join(blocks)} to compile in {type(transformer).__name__}")
+            for m in compiled:
+                m.compile(fullgraph=True, options=options)
     if graph:
         from kernels.inject.graphs import cuda_graphs
 
@@ -399,8 +257,8 @@ def compare(out: torch.Tensor, ref: torch.Tensor, start: torch.Tensor) -> dict[s
 def _run_mode(
     mode: str, s: Setup, spec: JobSpec, p: dict, device: torch.device
 ) -> tuple[list[Measurement], dict[str, Any], torch.Tensor]:
-    """Warm up, time ``repeats`` calls; returns measurements, facts, and the final latents of the last call."""
-    transformer = s.pipe.transformer
+    """Warm up, time ``repeats`` calls; returns measurements, facts, and the output of the last call."""
+    transformer = s.model
     if device.type == "cuda":
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
@@ -408,7 +266,7 @@ def _run_mode(
     skips_before = _cudagraph_skips()
     t0 = time.perf_counter()
     try:
-        facts.update(enter_mode(mode, transformer))
+        facts.update(enter_mode(mode, transformer, spec.model))
         warm = [run_call(s, spec, p, device) for _ in range(max(int(p["warmup"]), 0))]
         warmup_s = time.perf_counter() - t0
         with gpu_clocks.ClockLog.for_device(device) as clock_log:  # the SM clock and power the calls ran at
@@ -418,7 +276,7 @@ def _run_mode(
         if mode_parts(mode)[2]:  # enter_mode put a GraphedForward on the instance
             graphed = vars(transformer)["forward"]
             if not graphed.replays:
-                raise RuntimeError("no transformer call replayed a CUDA graph")
+                raise RuntimeError("no model call replayed a CUDA graph")
             facts["graph"] = {"captures": graphed.captures, "replays": graphed.replays}
         if mode_parts(mode)[1] in GRAPH_COMPILE_MODES:
             skipped = _cudagraph_skips() - skips_before
@@ -431,7 +289,7 @@ def _run_mode(
     finally:
         leave_mode(mode, transformer)
     if mode == "eager" and warm:
-        facts["reference"] = warm[0].latents
+        facts["reference"] = warm[0].output
     ms = [c.ms_per_step for c in calls]
     totals = [c.total_s for c in calls]
     out = [
@@ -450,7 +308,11 @@ def _run_mode(
         if "power_w_median" in clocks:
             out.append(Measurement(mode, "power_w", clocks["power_w_median"], "W"))
     facts["step_ms"] = [round(x, 4) for c in calls for x in c.step_ms]
-    return out, facts, calls[-1].latents
+    if spec.model == LLAMA:
+        from workers.e2e_llm import rate_measurements
+
+        out += rate_measurements(mode, calls, s)
+    return out, facts, calls[-1].output
 
 
 def _cudagraph_skips() -> int:
@@ -462,12 +324,22 @@ def _cudagraph_skips() -> int:
 
 def _profile_mode(mode: str, s: Setup, spec: JobSpec, p: dict, device: torch.device) -> dict[str, Any]:
     """Enter ``mode`` again, warm it up with one call (compilation, Triton JIT) and profile one call of
-    ``profile_steps`` steps; the breakdown of :func:`workers.e2e_profile.profile_call`."""
-    transformer = s.pipe.transformer
+    ``profile_steps`` steps; the breakdown of :func:`workers.e2e_profile.profile_call`.  The decoder's capture
+    begins after its prefill (its ``profile_steps`` decode steps only)."""
+    transformer = s.model
     n_prof = int(p["profile_steps"])
-    short = {**p, "steps": n_prof}
     try:
-        enter_mode(mode, transformer)
+        enter_mode(mode, transformer, spec.model)
+        if spec.model == LLAMA:
+            from workers import e2e_llm
+
+            short = {**p, "new_tokens": n_prof + 1}
+            run_call(s, spec, short, device)
+            mark_profiler_used()
+            return profile_call(
+                lambda start: e2e_llm.run_call(s, spec, short, device, on_prefill=start), n_prof, device, deferred=True
+            )
+        short = {**p, "steps": n_prof}
         run_call(s, spec, short, device)
         mark_profiler_used()
         return profile_call(lambda: run_call(s, spec, short, device), n_prof, device)
@@ -485,17 +357,25 @@ def _profile_measurements(mode: str, prof: dict[str, Any]) -> list[Measurement]:
 
 
 def _params(spec: JobSpec) -> dict[str, Any]:
-    unknown = set(spec.params) - set(PARAM_DEFAULTS)
+    spec = _family_spec(spec)
+    defaults = param_defaults(spec.model)
+    unknown = set(spec.params) - set(defaults)
     if unknown:
-        raise ValueError(f"e2e params: unknown {sorted(unknown)}; allowed: {', '.join(PARAM_DEFAULTS)}")
-    p = {**PARAM_DEFAULTS, **spec.params}
-    for k in ("steps", "repeats"):
-        if int(p[k]) < 1:
+        raise ValueError(f"e2e params: unknown {sorted(unknown)}; allowed: {', '.join(defaults)}")
+    p = {**defaults, **spec.params}
+    for k in ("steps", "repeats", "new_tokens"):
+        if k in p and int(p[k]) < 1:
             raise ValueError(f"e2e params: {k} must be >= 1, got {p[k]}")
     for k in ("warmup", "profile_steps"):
         if int(p[k]) < 0:
             raise ValueError(f"e2e params: {k} must be >= 0, got {p[k]}")
-    if float(p["guidance_scale"]) <= 1.0:
+    if spec.model == LLAMA and int(p["new_tokens"]) < 2:
+        raise ValueError(
+            f"e2e params: new_tokens must be >= 2 (a prefill and at least one decode step), got {p['new_tokens']}"
+        )
+    if spec.model == FLUX and float(p["guidance_scale"]) <= 0.0:
+        raise ValueError("e2e params: guidance_scale must be > 0 (FLUX's guidance embedding)")
+    if spec.model in (MODEL, SD3) and float(p["guidance_scale"]) <= 1.0:
         raise ValueError("e2e params: guidance_scale must be > 1 (classifier-free guidance on: transformer batch 2)")
     if p["tolerance"] is None:
         p["tolerance"] = DEFAULT_TOLERANCE[spec.dtype]
@@ -504,12 +384,18 @@ def _params(spec: JobSpec) -> dict[str, Any]:
     return p
 
 
+def _family_spec(spec: JobSpec) -> JobSpec:
+    """``spec`` with its model as the family that runs it (``sd3/sd3.5-large`` -> ``sd3``)."""
+    return dataclasses.replace(spec, model=family_of(spec.model or ""))
+
+
 def run(spec: JobSpec, device: torch.device) -> JobResult:
-    if spec.model != MODEL:
-        raise ValueError(f"e2e: unknown model {spec.model!r}; supported: {MODEL}")
+    spec = _family_spec(spec)
+    if spec.model not in MODELS:
+        raise ValueError(f"e2e: unknown model {spec.model!r}; supported: {', '.join(MODELS)}")
     if spec.dtype not in DTYPES:
         raise ValueError(f"e2e: unknown dtype {spec.dtype!r}; allowed: {', '.join(DTYPES)}")
-    check_shape(list(spec.shape))
+    check_model_shape(spec.model, list(spec.shape))
     modes = list(spec.impls)
     bad = [m for m in modes if m not in MODES]
     if bad or not modes:
@@ -519,7 +405,7 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
     details: dict[str, Any] = {"skipped": {}, "errors": {}, "tolerance": {"rel_err_vs_eager": float(p["tolerance"])}}
     runnable = []
     for m in modes:
-        why = skip_reason(m, device, p)
+        why = skip_reason(m, device, p, spec.model)
         if why:
             details["skipped"][m] = why
         else:
@@ -534,17 +420,9 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
 
     t_setup = time.perf_counter()
     s = setup(spec, device, p)
-    lf, lh, lw = latent_shape(spec.shape)
     details["config"] = {
-        "source": s.source,
-        "latent": [lf, lh, lw],
-        "tokens": int(s.latents.shape[1]),
-        "batch": 2,
-        "text_len": s.text_len,
-        "steps": int(p["steps"]),
-        "params": sum(t.numel() for t in s.pipe.transformer.parameters()),
-        "layers": int(s.pipe.transformer.config.num_layers),
-        "pipeline": bool(p["pipeline"]),
+        **s.config,
+        "params": sum(t.numel() for t in s.model.parameters()),
         "setup_s": round(time.perf_counter() - t_setup, 3),
     }
 
@@ -555,7 +433,7 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
     order = (["eager"] if "eager" in runnable else []) + [m for m in runnable if m != "eager"]
     if "eager" not in runnable:
         p_ref = {**p, "warmup": 0}
-        ref = run_call(s, spec, p_ref, device).latents
+        ref = run_call(s, spec, p_ref, device).output
     medians: dict[str, float] = {}
     correct: dict[str, bool] = {}
     for mode in order:
@@ -573,7 +451,7 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
             ref = facts.pop("reference", None)
             if ref is None:  # no warm-up call: the timed call is the reference
                 ref = latents
-        cmp = compare(latents, ref, s.latents)
+        cmp = compare(latents, ref, s.start)
         ok = cmp["finite"] and cmp["rel_err_vs_eager"] <= float(p["tolerance"])
         correct[mode] = ok
         for key in ("max_abs_vs_eager", "cos_sim_vs_eager", "rel_l2_vs_eager", "rel_err_vs_eager"):
@@ -581,9 +459,9 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
         ms_.append(Measurement(mode, "correct", 1.0 if ok else 0.0))
         if not ok:
             why = (
-                "non-finite values in the final latents"
+                f"non-finite values in the {OUTPUT[spec.model]}"
                 if not cmp["finite"]
-                else f"final latents drift from eager: rel_err {cmp['rel_err_vs_eager']:.3g} > tolerance "
+                else f"{OUTPUT[spec.model]} drift from eager: rel_err {cmp['rel_err_vs_eager']:.3g} > tolerance "
                 f"{float(p['tolerance']):.3g} (max_abs {cmp['max_abs_vs_eager']:.3g}, "
                 f"cos_sim {cmp['cos_sim_vs_eager']:.6f})"
             )

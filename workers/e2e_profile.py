@@ -13,7 +13,10 @@ step:
   flash kernels), ``kernelfleet`` (this project's Triton kernels, by their ``@triton.jit`` names), ``inductor``
   (torch.compile's generated Triton kernels), ``elementwise`` (PyTorch's own elementwise, reduction, softmax and
   norm kernels), ``other``;
-* ``top``: the longest kernels by total time.
+* ``top``: the longest kernels by total time;
+* ``ours``: this project's kernels by the module that defines them, each with the registry kernels of that module,
+  ms and launches per step: what the Amdahl reconciliation (orchestrator.stats.e2e_amdahl) weighs the kernels'
+  micro speed-ups by.
 
 On the CPU there are no device kernels: the capture then lists host ops by self time and ``gpu_busy_ms`` is absent.
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Collection, Mapping
 from typing import Any, Callable, Iterable
 
 import torch
@@ -35,14 +39,15 @@ _ATTENTION = re.compile(r"flash|fmha|attention|attn|sdpa|mha_", re.I)
 _PYTORCH = re.compile(r"at::native|elementwise|reduce_kernel|softmax|norm_kernel|CatArrayBatched", re.I)
 
 
-def kernelfleet_kernel_names() -> frozenset[str]:
-    """The names of the ``@triton.jit`` kernels in the ``kernels`` package (as a profiler shows them)."""
+def kernelfleet_kernel_modules() -> dict[str, str]:
+    """The ``@triton.jit`` kernels of the ``kernels`` package by name (as a profiler shows them), each with the
+    module that defines it (``kernels.rmsnorm``)."""
     import importlib
     import pkgutil
 
     import kernels
 
-    names: set[str] = set()
+    names: dict[str, str] = {}
     for info in pkgutil.iter_modules(kernels.__path__):
         if info.ispkg:
             continue
@@ -50,11 +55,47 @@ def kernelfleet_kernel_names() -> frozenset[str]:
         for value in vars(mod).values():
             fn = getattr(value, "fn", None)  # a @triton.jit object wraps the Python function as .fn
             if callable(fn) and type(value).__name__ in ("JITFunction", "InterpretedFunction"):
-                names.add(fn.__name__)
-    return frozenset(names)
+                names.setdefault(fn.__name__, fn.__module__)
+    return names
 
 
-def kernel_class(name: str, ours: frozenset[str]) -> str:
+def kernelfleet_kernel_names() -> frozenset[str]:
+    """The names of the ``@triton.jit`` kernels in the ``kernels`` package (as a profiler shows them)."""
+    return frozenset(kernelfleet_kernel_modules())
+
+
+def registry_kernels_by_module() -> dict[str, list[str]]:
+    """The registry's kernels by the module of their public function (``kernels.adaln``: adaln, adaln_layer_norm)."""
+    from kernels import registry
+
+    out: dict[str, list[str]] = {}
+    for name in registry.kernel_names():
+        fn = registry.get(name).function
+        if fn is not None:
+            out.setdefault(fn.__module__, []).append(name)
+    return out
+
+
+def ours_by_module(
+    kernels: Iterable, steps: int, modules: Mapping[str, str], registry_of: Mapping[str, list[str]]
+) -> list[dict[str, Any]]:
+    """Our kernels' device time and launches per step, by defining module (``kernels``: the trace's device kernels;
+    ``modules``: jit name -> module; ``registry_of``: module -> registry kernel names)."""
+    by: dict[str, dict[str, Any]] = {}
+    for k in kernels:
+        mod = modules.get(k.name)
+        if mod is None:
+            continue
+        row = by.setdefault(mod, {"module": mod, "kernels": list(registry_of.get(mod, [])), "ms": 0.0, "launches": 0.0})
+        row["ms"] += k.dur_us / 1e3 / steps
+        row["launches"] += 1.0 / steps
+    return [
+        {**r, "ms": round(r["ms"], 5), "launches": round(r["launches"], 2)}
+        for r in sorted(by.values(), key=lambda r: -r["ms"])
+    ]
+
+
+def kernel_class(name: str, ours: Collection[str]) -> str:
     """The class of a device kernel by its name: gemm, attention, kernelfleet, inductor, elementwise or other."""
     if name in ours:
         return "kernelfleet"
@@ -86,8 +127,14 @@ def busy_ms(intervals: Iterable[tuple[float, float]]) -> float:
     return total / 1e3
 
 
-def summarize(trace: torch_profiler.ChromeTrace, steps: int, ours: frozenset[str]) -> dict[str, Any]:
-    """The per-step breakdown of one capture (see the module docstring)."""
+def summarize(
+    trace: torch_profiler.ChromeTrace,
+    steps: int,
+    ours: Mapping[str, str] | frozenset[str],
+    registry_of: Mapping[str, list[str]] | None = None,
+) -> dict[str, Any]:
+    """The per-step breakdown of one capture (see the module docstring); ``ours``: our kernels' names (with their
+    modules, for ``ours`` by module)."""
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     kernels = trace.kernels()
@@ -115,6 +162,7 @@ def summarize(trace: torch_profiler.ChromeTrace, steps: int, ours: frozenset[str
             for name, v in sorted(classes.items(), key=lambda kv: -kv[1]["ms"])
         },
         "top": [_row(r, steps, kernel_class(r.name, ours)) for r in rows[:TOP_ROWS]],
+        "ours": ours_by_module(kernels, steps, ours, registry_of or {}) if isinstance(ours, Mapping) else [],
     }
 
 
@@ -131,17 +179,37 @@ def _row(r, steps: int, cls: str | None) -> dict[str, Any]:
     return out
 
 
-def profile_call(call: Callable[[], Any], steps: int, device: torch.device) -> dict[str, Any]:
-    """Run ``call()`` (one pipeline call of ``steps`` denoising steps) under torch.profiler; its breakdown."""
+def profile_call(call: Callable[..., Any], steps: int, device: torch.device, deferred: bool = False) -> dict[str, Any]:
+    """Run ``call()`` (one pipeline call of ``steps`` denoising steps) under torch.profiler; its breakdown.  With
+    ``deferred`` the capture begins inside the call: ``call(start)``, which calls ``start()`` where its ``steps``
+    steps begin (the decoder's decode steps, after its prefill)."""
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU]
     if device.type == "cuda":
         activities.append(ProfilerActivity.CUDA)
-    with profile(activities=activities) as prof:
-        call()
+    prof = profile(activities=activities)
+
+    def start() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)  # what was issued before the window runs outside it
+        prof.start()
+
+    started = False
+    try:
+        if deferred:
+            call(start)
+        else:
+            start()
+            call()
+        started = prof.profiler is not None
         if device.type == "cuda":
             torch.cuda.synchronize(device)
+    finally:
+        if prof.profiler is not None:
+            prof.stop()
+    if not started:
+        raise RuntimeError("the profiled call never began its profiled steps")
     fd, path = tempfile.mkstemp(suffix=".json", prefix="kf_e2e_trace_")
     os.close(fd)
     try:
@@ -150,4 +218,4 @@ def profile_call(call: Callable[[], Any], steps: int, device: torch.device) -> d
             trace = torch_profiler.parse_chrome_trace(f.read())
     finally:
         os.unlink(path)
-    return summarize(trace, steps, kernelfleet_kernel_names())
+    return summarize(trace, steps, kernelfleet_kernel_modules(), registry_kernels_by_module())

@@ -1,11 +1,32 @@
 """What an end-to-end (``e2e``) JobSpec may say: the model, the modes, the parameters and their defaults, and
-the shape rule.  Plain data (no torch), shared by the planner (orchestrator.plan_e2e) and the job (workers.e2e)."""
+the shape rule of each model.  Plain data (no torch), shared by the planner (orchestrator.plan_e2e) and the job
+(workers.e2e).
+
+Models (``JobSpec.model``), one per injected family (kernels.inject):
+
+* ``ltx-video``: LTX-Video's denoising loop, shape ``[frames, height, width]`` (workers.e2e_ltx);
+* ``flux``: FLUX.1's denoising loop (FluxPipeline, guidance embedded: transformer batch 1), shape
+  ``[height, width]`` (workers.e2e_image);
+* ``sd3``: SD3/SD3.5's denoising loop (StableDiffusion3Pipeline, classifier-free guidance: batch 2), shape
+  ``[height, width]`` (workers.e2e_image);
+* ``llama``: a LlamaForCausalLM-compatible decoder under ``generate`` with a static KV cache, shape
+  ``[batch, prompt_len]``: prefill, then ``new_tokens`` decode steps (workers.e2e_llm).
+
+The configuration of the diffusion transformers and of the decoder is ``params.config``: a name in ``conf/models/``
+(``flux.1-dev``, ``sd3.5-medium``, ``sd3.5-large``, ``tinyllama-1.1b``, ``llama-3-8b``) or a path to such a JSON
+file (workers.model_configs).  A planned job's model names its family and its configuration, ``family/config``
+(:func:`model_name`: ``sd3/sd3.5-large``, ``llama/tinyllama-1.1b``, ``flux/tiny``), so the store's series of two
+configurations never mix; the job runs the family (:func:`family_of`).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 MODEL = "ltx-video"
+FLUX, SD3, LLAMA = "flux", "sd3", "llama"
+MODELS = (MODEL, FLUX, SD3, LLAMA)
+DIFFUSION_MODELS = (MODEL, FLUX, SD3)
 # A mode is "+"-joined parts: "triton" (the kernels injected), one of COMPILE_MODES (torch.compile in that mode,
 # fullgraph) and "graph" (each transformer call replayed from a CUDA graph by kernels.inject.cuda_graphs:
 # launch-free, so the step time is the device's); no part at all is "eager" (and "eager+graph" with graph alone).
@@ -105,6 +126,105 @@ PARAM_DEFAULTS: dict[str, Any] = {
     "profile_steps": 0,  # > 0: after every mode's timing, profile one call of this many steps per mode
     "timeout_s": 1800.0,  # the whole job; enforced by the sandbox
 }
+
+
+# Parameters every model's job takes (the LTX-Video ones are PARAM_DEFAULTS above, kept as they were).
+COMMON_PARAMS = (
+    "repeats",
+    "warmup",
+    "seed",
+    "model_path",
+    "tiny",
+    "tolerance",
+    "cpu_compile",
+    "profile_steps",
+    "timeout_s",
+)
+_COMMON = {k: PARAM_DEFAULTS[k] for k in COMMON_PARAMS}
+MODEL_PARAMS: dict[str, dict[str, Any]] = {
+    MODEL: PARAM_DEFAULTS,
+    FLUX: {
+        **_COMMON,
+        "steps": 28,
+        "guidance_scale": 3.5,  # FLUX.1-dev: guidance distilled into the transformer (an embedding), batch 1
+        "config": "flux.1-dev",  # conf/models/<name>.json or a path to one
+        "text_len": None,  # None: 512 (the T5 tokenizer length of FLUX.1-dev; 16 with tiny)
+    },
+    SD3: {
+        **_COMMON,
+        "steps": 28,
+        "guidance_scale": 3.5,  # > 1: classifier-free guidance on, transformer batch 2 (SD3.5 large's default)
+        "config": "sd3.5-medium",
+        "text_len": None,  # None: 333 (77 CLIP + 256 T5 tokens, the pipeline's joint embeddings; 16 with tiny)
+    },
+    LLAMA: {
+        **_COMMON,
+        "new_tokens": 64,  # decode steps (tokens per sequence) after the prefill
+        "config": "tinyllama-1.1b",
+    },
+}
+# The unit a step's time is per: a denoising step, or a decode step (one token per sequence of the batch).
+STEP_UNIT = {MODEL: "denoising step", FLUX: "denoising step", SD3: "denoising step", LLAMA: "decode step"}
+# What a mode's output is compared against eager by (workers.e2e.compare)
+OUTPUT = {MODEL: "final latents", FLUX: "final latents", SD3: "final latents", LLAMA: "logits"}
+# FLUX and SD3 latents are the VAE's 8x compression, patchified 2x2: height and width multiples of 16.
+IMAGE_MULTIPLE = 16
+SHAPE_DOC = {
+    MODEL: "[frames, height, width]",
+    FLUX: "[height, width]",
+    SD3: "[height, width]",
+    LLAMA: "[batch, prompt_len]",
+}
+
+
+def family_of(model: str) -> str:
+    """The model family of a job's model name: ``sd3/sd3.5-large`` -> ``sd3``; ``ltx-video`` -> ``ltx-video``."""
+    return str(model).split("/", 1)[0]
+
+
+def model_name(family: str, config: str | None, tiny: bool = False, model_path: str | None = None) -> str:
+    """A job's model name, ``family/what``: the configuration's name (a path: its file's stem), ``tiny``, or the
+    model folder's name; LTX-Video's stays ``ltx-video``."""
+    if family == MODEL:
+        return MODEL
+    if tiny:
+        what = "tiny"
+    elif model_path:
+        what = str(model_path).rstrip("/").rsplit("/", 1)[-1] or "model"
+    else:
+        what = str(config).rstrip("/").rsplit("/", 1)[-1].removesuffix(".json")
+    return f"{family}/{what}"
+
+
+def param_defaults(model: str) -> dict[str, Any]:
+    """The parameters of ``model``'s e2e job with their defaults (ValueError for an unknown model)."""
+    model = family_of(model)
+    if model not in MODEL_PARAMS:
+        raise ValueError(f"unknown model {model!r}; supported: {', '.join(MODELS)}")
+    return MODEL_PARAMS[model]
+
+
+def graph_modes_apply(model: str) -> bool:
+    """Whether kernels.inject.cuda_graphs ("+graph" modes) applies: not to the decoder, whose forward updates its
+    KV cache (a capture's warm-up calls would repeat the update); its CUDA-graph modes are torch.compile's."""
+    return model != LLAMA
+
+
+def check_model_shape(model: str, shape: Any) -> None:
+    """ValueError unless ``shape`` is one ``model`` takes (SHAPE_DOC)."""
+    model = family_of(model)
+    if model == MODEL:
+        check_shape(shape)
+        return
+    param_defaults(model)
+    if (
+        not isinstance(shape, (list, tuple))
+        or len(shape) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in shape)
+    ):
+        raise ValueError(f"shape must be {SHAPE_DOC[model]} of positive ints, got {shape!r}")
+    if model in (FLUX, SD3) and (shape[0] % IMAGE_MULTIPLE or shape[1] % IMAGE_MULTIPLE):
+        raise ValueError(f"height x width = {shape[0]}x{shape[1]}: both must be multiples of {IMAGE_MULTIPLE}")
 
 
 def check_shape(shape: Any) -> None:

@@ -72,7 +72,10 @@ _METRICS = (
     Metric("max_abs", "", ("correctness",), False, "max |out - ref| against the float64 reference"),
     Metric("correct", "", ("correctness", "micro", "e2e", "tune"), True, "1.0 passed its tolerance, 0.0 failed"),
     # e2e, per mode (workers.e2e_spec.MODES)
-    Metric("ms_per_step", "ms", ("e2e",), False, "median time of one denoising step"),
+    Metric("ms_per_step", "ms", ("e2e",), False, "median time of one denoising step (a decoder: one decode step)"),
+    Metric("prefill_ms", "ms", ("e2e",), False, "a decoder's prefill: the prompt's forward and its first token"),
+    Metric("prefill_tokens_per_s", "tokens/s", ("e2e",), True, "a decoder's prompt tokens (x batch) per prefill s"),
+    Metric("decode_tokens_per_s", "tokens/s", ("e2e",), True, "a decoder's tokens (x batch) per decode-step s"),
     Metric(
         "host_ms_per_step",
         "ms",
@@ -87,8 +90,8 @@ _METRICS = (
     Metric("power_w", "W", ("e2e",), False, "median board power while timed"),
     Metric("gpu_busy_ms_per_step", "ms", ("e2e",), False, "GPU busy time per step from the profiler"),
     Metric("kernels_per_step", "kernels", ("e2e",), False, "kernel launches per step from the profiler"),
-    Metric("max_abs_vs_eager", "", ("e2e",), False, "max |latents - eager latents|"),
-    Metric("cos_sim_vs_eager", "", ("e2e",), True, "cosine similarity of the final latents with eager's"),
+    Metric("max_abs_vs_eager", "", ("e2e",), False, "max |latents - eager latents| (a decoder: its logits)"),
+    Metric("cos_sim_vs_eager", "", ("e2e",), True, "cosine similarity of the final latents (logits) with eager's"),
     Metric("rel_l2_vs_eager", "", ("e2e",), False, "||latents - eager|| / ||eager||"),
     Metric("rel_err_vs_eager", "", ("e2e",), False, "the relative error judged against the job's tolerance"),
     Metric("speedup_vs_eager", "x", ("e2e",), True, "eager's ms_per_step over this mode's, for correct modes"),

@@ -1,7 +1,10 @@
-"""End to end: LTX-Video ms per step per mode per device, the latents' error against eager and the tolerance, peak
-memory, SM clock and power where recorded, the device time per step by kernel class (stacked, idle on top) and the
-device floor (GEMM + attention), and each injected mode beside the fastest torch.compile mode of its own kind (CUDA
-graphs against CUDA graphs, plain calls against plain calls: result_queries.e2e_comparisons)."""
+"""End to end, per model (LTX-Video, FLUX.1, SD3.5, a Llama-family decoder): ms per step (a decoder: per decode
+step, with its tokens/s) per mode per device, the output's error against eager and the tolerance, peak memory, SM
+clock and power where recorded, the device time per step by kernel class (stacked, idle on top) and the device floor
+(GEMM + attention), each injected mode beside the fastest torch.compile mode of its own kind (CUDA graphs against
+CUDA graphs, plain calls against plain calls: result_queries.e2e_comparisons), the Amdahl reconciliation of its
+kernels' micro wins (result_queries.e2e_reconciliation), and ms per step over time, one series per setting and
+mode (the setting in the legend: e2e_setting)."""
 
 from __future__ import annotations
 
@@ -25,25 +28,46 @@ COLUMNS = (
     + [f"{metrics.IDLE}_ms", "measured_at", "job_key"]
 )
 ANCHOR_COLUMNS = ["job", "kind_label", "anchor", "anchor_ms", "mode", "ms", "speedup"]
+RECONCILE_COLUMNS = [
+    "job",
+    "mode",
+    "base",
+    "base_ms",
+    "ms",
+    "measured_speedup",
+    "predicted_speedup",
+    "predicted_ms",
+    "ours_ms",
+    "replaced_ms",
+    "lost_ms",
+    "micro_baseline",
+    "kernels",
+]
+TITLES = {"ltx-video": "LTX-Video", "flux": "FLUX.1", "sd3": "SD3.5", "llama": "Llama-family decoder"}
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 FIGURE_ID = "e2e-figure"
 TREND_ID = "e2e-trend"
 MAX_JOBS = 30
 
 
 def _job_label(r: dict) -> str:
-    return f"run {r['run_id']} · {r['gpu_type'] or '?'} · {r['shape_key']} · {r['measured_at']:%Y-%m-%d %H:%M}"
+    setting = r.get("setting") or r["shape_key"]
+    return f"run {r['run_id']} · {r['gpu_type'] or '?'} · {setting} · {r['measured_at']:%Y-%m-%d %H:%M}"
 
 
 def build(src, params: Mapping[str, str]) -> PageView:
     all_rows = view_queries.e2e_view(src, limit=MAX_JOBS)
+    models = list(dict.fromkeys(r["family"] for r in all_rows))  # newest job's model first
+    model = choose(params, "model", models, models[0] if models else ALL)
     gpus = sorted({r["gpu_type"] for r in all_rows if r["gpu_type"]})
     gpu = choose(params, "gpu_type", gpus, ALL)
-    rows = [r for r in all_rows if not gpu or r["gpu_type"] == gpu]
+    rows = [r for r in all_rows if (not gpu or r["gpu_type"] == gpu) and (not model or r["family"] == model)]
     jobs = list(dict.fromkeys(str(r["job_id"]) for r in rows))
     labels = {str(r["job_id"]): _job_label(r) for r in rows}
     job = choose(params, "job", jobs, jobs[0] if jobs else ALL)
-    view = PageView(page="e2e", title="End to end", params={"gpu_type": gpu, "job": job})
+    view = PageView(page="e2e", title="End to end", params={"model": model, "gpu_type": gpu, "job": job})
     view.filters = [
+        make_filter("model", "model", models, model, with_all=True, labels={m: TITLES.get(m, m) for m in models}),
         make_filter("gpu_type", "GPU type", gpus, gpu, with_all=True),
         make_filter("job", "job", jobs, job, with_all=True, labels=labels),
     ]
@@ -76,7 +100,9 @@ def build(src, params: Mapping[str, str]) -> PageView:
         links={COMPARE_COLUMN: compare_link("metric=ms_per_step", "gpu={gpu_type}")},
     )
     if not records:
-        view.notes.append("No end-to-end (ltx_e2e) job in the store: python -m orchestrator +sweep=ltx_e2e")
+        view.notes.append(
+            "No end-to-end job in the store: python -m orchestrator +sweep=ltx_e2e (or flux_e2e, sd3_e2e, llm_e2e)"
+        )
         return view
     anchors = [{**c, "job": labels[str(c["job_id"])]} for c in result_queries.e2e_comparisons(shown)]
     view.add_table(
@@ -86,41 +112,58 @@ def build(src, params: Mapping[str, str]) -> PageView:
         ANCHOR_COLUMNS,
         anchors,
     )
+    recon = result_queries.e2e_reconciliation(src, shown)
+    for r in recon:
+        r["job"] = labels[str(r["job_id"])]
+    view.add_table(
+        "reconciliation",
+        "each injected mode's speed-up over its base (the same mode without the kernels): predicted from its "
+        "kernels' micro speed-ups on this device and its profile (Amdahl), beside the measured one; lost ms = ms − "
+        "predicted ms (launches, graph breaks, layout copies)",
+        RECONCILE_COLUMNS,
+        recon,
+    )
     view.notes.append(
-        "Error = rel_err_vs_eager: ||latents − eager's|| / ||eager's − the initial noise|| (a mode "
-        "past the tolerance fails the job). Idle = ms per step − the profiled device-busy time. Host ms per step = "
-        "the host's time to issue a step with the device drained before it (the dashes on the first panel): above "
+        "Error = rel_err_vs_eager: ||latents − eager's|| / ||eager's − the initial noise|| (a decoder: ||logits − "
+        "eager's|| / ||eager's||; a mode past the tolerance fails the job). A decoder's ms per step is a decode step "
+        "(one token per sequence of the batch). Idle = ms per step − the profiled device-busy time. Host ms per step "
+        "= the host's time to issue a step with the device drained before it (the dashes on the first panel): above "
         "the device's time, plain calls of that mode are host-bound. Floor = the device's GEMM + attention ms per "
         "step (work the injected norm, modulation, RoPE and activation kernels do not replace); over floor = ms per "
         "step − floor."
     )
-    view.figures.append(Figure(FIGURE_ID, _figure(table.rows)))
+    view.figures.append(Figure(FIGURE_ID, _figure(table.rows, TITLES.get(shown[0]["family"], shown[0]["model"]))))
     view.figures.append(Figure(TREND_ID, _trend(rows)))
     return view
 
 
 def _trend(rows: list[dict]) -> go.Figure:
-    """ms per step over time, one line per mode, over every job shown in the job filter's list (newest 30)."""
+    """ms per step over time, one line per setting and mode (a setting: model, shape, dtype, steps or tokens;
+    e2e_setting), over every job shown in the job filter's list (newest 30): the colour says the mode, the dash the
+    setting, the legend both."""
     fig = go.Figure()
-    by_mode: dict[str, list[dict]] = {}
+    series: dict[tuple[str, str], list[dict]] = {}
     for r in sorted(rows, key=lambda r: r["measured_at"]):
         if r["metrics"].get("ms_per_step") is not None:
-            by_mode.setdefault(r["mode"], []).append(r)
-    for mode, pts in by_mode.items():
+            series.setdefault((r.get("setting") or r["shape_key"], r["mode"]), []).append(r)
+    settings = list(dict.fromkeys(setting for setting, _ in series))
+    for (setting, mode), pts in series.items():
+        dash = DASHES[settings.index(setting) % len(DASHES)]
         fig.add_trace(
             go.Scatter(
                 x=[r["measured_at"] for r in pts],
                 y=[r["metrics"]["ms_per_step"] for r in pts],
                 mode="lines+markers",
-                name=mode,
-                line={"color": mode_color(mode)},
+                name=f"{setting} · {mode}",
+                legendgroup=setting,
+                line={"color": mode_color(mode), "dash": dash},
                 hovertext=[f"{mode}: {r['metrics']['ms_per_step']:.2f} ms/step<br>{_job_label(r)}" for r in pts],
                 hoverinfo="text",
             )
         )
     fig.update_layout(
-        height=360,
-        title="ms per step over time, per mode",
+        height=360 + 20 * max(len(settings) - 1, 0),
+        title="ms per step over time, per setting and mode",
         yaxis_title="ms per step",
         xaxis_title="measured at",
         margin={"l": 10, "r": 10, "t": 40, "b": 40},
@@ -129,7 +172,7 @@ def _trend(rows: list[dict]) -> go.Figure:
     return fig
 
 
-def _figure(rows: list[dict]) -> go.Figure:
+def _figure(rows: list[dict], title: str) -> go.Figure:
     fig = make_subplots(
         rows=3,
         cols=2,
@@ -137,7 +180,7 @@ def _figure(rows: list[dict]) -> go.Figure:
         horizontal_spacing=0.1,
         subplot_titles=(
             "ms per step",
-            "latents: rel. error vs eager (dashed: tolerance)",
+            "output: rel. error vs eager (dashed: tolerance)",
             "device time per step by kernel class (ms)",
             "peak memory (GB)",
             "SM clock (MHz)",
@@ -211,7 +254,7 @@ def _figure(rows: list[dict]) -> go.Figure:
         height=900,
         margin={"l": 10, "r": 10, "t": 60, "b": 40},
         legend={"orientation": "h", "y": -0.08},  # below the panels: never over their labels
-        title=f"LTX-Video end to end · {short(rows[0]['commit'])}",
+        title=f"{title} end to end · {short(rows[0]['commit'])}",
     )
     fig.update_yaxes(type="log", row=1, col=2)
     return fig

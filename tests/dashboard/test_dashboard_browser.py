@@ -426,7 +426,7 @@ def test_an_implementation_keeps_its_colour_and_trends_has_a_log_scale(browser, 
     load(browser, server + "/e2e")
     wait_figure(browser, "e2e-trend")
     modes = _plot(browser, "e2e-trend")["traces"]
-    assert modes and all(t["line"] == mode_color(t["name"]) for t in modes)
+    assert modes and all(t["line"] == mode_color(t["name"].split(" · ")[-1]) for t in modes)  # setting · mode
     assert filter_value(browser, "job").startswith("run ")  # the newest job by default, not every job at once
     # Profiles: a profile job's bars in the colour of the implementation, an end-to-end step's by kernel class
     load(browser, server + "/profiles")

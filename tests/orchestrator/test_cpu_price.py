@@ -12,7 +12,7 @@ from orchestrator import cpu_price, sweep
 from orchestrator.config import ConfigError
 from workers.spec import JobSpec
 
-FIT = {"per_call_s": 0.001, "per_element_s": 2e-6, "eager_per_element_s": 3e-8}
+FIT = {"per_call_s": 0.001, "per_element_s": 2e-6, "eager_per_element_s": 3e-8, "matmul_flops_per_s": 1e11}
 
 
 @pytest.fixture
@@ -81,3 +81,32 @@ def test_an_allowed_cpu_sweeps_eta_weighs_each_job_by_its_price(cache):
     assert shown == f"eta {int(left) // 3600}:{int(left) % 3600 // 60:02d}:{int(left) % 60:02d}"
     unpriced = SimpleNamespace(completed=1, elapsed=10.0, total=2, fields={})
     assert sweep._EtaColumn().render(unpriced).plain == "eta 0:00:10"
+
+
+def test_an_e2e_sweep_is_priced_by_its_models_work(cache, monkeypatch):
+    """A full-size FLUX.1-dev job is refused on a CPU (2 x 11.9 B parameters x 4608 tokens per step, for every step
+    of every call of eager and triton); its tiny variant is small."""
+    from orchestrator import config, plan
+    from orchestrator.validate import validate
+
+    cpu_price.keep_fit(FIT)
+    monkeypatch.setattr(cpu_price, "calibrate", lambda *a, **k: pytest.fail("calibrated although one is kept"))
+    code = plan.CodeVersion("abc123", "k0")
+
+    def specs(*overrides):
+        c = config.to_plain(config.compose(["+sweep=flux_e2e", *overrides]))
+        validate(c)
+        return plan.plan(c, code)
+
+    full = specs()
+    p = cpu_price.price(full, FIT)
+    assert p.e2e_jobs == 1 and p.largest == "flux/flux.1-dev 1024x1024 bf16 (11.90 B parameters)"
+    assert p.largest_bytes == 2 * 11_901_408_320
+    # eager and triton (the compile and graph modes do not run on a CPU): 6 calls of 28 steps each
+    assert p.estimate_s == pytest.approx(2 * 2 * 11_901_408_320 * 4608 * 28 * 6 / 1e11)
+    console = Console(record=True, width=400)
+    with pytest.raises(ConfigError, match="GPU-sized"):
+        sweep._check_cpu_price({"sweep": {"name": "flux_e2e"}, "allow_cpu": False}, full, "no GPU here", console)
+    assert "flux/flux.1-dev 1024x1024 bf16 (11.90 B parameters)" in console.export_text()
+    tiny = specs("sweep.e2e.tiny=true", "sweep.e2e.heights=[64]", "sweep.e2e.widths=[96]", "sweep.e2e.steps=[2]")
+    assert cpu_price.price(tiny, FIT).small

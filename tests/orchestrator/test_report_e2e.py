@@ -34,7 +34,7 @@ def test_e2e_page_shows_each_mode_with_device_busy_time(tmp_path):
     rep = cli("report", "--url", url, "--markdown", str(page))
     assert rep.returncode == 0, rep.stdout + rep.stderr
     text = page.read_text()
-    assert "| model | frames x H x W | dtype | mode | ms/step | vs eager | host ms | device busy ms |" in text
+    assert "| model | shape | dtype | mode | ms/step | vs eager | host ms | device busy ms |" in text
     rows = {line.split(" | ")[3]: line.split(" | ") for line in text.splitlines() if line.startswith("| ltx-video")}
     assert set(rows) == {"eager", "triton", "compile", "triton+compile"}
     # step time, speed-up against eager and the profiled device time, as the results file holds them; that job
@@ -73,7 +73,7 @@ def test_e2e_page_sets_each_injected_mode_against_its_own_kinds_anchor_and_shows
     rows = {l.split(" | ")[3]: l.split(" | ") for l in text.splitlines() if l.startswith("| ltx-video")}
     assert rows["triton+graph"][8:11] == ["15.27", "2.31", "3.59"]  # floor, rest, over floor
     assert rows["compile+graph"][8:11] == ["15.98", "3.93", "5.32"]
-    head = "| frames x H x W | kind | anchor (fastest torch.compile) | anchor ms/step | injected mode | ms/step |"
+    head = "| shape | kind | anchor (fastest torch.compile) | anchor ms/step | injected mode | ms/step |"
     anchors = text[text.index(head) :].split("\n\n")[0].splitlines()[2:]
     assert anchors == [
         "| 25x480x704 | CUDA graphs | compile+graph | 21.29 | triton+graph | 18.87 | 1.129x |",

@@ -5,7 +5,7 @@ skipped there with the reason, and at the seed setting on a GPU."""
 import pytest
 import torch
 
-from workers import e2e
+from workers import e2e, e2e_ltx
 from workers.e2e_spec import MODES
 from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec
 
@@ -236,11 +236,11 @@ def test_model_path_loads_a_local_diffusers_folder(tmp_path, layout, device):
     )
 
     torch.manual_seed(0)
-    transformer = LTXVideoTransformer3DModel(**e2e.TINY_TRANSFORMER)
+    transformer = LTXVideoTransformer3DModel(**e2e_ltx.TINY_TRANSFORMER)
     if layout == "pipeline":
         LTXPipeline(
             scheduler=FlowMatchEulerDiscreteScheduler(),
-            vae=AutoencoderKLLTXVideo(**e2e.TINY_VAE),
+            vae=AutoencoderKLLTXVideo(**e2e_ltx.TINY_VAE),
             text_encoder=None,
             tokenizer=None,
             transformer=transformer,

@@ -118,3 +118,21 @@ def test_profile_steps_must_not_be_negative():
     )
     with pytest.raises(ValueError, match="profile_steps must be >= 0"):
         e2e.run(spec, torch.device("cpu"))
+
+
+def test_our_kernels_are_summed_by_module_with_their_registry_kernels():
+    """``ours``: the device time and launches per step of this project's kernels, by the module that defines them
+    (here a recorded cuBLAS kernel stands in for one of ours)."""
+    trace = torch_profiler.parse_chrome_trace(H200_TRACE.read_text())
+    name = next(k.name for k in trace.kernels() if k.name.startswith("nvjet"))
+    mine = [k for k in trace.kernels() if k.name == name]
+    s = e2e_profile.summarize(trace, 2, {name: "kernels.adaln"}, {"kernels.adaln": ["adaln", "adaln_layer_norm"]})
+    (row,) = s["ours"]
+    assert row["module"] == "kernels.adaln" and row["kernels"] == ["adaln", "adaln_layer_norm"]
+    assert row["ms"] == pytest.approx(sum(k.dur_us for k in mine) / 2e3, abs=1e-5)  # rounded to 10 ns
+    assert row["launches"] == pytest.approx(len(mine) / 2)
+    assert s["classes"]["kernelfleet"]["ms"] == pytest.approx(row["ms"], rel=1e-3)
+    assert e2e_profile.summarize(trace, 2, frozenset())["ours"] == []
+    # every kernel module's jit kernels map to it; rmsnorm's module holds the rmsnorm entry
+    assert e2e_profile.kernelfleet_kernel_modules()["_rms_norm_kernel"] == "kernels.rmsnorm"
+    assert "rmsnorm" in e2e_profile.registry_kernels_by_module()["kernels.rmsnorm"]

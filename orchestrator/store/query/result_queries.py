@@ -13,8 +13,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from orchestrator.stats import e2e_anchors
+from orchestrator.stats import e2e_amdahl, e2e_anchors
 from orchestrator.stats.e2e_anchors import floor_figures
+from orchestrator.stats.e2e_setting import setting_label
 from orchestrator.store.checks import INT32_MAX
 from orchestrator.store.conditions import describe as describe_conditions
 from orchestrator.store.conditions import plain_runs
@@ -388,6 +389,9 @@ def e2e_results(src: Source, run_id: int | None = None, limit: int = 100) -> lis
         eager_ms = p.value("eager", "ms_per_step")
         details = (p.attempt.details if p.attempt else None) or {}
         profile = details.get("profile") or {}
+        injection = details.get("injection") or {}
+        params = (p.job.spec or {}).get("params") or {}
+        setting = setting_label(p.job.model, list(p.job.shape or []), p.job.dtype, params)
         for mode in modes:
             row = {
                 "run_id": p.attempt.run_id if p.attempt else run_id,
@@ -397,6 +401,7 @@ def e2e_results(src: Source, run_id: int | None = None, limit: int = 100) -> lis
                 "model": p.job.model,
                 "shape": list(p.job.shape or []),
                 "dtype": p.job.dtype,
+                "setting": setting,
                 "hardware_key": p.hardware_key,
                 "gpu_type": gpu_type.get(p.hardware_key or ""),
                 "mode": mode,
@@ -410,8 +415,71 @@ def e2e_results(src: Source, run_id: int | None = None, limit: int = 100) -> lis
             row.update(floor_figures(row["ms_per_step"], classes))
             row["not_run"] = (details.get("skipped") or {}).get(mode)
             row["mode_error"] = (details.get("errors") or {}).get(mode)
+            row["ours"] = list((profile.get(mode) or {}).get("ours") or [])
+            row["kernelfleet_ms"] = classes.get("kernelfleet")
+            row["injected_kernels"] = list((injection.get(mode) or {}).get("kernels") or [])
             rows.append(row)
     return rows
+
+
+def _registry_names(names: Sequence[str]) -> list[str]:
+    """The registry's kernel names for an injection report's (public function names: rms_norm -> rmsnorm); the
+    rewrites that are not kernels (fused_qkv, linear_gelu) stay as they are and find no micro result."""
+    if not names:
+        return []
+    from kernels import registry
+
+    return [registry.kernel_name(n) for n in names]
+
+
+def e2e_reconciliation(src: Source, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The Amdahl reconciliation (orchestrator.stats.e2e_amdahl) of the jobs of e2e_results() or e2e_view() rows:
+    per injected mode, the end-to-end speed-up over its base that the micro results of its kernels on the same
+    device and dtype predict from the mode's profile, beside the measured one.  One dict per mode: job_id,
+    setting, gpu_type, e2e_amdahl.reconcile_job's keys, and kernels (the speed-ups as text)."""
+    jobs: dict[int, dict[str, Any]] = {}
+    for r in rows:
+        if r.get("mode") is None:
+            continue
+        m = r["metrics"] if "metrics" in r else r
+        kernels = _registry_names(r.get("injected_kernels") or [])
+        ours = r.get("ours") or []
+        kf_ms = r.get("kernelfleet_ms", (r.get("profile_classes") or {}).get("kernelfleet"))
+        if not ours and kf_ms:  # a profile from before the per-module breakdown: our kernels' total, all together
+            ours = [{"module": "kernels (profile total)", "kernels": kernels, "ms": kf_ms}]
+        job = jobs.setdefault(
+            r["job_id"],
+            {"hardware_key": r.get("hardware_key"), "dtype": r.get("dtype"), "head": r, "modes": {}},
+        )
+        correct = m.get("correct")
+        job["modes"][r["mode"]] = {
+            "ms": m.get("ms_per_step"),
+            "correct": None if correct is None else correct >= 0.5,
+            "ours": ours,
+            "kernels": kernels,
+        }
+    wanted = {
+        j["hardware_key"] for j in jobs.values() if j["hardware_key"] and any(x["ours"] for x in j["modes"].values())
+    }
+    micro = {hk: latest_results(src, hardware_key=hk) for hk in sorted(wanted)}
+    out = []
+    for job_id, j in jobs.items():
+        if j["hardware_key"] not in micro:
+            continue
+        speedups = e2e_amdahl.kernel_speedups(micro[j["hardware_key"]], j["dtype"])
+        for rec in e2e_amdahl.reconcile_job(j["modes"], speedups):
+            head = j["head"]
+            kernels = e2e_amdahl.speedup_text(rec["kernel_speedups"], rec["unmeasured"])
+            out.append(
+                {
+                    "job_id": job_id,
+                    "setting": head.get("setting"),
+                    "gpu_type": head.get("gpu_type"),
+                    **rec,
+                    "kernels": kernels,
+                }
+            )
+    return out
 
 
 def e2e_comparisons(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from orchestrator.stats.e2e_anchors import floor_figures
+from orchestrator.stats.e2e_setting import setting_label
 from orchestrator.store.conditions import describe as describe_conditions
 from orchestrator.store.conditions import plain_runs
 from orchestrator.store.models import (
@@ -32,7 +33,7 @@ from orchestrator.store.query.picked import (
     job_attempt,
     safe_ratio,
 )
-from workers.e2e_spec import MODES
+from workers.e2e_spec import MODES, family_of
 from workers.spec import GOOD_STATUSES
 
 TIME_READINGS = ("time_us", "kernel_time_us", "graph_time_us")  # per call / kernel time / launch-free graph
@@ -386,9 +387,12 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
     per mode with every metric it recorded, the tolerance and the mode's profile breakdown (device ms per step
     by kernel class, ``gpu_busy_ms``) from the attempt's details.
 
-    Keys: job_id, job_key, attempt, run_id, commit, model, shape_key, dtype, hardware_key, gpu_type, status,
-    error, measured_at, mode, metrics (name -> value), units (name -> unit), tolerance, profile_classes (class ->
-    ms per step), gpu_busy_ms, floor_ms, rest_ms, over_floor_ms (e2e_anchors.floor_figures), profile_top (rows).
+    Keys: job_id, job_key, attempt, run_id, commit, model, family (workers.e2e_spec.family_of), shape_key, dtype,
+    setting (e2e_setting.setting_label:
+    one series), hardware_key, gpu_type, status, error, measured_at, mode, metrics (name -> value), units (name ->
+    unit), tolerance, profile_classes (class -> ms per step), gpu_busy_ms, floor_ms, rest_ms, over_floor_ms
+    (e2e_anchors.floor_figures), profile_top (rows), ours (our kernels by module, from the profile),
+    injected_kernels (the registry kernels the mode's injection used).
     """
     newest = (
         select(JobAttempt.job_id, func.max(JobAttempt.attempt).label("attempt"))
@@ -400,7 +404,7 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
     newest = newest.group_by(JobAttempt.job_id).subquery()
     with read_session(src) as s:
         attempts = s.execute(
-            select(JobAttempt, Job.key, Job.model, Job.shape_key, Job.dtype, Run.commit, Device.gpu_type)
+            select(JobAttempt, Job.key, Job.model, Job.shape_key, Job.dtype, Run.commit, Device.gpu_type, Job.spec)
             .join(newest, (newest.c.job_id == JobAttempt.job_id) & (newest.c.attempt == JobAttempt.attempt))
             .join(Job, Job.id == JobAttempt.job_id)
             .join(Run, Run.id == JobAttempt.run_id)
@@ -426,8 +430,10 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
                 if (job_id, attempt) in wanted:
                     metrics[(job_id, attempt)][mode][metric] = (value, unit)
     rows = []
-    for a, key, model, skey, dtype, commit, gpu in attempts:
+    for a, key, model, skey, dtype, commit, gpu, spec in attempts:
         details = a.details or {}
+        setting = setting_label(model, skey, dtype, (spec or {}).get("params") or {})
+        injection = details.get("injection") or {}
         profile = details.get("profile") or {}
         per_mode = metrics.get((a.job_id, a.attempt), {})
         planned = [m for m in MODES if m in per_mode] + sorted(set(per_mode) - set(MODES))
@@ -445,8 +451,10 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
                     "run_id": a.run_id,
                     "commit": commit,
                     "model": model,
+                    "family": family_of(model or "?"),
                     "shape_key": skey,
                     "dtype": dtype,
+                    "setting": setting,
                     "hardware_key": a.hardware_key,
                     "gpu_type": gpu,
                     "status": a.status,
@@ -460,6 +468,8 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
                     "gpu_busy_ms": prof.get("gpu_busy_ms"),
                     **floor_figures(ms_per_step, classes),
                     "profile_top": list(prof.get("top") or []),
+                    "ours": list(prof.get("ours") or []),
+                    "injected_kernels": list((injection.get(mode) or {}).get("kernels") or []) if mode else [],
                 }
             )
     return rows
