@@ -191,7 +191,15 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
     case's figures per implementation, and the error names each failed case."""
     entry, dtype, inputs, seed = prepare(spec, device)
     usable, unavailable = resolve_impls(entry, spec.impls, device)
-    details: dict[str, Any] = {"seed": seed, "unavailable": unavailable, "errors": {}, "cases": {}}
+    # the cases' order in a list: a results file writes the ``cases`` mapping with its keys sorted
+    case_names = [c.name for c in input_cases.CASES]
+    details: dict[str, Any] = {
+        "seed": seed,
+        "unavailable": unavailable,
+        "errors": {},
+        "cases": {},
+        "case_names": case_names,
+    }
     if not usable:
         return skipped(spec, unavailable, details)
     fns = {name: impl.make() for name, impl in usable.items()}

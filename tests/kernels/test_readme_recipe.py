@@ -20,6 +20,7 @@ import kernels
 import kernels.entries
 from kernels import metadata, registry
 from tests.support import contract
+from tests.support.devices import interpreter_only
 from workers import correctness
 from workers.spec import STATUS_OK, JobSpec
 
@@ -64,10 +65,12 @@ def test_the_recipe_keeps_the_contract(hadamard, monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp32"])
-def test_the_recipe_is_correct_under_the_interpreter(hadamard, dtype):
+def test_the_recipe_is_correct_on_the_test_device(hadamard, dtype, device):
+    """Correct on every input case: under the interpreter on a CPU (which truncates a plain cast), compiled on a
+    GPU."""
     spec = JobSpec(kind="correctness", kernel="hadamard", shape=[4, 1000], dtype=dtype, impls=["triton", "eager"])
     spec.params = {"seed": 0}
-    result = correctness.run(spec, torch.device("cpu"))
+    result = correctness.run(spec, device)
     assert result.status == STATUS_OK, result.error
 
 
@@ -115,6 +118,7 @@ def test_the_recipe_loads_and_stores_128_bits_on_gfx950(hadamard, tmp_path):
         assert job["widths"] and all(bits == 128 for _, bits in job["widths"]), job
 
 
+@interpreter_only  # a GPU rounds a plain cast to nearest even: only the interpreter truncates it
 def test_a_plain_cast_fails_with_what_to_change(hadamard, monkeypatch):
     """The recipe's own kernel with .to() instead of round_to: the interpreter's truncation fails bf16, and the
     correctness job's message says what to change."""

@@ -25,6 +25,8 @@ def case_results(src: Source, run_id: int) -> list[dict[str, Any]]:
         for p in picked:
             details = (p.attempt.details if p.attempt else p.job.details) or {}
             cases = details.get("cases") or {}
+            order = [c for c in details.get("case_names") or [] if c in cases]  # as checked (a file sorts the keys)
+            cases = {c: cases[c] for c in [*order, *(c for c in cases if c not in order)]}
             failed: dict[str, list[tuple[str, str]]] = {}
             for case, figures in cases.items():
                 for impl, f in figures.items():
