@@ -278,12 +278,12 @@ def compose(overrides: Sequence[str]) -> DictConfig:
     except Exception as exc:  # Hydra/OmegaConf raise many types; all of them are configuration mistakes here
         err = _translate(exc)
         if str(err).startswith("bad override"):
+            named = _bad_override(err, overrides)
             unlisted = [o for o in overrides if _takes_a_list(o.partition("=")[0]) and not _bracketed(o)]
-            if unlisted:
+            if named is err and unlisted:  # every override parses alone: a bare value where a list goes
                 key, _, value = unlisted[0].partition("=")
-                err = ConfigError(f"{err}: {key.lstrip('+~')} takes a list: write {key}=[{value}]")
-            else:
-                err = _bad_override(err, overrides)
+                named = ConfigError(f"{err}: {key.lstrip('+~')} takes a list: write {key}=[{value}]")
+            err = named
         raise ConfigError(_masked(str(err), overrides)) from exc
     finally:
         GlobalHydra.instance().clear()

@@ -309,6 +309,7 @@ def print_summary(
         console.print(isa_table(isa_rows, f"{title} · compiled for target architectures (no GPU ran)"))
     if case_rows:
         console.print(case_table(case_rows, f"{title} · correctness input cases"))
+        console.print(case_names(case_rows), highlight=False, markup=False)
     if tune_rows:
         from orchestrator import tune_table
 
@@ -320,20 +321,32 @@ def print_summary(
 
 
 def case_cells(r: dict) -> list[str]:
-    """kernel, shape, dtype, the cases checked (those that do not apply), and what failed: ``impl: case (note)``."""
-    checked = f"{len(r['cases'])}: {', '.join(r['cases'])}" if r["cases"] else "none recorded"
-    if r["skipped"]:
-        checked += f" (n/a: {', '.join(r['skipped'])})"
+    """kernel, shape, dtype, how many cases were checked, those that do not apply, and what failed:
+    ``impl: case (note)``."""
     failed = "; ".join(f"{impl}: {case} ({note})" for impl, cases in r["failed"].items() for case, note in cases)
-    return [r["kernel"], "x".join(map(str, r["shape"])), r["dtype"], checked, failed or "none"]
+    checked = str(len(r["cases"])) if r["cases"] else "none recorded"
+    return [
+        r["kernel"],
+        "x".join(map(str, r["shape"])),
+        r["dtype"],
+        checked,
+        ", ".join(r["skipped"]) or "–",
+        failed or "none",
+    ]
 
 
-CASE_COLUMNS = ("kernel", "shape", "dtype", "input cases checked", "failed")
+CASE_COLUMNS = ("kernel", "shape", "dtype", "cases", "n/a", "failed")
+
+
+def case_names(rows: Iterable[dict]) -> str:
+    """The line under the cases table: which cases were checked, in order."""
+    names = list(dict.fromkeys(c for r in rows for c in [*r["cases"], *r["skipped"]]))
+    return f"input cases (workers/input_cases.py): {', '.join(names)}" if names else ""
 
 
 def case_table(rows: Iterable[dict], title: str) -> Table:
     """Each correctness job's input cases (workers/input_cases.py) and, per implementation, the cases it failed."""
-    t = Table(title=Text(title))
+    t = Table(title=Text(title), box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0))
     for c in CASE_COLUMNS:
         t.add_column(c, overflow="fold")
     for r in rows:
@@ -342,9 +355,9 @@ def case_table(rows: Iterable[dict], title: str) -> Table:
 
 
 def case_markdown(rows: Iterable[dict]) -> str:
-    return "\n".join(
-        [_md_row(CASE_COLUMNS), _md_row(["---"] * len(CASE_COLUMNS)), *(_md_row(case_cells(r)) for r in rows)]
-    )
+    rows = list(rows)
+    lines = [_md_row(CASE_COLUMNS), _md_row(["---"] * len(CASE_COLUMNS)), *(_md_row(case_cells(r)) for r in rows)]
+    return "\n".join([*lines, "", md(case_names(rows))])
 
 
 ISA_COLUMNS = (
@@ -536,7 +549,7 @@ def run_markdown(
     if isa_rows:
         out += [isa_markdown(isa_rows), ""]
     if case_rows:
-        out += ["Correctness input cases (workers/input_cases.py):", "", case_markdown(case_rows), ""]
+        out += ["Correctness input cases:", "", case_markdown(case_rows), ""]
     return "\n".join(out)
 
 

@@ -17,6 +17,12 @@ module              holds
 ``profile_target``  the program rocprofv3 runs for a profile job on ROCm
 ``e2e``             the ``e2e`` job: LTX-Video's denoising loop in several modes
 ``e2e_spec``        what an ``e2e`` JobSpec may say (plain data, shared with the planner)
+``e2e_ltx``         LTX-Video in the e2e job: the model, its inputs, one timed call of its denoising loop
+``e2e_image``       FLUX.1 and SD3/SD3.5 in the e2e job: the transformer, its inputs, one timed denoising call
+``e2e_llm``         a Llama-family decoder in the e2e job: the model, its prompt, one timed ``generate``
+``e2e_steps``       one timed call of an e2e job: a mark at every step's end, the host's time per step
+``e2e_size``        how much work an e2e job is before it runs (parameters on the meta device, tokens a step)
+``model_configs``   the model configurations e2e jobs build with random weights (``conf/models/``)
 ``e2e_profile``     where one denoising step's device time goes, per mode
 ``isa``             the ``isa`` job: a kernel compiled for a target architecture, its machine code read
 ``isa_targets``     the architectures ``isa`` jobs compile for and their published bandwidth

@@ -24,7 +24,7 @@ from orchestrator.store.query import access
 from tests.store import results_files as rf
 
 REPO = Path(__file__).resolve().parents[2]
-CHECK = "triton: rel_err 0.3"  # the start of the error the correctness check stores for the planted result
+CHECK = "triton: case random: rel_err 0.3"  # the start of the error the correctness job stores for the planted result
 pytestmark = pytest.mark.xdist_group("incorrect_marked")
 
 

@@ -38,8 +38,11 @@ def _address(hexaddr: str) -> str:
     """A /proc/net/tcp{,6} local address (little-endian words) as ss prints it: ``127.0.0.1:8265``, ``[::1]:8265``."""
     host, port = hexaddr.split(":")
     raw = b"".join(bytes.fromhex(host[i : i + 8])[::-1] for i in range(0, len(host), 8))
-    text = ipaddress.ip_address(raw).compressed
-    return f"{text if len(raw) == 4 else f'[{text}]'}:{int(port, 16)}"
+    ip = ipaddress.ip_address(raw)
+    if len(raw) == 4:
+        return f"{ip}:{int(port, 16)}"
+    mapped = ip.ipv4_mapped  # ss writes an IPv4-mapped address as [::ffff:127.0.0.1]
+    return f"[{f'::ffff:{mapped}' if mapped else ip.compressed}]:{int(port, 16)}"
 
 
 def _listening(root: int) -> list[str]:

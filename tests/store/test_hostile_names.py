@@ -91,7 +91,7 @@ def test_hostile_names_import_list_report_and_export(store_url, tmp_path):
     assert "<script>" not in page and "&lt;script&gt;" in page
     table = [line for line in page.splitlines() if "k\\[bold red\\]" in line]
     assert len(table) == 2  # one row per implementation
-    header = next(line for line in page.splitlines() if line.startswith("| kernel"))
+    header = next(line for line in page.splitlines() if line.startswith("| job | kernel"))
     for line in table:  # every row keeps the table's column count: no raw `|` from the names
         assert line.replace("\\|", "").count("|") == header.count("|")
 
