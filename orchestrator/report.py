@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+import textwrap
 from typing import Iterable
 
 from rich import box
@@ -309,7 +310,8 @@ def print_summary(
         console.print(isa_table(isa_rows, f"{title} · compiled for target architectures (no GPU ran)"))
     if case_rows:
         console.print(case_table(case_rows, f"{title} · correctness input cases"))
-        console.print(case_names(case_rows), highlight=False, markup=False)
+        for line in textwrap.wrap(case_names(case_rows), 118):
+            console.print(line, highlight=False, markup=False)
     if tune_rows:
         from orchestrator import tune_table
 
@@ -341,7 +343,7 @@ CASE_COLUMNS = ("kernel", "shape", "dtype", "cases", "n/a", "failed")
 def case_names(rows: Iterable[dict]) -> str:
     """The line under the cases table: which cases were checked, in order."""
     names = list(dict.fromkeys(c for r in rows for c in [*r["cases"], *r["skipped"]]))
-    return f"input cases (workers/input_cases.py): {', '.join(names)}" if names else ""
+    return f"input cases: {', '.join(names)} (workers/input_cases.py)" if names else ""
 
 
 def case_table(rows: Iterable[dict], title: str) -> Table:
