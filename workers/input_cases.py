@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 
 import torch
 
+from kernels.launch import next_pow2
 from kernels.registry import KernelEntry
 
 NEAR_MAX = 0.5 * torch.finfo(torch.float16).max  # 32,752: half of fp16's largest finite value
@@ -135,7 +136,7 @@ def _width(step: int):
 
     def make(entry, shape, dtype, device, gen):
         last = shape[-1]
-        block = 1 << max(0, (last - 1).bit_length())  # the power of two a row of ``last`` elements fills
+        block = next_pow2(last)  # the power of two a row of ``last`` elements fills
         for width in (block + step, block + 2 * step):
             new = (*shape[:-1], width)
             if width < 2 or tuple(new) == tuple(shape):

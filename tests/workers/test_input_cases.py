@@ -11,6 +11,7 @@ import torch
 
 from kernels import registry
 from kernels.entries import rmsnorm as rmsnorm_entry
+from kernels.launch import next_pow2
 from kernels.registry import Impl
 from workers import correctness, input_cases
 from workers.spec import STATUS_INCORRECT, STATUS_OK, JobSpec
@@ -75,7 +76,7 @@ def _drops_the_last_partial_block(x, weight, eps):
 def _narrow_rows_wrong(x, weight, eps):
     """Right for power-of-two rows only: a row narrower than its block is normalised over the whole block."""
     width = x.shape[-1]
-    block = 1 << max(0, (width - 1).bit_length())
+    block = next_pow2(width)
     if block == width:
         return _rms(x, weight, eps)
     xf = x.float()
