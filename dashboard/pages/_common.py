@@ -1,8 +1,9 @@
-"""Small helpers the page modules share: reading a URL parameter against its allowed values."""
+"""Small helpers the page modules share: reading a URL parameter against its allowed values, the compare links, and
+the marks of runs made under conditions their commit and device do not say."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from dashboard.view import Filter
 
@@ -54,3 +55,52 @@ def add_compare_runs(src, records: Sequence[dict], run_key: str = "run_id") -> N
     previous = compare_queries.previous_runs(src)
     for r in records:
         r[COMPARE_COLUMN] = r.get(run_key) if r.get(run_key) in previous else None
+
+
+# Runs marked by their conditions (orchestrator/store/conditions.py: uncommitted changes, a GPU shared with other
+# nodes, a fleet rehearsal) are left out of a page's rows unless its "marked" filter shows them; a row of a marked run
+# carries the marks in its MARKED_COLUMN (the query's "marked": the conditions in words, "" for a plain run).
+MARKED = "marked"
+MARKED_COLUMN = "marked"
+MARKED_RUNS = {
+    "leave": "leave out marked runs",
+    "show": "show marked runs (shared GPU, rehearsal, uncommitted changes)",
+}
+
+
+def choose_marked(params: Mapping[str, str], default: str = "leave") -> str:
+    """The "marked" URL parameter: "leave" (the default) or "show"."""
+    return choose(params, MARKED, list(MARKED_RUNS), default)
+
+
+def marked_filter(value: str) -> Filter:
+    return make_filter(MARKED, "marked runs", list(MARKED_RUNS), value, labels=MARKED_RUNS)
+
+
+def marked_left_out(value: str) -> str:
+    """What a page that found nothing adds while marked runs are left out (``value`` "leave"): where they are."""
+    if value != "leave":
+        return ""
+    return " Runs marked by their conditions are left out: the filter 'marked runs' shows them."
+
+
+def mark_suffix(marked: str | None) -> str:
+    """What a run's label adds for its marks: " · marked: GPU shared with other nodes", or ""."""
+    return f" · marked: {marked}" if marked else ""
+
+
+def mark_hover(marked: str | None) -> str:
+    """What a point's hover text adds for its run's marks, on a line of its own, or ""."""
+    return f"<br>marked: {marked}" if marked else ""
+
+
+def marked_note(records: Iterable[Mapping], run_key: str = "run_id") -> str | None:
+    """The note a page shows when it shows rows of marked runs: each run and its marks, once; None when none is."""
+    marks = {r[run_key]: r[MARKED_COLUMN] for r in records if r.get(MARKED_COLUMN)}
+    if not marks:
+        return None
+    return (
+        "Marked run(s), not what their commit and device say: "
+        + "; ".join(f"run {run}: {words}" for run, words in sorted(marks.items()))
+        + ". Their timings are not one job per GPU on the commit's code."
+    )

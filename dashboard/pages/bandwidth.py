@@ -1,5 +1,6 @@
 """Bandwidth: bytes moved against time per call for one kernel, each implementation a trace, against the line of
-each device's measured copy bandwidth (roofline-style: a point on the line runs at the copy ceiling)."""
+each device's measured copy bandwidth (roofline-style: a point on the line runs at the copy ceiling).  Runs marked by
+their conditions are left out unless the "marked runs" filter shows them; a point of one says so."""
 
 from __future__ import annotations
 
@@ -13,7 +14,21 @@ from dashboard.colors import impl_color
 from dashboard.view import Figure, PageView, short
 from orchestrator.store.query import view_queries
 
-from ._common import ALL, COMPARE_COLUMN, SERIES_COLUMNS, add_compare_runs, choose, compare_link, make_filter
+from ._common import (
+    ALL,
+    COMPARE_COLUMN,
+    MARKED_COLUMN,
+    SERIES_COLUMNS,
+    add_compare_runs,
+    choose,
+    choose_marked,
+    compare_link,
+    make_filter,
+    mark_hover,
+    marked_filter,
+    marked_left_out,
+    marked_note,
+)
 
 COLUMNS = [
     *SERIES_COLUMNS,
@@ -26,6 +41,7 @@ COLUMNS = [
     "run_id",
     COMPARE_COLUMN,
     "commit",
+    MARKED_COLUMN,
     "measured_at",
 ]
 FIGURE_ID = "bandwidth-figure"
@@ -39,20 +55,22 @@ def build(src, params: Mapping[str, str]) -> PageView:
     gpu = choose(params, "gpu_type", choices["gpu_types"], ALL)
     dtype = choose(params, "dtype", choices["dtypes_of"].get(kernel, []), ALL)
     reading = choose(params, "reading", list(metrics.BANDWIDTH_OF), metrics.DEFAULT_READING)
+    marked = choose_marked(params)
     view = PageView(
         page="bandwidth",
         title="Bandwidth",
-        params={"kernel": kernel, "gpu_type": gpu, "dtype": dtype, "reading": reading},
+        params={"kernel": kernel, "gpu_type": gpu, "dtype": dtype, "reading": reading, "marked": marked},
     )
     view.filters = [
         make_filter("kernel", "kernel", choices["kernels"], kernel),
         make_filter("gpu_type", "GPU type", choices["gpu_types"], gpu, with_all=True),
         make_filter("dtype", "dtype", choices["dtypes_of"].get(kernel, []), dtype, with_all=True),
         make_filter("reading", "reading", list(metrics.BANDWIDTH_OF), reading, labels=metrics.READINGS),
+        marked_filter(marked),
     ]
     gbs_metric = metrics.BANDWIDTH_OF[reading]
     records = []
-    for r in view_queries.newest_micro_results(src, kernel) if kernel else []:
+    for r in view_queries.newest_micro_results(src, kernel, include_marked=marked == "show") if kernel else []:
         if (gpu and r["gpu_type"] != gpu) or (dtype and r["dtype"] != dtype):
             continue
         t, gbs, bw = r[reading], r[gbs_metric], r["copy_bandwidth_gbs"]
@@ -80,12 +98,15 @@ def build(src, params: Mapping[str, str]) -> PageView:
         links={COMPARE_COLUMN: compare_link("metric={reading}", "kernel={kernel}", "gpu={gpu_type}")},
     )
     if not records:
-        view.notes.append(f"No {reading} measurement of {kernel} matches these filters.")
+        view.notes.append(f"No {reading} measurement of {kernel} matches these filters.{marked_left_out(marked)}")
         return view
     view.notes.append(
         "Bytes = the kernel's byte model (the fewest bytes the op must move); the lines are each "
         "device's measured copy bandwidth (device-to-device copy), not the datasheet."
     )
+    note = marked_note(records)
+    if note:
+        view.notes.append(note)
     view.figures.append(Figure(FIGURE_ID, _figure(table.rows, ceilings, kernel)))
     return view
 
@@ -110,7 +131,7 @@ def _figure(rows: list[dict], ceilings: list[dict], kernel: str) -> go.Figure:
                 hovertext=[
                     f"{impl} · {r['shape']} · {r['dtype']} · {r['gpu_type']}<br>{r['time_us']} µs · "
                     f"{r['gbs']} GB/s ({r['pct_of_ceiling']} % of copy)<br>run {r['run_id']} · "
-                    f"{short(r['commit'])}"
+                    f"{short(r['commit'])}{mark_hover(r['marked'])}"
                     for r in pts
                 ],
                 hoverinfo="text",

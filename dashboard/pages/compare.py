@@ -21,7 +21,7 @@ from dashboard.view import Figure, PageView, short
 from orchestrator.store.query import compare_queries
 from orchestrator.store.query.compare_queries import plot_groups, verdict_text
 
-from ._common import ALL, choose, make_filter
+from ._common import ALL, choose, make_filter, mark_suffix, marked_note
 
 SUMMARY_COLUMNS = [
     "kernel",
@@ -64,8 +64,7 @@ MAX_FIGURES = 12
 
 def _run_label(r: Mapping) -> str:
     when = r["started_at"].strftime("%Y-%m-%d %H:%M") if r.get("started_at") else "?"
-    marked = f" · marked: {r['marked']}" if r.get("marked") else ""
-    return f"run {r['id']} · {r['sweep']} · {short(r['commit'])} · {when}{marked}"
+    return f"run {r['id']} · {r['sweep']} · {short(r['commit'])} · {when}{mark_suffix(r.get('marked'))}"
 
 
 _CACHE: dict[tuple, dict] = {}
@@ -178,13 +177,9 @@ def build(src, params: Mapping[str, str]) -> PageView:
         view.add_table("summary", "geometric mean of current / baseline per kernel × GPU type", SUMMARY_COLUMNS, [])
         view.add_table("series", "every series", SERIES_COLUMNS, [])
         return view
-    marked = [r for r in (*report["baseline"], *report["current"]) if r.get("marked")]
-    if marked:
-        view.notes.append(
-            "Marked run(s), not what their commit and device say: "
-            + "; ".join(f"run {r['id']}: {r['marked']}" for r in marked)
-            + ". Their timings are not one job per GPU on the commit's code."
-        )
+    note = marked_note((*report["baseline"], *report["current"]), run_key="id")
+    if note:
+        view.notes.append(note)
     rows = report["series"]
     kernels = sorted({r["kernel"] for r in rows if r["kernel"]})
     gpus = sorted({r["gpu_type"] or "" for r in rows} - {""})

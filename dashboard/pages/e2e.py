@@ -4,7 +4,8 @@ clock and power where recorded, the device time per step by kernel class (stacke
 (GEMM + attention), each injected mode beside the fastest torch.compile mode of its own kind (CUDA graphs against
 CUDA graphs, plain calls against plain calls: result_queries.e2e_comparisons), the Amdahl reconciliation of its
 kernels' micro wins (result_queries.e2e_reconciliation), and ms per step over time, one series per setting and
-mode (the setting in the legend: e2e_setting)."""
+mode (the setting in the legend: e2e_setting).  Runs marked by their conditions are left out unless the "marked runs"
+filter shows them; a job of one says so."""
 
 from __future__ import annotations
 
@@ -18,10 +19,23 @@ from dashboard.colors import class_color, mode_color
 from dashboard.view import Figure, PageView, short
 from orchestrator.store.query import result_queries, view_queries
 
-from ._common import ALL, COMPARE_COLUMN, add_compare_runs, choose, compare_link, make_filter
+from ._common import (
+    ALL,
+    COMPARE_COLUMN,
+    MARKED_COLUMN,
+    add_compare_runs,
+    choose,
+    choose_marked,
+    compare_link,
+    make_filter,
+    mark_suffix,
+    marked_filter,
+    marked_left_out,
+    marked_note,
+)
 
 COLUMNS = (
-    ["job", "run_id", COMPARE_COLUMN, "commit", "gpu_type", "shape", "dtype", "mode", "status"]
+    ["job", "run_id", COMPARE_COLUMN, "commit", MARKED_COLUMN, "gpu_type", "shape", "dtype", "mode", "status"]
     + list(metrics.E2E_SHOWN)
     + ["tolerance", "speedup_vs_eager", "gpu_busy_ms", "floor_ms", "rest_ms", "over_floor_ms"]
     + [f"class_{c}_ms" for c in metrics.KERNEL_CLASSES]
@@ -52,11 +66,13 @@ MAX_JOBS = 30
 
 def _job_label(r: dict) -> str:
     setting = r.get("setting") or r["shape_key"]
-    return f"run {r['run_id']} · {r['gpu_type'] or '?'} · {setting} · {r['measured_at']:%Y-%m-%d %H:%M}"
+    when = f"{r['measured_at']:%Y-%m-%d %H:%M}"
+    return f"run {r['run_id']} · {r['gpu_type'] or '?'} · {setting} · {when}{mark_suffix(r.get('marked'))}"
 
 
 def build(src, params: Mapping[str, str]) -> PageView:
-    all_rows = view_queries.e2e_view(src, limit=MAX_JOBS)
+    marked = choose_marked(params)
+    all_rows = view_queries.e2e_view(src, limit=MAX_JOBS, include_marked=marked == "show")
     models = list(dict.fromkeys(r["family"] for r in all_rows))  # newest job's model first
     model = choose(params, "model", models, models[0] if models else ALL)
     gpus = sorted({r["gpu_type"] for r in all_rows if r["gpu_type"]})
@@ -65,11 +81,14 @@ def build(src, params: Mapping[str, str]) -> PageView:
     jobs = list(dict.fromkeys(str(r["job_id"]) for r in rows))
     labels = {str(r["job_id"]): _job_label(r) for r in rows}
     job = choose(params, "job", jobs, jobs[0] if jobs else ALL)
-    view = PageView(page="e2e", title="End to end", params={"model": model, "gpu_type": gpu, "job": job})
+    view = PageView(
+        page="e2e", title="End to end", params={"model": model, "gpu_type": gpu, "job": job, "marked": marked}
+    )
     view.filters = [
         make_filter("model", "model", models, model, with_all=True, labels={m: TITLES.get(m, m) for m in models}),
         make_filter("gpu_type", "GPU type", gpus, gpu, with_all=True),
         make_filter("job", "job", jobs, job, with_all=True, labels=labels),
+        marked_filter(marked),
     ]
     shown = [r for r in rows if not job or str(r["job_id"]) == job]
     records = []
@@ -101,9 +120,13 @@ def build(src, params: Mapping[str, str]) -> PageView:
     )
     if not records:
         view.notes.append(
-            "No end-to-end job in the store: python -m orchestrator +sweep=ltx_e2e (or flux_e2e, sd3_e2e, llm_e2e)"
+            "No end-to-end job in the store: python -m orchestrator +sweep=ltx_e2e (or flux_e2e, sd3_e2e, llm_e2e)."
+            + marked_left_out(marked)
         )
         return view
+    note = marked_note(shown)
+    if note:
+        view.notes.append(note)
     anchors = [{**c, "job": labels[str(c["job_id"])]} for c in result_queries.e2e_comparisons(shown)]
     view.add_table(
         "anchors",

@@ -13,7 +13,20 @@ from plotly.subplots import make_subplots
 from dashboard.view import Figure, PageView, short
 from orchestrator.store.query import result_queries
 
-from ._common import ALL, COMPARE_COLUMN, add_compare_runs, choose, compare_link, make_filter
+from ._common import (
+    ALL,
+    COMPARE_COLUMN,
+    MARKED_COLUMN,
+    add_compare_runs,
+    choose,
+    choose_marked,
+    compare_link,
+    make_filter,
+    mark_hover,
+    marked_filter,
+    marked_left_out,
+    marked_note,
+)
 
 FIGURE_ID = "isa-figure"
 PANELS = {  # metric(s) -> panel title; the first metric a target reports is drawn
@@ -36,6 +49,7 @@ COLUMNS = [
     "loads_b128",
     "instructions",
     "commit",
+    MARKED_COLUMN,
     "run_id",
     COMPARE_COLUMN,
     "measured_at",
@@ -43,11 +57,8 @@ COLUMNS = [
 ]
 
 
-MARKED_RUNS = {"leave": "leave out marked runs", "show": "show marked runs (experiments on uncommitted trees)"}
-
-
 def build(src, params: Mapping[str, str]) -> PageView:
-    marked = choose(params, "marked", list(MARKED_RUNS), "leave")
+    marked = choose_marked(params)
     everything = result_queries.isa_history(src, include_marked=marked == "show")
     kernels = sorted({r["kernel"] for r in everything})
     kernel = choose(params, "kernel", kernels)
@@ -57,7 +68,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
     view.filters = [
         make_filter("kernel", "kernel", kernels, kernel),
         make_filter("arch", "target", archs, arch, with_all=True),
-        make_filter("marked", "marked runs", list(MARKED_RUNS), marked, labels=MARKED_RUNS),
+        marked_filter(marked),
     ]
     rows = [r for r in everything if r["kernel"] == kernel and (not arch or r["arch"] == arch)]
     add_compare_runs(src, rows)
@@ -71,7 +82,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
     if not rows:
         view.notes.append(
             "No isa result in the store: `python -m orchestrator +sweep=isa` compiles every kernel for the AMD and "
-            "NVIDIA targets without a GPU, or import results/isa/."
+            "NVIDIA targets without a GPU, or import results/isa/." + marked_left_out(marked)
         )
         return view
     view.notes.append(
@@ -79,6 +90,9 @@ def build(src, params: Mapping[str, str]) -> PageView:
         "unless shown), the median over the kernel's shapes; the table has every shape. Registers and spills come "
         "from the compiler's own report (AMD: VGPRs and occupancy; NVIDIA: registers per thread and spill bytes)."
     )
+    note = marked_note(rows)
+    if note:
+        view.notes.append(note)
     view.figures.append(Figure(FIGURE_ID, _figure(table.rows, kernel)))
     return view
 
@@ -87,7 +101,7 @@ def _figure(rows: list[dict], kernel: str) -> go.Figure:
     fig = make_subplots(rows=2, cols=2, subplot_titles=list(PANELS.values()), vertical_spacing=0.18)
     by_arch: dict[str, dict[tuple, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        by_arch[r["arch"]][(r["commit"], r["run_id"], r["measured_at"])].append(r)
+        by_arch[r["arch"]][(r["commit"], r["run_id"], r["measured_at"], r["marked"])].append(r)
     # the x axis is the commits in the order they were measured (a category each), not clock time
     first_seen: dict[str, object] = {}
     for r in sorted(rows, key=lambda r: r["measured_at"]):
@@ -101,14 +115,16 @@ def _figure(rows: list[dict], kernel: str) -> go.Figure:
         points = sorted(groups.items(), key=lambda kv: kv[0][2])
         for i, metrics in enumerate(PANELS):
             xs, ys, hover = [], [], []
-            for (commit, run_id, at), rs in points:
+            for (commit, run_id, at, marked), rs in points:
                 metric = next((m for m in metrics if any(r[m] is not None for r in rs)), None)
                 if metric is None:
                     continue
                 values = sorted(r[metric] for r in rs if r[metric] is not None)
                 xs.append(commit_label(commit))
-                ys.append(values[len(values) // 2])
-                hover.append(f"{arch} · {metric} {values[len(values) // 2]:g}<br>{short(commit)} · run {run_id} · {at}")
+                median = values[len(values) // 2]
+                ys.append(median)
+                where = f"{short(commit)} · run {run_id} · {at}{mark_hover(marked)}"
+                hover.append(f"{arch} · {metric} {median:g}<br>{where}")
             if xs:
                 fig.add_trace(
                     go.Scatter(

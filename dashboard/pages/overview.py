@@ -17,7 +17,7 @@ from dashboard.view import Figure, PageView, short
 from orchestrator.store.query import run_queries, view_queries
 from orchestrator.store.query.run_queries import interpreted
 
-from ._common import COMPARE_COLUMN, add_compare_runs, choose, compare_link, make_filter
+from ._common import COMPARE_COLUMN, add_compare_runs, choose, compare_link, make_filter, mark_hover
 
 VIEWS = {"speedup": "speed-up of one implementation", "fastest": "fastest implementation"}
 COLUMNS = [
@@ -316,8 +316,7 @@ def _hover(r: dict | None, label: str, key: str = "speedup_vs_eager") -> str:
         )
     return (
         f"{r['kernel']} on {r['gpu_type']}<br>{label}<br>run {r['run_id']} · {short(r['commit'])}"
-        f"<br>{r['measured_at']} · {r['n_jobs']} shape/dtype jobs"
-        + (f"<br>marked: {r['marked']}" if r.get("marked") else "")
+        f"<br>{r['measured_at']} · {r['n_jobs']} shape/dtype jobs" + mark_hover(r.get("marked"))
     )
 
 

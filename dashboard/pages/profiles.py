@@ -1,5 +1,6 @@
 """Profiles: the top kernels of a profile job (per implementation) or of an e2e job's profiled call (per mode):
-name, calls, total and average time, % of device time; the raw captures stored with the job, downloadable."""
+name, calls, total and average time, % of device time; the raw captures stored with the job, downloadable.  Runs
+marked by their conditions are left out unless the "marked runs" filter shows them; a job of one says so."""
 
 from __future__ import annotations
 
@@ -11,7 +12,20 @@ from dashboard.colors import class_color, impl_color
 from dashboard.view import Figure, PageView
 from orchestrator.store.query import result_queries, view_queries
 
-from ._common import ALL, COMPARE_COLUMN, add_compare_runs, choose, compare_link, make_filter
+from ._common import (
+    ALL,
+    COMPARE_COLUMN,
+    MARKED_COLUMN,
+    add_compare_runs,
+    choose,
+    choose_marked,
+    compare_link,
+    make_filter,
+    mark_suffix,
+    marked_filter,
+    marked_left_out,
+    marked_note,
+)
 
 JOB_COLUMNS = [
     "job_id",
@@ -22,6 +36,7 @@ JOB_COLUMNS = [
     "gpu_type",
     "run_id",
     COMPARE_COLUMN,
+    MARKED_COLUMN,
     "measured_at",
     "status",
     "n_artifacts",
@@ -34,20 +49,23 @@ TOP = 20
 
 
 def build(src, params: Mapping[str, str]) -> PageView:
-    jobs = view_queries.profile_jobs(src)
+    marked = choose_marked(params)
+    jobs = view_queries.profile_jobs(src, include_marked=marked == "show")
     ids = [str(j["job_id"]) for j in jobs]
     labels = {
         str(j["job_id"]): f"{j['kind']} {j['name']} {j['shape_key']} {j['dtype']} · {j['gpu_type']} · run {j['run_id']}"
+        + mark_suffix(j["marked"])
         for j in jobs
     }
     job_id = choose(params, "job", ids, ids[0] if ids else ALL)
     job = next((j for j in jobs if str(j["job_id"]) == job_id), None)
     parts = _parts(src, job) if job else {}
     part = choose(params, "part", list(parts), next(iter(parts), ALL))
-    view = PageView(page="profiles", title="Profiles", params={"job": job_id, "part": part})
+    view = PageView(page="profiles", title="Profiles", params={"job": job_id, "part": part, "marked": marked})
     view.filters = [
         make_filter("job", "job", ids, job_id, labels=labels),
         make_filter("part", "implementation / mode", list(parts), part),
+        marked_filter(marked),
     ]
     add_compare_runs(src, jobs)
     view.add_table(
@@ -60,9 +78,12 @@ def build(src, params: Mapping[str, str]) -> PageView:
     if job is None:
         view.notes.append(
             "No profile job and no profiled e2e job yet: a sweep with sweep.kinds=[profile], or "
-            "+sweep=ltx_e2e with profile_steps, records them."
+            "+sweep=ltx_e2e with profile_steps, records them." + marked_left_out(marked)
         )
         return view
+    note = marked_note([job])
+    if note:
+        view.notes.append(note)
     rows = [{**r, "part": p} for p, rs in parts.items() if not part or p == part for r in rs][: TOP * 4]
     table = view.add_table("top", f"top kernels of job {job_id} ({part or 'all'})", ROW_COLUMNS, rows)
     arts = result_queries.artifacts(src, job["job_id"], job["attempt"])

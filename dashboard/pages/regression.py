@@ -17,7 +17,7 @@ from dashboard.view import Figure, PageView
 from orchestrator.store.query import compare_queries, explain_queries
 from orchestrator.store.query.compare_queries import verdict_text
 
-from ._common import choose, make_filter
+from ._common import choose, make_filter, marked_note
 from .compare import choose_sides, series_id
 
 CHANGE_COLUMNS = ["change"]
@@ -45,8 +45,11 @@ def build(src, params: Mapping[str, str]) -> PageView:
         make_filter("baseline", "baseline (run or commit)", allowed, sides.baseline, labels=dict(sides.options)),
         make_filter("current", "current (run or commit)", allowed, sides.current, labels=dict(sides.options)),
     ]
-    rows = compare_queries.compare(src, sides.base_runs, sides.cur_runs, include_cpu=True)["series"]
-    rows = [r for r in rows if r["state"] == "both" and r["kernel"]]
+    report = compare_queries.compare(src, sides.base_runs, sides.cur_runs, include_cpu=True)
+    note = marked_note((*report["baseline"], *report["current"]), run_key="id")
+    if note:
+        view.notes.append(note)
+    rows = [r for r in report["series"] if r["state"] == "both" and r["kernel"]]
     ids = list(dict.fromkeys(series_id(r) for r in rows))
     labels = {series_id(r): f"{series_id(r).replace('|', ' ')} · {verdict_text(r) or 'no change'}" for r in rows}
     chosen = choose(params, "series", ids, _default(rows) or "")

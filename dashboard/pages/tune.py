@@ -1,7 +1,8 @@
 """Tune: one tune run (``+sweep=tune``, workers/tune.py) per kernel and shape — each candidate launch configuration's
 time with its interquartile range, the launch table's current choice and the fastest correct candidate marked, the
 candidates the target's compile dropped and why, and every job of the run with its winner and margin.  Whether a
-margin is beyond noise, and the launch-table change, come from ``python -m orchestrator tune table``."""
+margin is beyond noise, and the launch-table change, come from ``python -m orchestrator tune table``.  Runs marked by
+their conditions are offered only when the "marked runs" filter shows them (or the URL names one); one says so."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from dashboard.colors import TUNE_COLORS
 from dashboard.view import Figure, PageView, short
 from orchestrator.store.query import tune_queries
 
-from ._common import choose, make_filter
+from ._common import choose, choose_marked, make_filter, mark_suffix, marked_filter, marked_left_out, marked_note
 
 FIGURE_ID = "tune-figure"
 METRICS = {"time_us": "per call (µs)", "graph_time_us": "graph replay (µs)", "kernel_time_us": "kernel time (µs)"}
@@ -41,12 +42,18 @@ def roles(row: dict, metric: str) -> tuple[str | None, str | None]:
 
 
 def build(src, params: Mapping[str, str]) -> PageView:
-    runs = tune_queries.tune_runs(src)
-    view = PageView(page="tune", title="Tune")
+    every = tune_queries.tune_runs(src)
+    # a run the URL names (the Runs page's link) is shown as asked, marked or not
+    named = next((r for r in every if str(r["id"]) == params.get("run")), None)
+    marked = choose_marked(params, "show" if named and named["marked"] else "leave")
+    runs = [r for r in every if marked == "show" or not r["marked"]]
+    view = PageView(page="tune", title="Tune", params={"marked": marked})
+    view.filters = [marked_filter(marked)]
     if not runs:
         view.notes.append(
             "No tune run in the store: `python -m orchestrator +sweep=tune sweep.kernels=[rmsnorm] target=h200` "
             "times every launch candidate of a kernel on a GPU type (README, Tune a new GPU type)."
+            + marked_left_out(marked)
         )
         view.add_table("jobs", "tune jobs", JOB_COLUMNS, [])
         return view
@@ -62,14 +69,21 @@ def build(src, params: Mapping[str, str]) -> PageView:
     dtypes = sorted({r["dtype"] for r in of_kernel if r["shape_key"] == shape})
     dtype = choose(params, "dtype", dtypes)
     metric = choose(params, "metric", list(METRICS))
-    view.params = {"run": run, "kernel": kernel, "shape": shape, "dtype": dtype, "metric": metric}
-    labels = {str(r["id"]): f"run {r['id']} · {', '.join(r['devices'])} · {short(r['commit'])}" for r in runs}
+    view.params = {"run": run, "kernel": kernel, "shape": shape, "dtype": dtype, "metric": metric, "marked": marked}
+    labels = {
+        str(r["id"]): f"run {r['id']} · {', '.join(r['devices'])} · {short(r['commit'])}{mark_suffix(r['marked'])}"
+        for r in runs
+    }
+    note = marked_note([info], run_key="id")
+    if note:
+        view.notes.append(note)
     view.filters = [
         make_filter("run", "tune run", ids, run, labels=labels),
         make_filter("kernel", "kernel", kernels, kernel),
         make_filter("shape", "shape", shapes, shape),
         make_filter("dtype", "dtype", dtypes, dtype),
         make_filter("metric", "reading", list(METRICS), metric, labels=METRICS),
+        marked_filter(marked),
     ]
     jobs = []
     for r in rows:
@@ -123,7 +137,14 @@ def build(src, params: Mapping[str, str]) -> PageView:
         "choice is than the winner, in %)",
         JOB_COLUMNS,
         jobs,
-        links={"view": "/tune?run=" + run + "&kernel={kernel}&shape={shape}&dtype={dtype}&metric=" + metric},
+        links={
+            "view": "/tune?run="
+            + run
+            + "&kernel={kernel}&shape={shape}&dtype={dtype}&metric="
+            + metric
+            + "&marked="
+            + marked
+        },
     )
     table.headers, table.rounded = HEADERS, ROUNDED
     if job["dropped"]:

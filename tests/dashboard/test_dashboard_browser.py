@@ -459,6 +459,38 @@ def test_isa_page_draws_registers_spills_occupancy_and_load_width_per_target(bro
     assert {r["arch"] for r in rows} == archs
 
 
+# The pages that leave marked runs out unless their "marked runs" filter shows them, and the table whose CSV says a
+# row's marks (column marked).  The filled store's marked runs: the ISA results' two experiments on uncommitted trees
+# (results/isa/conditions.json).
+MARKED_PAGES = {"/bandwidth": "points", "/e2e": "modes", "/profiles": "jobs", "/isa?kernel=rmsnorm": "isa"}
+
+
+@pytest.mark.slow
+def test_pages_leave_marked_runs_out_until_the_filter_shows_them_marked(browser, server, filled_store):
+    from dashboard.pages._common import MARKED_RUNS
+    from orchestrator.store.query import run_queries
+
+    marks = {str(r["id"]): r["marked"] for r in run_queries.list_runs(filled_store) if r["marked"]}
+    assert marks, "the filled store holds marked runs"
+    for path, table in MARKED_PAGES.items():
+        load(browser, server + path)
+        assert filter_value(browser, "marked") == MARKED_RUNS["leave"], path
+        rows = _csv(browser.find_element("css selector", f"#csv-{table}").get_attribute("href"))
+        assert not {r["run_id"] for r in rows} & set(marks), path
+        assert all(r["marked"] == "" for r in rows), path
+        choose(browser, "marked", MARKED_RUNS["show"])
+        WebDriverWait(browser, 60).until(lambda d: "marked=show" in d.current_url)
+        wait_idle(browser)
+        assert filter_value(browser, "marked") == MARKED_RUNS["show"], path
+        rows = _csv(browser.find_element("css selector", f"#csv-{table}").get_attribute("href"))
+        assert all(r["marked"] == marks.get(r["run_id"], "") for r in rows), path
+        if table == "isa":  # the experiments are shown, in their words, on the page too
+            shown = {r["run_id"] for r in rows} & set(marks)
+            page = browser.find_element("css selector", "#page").text
+            assert shown and all(f"run {run}: {marks[run]}" in page for run in shown)
+        assert not console_errors(browser), path
+
+
 @pytest.mark.slow
 def test_the_dashboard_is_served_by_a_production_server(server):
     with urllib.request.urlopen(server + "/", timeout=60) as r:

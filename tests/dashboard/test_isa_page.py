@@ -36,6 +36,11 @@ def test_the_isa_page_reads_commits_and_leaves_the_experiments_out(tmp_path):
             assert narrowest and narrowest[0].y[-1] == 128, f"{kernel}: gfx950 loads 128 bits at the newest commit"
         shown = pages.build(src, "/isa", {"kernel": "rmsnorm", "arch": "gfx950", "marked": "show"}, url)
         assert {r["run_id"] for r in shown.table("isa").rows} & set(marked)
+        for r in shown.table("isa").rows:  # a marked run's row says so, in the words of the Runs page
+            assert r["marked"] == (marked[r["run_id"]]["marked"] if r["run_id"] in marked else "")
+        assert any(f"run {run}: {marked[run]['marked']}" in n for n in shown.notes for run in marked)
+        hover = [h for t in shown.figures[0].figure.data for h in t.hovertext]
+        assert any(f"marked: {r['marked']}" in h for h in hover for r in marked.values())
         # a run without an earlier run of its sweep: its compare cell is empty, the grid shows no "null"
         view = pages.build(src, "/isa", {"kernel": "rmsnorm"}, url)
         table = view.table("isa")

@@ -303,9 +303,10 @@ def isa_history(
     src: Source, kernel: str | None = None, limit: int = 5000, include_marked: bool = False
 ) -> list[dict[str, Any]]:
     """Every good isa result (newest first, at most ``limit``): what each kernel compiled to per target architecture
-    over commits.  Keys: kernel, shape_key, dtype, arch, run_id, commit, measured_at, job_key and the ISA_METRICS
-    (None where the target does not report one).  Runs marked by their conditions (an experiment on an uncommitted
-    tree, say) are left out unless ``include_marked``.  One statement."""
+    over commits.  Keys: kernel, shape_key, dtype, arch, run_id, commit, marked (the run's conditions in words, ""
+    for a plain run), measured_at, job_key and the ISA_METRICS (None where the target does not report one).  Runs
+    marked by their conditions (an experiment on an uncommitted tree, say) are left out unless ``include_marked``.
+    One statement."""
     query = (
         good_attempt_join(
             select(
@@ -319,6 +320,7 @@ def isa_history(
                 JobAttempt.run_id,
                 Run.commit,
                 attempt_time().label("at"),
+                Run.conditions,
             )
         )
         .join(Run, Run.id == JobAttempt.run_id)
@@ -336,7 +338,7 @@ def isa_history(
         query = query.where(plain_runs())
     rows: dict[tuple, dict[str, Any]] = {}
     with read_session(src) as s:
-        for metric, value, k, skey, dtype, spec, key, run_id, commit, at in s.execute(query):
+        for metric, value, k, skey, dtype, spec, key, run_id, commit, at, cond in s.execute(query):
             row = rows.get((key, run_id))
             if row is None:
                 if len(rows) >= limit:
@@ -348,6 +350,7 @@ def isa_history(
                     "arch": str(((spec or {}).get("params") or {}).get("arch", "")),
                     "run_id": run_id,
                     "commit": commit,
+                    "marked": describe_conditions(cond, note=False),
                     "measured_at": at,
                     "job_key": key,
                     **dict.fromkeys(ISA_METRICS),

@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from orchestrator.store.conditions import describe as describe_conditions
 from orchestrator.store.models import Device, Job, JobAttempt, Measurement, Run, RunJob
 from orchestrator.store.query.access import Source, read_session
 from workers.spec import GOOD_STATUSES
@@ -21,10 +22,21 @@ TUNE_METRICS = ("time_us", "iqr_us", "graph_time_us", "kernel_time_us", "correct
 
 
 def tune_runs(src: Source, gpu_type: str | None = None) -> list[dict[str, Any]]:
-    """Runs holding tune results, newest first: id, sweep, commit, started_at, plan_key, gpu_types and devices (of
-    their good attempts), jobs, kernels; ``gpu_type``: only runs measured on that GPU type."""
+    """Runs holding tune results, newest first: id, sweep, commit, started_at, plan_key, marked (the run's
+    conditions in words, "" for a plain run: orchestrator/store/conditions.py), gpu_types and devices (of their good
+    attempts), jobs, kernels; ``gpu_type``: only runs measured on that GPU type."""
     query = (
-        select(Run.id, Run.sweep, Run.commit, Run.started_at, Run.plan_key, Device.gpu_type, Device.name, Job.kernel)
+        select(
+            Run.id,
+            Run.sweep,
+            Run.commit,
+            Run.started_at,
+            Run.plan_key,
+            Run.conditions,
+            Device.gpu_type,
+            Device.name,
+            Job.kernel,
+        )
         .join(JobAttempt, JobAttempt.run_id == Run.id)
         .join(Job, Job.id == JobAttempt.job_id)
         .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
@@ -32,7 +44,7 @@ def tune_runs(src: Source, gpu_type: str | None = None) -> list[dict[str, Any]]:
     )
     runs: dict[int, dict[str, Any]] = {}
     with read_session(src) as s:
-        for rid, sweep, commit, started, plan_key, gtype, dname, kernel in s.execute(query):
+        for rid, sweep, commit, started, plan_key, cond, gtype, dname, kernel in s.execute(query):
             r = runs.setdefault(
                 rid,
                 {
@@ -41,6 +53,7 @@ def tune_runs(src: Source, gpu_type: str | None = None) -> list[dict[str, Any]]:
                     "commit": commit,
                     "started_at": started,
                     "plan_key": plan_key,
+                    "marked": describe_conditions(cond, note=False),
                     "gpu_types": set(),
                     "devices": set(),
                     "kernels": set(),

@@ -300,12 +300,15 @@ def speedup_matrix(src: Source, reading: str = "time_us", impl: str = "triton") 
     return out
 
 
-def newest_micro_results(src: Source, kernel: str) -> list[dict[str, Any]]:
+def newest_micro_results(src: Source, kernel: str, include_marked: bool = False) -> list[dict[str, Any]]:
     """The newest good micro attempt of ``kernel`` per (shape, dtype, hardware key), one row per implementation.
+    Runs marked by their conditions (shared GPU, rehearsal, uncommitted changes) are passed over unless
+    ``include_marked``.
 
     Keys: kernel, shape, shape_key, dtype, impl, hardware_key, gpu_type, copy_bandwidth_gbs, time_us,
-    kernel_time_us, gbs, kernel_gbs, correct, run_id, commit, measured_at, job_key.  Two statements: a window over
-    the kernel's attempts, then those attempts' measurements.
+    kernel_time_us, gbs, kernel_gbs, correct, run_id, commit, marked (the run's conditions in words, "" for a plain
+    run), measured_at, job_key.  Two statements: a window over the kernel's attempts, then those attempts'
+    measurements.
     """
     rank = (
         func.row_number()
@@ -320,7 +323,10 @@ def newest_micro_results(src: Source, kernel: str) -> list[dict[str, Any]]:
         .select_from(JobAttempt)
         .join(Job, Job.id == JobAttempt.job_id)
         .where(Job.kind == "micro", Job.kernel == kernel, JobAttempt.status.in_(GOOD_STATUSES))
-    ).subquery()
+    )
+    if not include_marked:
+        ranked = ranked.join(Run, Run.id == JobAttempt.run_id).where(plain_runs())
+    ranked = ranked.subquery()
     wanted = ("time_us", "kernel_time_us", "gbs", "kernel_gbs", "correct")
     with read_session(src) as s:
         rows = s.execute(
@@ -339,6 +345,7 @@ def newest_micro_results(src: Source, kernel: str) -> list[dict[str, Any]]:
                     Device.gpu_type,
                     Device.copy_bandwidth_gbs,
                     Run.commit,
+                    Run.conditions,
                 )
             )
             .join(ranked, (ranked.c.attempt_id == JobAttempt.id) & (ranked.c.rank == 1))
@@ -347,7 +354,7 @@ def newest_micro_results(src: Source, kernel: str) -> list[dict[str, Any]]:
             .where(Measurement.metric.in_(wanted))
         ).all()
     out: dict[tuple, dict[str, Any]] = {}
-    for impl, metric, value, shape, skey, dtype, key, hw, run_id, at, gpu, bw, commit in rows:
+    for impl, metric, value, shape, skey, dtype, key, hw, run_id, at, gpu, bw, commit, cond in rows:
         row = out.setdefault(
             (key, impl),
             {
@@ -362,6 +369,7 @@ def newest_micro_results(src: Source, kernel: str) -> list[dict[str, Any]]:
                 "correct": None,
                 "run_id": run_id,
                 "commit": commit,
+                "marked": describe_conditions(cond, note=False),
                 "measured_at": at,
                 "job_key": key,
                 **{m: None for m in wanted if m != "correct"},
@@ -382,14 +390,17 @@ def device_ceilings(src: Source) -> list[dict[str, Any]]:
     return [{"hardware_key": k, "gpu_type": g, "name": n, "copy_bandwidth_gbs": bw} for k, g, n, bw in rows]
 
 
-def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+def e2e_view(
+    src: Source, gpu_type: str | None = None, limit: int = 50, include_marked: bool = False
+) -> list[dict[str, Any]]:
     """The newest attempts of e2e jobs (newest first, at most ``limit`` jobs, optionally on one GPU type), one row
     per mode with every metric it recorded, the tolerance and the mode's profile breakdown (device ms per step
-    by kernel class, ``gpu_busy_ms``) from the attempt's details.
+    by kernel class, ``gpu_busy_ms``) from the attempt's details.  Attempts of runs marked by their conditions
+    (shared GPU, rehearsal, uncommitted changes) are passed over unless ``include_marked``.
 
-    Keys: job_id, job_key, attempt, run_id, commit, model, family (workers.e2e_spec.family_of), shape_key, dtype,
-    setting (e2e_setting.setting_label:
-    one series), hardware_key, gpu_type, status, error, measured_at, mode, metrics (name -> value), units (name ->
+    Keys: job_id, job_key, attempt, run_id, commit, marked (the run's conditions in words, "" for a plain run),
+    model, family (workers.e2e_spec.family_of), shape_key, dtype, setting (e2e_setting.setting_label: one series),
+    hardware_key, gpu_type, status, error, measured_at, mode, metrics (name -> value), units (name ->
     unit), tolerance, profile_classes (class -> ms per step), gpu_busy_ms, floor_ms, rest_ms, over_floor_ms
     (e2e_anchors.floor_figures), profile_top (rows), ours (our kernels by module, from the profile),
     injected_kernels (the registry kernels the mode's injection used).
@@ -399,12 +410,24 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
         .join(Job, Job.id == JobAttempt.job_id)
         .where(Job.kind == "e2e")
     )
+    if not include_marked:
+        newest = newest.join(Run, Run.id == JobAttempt.run_id).where(plain_runs())
     if gpu_type is not None:
         newest = newest.join(Device, Device.hardware_key == JobAttempt.hardware_key).where(Device.gpu_type == gpu_type)
     newest = newest.group_by(JobAttempt.job_id).subquery()
     with read_session(src) as s:
         attempts = s.execute(
-            select(JobAttempt, Job.key, Job.model, Job.shape_key, Job.dtype, Run.commit, Device.gpu_type, Job.spec)
+            select(
+                JobAttempt,
+                Job.key,
+                Job.model,
+                Job.shape_key,
+                Job.dtype,
+                Run.commit,
+                Device.gpu_type,
+                Job.spec,
+                Run.conditions,
+            )
             .join(newest, (newest.c.job_id == JobAttempt.job_id) & (newest.c.attempt == JobAttempt.attempt))
             .join(Job, Job.id == JobAttempt.job_id)
             .join(Run, Run.id == JobAttempt.run_id)
@@ -430,7 +453,8 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
                 if (job_id, attempt) in wanted:
                     metrics[(job_id, attempt)][mode][metric] = (value, unit)
     rows = []
-    for a, key, model, skey, dtype, commit, gpu, spec in attempts:
+    for a, key, model, skey, dtype, commit, gpu, spec, cond in attempts:
+        marked = describe_conditions(cond, note=False)
         details = a.details or {}
         setting = setting_label(model, skey, dtype, (spec or {}).get("params") or {})
         injection = details.get("injection") or {}
@@ -450,6 +474,7 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
                     "attempt": a.attempt,
                     "run_id": a.run_id,
                     "commit": commit,
+                    "marked": marked,
                     "model": model,
                     "family": family_of(model or "?"),
                     "shape_key": skey,
@@ -475,11 +500,13 @@ def e2e_view(src: Source, gpu_type: str | None = None, limit: int = 50) -> list[
     return rows
 
 
-def profile_jobs(src: Source, limit: int = 100) -> list[dict[str, Any]]:
+def profile_jobs(src: Source, limit: int = 100, include_marked: bool = False) -> list[dict[str, Any]]:
     """The newest attempts of profile jobs, and of e2e jobs that recorded a profile or artifacts, newest first.
+    Attempts of runs marked by their conditions (shared GPU, rehearsal, uncommitted changes) are passed over unless
+    ``include_marked``.
 
-    Keys: job_id, job_key, attempt, kind, name (kernel or model), shape_key, dtype, gpu_type, run_id,
-    measured_at, status, n_artifacts.
+    Keys: job_id, job_key, attempt, kind, name (kernel or model), shape_key, dtype, gpu_type, run_id, marked (the
+    run's conditions in words, "" for a plain run), measured_at, status, n_artifacts.
     """
     n_art = (
         select(Artifact.job_id, Artifact.attempt, func.count().label("n"))
@@ -491,8 +518,10 @@ def profile_jobs(src: Source, limit: int = 100) -> list[dict[str, Any]]:
         .join(Job, Job.id == JobAttempt.job_id)
         .where(Job.kind.in_(("profile", "e2e")))
         .group_by(JobAttempt.job_id)
-        .subquery()
     )
+    if not include_marked:
+        newest = newest.join(Run, Run.id == JobAttempt.run_id).where(plain_runs())
+    newest = newest.subquery()
     with read_session(src) as s:
         rows = s.execute(
             select(
@@ -505,16 +534,18 @@ def profile_jobs(src: Source, limit: int = 100) -> list[dict[str, Any]]:
                 Job.dtype,
                 Device.gpu_type,
                 n_art.c.n,
+                Run.conditions,
             )
             .join(newest, (newest.c.job_id == JobAttempt.job_id) & (newest.c.attempt == JobAttempt.attempt))
             .join(Job, Job.id == JobAttempt.job_id)
+            .join(Run, Run.id == JobAttempt.run_id)
             .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
             .outerjoin(n_art, (n_art.c.job_id == JobAttempt.job_id) & (n_art.c.attempt == JobAttempt.attempt))
             .order_by(attempt_time().desc(), JobAttempt.id.desc())
             .limit(limit)
         ).all()
     out = []
-    for a, key, kind, kernel, model, skey, dtype, gpu, n in rows:
+    for a, key, kind, kernel, model, skey, dtype, gpu, n, cond in rows:
         details = a.details or {}
         if kind == "e2e" and not details.get("profile") and not n:
             continue
@@ -529,6 +560,7 @@ def profile_jobs(src: Source, limit: int = 100) -> list[dict[str, Any]]:
                 "dtype": dtype,
                 "gpu_type": gpu,
                 "run_id": a.run_id,
+                "marked": describe_conditions(cond, note=False),
                 "measured_at": a.started_at or a.recorded_at,
                 "status": a.status,
                 "n_artifacts": int(n or 0),
