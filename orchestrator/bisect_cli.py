@@ -8,7 +8,9 @@ consecutive commits whose plans have the same keys form a segment, measured once
 keys are reused, whoever measured them).  The search (orchestrator/bisect_search.py) measures segments in rounds and
 judges two segments with the regression rule against the between-run spread of the segments' replicate runs
 (``--runs`` per segment, one more a side while the spread is unknown, up to ``--max-runs``).  It reports every
-confirmed step: the first commit of its segment, the change with its 95 % interval, and the runs it took.
+confirmed step: the first commit of its segment, the change with its 95 % interval, and the runs it took.  Runs
+marked by their conditions (a fleet with several GPU nodes on one host, a rehearsal) are left out unless
+``--include-marked``, as in ``regressions``; a commit whose runs are all marked is skipped, saying so.
 
 Exit codes: 0 the search ended (steps found or none), 1 an end could not be measured, 2 a usage error, 3 with
 ``--dry-run DIR``: plans written for ``python -m workers run``; import their results and run the command again.
@@ -53,6 +55,12 @@ def add_parser(sub) -> None:
     p.add_argument("--runs", type=arg_types.count, default=2, help="runs per segment (2: the between-run spread)")
     p.add_argument("--max-runs", type=arg_types.count, default=4, help="runs per segment at most (4)")
     p.add_argument("--all-parents", action="store_true", help="walk every commit, not only first parents")
+    p.add_argument(
+        "--include-marked",
+        action="store_true",
+        help="judge runs marked by their conditions too (GPU shared with other nodes: several nodes on one host; "
+        "a rehearsal fleet), as regressions and compare do; by default they are left out",
+    )
     p.add_argument("--repo", default=".", help="the git repository (default: the current folder)")
     p.add_argument(
         "--explain",
@@ -155,7 +163,8 @@ class Bisect:
     def refresh(self, seg: Segment) -> int:
         from orchestrator.store.query.bisect_queries import key_points
 
-        seg.points = key_points(self.url, self.args.metric, self.args.kernel, self.args.impl, seg.keys or ())
+        a = self.args
+        seg.points = key_points(self.url, a.metric, a.kernel, a.impl, seg.keys or (), include_marked=a.include_marked)
         series = self.series_of(seg)
         return len(seg.points[series]) if series else 0
 
@@ -176,7 +185,7 @@ class Bisect:
             self.ran.add(c.sha)
             self.runs_made += need - have
             if error is None and self.refresh(seg) < need:
-                error = "its runs stored no good point of the series"
+                error = self._why_no_points(seg)
             if error:
                 seg.error = error
                 failed.add(i)
@@ -184,6 +193,17 @@ class Bisect:
         if self.pending_plans:
             raise NeedResults()
         return failed, ran
+
+    def _why_no_points(self, seg: Segment) -> str:
+        """Why a segment whose sweeps ended well has too few points: its runs are marked (on a cluster of several
+        GPU nodes on one host, say) and left out, or its jobs measured nothing good of the series."""
+        from orchestrator.store.query.bisect_queries import marked_left_out
+
+        a = self.args
+        marks = None if a.include_marked else marked_left_out(self.url, a.metric, a.kernel, a.impl, seg.keys or ())
+        if marks:
+            return f"its runs are marked ({marks}) and left out; --include-marked judges them"
+        return "its runs stored no good point of the series"
 
     def _export_plan(self, seg: Segment) -> Path:
         out = Path(self.args.dry_run) / self.runner.plan_path(seg.commits[0]).name

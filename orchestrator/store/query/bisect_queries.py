@@ -14,21 +14,27 @@ from typing import Any
 
 from orchestrator.stats.regression_rule import between_run_scale
 from orchestrator.stats.series_verdicts import judge_plan, rule_point
+from orchestrator.store.conditions import describe
 from orchestrator.store.query.access import Source, read_session
+from orchestrator.store.query.picked import run_conditions
 from orchestrator.store.query.series_queries import series_by_key
 
 SeriesKey = tuple  # (kernel, shape_key, dtype, impl, hardware_key): series_by_key's key
 
 
 def key_points(
-    src: Source, metric: str, kernel: str, impl: str, keys: Collection[str]
+    src: Source, metric: str, kernel: str, impl: str, keys: Collection[str], include_marked: bool = False
 ) -> dict[SeriesKey, list[dict[str, Any]]]:
     """The good points of ``kernel``'s ``impl`` series (every shape, dtype and device) measured by jobs with one of
-    ``keys``, one per run (the newest attempt), oldest first."""
+    ``keys``, one per run (the newest attempt), oldest first.  Runs marked by their conditions (several GPU nodes on
+    one host, a rehearsal, a dirty checkout: orchestrator/store/conditions.py) are left out unless
+    ``include_marked``, as trends, ``regressions`` and ``compare`` leave them out."""
     if not keys:
         return {}
     with read_session(src) as s:
-        series = series_by_key(s, metric, kernel, None, impl=impl, with_tune=False, job_keys=list(keys))
+        series = series_by_key(
+            s, metric, kernel, None, impl=impl, with_tune=False, job_keys=list(keys), include_marked=include_marked
+        )
     out: dict[SeriesKey, list[dict[str, Any]]] = {}
     for key, points in series.items():
         last: dict[int, dict[str, Any]] = {}
@@ -37,6 +43,19 @@ def key_points(
         if last:
             out[key] = sorted(last.values(), key=lambda p: (p["measured_at"] is None, p["measured_at"], p["run_id"]))
     return out
+
+
+def marked_left_out(src: Source, metric: str, kernel: str, impl: str, keys: Collection[str]) -> str | None:
+    """What marks the newest run whose points of these keys :func:`key_points` leaves out by default ("GPU shared
+    with other nodes; 2 GPU nodes on one host (10.0.0.5)"), or None when no marked run measured them."""
+    if not keys:
+        return None
+    with read_session(src) as s:
+        series = series_by_key(
+            s, metric, kernel, None, impl=impl, with_tune=False, job_keys=list(keys), include_marked=True
+        )
+        marked = run_conditions(s, sorted({p["run_id"] for points in series.values() for p in points}))
+    return describe(marked[max(marked)]) if marked else None
 
 
 def pooled_spread(segments: Sequence[Mapping[SeriesKey, list[dict[str, Any]]]]) -> tuple[float | None, int]:
