@@ -3,8 +3,13 @@
 =====================  ================================================================================================
 module                 holds
 =====================  ================================================================================================
-``__main__``           ``python -m orchestrator``: a sweep, or a subcommand (``SUBCOMMANDS``); ``--help``
-``cli``                the subcommands' parsers and dispatch (db, import, export, report, runs, ...)
+``__main__``           ``python -m orchestrator``: a sweep, or a subcommand (``cli``); ``--help``
+``cli``                the list of subcommand modules, the parser and ``--help`` built from them, the error policy
+``subcommand``         what a subcommand declares (``COMMAND``): name, help, arguments, run
+``db_cli``             ``db upgrade|current``: the store's schema
+``import_cli``         ``import``: the command line of ``importer``
+``report_cli``         ``report``: a run's summary again (table, Markdown, JSON)
+``tune_cli``           ``tune table``: the command line of ``tune_table``
 ``config``             composing one sweep's Hydra configuration, every way it can be wrong as one line
 ``schema``             the structured-config schema: every key a sweep may set
 ``validate``           a composed configuration checked against the kernel registry
@@ -42,7 +47,7 @@ module                 holds
 ``pg_database``        a PostgreSQL store whose database does not exist yet
 ``arg_types``          integer arguments of the store commands, checked where argparse reads them
 ``user_cache``         files kept for the user between commands (~/.cache/kernelfleet)
-``errors``             the orchestrator's user errors: one line, exit 2
+``errors``             the orchestrator's user errors (``UsageError``...): one line, exit 2; anything else a bug
 ``store/``             the results store: models, sessions, migrations, the writer, the read API (``store/query/``)
 ``stats/``             statistics over stored results: the regression rule, end-to-end anchors
 =====================  ================================================================================================

@@ -1,20 +1,7 @@
-"""python -m orchestrator: run a sweep (+sweep=NAME [overrides]) or manage the store and the fleet.
+"""python -m orchestrator: run a sweep (+sweep=NAME [overrides]), or a subcommand that manages the store and the fleet.
 
 python -m orchestrator +sweep=rmsnorm [key=value ...]   run a sweep (Hydra overrides; --cfg job prints the config)
-python -m orchestrator db upgrade [--url URL]           create or upgrade the store's schema
-python -m orchestrator import RESULTS.jsonl [...] [--url URL]  store results of `python -m workers run`
-python -m orchestrator export --format csv|parquet|jsonl [--run R] [--since DATE] [--out F]  measurements, long format
-python -m orchestrator runs [--limit N]                 list the runs: id, sweep, date, device, status, counts
-python -m orchestrator report [RUN] [--markdown F]      show a run again (newest by default), or as Markdown
-python -m orchestrator regressions [RUN..] [--baseline B..] changes beyond the between-run spread (exit 1: confirmed)
-python -m orchestrator compare --baseline REF.. --current REF.. [--json] [--markdown F]  two commits' runs side by side
-python -m orchestrator bisect --good G --bad B --kernel K --impl I [--shape S --dtype D] +sweep=NAME [...]
-                                                        the commit(s) where a series changed (docs/bisect.md)
-python -m orchestrator explain --baseline B.. --current C.. --kernel K --shape S --dtype D --impl I [--markdown F]
-                                                        why it changed: both sides' profiles and machine code
-python -m orchestrator tune table --gpu-type TYPE [--run RUN..] [--kernel K] [--write]  launch tables from tune runs
-python -m orchestrator node join|list|leave ...         the fleet (see docs/fleet.md)
-python -m orchestrator cluster up ...                   start a Ray head for a lab
+python -m orchestrator COMMAND --help                   a subcommand's arguments
 python -m orchestrator --version                        torch, Triton (and its distribution), launch path, device
 """
 
@@ -24,22 +11,10 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from workers.errors import EXIT_USER_ERROR
 
-SUBCOMMANDS = (
-    "db",
-    "import",
-    "export",
-    "report",
-    "regressions",
-    "compare",
-    "bisect",
-    "explain",
-    "runs",
-    "tune",
-    "node",
-    "cluster",
-)
+REPO = Path(__file__).resolve().parents[1]
+EXIT_CONFIG = EXIT_USER_ERROR  # a configuration that cannot run (orchestrator.sweep.EXIT_CONFIG)
 
 
 def _sweep_main(argv: list[str], console) -> int:
@@ -47,7 +22,6 @@ def _sweep_main(argv: list[str], console) -> int:
 
     from orchestrator import config
     from orchestrator.errors import exit_on_user_error
-    from orchestrator.sweep import EXIT_CONFIG, run_sweep
 
     print_cfg = False
     if "--cfg" in argv:
@@ -69,6 +43,8 @@ def _sweep_main(argv: list[str], console) -> int:
 
             print(OmegaConf.to_yaml(public_config(config.to_plain(cfg))), end="")
             return 0
+        from orchestrator.sweep import run_sweep  # torch, Ray and the store: past the configuration's checks
+
         return exit_on_user_error(lambda: run_sweep(config.to_plain(cfg), console, argv))
     except config.ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
@@ -91,7 +67,12 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
+        from orchestrator import cli  # the subcommands' declarations: neither rich, the store nor Ray is imported
+
         print(__doc__)
+        print("commands:")
+        print("\n".join(cli.help_lines()))
+        print()
         # listed without importing Hydra (orchestrator.config.conf_dir: the same folder)
         conf = Path(os.environ.get("KERNELFLEET_CONF") or REPO / "conf").resolve()
         print("sweeps:", ", ".join(sorted(p.stem for p in (conf / "sweep").glob("*.yaml"))))
@@ -110,9 +91,9 @@ def _main(argv: list[str] | None = None) -> int:
     console = Console(soft_wrap=True)
     if not console.is_terminal:
         console.width = 200  # logs and CI: don't squeeze the summary table into 80 columns
-    if argv[0] in SUBCOMMANDS:
-        from orchestrator import cli
+    from orchestrator import cli
 
+    if cli.is_command_word(argv[0]):
         return cli.main(argv, console)
     return _sweep_main(argv, console)
 

@@ -24,25 +24,22 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
-from orchestrator import arg_types, bisect_git, bisect_report, bisect_search
+from orchestrator import arg_types, bisect_git, bisect_search
 from orchestrator.bisect_git import BisectError, Commit
 from orchestrator.bisect_run import CommitRunner, Planned
+from orchestrator.subcommand import Subcommand
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_DONE, EXIT_UNMEASURED, EXIT_USAGE, EXIT_PLANS_WRITTEN = 0, 1, 2, 3
 SCHEMA, SCHEMA_VERSION = "kernelfleet.bisect", 1
 SIDES = ("baseline", "current")
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "bisect",
-        help="find the commit(s) between a good and a bad commit where a series changed, planning each commit "
-        "with its own code and running only what its job keys have not measured yet",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--good", required=True, help="a commit (or branch, tag) or a run id measured at the good commit")
     p.add_argument("--bad", required=True, help="a commit or a run id measured at the bad commit")
     p.add_argument("--kernel", required=True, help="the series' kernel")
@@ -275,6 +272,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.dry_run and not Path(args.dry_run).is_dir():
         print(f"error: --dry-run {args.dry_run}: no such folder", file=sys.stderr)
         return EXIT_USAGE
+    from rich.console import Console
+
+    from orchestrator import bisect_report
+
     if args.json:  # stdout holds the JSON alone; the progress and the summary lines go to stderr
         console = Console(stderr=True, soft_wrap=True, width=200)
     from orchestrator.store_access import open_writer
@@ -301,3 +302,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         print(json.dumps({"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **doc}, sort_keys=True, default=str))
     return EXIT_UNMEASURED if doc["changed"] is None else EXIT_DONE
+
+
+COMMAND = Subcommand(
+    name="bisect",
+    help="find the commit(s) between a good and a bad commit where a series changed, planning each commit with "
+    "its own code and running only what its job keys have not measured yet",
+    add_arguments=add_arguments,
+    run=run,
+)

@@ -17,10 +17,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from workers.errors import UserError
+
 PLANNING_FOLDERS = ("conf", "orchestrator", "kernels", "workers")  # what a commit's plan is made from
 
 
-class BisectError(ValueError):
+class BisectError(UserError, ValueError):
     """A bisect that cannot start (no repository, no history, unknown commits): one line, exit 2."""
 
 

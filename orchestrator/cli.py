@@ -1,156 +1,97 @@
-"""The orchestrator's subcommands other than a sweep: db, import, node, cluster."""
+"""The subcommands of ``python -m orchestrator`` (every command but a sweep): the one list of the modules that
+declare them, the parser and the ``--help`` listing built from their declarations (orchestrator/subcommand.py), and
+the one error policy they all run under.
+
+A module of :data:`MODULES` that cannot be imported, or declares no subcommand, fails every command with an error
+that names it: a subcommand never silently disappears.  A user error (:class:`workers.errors.UserError` and its
+subclasses, and the file and store errors orchestrator/errors.py names) is one line on stderr and exit code 2;
+anything else is a bug and keeps its traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
+import importlib
+import textwrap
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-
-from orchestrator import arg_types, runs_cli
-from orchestrator.config import ConfigError
 from orchestrator.errors import exit_on_user_error
-from orchestrator.store.migrate import SchemaOutOfDate
+from orchestrator.subcommand import Subcommand
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+PROG = "python -m orchestrator"
+
+# The modules that declare subcommands, in the order `--help` lists them.
+MODULES = (
+    "orchestrator.db_cli",
+    "orchestrator.import_cli",
+    "orchestrator.export",
+    "orchestrator.runs_cli",
+    "orchestrator.report_cli",
+    "orchestrator.regressions_cli",
+    "orchestrator.compare_cli",
+    "orchestrator.bisect_cli",
+    "orchestrator.explain_cli",
+    "orchestrator.tune_cli",
+    "orchestrator.fleet_cli",
+)
 
 
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m orchestrator")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    db = sub.add_parser("db", help="the store's schema")
-    db.add_argument("action", choices=["upgrade", "current"])
-    db.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
-    imp = sub.add_parser(
-        "import",
-        help="store results files of `python -m workers run` as a run (several files: "
-        "the shards of one plan, stored as one run)",
-    )
-    imp.add_argument(
-        "results",
-        nargs="+",
-        help="RESULTS.jsonl [MORE.jsonl ...], or a directory (every results file "
-        "under it, each plan a run, in the order measured)",
-    )
-    imp.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
-    rep = sub.add_parser(
-        "report", help="show a run's summary again (the newest run by default), or write it as Markdown for docs/perf/"
-    )
-    rep.add_argument("run", nargs="?", type=arg_types.run_id, help="run id (default: the newest run)")
-    rep.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
-    rep.add_argument("--markdown", metavar="FILE", help="write the summary as Markdown to FILE")
-    rep.add_argument("--wide", action="store_true", help="every column (the default fits 120 columns)")
-    rep.add_argument(
-        "--json", action="store_true", help="print the run as JSON (schema kernelfleet.report, docs/json.md)"
-    )
-    from orchestrator import regressions_cli
+class BrokenSubcommand(ImportError):
+    """A module of :data:`MODULES` that cannot be imported or declares no subcommand: a bug, never a user error."""
 
-    regressions_cli.add_parser(sub)
-    from orchestrator import compare_cli
 
-    compare_cli.add_parser(sub)
-    from orchestrator import bisect_cli
-
-    bisect_cli.add_parser(sub)
-    from orchestrator import explain_cli
-
-    explain_cli.add_parser(sub)
-    from orchestrator import export
-
-    export.add_parser(sub)
-    runs_cli.add_parser(sub)
-    from orchestrator import tune_table
-
-    tune_table.add_parser(sub)
+def _declared(modname: str) -> tuple[Subcommand, ...]:
     try:
-        from orchestrator import fleet_cli
+        module = importlib.import_module(modname)
+    except Exception as exc:
+        raise BrokenSubcommand(f"the subcommand module {modname} cannot be imported: {exc!r}") from exc
+    found = getattr(module, "COMMANDS", None) or ((module.COMMAND,) if hasattr(module, "COMMAND") else ())
+    if not found or not all(isinstance(c, Subcommand) for c in found):
+        raise BrokenSubcommand(
+            f"the subcommand module {modname} declares no COMMAND (an orchestrator.subcommand.Subcommand)"
+        )
+    return tuple(found)
 
-        fleet_cli.add_parsers(sub)
-    except ImportError:
-        pass
+
+def commands() -> list[Subcommand]:
+    """Every subcommand, in :data:`MODULES`' order."""
+    found = [c for modname in MODULES for c in _declared(modname)]
+    names = [c.name for c in found]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise BrokenSubcommand(f"subcommand(s) declared twice: {', '.join(twice)}")
+    return found
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=PROG)
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    for c in commands():
+        c.add_to(sub)
     return ap
 
 
+def help_lines(width: int = 120) -> list[str]:
+    """What `python -m orchestrator --help` says of the subcommands: each one's name and help, wrapped."""
+    cmds = commands()
+    first = max(len(f"{PROG} {c.name}  ") for c in cmds)
+    lines = []
+    for c in cmds:
+        head = f"{PROG} {c.name}".ljust(first)
+        lines += textwrap.wrap(c.help, width, initial_indent=head, subsequent_indent=" " * first)
+    return lines
+
+
+def is_command_word(word: str) -> bool:
+    """Whether the first word of a command line names a subcommand (or a mistyped one), rather than starting a
+    sweep's Hydra overrides (``+sweep=NAME``, ``key=value``, ``~key``) or its options (``--cfg job``)."""
+    return word[:1].isalpha() and "=" not in word
+
+
 def main(argv: list[str], console: Console) -> int:
-    args = _parser().parse_args(argv)
-    return exit_on_user_error(lambda: _dispatch(args, console))
-
-
-def _dispatch(args: argparse.Namespace, console: Console) -> int:
-    try:
-        if args.cmd == "db":
-            from orchestrator.store import migrate
-            from orchestrator.store.query import run_queries
-            from orchestrator.store.session import display_url, resolve_url
-
-            url = resolve_url(args.url)
-            shown = display_url(url)
-            if args.action == "upgrade":
-                from orchestrator.pg_database import ensure_database
-
-                if ensure_database(url):
-                    console.print(f"created the database of {shown}", markup=False)
-                before = migrate.current(url)
-                migrate.upgrade(url)
-                console.print(
-                    f"store {shown}: schema {before or 'empty'} -> {migrate.current(url)} (head)", markup=False
-                )
-            else:
-                cur = migrate.current(url)
-                console.print(f"store {shown}: schema {cur or 'empty'}; head {migrate.head()}", markup=False)
-            return 0
-        if args.cmd == "report" and args.json:
-            import json
-
-            from orchestrator import run_json
-            from orchestrator.store.query import run_queries
-            from orchestrator.store.session import display_url, resolve_url
-
-            url = resolve_url(args.url)
-            run_id = args.run if args.run is not None else next((r["id"] for r in run_queries.list_runs(url, 1)), None)
-            if run_id is None:
-                raise ValueError(f"the store {display_url(url)} holds no run yet")
-            if run_queries.run_info(url, run_id) is None:
-                raise ValueError(
-                    f"no run {run_id} in {display_url(url)}; list the runs with `python -m orchestrator runs`"
-                )
-            print(json.dumps(run_json.run_document(url, run_id), sort_keys=True, allow_nan=False))
-            return 0
-        if args.cmd == "report":
-            from orchestrator.report import show_run
-
-            return show_run(args.url, args.run, args.markdown, console, wide=args.wide)
-        if args.cmd == "regressions":
-            from orchestrator import regressions_cli
-
-            return regressions_cli.run(args, console)
-        if args.cmd == "tune":
-            from orchestrator import tune_table
-
-            return tune_table.run(args, console)
-        if args.cmd == "compare":
-            from orchestrator import compare_cli
-
-            return compare_cli.run(args, console)
-        if args.cmd == "bisect":
-            from orchestrator import bisect_cli
-
-            return bisect_cli.run(args, console)
-        if args.cmd == "explain":
-            from orchestrator import explain_cli
-
-            return explain_cli.run(args, console)
-        if args.cmd == "export":
-            from orchestrator import export
-
-            return export.run(args)
-        if args.cmd == "runs":
-            return runs_cli.run(args, console)
-        if args.cmd == "import":
-            from orchestrator.importer import import_results
-
-            return import_results(args.results, args.url, console)
-        from orchestrator import fleet_cli
-
-        return fleet_cli.run(args, console)
-    except (ConfigError, ValueError, OSError, SchemaOutOfDate) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    """Parse ``argv`` (its first word a subcommand) and run it: its exit code, or 2 on a user error."""
+    args = parser().parse_args(argv)
+    return exit_on_user_error(lambda: args.subcommand.run(args, console))

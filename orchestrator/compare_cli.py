@@ -13,21 +13,18 @@ import argparse
 import json
 import sys
 from pathlib import Path
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from orchestrator import arg_types
+from orchestrator.subcommand import Subcommand
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "compare",
-        help="compare the current runs with baseline runs (run ids, commits or branches): ratios with confidence "
-        "intervals, the regression rule's verdicts, correctness changes; exit 1 on a confirmed regression",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     ref = "run ids (12 or 12,13), a commit (prefix) of stored runs, or a branch/tag git resolves; several add up"
     p.add_argument("--baseline", nargs="+", required=True, metavar="REF", help=ref)
     p.add_argument("--current", nargs="+", required=True, metavar="REF", help=ref)
@@ -89,6 +86,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 
 def _print(report: dict, console: Console, every: bool) -> None:
+    from rich.table import Table
+
     from orchestrator.compare_markdown import ratio_text, series_cells
     from orchestrator.report import plain
     from orchestrator.store.query.compare_queries import verdict_text
@@ -153,3 +152,12 @@ def _print(report: dict, console: Console, every: bool) -> None:
             "unconfirmed: one run a side gives no between-run spread; run each side twice (docs/ci.md)",
             highlight=False,
         )
+
+
+COMMAND = Subcommand(
+    name="compare",
+    help="compare the current runs with baseline runs (run ids, commits or branches): ratios with confidence "
+    "intervals, the regression rule's verdicts, correctness changes; exit 1 on a confirmed regression",
+    add_arguments=add_arguments,
+    run=run,
+)

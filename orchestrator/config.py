@@ -55,15 +55,37 @@ KERNEL_SET = "kernel_set"
 def kernel_grids() -> dict[str, dict[str, Any] | None]:
     """Every kernel with a default grid, by name: None where conf/kernel/<name>.yaml gives it (the file wins),
     else the grid its registry entry declares (``KernelEntry.grid``)."""
-    from kernels import registry
-
     grids: dict[str, dict[str, Any] | None] = dict.fromkeys(conf_files("kernel"))
-    for name in registry.kernel_names():
-        if name not in grids:
-            grid = registry.get(name).default_grid()
-            if grid is not None:
-                grids[name] = grid
+    for name, grid in declared_grids().items():
+        if name not in grids and grid is not None:
+            grids[name] = grid
     return dict(sorted(grids.items()))
+
+
+def declared_grids() -> dict[str, dict[str, Any] | None]:
+    """Each registered kernel's default grid as a sweep's kernel config (``KernelEntry.default_grid``), or None.
+
+    Read from the kernels' declarations (kernels/metadata/: neither torch nor a kernel module is imported, so a
+    configuration's mistakes are found in a second); the registry checks that each entry's grid and
+    implementations are its declaration's.  Only with test plugins (``KERNELFLEET_PLUGINS``), whose entries exist
+    only as code, is the registry itself loaded."""
+    if os.environ.get("KERNELFLEET_PLUGINS", "").strip():
+        from kernels import registry
+
+        return {name: registry.get(name).default_grid() for name in registry.kernel_names()}
+    from kernels import metadata
+
+    return {
+        m.name: None
+        if m.grid is None
+        else {
+            "name": m.name,
+            "shapes": [list(s) for s in m.grid.shapes],
+            "dtypes": list(m.grid.dtypes),
+            "impls": list(m.grid.impls or m.impls),
+        }
+        for m in metadata.declared().values()
+    }
 
 
 def kernel_grid(name: str) -> dict[str, Any] | None:

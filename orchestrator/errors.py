@@ -3,7 +3,10 @@
 :class:`workers.errors.UserError` (shared with ``python -m workers``) and the file errors workers.errors.describe
 names, plus the database errors that mean the user's store setup is the problem (a path that is not a database, a
 read-only file, a server that cannot be used).  Every entry point of ``python -m orchestrator`` wraps its work in
-:func:`exit_on_user_error`.
+:func:`exit_on_user_error`: these are the only errors shown as one line; any other exception (a ValueError or an
+OSError from a bug included) keeps its traceback.  Code that finds a mistake of the user's raises
+:class:`workers.errors.UserError`, a subclass of it (:class:`UsageError` here, ConfigError, BadStoreUrl, ...), never a
+plain ValueError.
 """
 
 from __future__ import annotations
@@ -11,6 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from workers import errors as worker_errors
+from workers.errors import UserError
+
+
+class UsageError(UserError, ValueError):
+    """A mistake on the command line that no more specific type names (an option that needs another, a run the
+    store does not hold, an output path that cannot be written): one line, exit code 2.  A ValueError too, for
+    callers that catch those."""
+
 
 # sqlite3 / psycopg messages that mean the store itself is unusable as given, and what to do about it
 _STORE_HINTS = (

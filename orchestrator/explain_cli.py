@@ -16,17 +16,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
-from rich.console import Console
+from orchestrator.subcommand import Subcommand
 
-from orchestrator import compare_refs
-from orchestrator.store.query.compare_queries import RefError
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SCHEMA, SCHEMA_VERSION = "kernelfleet.explain", 1
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("explain", help="why a series changed: the two sides' profiles and machine code side by side")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--baseline", nargs="+", required=True, metavar="REF", help="run ids, a commit or a branch (compare)"
     )
@@ -41,7 +41,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    from orchestrator import compare_refs
     from orchestrator.explain import markdown
+    from orchestrator.store.query.compare_queries import RefError
     from orchestrator.store.query.explain_queries import explanation
     from orchestrator.store.session import resolve_url
 
@@ -73,3 +75,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.markdown:
         p(f"wrote {args.markdown}")
     return 0
+
+
+COMMAND = Subcommand(
+    name="explain",
+    help="why a series changed: the two sides' profiles and machine code side by side",
+    add_arguments=add_arguments,
+    run=run,
+)

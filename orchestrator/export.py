@@ -28,17 +28,14 @@ from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from orchestrator import arg_types, out_file
+from orchestrator.errors import UsageError
+from orchestrator.subcommand import Subcommand
 
 FORMATS = ("csv", "parquet", "jsonl", "liger", "tritonbench")
 BATCH = 20000
 
 
-def add_parser(sub) -> None:
-    ex = sub.add_parser(
-        "export",
-        help="every measurement as long-format rows (csv, parquet or jsonl), streamed; or the micro timings as "
-        "Liger-Kernel's benchmark CSV (liger) or TritonBench's CSV and JSON (tritonbench)",
-    )
+def add_arguments(ex: argparse.ArgumentParser) -> None:
     ex.add_argument("--format", choices=FORMATS, default="csv", help="output format (default csv)")
     ex.add_argument("--run", type=arg_types.run_id, help="only the attempts this run recorded")
     ex.add_argument(
@@ -59,21 +56,22 @@ def parse_since(text: str | None) -> dt.datetime | None:
     try:
         when = dt.datetime.fromisoformat(text.strip())
     except ValueError:
-        raise ValueError(f"--since {text!r}: not a date (YYYY-MM-DD or an ISO time)") from None
+        raise UsageError(f"--since {text!r}: not a date (YYYY-MM-DD or an ISO time)") from None
     return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, console=None) -> int:
+    """The export (``console`` unused: rows go to standard output or ``--out``, progress to stderr)."""
     from orchestrator.store.query import access, result_queries, run_queries
 
     since = parse_since(args.since)
     if args.format == "parquet" and not args.out:
-        raise ValueError("--format parquet writes a binary file: give --out FILE")
+        raise UsageError("--format parquet writes a binary file: give --out FILE")
     if args.out:  # before the store is read: an existing file is not replaced unasked
         out_file.check(args.out, args.force, folder=args.format == "tritonbench")
     engine = access.open_read_only(access.store_url(args.url))
     if args.run is not None and run_queries.run_info(engine, args.run) is None:
-        raise ValueError(f"--run {args.run}: no such run in the store")
+        raise UsageError(f"--run {args.run}: no such run in the store")
     if args.format in ("liger", "tritonbench"):
         return _tool_export(engine, args, since)
     rows = result_queries.iter_measurements(engine, run_id=args.run, since=since, batch=BATCH)
@@ -94,7 +92,7 @@ def _tool_export(engine, args: argparse.Namespace, since: dt.datetime | None) ->
     from orchestrator.store.query.timing_queries import iter_timings
 
     if args.format == "tritonbench" and not args.out:
-        raise ValueError("--format tritonbench writes a folder (op_<operator>.csv, tritonbench.json): give --out DIR")
+        raise UsageError("--format tritonbench writes a folder (op_<operator>.csv, tritonbench.json): give --out DIR")
     rows = tool_formats.newest_per_series(iter_timings(engine, run_id=args.run, since=since))
     if args.format == "tritonbench":
         with out_file.replaced(Path(args.out), folder=True) as tmp:
@@ -207,7 +205,7 @@ def _parquet(rows: Iterable[dict[str, Any]], out: str | None) -> int:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise ValueError("--format parquet needs pyarrow: pip install 'kernelfleet[export]'") from None
+        raise UsageError("--format parquet needs pyarrow: pip install 'kernelfleet[export]'") from None
     schema = parquet_schema()
     n = 0
     with pq.ParquetWriter(out, schema) as writer:
@@ -217,3 +215,12 @@ def _parquet(rows: Iterable[dict[str, Any]], out: str | None) -> int:
     if n == 0:  # an empty store still gives a readable file with the schema
         pq.write_table(schema.empty_table(), out)
     return n
+
+
+COMMAND = Subcommand(
+    name="export",
+    help="every measurement as long-format rows (csv, parquet or jsonl), streamed; or the micro timings as "
+    "Liger-Kernel's benchmark CSV (liger) or TritonBench's CSV and JSON (tritonbench)",
+    add_arguments=add_arguments,
+    run=run,
+)

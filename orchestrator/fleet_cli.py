@@ -14,14 +14,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from orchestrator import fleet
 from orchestrator.schedule import LABEL_NS, NODE_RESOURCE
+from orchestrator.subcommand import Subcommand
 from workers import rehearsal
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_OK, EXIT_RAY_FAILED, EXIT_REFUSED = 0, 1, 2
 NODES_SCHEMA, NODES_SCHEMA_VERSION = "kernelfleet.nodes", 1  # `node list --json` (docs/json.md)
@@ -31,11 +32,11 @@ STATE_API = "the state API"
 NO_STATE_API = "GPUs in use (no dashboard on the head for the state API)"
 
 
-def add_parsers(sub) -> None:
-    node = sub.add_parser("node", help="join this GPU machine to the fleet, list the fleet, or leave it")
+def add_node_arguments(node: argparse.ArgumentParser) -> None:
     nsub = node.add_subparsers(dest="node_cmd", required=True)
 
     join = nsub.add_parser("join", help="detect this node's GPUs, check it can work, and start Ray on it")
+    join.set_defaults(action=node_join)
     join.add_argument("--address", help="the head, HOST:PORT (default: $KERNELFLEET_HEAD, else $RAY_ADDRESS)")
     join.add_argument(
         "--dry-run",
@@ -81,6 +82,7 @@ def add_parsers(sub) -> None:
     )
 
     ls = nsub.add_parser("list", help="every node of the fleet: labels, GPUs, state, jobs running")
+    ls.set_defaults(action=node_list)
     ls.add_argument("--address", help="the head, HOST:PORT (default: $KERNELFLEET_HEAD, else $RAY_ADDRESS)")
     ls.add_argument("--token-file", help="the head's auth token file, if it uses token authentication")
     ls.add_argument(
@@ -88,6 +90,7 @@ def add_parsers(sub) -> None:
     )
 
     leave = nsub.add_parser("leave", help="drain a node: its running jobs finish, it takes no new ones, it goes")
+    leave.set_defaults(action=node_leave)
     leave.add_argument("--address", help="the head, HOST:PORT (default: $KERNELFLEET_HEAD, else $RAY_ADDRESS)")
     leave.add_argument("--token-file", help="the head's auth token file, if it uses token authentication")
     leave.add_argument("--node-id", help="the node to drain (a unique prefix of its id; default: this machine's)")
@@ -98,9 +101,11 @@ def add_parsers(sub) -> None:
         "--stop", action="store_true", help="then run `ray stop` here to end this machine's remaining Ray processes"
     )
 
-    cluster = sub.add_parser("cluster", help="start a Ray head for a lab")
+
+def add_cluster_arguments(cluster: argparse.ArgumentParser) -> None:
     csub = cluster.add_subparsers(dest="cluster_cmd", required=True)
     up = csub.add_parser("up", help="start a Ray head with token authentication and print the join command")
+    up.set_defaults(action=cluster_up)
     up.add_argument("--port", type=int, default=fleet.DEFAULT_PORT, help="the GCS port (default 6379)")
     up.add_argument("--block", action="store_true", help="keep the head in the foreground (for a systemd unit)")
     up.add_argument(
@@ -134,20 +139,23 @@ def add_parsers(sub) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    """The action of ``node join|list|leave`` or ``cluster up`` the parser chose; a refusal (FleetError) is shown
+    as such, exit 2."""
     try:
-        if args.cmd == "cluster":
-            return cluster_up(args, console)
-        if args.node_cmd == "join":
-            return node_join(args, console)
-        if args.node_cmd == "list":
-            return node_list(args, console)
-        return node_leave(args, console)
+        return args.action(args, console)
     except fleet.FleetError as exc:
         console.print(f"[red]refused:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_REFUSED
 
 
 # ------------------------------------------------------------------------------------------------ helpers
+
+
+def escape(text: str) -> str:
+    """``text`` shown as it is in a rich console (its square brackets are not markup)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 
 def _address(args, required: bool = True) -> str | None:
@@ -295,6 +303,8 @@ def node_list(args, console: Console) -> int:
     if args.json:
         print(json.dumps(nodes_document(address, rows), indent=1, sort_keys=True))
         return EXIT_OK
+    from rich.table import Table
+
     table = Table(title=f"fleet at {address}")
     for col in ("node", "state", "address", "gpu", "arch", "GPUs", "in use", "jobs running", "other labels"):
         table.add_column(col, overflow="fold")
@@ -479,3 +489,14 @@ def cluster_up(args, console: Console) -> int:
     console.print(f"head started at {address} with token authentication", highlight=False)
     console.print(join_help, highlight=False, soft_wrap=True, markup=False)
     return EXIT_OK
+
+
+COMMANDS = (
+    Subcommand(
+        name="node",
+        help="join this GPU machine to the fleet, list the fleet, or leave it (docs/fleet.md)",
+        add_arguments=add_node_arguments,
+        run=run,
+    ),
+    Subcommand(name="cluster", help="start a Ray head for a lab", add_arguments=add_cluster_arguments, run=run),
+)

@@ -36,26 +36,26 @@ from typing import Callable
 from rich.console import Console
 
 from orchestrator import report, run_conditions
-from orchestrator.config import ConfigError
+from orchestrator.errors import describe
 from orchestrator.plan import CodeVersion, job_key
 from orchestrator.store import conditions as store_conditions
 from orchestrator.store.checks import Invalid, check_result, check_spec, plain_text
-from orchestrator.store.errors import StoreError
 from orchestrator.store.models import Run
 from orchestrator.store.session import display_url, public_config
 from orchestrator.store_access import open_writer
 from workers import file_formats, runner
+from workers.errors import UserError
 from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec
 
 HEADER_FIELDS = {"sweep": Run.sweep, "plan_key": Run.plan_key, "commit": Run.commit}
 GOOD = (STATUS_OK, STATUS_INCORRECT, STATUS_SKIPPED)
 
 
-class ShardMismatch(ValueError):
+class ShardMismatch(UserError, ValueError):
     """Results files that cannot be stored together."""
 
 
-class BadResults(ValueError):
+class BadResults(UserError, ValueError):
     """A results file the store must not take; the message starts with FILE:LINE."""
 
 
@@ -176,11 +176,16 @@ def read_shards(paths: list[str]) -> tuple[dict, list[tuple[JobSpec, JobResult]]
 
 
 def import_results(paths: str | list[str], url: str | None, console: Console) -> int:
-    """Import the files (see the module doc); 0 when stored or already stored, 2 (one line on stderr) when not."""
+    """Import the files (see the module doc); 0 when stored or already stored, 2 (one line on stderr) when not: a
+    user error (orchestrator/errors.py), such as a file that is missing or not a results file; any other exception
+    is a bug and propagates."""
     try:
         return _import(paths if isinstance(paths, list) else [paths], url, console)
-    except (BadResults, ShardMismatch, StoreError, ConfigError, OSError) as exc:
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+    except Exception as exc:
+        line = describe(exc)
+        if line is None:
+            raise
+        print(f"error: {' '.join(line.split())}", file=sys.stderr)
         return 2
 
 

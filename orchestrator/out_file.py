@@ -17,6 +17,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from orchestrator.errors import UsageError
+
 EXIT_TERMINATED = 128 + signal.SIGTERM
 
 
@@ -25,19 +27,19 @@ class Terminated(SystemExit):
 
 
 def check(path: str | os.PathLike[str], force: bool, folder: bool = False) -> Path:
-    """``path`` as a Path, or ValueError (one line) when it cannot be written as asked: an existing file or folder
+    """``path`` as a Path, or UsageError (one line) when it cannot be written as asked: an existing file or folder
     without ``force``, a file where a folder is wanted or the other way round, a missing parent folder."""
     out = Path(path)
     what = "folder" if folder else "file"
     if out.is_dir() != folder and out.exists():
-        raise ValueError(f"--out {out}: is a {'file' if folder else 'folder'}; name a {what} to write")
+        raise UsageError(f"--out {out}: is a {'file' if folder else 'folder'}; name a {what} to write")
     if out.exists() and not (folder and not any(out.iterdir())) and not force:
-        raise ValueError(
+        raise UsageError(
             f"--out {out}: the {what} exists and export does not overwrite it; add --force to replace it, "
             "or name another path"
         )
     if not out.absolute().parent.is_dir():
-        raise ValueError(f"--out {out}: its folder {out.absolute().parent} does not exist")
+        raise UsageError(f"--out {out}: its folder {out.absolute().parent} does not exist")
     return out
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from orchestrator import arg_types
-from orchestrator.report import _fmt, plain
-from orchestrator.stats.regression_rule import CONFIRMED, KERNEL_CHANGED, PICKS_UNKNOWN, UNCONFIRMED
-from orchestrator.store.session import display_url
+from orchestrator.errors import UsageError
+from orchestrator.subcommand import Subcommand
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_NONE, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
 SCHEMA, SCHEMA_VERSION = "kernelfleet.regressions", 1  # the --json document (docs/json.md)
@@ -27,13 +27,7 @@ RECIPE = (
 )
 
 
-def add_parser(sub) -> None:
-    reg = sub.add_parser(
-        "regressions",
-        help="flag changes that are large against the series' between-run spread "
-        "(and significant on the repeats): against history, or runs against "
-        "baseline runs; exit 1 on a confirmed regression",
-    )
+def add_arguments(reg: argparse.ArgumentParser) -> None:
     reg.add_argument(
         "run",
         nargs="*",
@@ -68,6 +62,8 @@ def add_parser(sub) -> None:
 
 
 def exit_code(report: dict) -> int:
+    from orchestrator.stats.regression_rule import CONFIRMED
+
     return (
         EXIT_REGRESSION
         if any(f["status"] == CONFIRMED and f["direction"] == "regression" for f in report["flags"])
@@ -83,11 +79,13 @@ def json_document(report: dict, code: int) -> str:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     from orchestrator.store.query import regression_queries
-    from orchestrator.store.session import resolve_url
+    from orchestrator.store.session import display_url, resolve_url
+    from workers.metrics import UnknownMetricError
 
     url = resolve_url(args.url)
     if arg_types.bad_threshold(args.threshold):
         return EXIT_USAGE
+    check_runs(args.run, args.baseline)
     try:
         report = regression_queries.regression_report(
             url,
@@ -106,6 +104,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    except UnknownMetricError as exc:
+        raise UsageError(f"--metric: {exc}") from None
     code = exit_code(report)
     if args.json:
         print(json_document(report, code))
@@ -119,7 +119,25 @@ def _ids(run_ids: list[int], most: int = 8) -> str:
     return f"runs {shown}" + (f" and {len(run_ids) - most} more" if len(run_ids) > most else "")
 
 
+def check_runs(runs: list[int] | None, baselines: list[int] | None) -> None:
+    """The runs named on the command line make one comparison, else UsageError: a baseline needs the runs to
+    compare with it, several runs need a baseline, no run on both sides."""
+    runs, baselines = runs or [], baselines or []
+    if baselines and not runs:
+        raise UsageError("a baseline needs the run(s) to compare with it")
+    if len(runs) > 1 and not baselines:
+        raise UsageError("several runs are compared with a baseline (--baseline); against history give one run")
+    if set(runs) & set(baselines):
+        raise UsageError(f"run(s) {sorted(set(runs) & set(baselines))} on both sides of the comparison")
+
+
 def _print(report: dict, threshold: float, url: str, console: Console) -> None:
+    from rich.table import Table
+
+    from orchestrator.report import _fmt, plain
+    from orchestrator.stats.regression_rule import CONFIRMED, KERNEL_CHANGED, PICKS_UNKNOWN, UNCONFIRMED
+    from orchestrator.store.session import display_url
+
     flags = report["flags"]
     against = f"run(s) {', '.join(map(str, report['baseline_runs']))}" if report["baseline_runs"] else "history"
     if report["cpu_series"]:
@@ -197,3 +215,12 @@ def _print(report: dict, threshold: float, url: str, console: Console) -> None:
             )
     for f in changed:
         console.print(f"{f['kernel']} {f['impl']} {'x'.join(map(str, f['shape']))}: {f['reason']}", markup=False)
+
+
+COMMAND = Subcommand(
+    name="regressions",
+    help="flag changes that are large against the series' between-run spread (and significant on the repeats): "
+    "against history, or runs against baseline runs; exit 1 on a confirmed regression",
+    add_arguments=add_arguments,
+    run=run,
+)

@@ -565,7 +565,7 @@ def show_run(
     if run_id is None:
         runs = run_queries.list_runs(url, limit=1)
         if not runs:
-            raise ValueError(f"the store {display_url(url)} holds no run yet")
+            raise UserError(f"the store {display_url(url)} holds no run yet")
         run_id = runs[0]["id"]
     info = run_queries.run_info(url, run_id)
     if info is None:

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import argparse
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from orchestrator import arg_types
-from orchestrator.report import counts_in_words, plain
+from orchestrator.subcommand import Subcommand
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("runs", help="list the runs (id, sweep, date, device, status, counts), newest first")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=arg_types.count, default=20, help="how many runs to list (default 20)")
     p.add_argument("--json", action="store_true", help="print the runs as JSON (schema kernelfleet.runs, docs/json.md)")
     p.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
@@ -44,6 +43,10 @@ def as_json(url: str, runs: list[dict], devices: dict[int, list[str]]) -> dict:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    from rich.table import Table
+    from rich.text import Text
+
+    from orchestrator.report import counts_in_words, plain
     from orchestrator.store.query import run_queries
     from orchestrator.store.session import display_url, resolve_url
 
@@ -93,3 +96,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
         )
     console.print("show one with `python -m orchestrator report RUN`", highlight=False)
     return 0
+
+
+COMMAND = Subcommand(
+    name="runs",
+    help="list the runs (id, sweep, date, device, status, counts), newest first",
+    add_arguments=add_arguments,
+    run=run,
+)

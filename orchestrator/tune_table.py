@@ -478,33 +478,3 @@ def run(args, console: Console) -> int:
                 path.write_text(new)
                 console.print(f"wrote {path}", markup=False)
     return 0
-
-
-def add_parser(sub) -> None:
-    from orchestrator import arg_types
-
-    tune = sub.add_parser("tune", help="launch tables from tune runs (+sweep=tune)")
-    tsub = tune.add_subparsers(dest="tune_cmd", required=True)
-    tab = tsub.add_parser(
-        "table",
-        help="per kernel and width bucket: the winner, its margin over the current table's choice and whether it is "
-        "beyond noise (the regression rule); the proposed launch-table rows as a diff of the kernel modules",
-    )
-    tab.add_argument("--gpu-type", required=True, help="the GPU type whose tune runs to read (h200, mi355x, r9700)")
-    tab.add_argument(
-        "--run",
-        type=arg_types.run_id,
-        nargs="+",
-        metavar="RUN",
-        help="the tune run(s) to read (default: each kernel's newest and the other runs of its plan)",
-    )
-    tab.add_argument("--kernel", help="only this kernel")
-    tab.add_argument("--metric", default="time_us", help="the timing judged: time_us, graph_time_us, kernel_time_us")
-    tab.add_argument(
-        "--threshold", type=float, default=rule.DEFAULT_THRESHOLD, help="smallest margin that counts (0.05)"
-    )
-    tab.add_argument("--write", action="store_true", help="apply the diff to the kernel modules")
-    tab.add_argument(
-        "--include-cpu", action="store_true", help="read tune runs measured on a CPU (Triton's interpreter) too"
-    )
-    tab.add_argument("--url", help="store URL (default: $KERNELFLEET_DB, else the default SQLite file)")
