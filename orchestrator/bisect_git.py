@@ -100,6 +100,14 @@ def code_tree(repo: Path, sha: str) -> str:
     return ",".join(parts)
 
 
+def tree_names(repo: Path, sha: str, folder: str) -> list[str]:
+    """The paths of the files under ``folder`` at ``sha`` (none when the folder does not exist there)."""
+    try:
+        return _git(repo, "ls-tree", "-r", "--name-only", sha, "--", folder).split()
+    except subprocess.CalledProcessError:
+        return []
+
+
 @contextlib.contextmanager
 def checkout(repo: Path, sha: str, parent: Path | None = None) -> Iterator[Path]:
     """A detached git worktree of ``sha`` for the duration of the block, removed afterwards."""

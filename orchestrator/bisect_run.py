@@ -5,6 +5,12 @@ planner makes the plan (``dry_run=true``) whose keys group the commits, and its 
 Ray instance or on the cluster the overrides name (``cluster.address=...``: a cluster is sent the worktree, so
 every node runs that commit), writing to the same store as every other step.  A commit whose plan or run fails is
 reported by the last line its command printed; the caller skips it.
+
+A commit older than the store's schema (its ``migrations/versions`` lacks the store's revision) cannot open that store:
+its code refuses a store "written by a newer kernelfleet".  Such a commit's sweep writes to a fresh store of its own
+schema and to a results file (``results_out=``), and this code imports the file into the bisect's store (the
+importer reads every results format since 1, orchestrator/importer.py).  The imported run keeps the commit, plan and
+results; it records the importing machine's view of the run, not the fleet's nodes.
 """
 
 from __future__ import annotations
@@ -15,8 +21,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import bisect_git
+from rich.console import Console
+
+from orchestrator import bisect_git, importer
 from orchestrator.bisect_git import Commit
+from orchestrator.store import migrate
 
 
 @dataclass
@@ -43,6 +52,36 @@ class CommitRunner:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.plans = workdir / "plans"
         self.plans.mkdir(exist_ok=True)
+        self._revision: str | None = None  # the store's schema revision, read when first needed
+        self._own_stores = 0
+
+    def opens_the_store(self, commit: Commit) -> bool:
+        """Whether the commit's code knows the store's schema revision.  A revision ``R`` lives in
+        ``migrations/versions/R_<what>.py`` (docs/developer-guide.md, "A store column")."""
+        if self._revision is None:
+            self._revision = migrate.current(self.store_url)
+        if self._revision is None:
+            return True
+        names = bisect_git.tree_names(self.repo, commit.sha, "migrations/versions")
+        return any(Path(name).name.startswith(f"{self._revision}_") for name in names)
+
+    def _through_a_file(self, tree: Path, commit: Commit, args: list[str], log: str) -> tuple[int | None, str | None]:
+        """Run the sweep ``args`` of a commit that cannot open the store: into a fresh store of its own schema and a
+        results file, which is then imported into the store; (the imported run's id, or why there is none)."""
+        self._own_stores += 1
+        own = self.workdir / "own-stores" / f"{commit.short}-{self._own_stores}"
+        own.mkdir(parents=True)
+        results = own / "results.jsonl"
+        args = [a for a in args if not a.startswith(("store.url=", "rerun=", "summary_json="))]
+        code, text = self._orchestrator(
+            tree, [*args, f"store.url=sqlite:///{own / 'store.db'}", f"results_out={results}"], log
+        )
+        if code != 0:
+            return None, f"its sweep exited {code}: {last_line(text)}"
+        try:
+            return importer.import_as_run([str(results)], self.store_url, Console(quiet=True)), None
+        except Exception as exc:  # noqa: BLE001 - any failure to import skips the commit with the reason
+            return None, f"its results could not be imported into the store: {' '.join(str(exc).split())[:300]}"
 
     def _orchestrator(self, tree: Path, args: list[str], log: str) -> tuple[int, str]:
         """Run ``python -m orchestrator ARGS`` in ``tree`` (its code first on the path); (exit code, output)."""
@@ -73,12 +112,19 @@ class CommitRunner:
         """Run the commit's sweep ``times`` times into the store (``rerun``: its jobs already have a result, run
         them again as a new run); None when every run ended with every job good, else why not."""
         try:
+            direct = self.opens_the_store(commit)
             with bisect_git.checkout(self.repo, commit.sha, self.workdir) as tree:
                 for i in range(times):
                     args = [*self.overrides, f"store.url={self.store_url}"]
                     if rerun or i:
                         args.append("rerun=true")
-                    code, text = self._orchestrator(tree, args, f"run-{commit.short}-{i + 1}.log")
+                    log = f"run-{commit.short}-{i + 1}.log"
+                    if not direct:
+                        error = self._through_a_file(tree, commit, args, log)[1]
+                        if error is not None:
+                            return error
+                        continue
+                    code, text = self._orchestrator(tree, args, log)
                     if code != 0:
                         return f"its sweep exited {code}: {last_line(text)}"
         except bisect_git.BisectError as exc:
@@ -94,6 +140,8 @@ class CommitRunner:
         args += [f"sweep.kinds=[{','.join(kinds)}]", f"store.url={self.store_url}", f"summary_json={summary}"]
         try:
             with bisect_git.checkout(self.repo, commit.sha, self.workdir) as tree:
+                if not self.opens_the_store(commit):
+                    return self._through_a_file(tree, commit, args, f"capture-{commit.short}.log")
                 code, text = self._orchestrator(tree, args, f"capture-{commit.short}.log")
         except bisect_git.BisectError as exc:
             return None, str(exc)

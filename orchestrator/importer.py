@@ -224,6 +224,27 @@ def _import(paths: list[str], url: str | None, console: Console) -> int:
     return 0
 
 
+def import_as_run(paths: list[str], url: str, console: Console) -> int:
+    """Import results files (the shards of one plan) and return the id of the run that holds them: the new run, or
+    the run of an earlier import of the same files, or the run already holding every result.  Errors are raised
+    (BadResults, ShardMismatch, StoreError), not printed: for callers that go on with the run (bisect)."""
+    plan, rows = read_shards(paths)
+    writer, url = open_writer(url, console)
+    try:
+        specs = list({s.key: s for s, _ in rows}.values())
+        try:
+            return _write(writer, plan, specs, rows, _digest(paths), file_conditions(plan, paths))[0]
+        except _ImportedBefore as earlier:
+            return int(earlier.args[0])
+        except _NothingNew:
+            held = writer.runs_holding([s.key for s in specs])
+            if not held:
+                raise BadResults(f"{', '.join(paths)}: no result to import") from None
+            return max(held)
+    finally:
+        writer.close()
+
+
 def _digest(paths: list[str]) -> str:
     digests = sorted(runner.digest(p) for p in paths)
     return digests[0] if len(digests) == 1 else hashlib.sha256("".join(digests).encode()).hexdigest()

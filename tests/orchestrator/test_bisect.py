@@ -158,3 +158,55 @@ def _runs(url: str) -> list[dict]:
     from orchestrator.store.query import run_queries
 
     return run_queries.list_runs(url, 100)
+
+
+def test_a_commit_knows_the_store_when_its_migrations_hold_the_stores_revision(tmp_path):
+    """A commit whose migrations/versions lacks the store's revision cannot open the store (its code refuses a
+    store "written by a newer kernelfleet"); bisect then runs it into a store of its own (next test)."""
+    from orchestrator.bisect_git import Commit
+    from orchestrator.bisect_run import CommitRunner
+    from orchestrator.store import migrate
+
+    repo = tmp_path / "repo"
+    shas = hist.make_repo(repo, [])
+    newest = sorted((repo / "migrations" / "versions").glob(f"{migrate.head()}_*.py"))
+    assert len(newest) == 1
+    hist.git(repo, "rm", "--quiet", str(newest[0].relative_to(repo)))
+    hist.git(repo, "commit", "--quiet", "-m", "a commit from before the newest migration")
+    older = hist.git(repo, "rev-parse", "HEAD")
+    url = f"sqlite:///{tmp_path}/store.db"
+    migrate.upgrade(url)
+    runner = CommitRunner(repo, [], url, tmp_path / "work")
+    assert runner.opens_the_store(Commit(shas[0], "base"))
+    assert not runner.opens_the_store(Commit(older, "older"))
+    # an empty store is opened by any commit (its own code creates the schema)
+    assert CommitRunner(repo, [], f"sqlite:///{tmp_path}/new.db", tmp_path / "w2").opens_the_store(Commit(older, "o"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_a_commit_that_cannot_open_the_store_is_run_into_its_own_and_imported(tmp_path, monkeypatch):
+    """The commit's sweep writes to a fresh store of its own schema and a results file; the file is imported into
+    the bisect's store, where its run holds the commit and the series' points."""
+    from orchestrator.bisect_git import Commit
+    from orchestrator.bisect_run import CommitRunner
+    from orchestrator.store import migrate
+    from orchestrator.store.query import bisect_queries
+
+    repo = tmp_path / "repo"
+    shas = hist.make_repo(repo, [])
+    monkeypatch.setenv("KERNELFLEET_PLUGINS", hist.PLUGIN)
+    monkeypatch.setenv("KERNELFLEET_MEASURE_CEILING", "0")
+    url = f"sqlite:///{tmp_path}/store.db"
+    migrate.upgrade(url)
+    sweep = ["+sweep=kernels", "sweep.kernels=[probe]", "sweep.kinds=[micro]", "sweep.shapes=[[64]]"]
+    runner = CommitRunner(repo, [*sweep, "sweep.dtypes=[fp32]", "sweep.graph=false", "sweep.rep_ms=50"], url, tmp_path)
+    monkeypatch.setattr(CommitRunner, "opens_the_store", lambda self, commit: False)
+    commit = Commit(shas[0], "base")
+    planned = runner.plan(commit)
+    assert planned.keys, planned.error
+    assert runner.run(commit, 2, rerun=False) is None
+    runs = _runs(url)
+    assert len(runs) == 2 and all(r["commit"] == shas[0] for r in runs), runs
+    series = bisect_queries.key_points(url, "time_us", "probe", "slow", planned.keys)
+    assert series and all(len({p["run_id"] for p in points}) == 2 for points in series.values()), series
