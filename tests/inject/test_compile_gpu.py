@@ -11,6 +11,8 @@ from tests.inject.conftest import GraphRecorder, uncompile
 
 pytestmark = [
     pytest.mark.gpu,
+    # compiles and compares, times nothing: a GPU chain of its own beside the timing tests' (tests/conftest.py)
+    pytest.mark.xdist_group("gpu-compile"),
     pytest.mark.skipif(
         not torch.cuda.is_available(),
         reason="needs a CUDA or ROCm GPU (torch.compile of Triton kernels; the CPU interpreter cannot be traced)",

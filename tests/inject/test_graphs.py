@@ -57,6 +57,7 @@ def test_replays_match_the_forward_per_geometry():
 
 
 @pytest.mark.gpu
+@pytest.mark.xdist_group("gpu-compile")  # times nothing: beside the timing tests' chain
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_e2e_graph_modes_on_a_tiny_model():
     from kernels.arch import interpreting

@@ -171,6 +171,7 @@ def test_compile_mode_when_asked(device):
 
 
 @pytest.mark.gpu
+@pytest.mark.xdist_group("gpu-compile")  # times nothing: beside the timing tests' chain
 @pytest.mark.slow
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU (the seed setting, full model)")
 def test_seed_setting_on_gpu():
@@ -204,6 +205,7 @@ def test_seed_setting_on_gpu():
 
 
 @pytest.mark.gpu
+@pytest.mark.xdist_group("gpu-compile")  # times nothing: beside the timing tests' chain
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (CUDA graphs)")
 def test_graph_enabled_modes_on_gpu_replay_graphs():
     """Every graph-enabled mode on the tiny model: torch.compile's reduce-overhead and max-autotune on the whole

@@ -1,15 +1,20 @@
 """The e2e job beyond LTX-Video (workers.e2e with workers.e2e_image and workers.e2e_llm): FLUX.1 and SD3.5's
-denoising loops and a Llama-family decoder's generate, on tiny models on the CPU (eager and the kernels injected,
-the compile modes skipped with the reason), each mode against eager, each mode leaving the model as it found it."""
+denoising loops and a Llama-family decoder's generate, on tiny models on the test device (tests/support/devices.py):
+on the CPU eager and the kernels injected, the compile and graph modes skipped with the reason; on a GPU every mode
+runs (test_every_mode_runs_on_a_gpu).  Each mode against eager, each mode leaving the model as it found it."""
 
 import pytest
 import torch
 
+from tests.support.devices import ON_GPU, TEST_DEVICE
 from workers import e2e, e2e_image, e2e_llm, model_configs
 from workers.e2e_spec import MODES, param_defaults
 from workers.spec import STATUS_INCORRECT, STATUS_OK, JobResult, JobSpec
 
 CPU = torch.device("cpu")
+# the modes a job of the tests below asks for: every mode on the CPU (the GPU ones are skipped with the reason), eager
+# and the kernels on a GPU (where every mode runs, each compiling: test_every_mode_runs_on_a_gpu)
+ASKED = ("eager", "triton") if ON_GPU else MODES
 IMAGE = [64, 96]  # latents 8 x 12, 4 x 6 patches of 2 x 2: 24 image tokens
 
 
@@ -53,16 +58,17 @@ def _ran_eager_and_triton(res: JobResult) -> dict:
         ("sd3", None, 2),
     ],
 )
-def test_image_model_cpu_job(model, counts, batch):
-    res = e2e.run(_spec(model, impls=MODES), CPU)
+def test_image_model_job(model, counts, batch):
+    res = e2e.run(_spec(model, impls=ASKED), TEST_DEVICE)
     _ran_eager_and_triton(res)
     cfg = res.details["config"]
     assert cfg["latent"] == [8, 12] and cfg["tokens"] == 24 and cfg["batch"] == batch and cfg["steps"] == 2
     assert cfg["source"] == "tiny config, random weights" and cfg["params"] > 0
     skipped = res.details["skipped"]
-    assert set(skipped) == set(MODES) - {"eager", "triton"}
-    assert "cannot trace" in skipped["triton+compile"] and "runs on a GPU" in skipped["compile"]
-    assert all("CUDA graphs" in skipped[mode] for mode in MODES if mode.endswith("+graph"))
+    assert set(skipped) == set(ASKED) - {"eager", "triton"}
+    if not ON_GPU:
+        assert "cannot trace" in skipped["triton+compile"] and "runs on a GPU" in skipped["compile"]
+        assert all("CUDA graphs" in skipped[mode] for mode in MODES if mode.endswith("+graph"))
     injected = res.details["injection"]["triton"]["counts"]
     if counts is not None:
         assert injected == counts
@@ -70,8 +76,8 @@ def test_image_model_cpu_job(model, counts, batch):
         assert injected["norm_forward"] > 0 and injected["block_forward"] == 2
 
 
-def test_llm_cpu_job_measures_prefill_and_decode():
-    res = e2e.run(_spec("llama", impls=MODES), CPU)
+def test_llm_job_measures_prefill_and_decode():
+    res = e2e.run(_spec("llama", impls=ASKED), TEST_DEVICE)
     m = _ran_eager_and_triton(res)
     cfg = res.details["config"]
     assert (cfg["batch"], cfg["prompt_len"], cfg["new_tokens"], cfg["layers"]) == (2, 8, 3, 2)
@@ -84,7 +90,7 @@ def test_llm_cpu_job_measures_prefill_and_decode():
     # the decoder's forward updates its KV cache: no kernels.inject.cuda_graphs, whatever the device
     skipped = res.details["skipped"]
     for mode in (m_ for m_ in MODES if m_.endswith("+graph")):
-        assert "updates the KV cache" in skipped[mode]
+        assert ON_GPU or "updates the KV cache" in skipped[mode]
         assert "updates the KV cache" in e2e.skip_reason(mode, torch.device("cuda"), {}, "llama")
     assert e2e.skip_reason("compile-ro", torch.device("cuda"), {}, "llama") is None
     assert res.details["injection"]["triton"]["counts"] == {"norm_forward": 5, "attention_forward": 2}
@@ -107,7 +113,7 @@ def test_a_broken_kernel_makes_the_llm_mode_incorrect(monkeypatch):
 
     real = llama.rms_norm
     monkeypatch.setattr(llama, "rms_norm", lambda x, w, eps, **kw: real(x, w, eps, **kw) * 1.5)
-    res = e2e.run(_spec("llama", impls=["eager", "triton"]), CPU)
+    res = e2e.run(_spec("llama", impls=["eager", "triton"]), TEST_DEVICE)
     assert res.status == STATUS_INCORRECT
     assert res.error.startswith("triton: logits drift from eager: rel_err")
     assert ("triton", "speedup_vs_eager") not in _metrics(res)
@@ -119,11 +125,11 @@ def test_modes_leave_the_model_as_they_found_it(model):
 
     spec = _spec(model, impls=["triton"])
     p = e2e._params(spec)
-    s = e2e.setup(spec, CPU, p)
-    stock = e2e.run_call(s, spec, p, CPU).output
-    e2e._run_mode("triton", s, spec, p, CPU)
+    s = e2e.setup(spec, TEST_DEVICE, p)
+    stock = e2e.run_call(s, spec, p, TEST_DEVICE).output
+    e2e._run_mode("triton", s, spec, p, TEST_DEVICE)
     assert not is_injected(s.model)
-    assert torch.equal(e2e.run_call(s, spec, p, CPU).output, stock)
+    assert torch.equal(e2e.run_call(s, spec, p, TEST_DEVICE).output, stock)
 
 
 @pytest.mark.parametrize(
@@ -175,11 +181,36 @@ def test_model_paths_load_local_folders(tmp_path):
     LlamaForCausalLM(LlamaConfig(**e2e_llm.TINY_LLAMA)).save_pretrained(tmp_path / "llama")
     for model, path in (("flux", tmp_path / "flux"), ("llama", tmp_path / "llama")):
         extra = {"text_len": 16} if model == "flux" else {}
-        res = e2e.run(_spec(model, impls=["eager", "triton"], tiny=False, model_path=str(path), **extra), CPU)
+        spec = _spec(model, impls=["eager", "triton"], tiny=False, model_path=str(path), **extra)
+        res = e2e.run(spec, TEST_DEVICE)
         assert res.status == STATUS_OK, res.error
         assert str(path) in res.details["config"]["source"]
     with pytest.raises(ValueError, match="not a local transformers folder"):
         e2e.run(_spec("llama", impls=["eager"], tiny=False, model_path=str(tmp_path)), CPU)
+
+
+GPU_MODES = {
+    "flux": ["eager", "triton", "compile", "triton+compile", "compile-ro", "triton+graph", "triton+compile+graph"],
+    "sd3": ["eager", "triton", "compile", "triton+compile", "compile-ro", "triton+graph", "triton+compile+graph"],
+    "llama": ["eager", "triton", "compile", "triton+compile", "compile-ro", "triton+compile-ro"],
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.xdist_group("gpu-e2e-models")  # compiles and compares, times nothing: a GPU chain of its own
+@pytest.mark.skipif(not ON_GPU, reason="needs a CUDA or ROCm GPU with compiled Triton (torch.compile, CUDA graphs)")
+@pytest.mark.parametrize("model", sorted(GPU_MODES))
+def test_every_mode_runs_on_a_gpu(model):
+    """The GPU-only modes on the tiny models: torch.compile with the kernels inside, reduce-overhead (for the decoder
+    through ``generate`` with its static cache) and the injected CUDA-graph replay, each against eager."""
+    modes = GPU_MODES[model]
+    res = e2e.run(_spec(model, impls=modes), TEST_DEVICE)
+    assert res.status == STATUS_OK, res.error
+    assert not res.details["skipped"], res.details["skipped"]
+    m = _metrics(res)
+    for mode in modes:
+        assert m[(mode, "ms_per_step")].value > 0 and m[(mode, "correct")].value == 1.0, mode
+        assert 0 <= m[(mode, "rel_err_vs_eager")].value <= 0.05, (mode, m[(mode, "rel_err_vs_eager")].value)
 
 
 @pytest.mark.parametrize(
