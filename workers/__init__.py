@@ -4,7 +4,7 @@
 module              holds
 ==================  ===================================================================================================
 ``spec``            the plain data that crosses process and machine boundaries: JobSpec, JobResult, DeviceInfo, the
-                    job kinds and their modules (``JOB_MODULES``), statuses
+                    statuses
 ``runner``          runs a list of JobSpecs through the sandbox; the plan and results files (JSON lines)
 ``file_formats``    the versions of those files and the chain that upgrades an older one as it is read
 ``__main__``        ``python -m workers run PLAN --out RESULTS`` (no Ray) and ``python -m workers upgrade PATH``

@@ -15,8 +15,8 @@ import pytest
 
 from kernels import metadata, registry
 from tests.support.fresh_process import kernel_modules, modules_after
-from workers.job_code import SourceTree
 from workers import kinds
+from workers.job_code import SourceTree
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNEL_KINDS = sorted(kinds.per_kernel())  # the kinds that run one kernel

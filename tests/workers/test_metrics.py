@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from workers import metrics
+from workers import kinds, metrics
 from workers.e2e import compare
-from workers import kinds
 from workers.spec import JobResult, Measurement
 
 ROOT = Path(__file__).resolve().parents[2]
