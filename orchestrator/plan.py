@@ -15,7 +15,7 @@ from workers.keys import CodeVersion, code_version, job_key
 from workers.kinds.isa import NAME as ISA
 from workers.spec import JobSpec
 
-__all__ = ["CodeVersion", "code_version", "job_key", "plan", "plan_key", "timing_params"]
+__all__ = ["CodeVersion", "code_version", "job_key", "kind_params", "plan", "plan_key"]
 
 
 def kind_params(sweep: dict, kind: str) -> dict:
@@ -24,11 +24,6 @@ def kind_params(sweep: dict, kind: str) -> dict:
     if sweep.get("fresh_autotune"):  # only when set: the keys of every other plan stay as they were
         params["fresh_autotune"] = True
     return params
-
-
-def timing_params(sweep: dict) -> dict:
-    """The params of a timed kernel job (a micro job's)."""
-    return kind_params(sweep, kinds.timed()[0])
 
 
 def plan(cfg: dict, code: CodeVersion | None = None, gpu_types: list[str] | None = None) -> list[JobSpec]:
