@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from orchestrator.store.query import picked
 from workers import metrics as catalogue
+from workers.kinds.e2e import NAME as E2E
+from workers.kinds.isa import NAME as ISA
+from workers.kinds.micro import NAME as MICRO
 
 # the three readings of one call (view_queries.TIME_READINGS), as the README names them
 READINGS = {
@@ -32,7 +35,7 @@ COMPARE_METRICS = {
     "code_bytes": "ISA: machine code bytes",
 }
 # the metric the Compare page shows a run by default, by the kind of job it holds (micro first)
-COMPARE_DEFAULT_OF_KIND = {"micro": DEFAULT_READING, "e2e": "ms_per_step", "isa": "instructions"}
+COMPARE_DEFAULT_OF_KIND = {MICRO: DEFAULT_READING, E2E: "ms_per_step", ISA: "instructions"}
 
 # e2e metrics shown on the end-to-end page, with their labels
 E2E_SHOWN = {

@@ -30,6 +30,9 @@ from orchestrator import arg_types, bisect_git, bisect_search
 from orchestrator.bisect_git import BisectError, Commit
 from orchestrator.bisect_run import CommitRunner, Planned
 from orchestrator.subcommand import Subcommand
+from workers.kinds.isa import NAME as ISA
+from workers.kinds.micro import NAME as MICRO
+from workers.kinds.profile import NAME as PROFILE
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -243,7 +246,7 @@ class Bisect:
         from orchestrator.store.query.explain_queries import explanation
 
         series = self.series_of(self.segments[hi])
-        kinds = ["micro", "profile"] + (["isa"] if self.args.impl == "triton" else [])
+        kinds = [MICRO, PROFILE] + ([ISA] if self.args.impl == "triton" else [])
         f = self.flags.get((lo, hi)) or {}
         runs = [f.get("reference_runs") or [], [c["run_id"] for c in f.get("compared") or []]]
         doc = explanation(self.url, runs[0], runs[1], *series[:4])

@@ -21,11 +21,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.console import Console
-
-from orchestrator import bisect_git, importer
+from orchestrator import bisect_git
 from orchestrator.bisect_git import Commit
-from orchestrator.store import migrate
 
 
 @dataclass
@@ -59,6 +56,8 @@ class CommitRunner:
         """Whether the commit's code knows the store's schema revision.  A revision ``R`` lives in
         ``migrations/versions/R_<what>.py`` (docs/developer-guide.md, "A store column")."""
         if self._revision is None:
+            from orchestrator.store import migrate  # the store's code, loaded by a bisect that runs (not by --help)
+
             self._revision = migrate.current(self.store_url)
         if self._revision is None:
             return True
@@ -78,6 +77,10 @@ class CommitRunner:
         )
         if code != 0:
             return None, f"its sweep exited {code}: {last_line(text)}"
+        from rich.console import Console
+
+        from orchestrator import importer
+
         try:
             return importer.import_as_run([str(results)], self.store_url, Console(quiet=True)), None
         except Exception as exc:  # noqa: BLE001 - any failure to import skips the commit with the reason

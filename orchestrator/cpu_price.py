@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import user_cache
+from workers import kinds
 from workers.spec import JobSpec
 
 # A grid whose estimate is below this runs on a CPU without allow_cpu=true (the smoke sweep takes a few seconds)
@@ -62,10 +63,10 @@ class Price:
 
 
 def _calls_per_impl(spec: JobSpec) -> int:
-    if spec.kind == "correctness":
+    if not kinds.kind_of(spec.kind).timed:
         from workers.input_cases import CASES
 
-        return 1 + len(CASES)  # make + first call, then one checked call per input case
+        return 1 + len(CASES)  # a check (correctness): make + first call, then one checked call per input case
     rounds = max(int(spec.params.get("rounds", 5)), 1)
     return 2 + rounds * (2 + MIN_REPS_CPU)
 
@@ -77,14 +78,17 @@ def price(specs: list[JobSpec], fit: dict[str, float]) -> Price:
     a, b, e = fit["per_call_s"], fit["per_element_s"], fit["eager_per_element_s"]
     total, calls, largest, largest_bytes, e2e_jobs = 0.0, 0, "", -1, 0
     for s in specs:
-        if s.kind == "e2e":
+        kind = kinds.kind_of(s.kind)
+        if not kind.cpu_priced:
+            continue
+        if not kind.per_kernel:
             seconds, what, nbytes = _e2e_price(s, fit["matmul_flops_per_s"])
             total += seconds
             e2e_jobs += 1
             if nbytes > largest_bytes:
                 largest, largest_bytes = what, nbytes
             continue
-        if s.kind not in ("correctness", "micro", "tune") or not s.kernel:
+        if not s.kernel:
             continue
         entry = registry.get(s.kernel)
         nbytes = entry.bytes_moved(tuple(s.shape), registry.dtype_of(s.dtype))
@@ -100,7 +104,7 @@ def price(specs: list[JobSpec], fit: dict[str, float]) -> Price:
                 calls += n
                 total += max(n * (a + b * elements), budget_s)
             else:  # PyTorch on the CPU (eager, F.*, compiled code): priced at eager's speed
-                total += max(n * e * elements, budget_s if s.kind != "correctness" else 0.0)
+                total += max(n * e * elements, budget_s if kind.timed else 0.0)
     return Price(len(specs), calls, total, largest, max(largest_bytes, 0), b, e, e2e_jobs)
 
 

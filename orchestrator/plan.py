@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import hashlib
 
-from orchestrator import tune_plan
 from orchestrator.validate import effective_grid, selected_kernels
+from workers import kinds
 from workers.keys import CodeVersion, code_version, job_key
+from workers.kinds.isa import NAME as ISA
 from workers.spec import JobSpec
 
-__all__ = ["CodeVersion", "code_version", "job_key", "plan", "plan_key", "timing_params"]
-
-KERNEL_KINDS = ("correctness", "micro", "profile", "isa", "tune")
+__all__ = ["CodeVersion", "code_version", "job_key", "kind_params", "plan", "plan_key"]
 
 
-def timing_params(sweep: dict) -> dict:
-    params = {
-        k: sweep[k] for k in ("warmup_ms", "rep_ms", "rounds", "graph", "kernel_time", "flush", "seed", "timeout_s")
-    }
+def kind_params(sweep: dict, kind: str) -> dict:
+    """The sweep keys a job of ``kind`` carries in its params (its declaration's ``params``, workers/kinds/)."""
+    params = {k: sweep[k] for k in kinds.kind_of(kind).params}
     if sweep.get("fresh_autotune"):  # only when set: the keys of every other plan stay as they were
         params["fresh_autotune"] = True
     return params
@@ -31,6 +29,8 @@ def timing_params(sweep: dict) -> dict:
 def plan(cfg: dict, code: CodeVersion | None = None, gpu_types: list[str] | None = None) -> list[JobSpec]:
     """The sweep's JobSpecs, in a stable order.
 
+    Each kind in ``sweep.kinds`` is planned as its declaration says (workers/kinds/): a per-kernel kind without a
+    planner of its own gets one job per kernel x shape x dtype x target, the others call their planner.
     ``gpu_types``: for a target with ``per_gpu_type`` (``target=all``), the GPU types present in the cluster; each
     job is planned once per type.
     """
@@ -40,29 +40,23 @@ def plan(cfg: dict, code: CodeVersion | None = None, gpu_types: list[str] | None
     targets = [target["name"]]
     if target.get("per_gpu_type"):
         targets = sorted(gpu_types or [])
-    params = timing_params(sw)
+    wanted = [kinds.kind_of(k) for k in sw["kinds"]]
     specs: list[JobSpec] = []
-    tuned = set()
-    if "tune" in sw["kinds"]:
-        tuned = set(tune_plan.check_tunable(selected_kernels(cfg), sw.get("kernels") is not None))
     for kname in selected_kernels(cfg):
         grid = effective_grid(cfg, kname)
-        for kind in sw["kinds"]:
-            if kind not in KERNEL_KINDS:
+        for kind in wanted:
+            if not kind.per_kernel:
                 continue
-            if kind == "isa":
-                specs.extend(plan_isa(sw, grid, targets[0]))
-                continue
-            if kind == "tune":
-                if kname in tuned:
-                    specs.extend(_plan_tune(cfg, grid, targets[0], params, code))
+            params = kind_params(sw, kind.name)
+            if kind.planner:
+                specs.extend(kinds.resolve(kind.planner)(cfg, grid, targets, params, code))
                 continue
             for shape in grid["shapes"]:
                 for dtype in grid["dtypes"]:
                     for tgt in targets:
                         specs.append(
                             JobSpec(
-                                kind=kind,
+                                kind=kind.name,
                                 kernel=grid["name"],
                                 shape=list(shape),
                                 dtype=dtype,
@@ -72,36 +66,27 @@ def plan(cfg: dict, code: CodeVersion | None = None, gpu_types: list[str] | None
                                 sweep=sw["name"],
                             )
                         )
-    if "e2e" in sw["kinds"]:
-        from orchestrator.plan_e2e import plan_e2e
-
-        for tgt in targets:
-            specs.extend(plan_e2e(sw, tgt))
+    for kind in wanted:
+        if not kind.per_kernel:
+            specs.extend(kinds.resolve(kind.planner)(cfg, targets))
     for s in specs:
         s.key = job_key(s, code)
     return specs
 
 
-def _plan_tune(cfg: dict, grid: dict, target: str, params: dict, code: CodeVersion) -> list[JobSpec]:
-    """Tune jobs of one kernel (orchestrator/tune_plan.py), their candidates filtered by the target's compile."""
-    arch = tune_plan.target_arch(cfg["target"])
-    shapes, dtypes = [list(s) for s in grid["shapes"]], list(grid["dtypes"])
-    verdicts = tune_plan.compile_verdicts(grid["name"], shapes, dtypes, arch, code)
-    return tune_plan.plan_tune(grid["name"], shapes, dtypes, target, arch, params, cfg["sweep"]["name"], verdicts)
-
-
-def plan_isa(sw: dict, grid: dict, target: str) -> list[JobSpec]:
+def plan_isa(cfg: dict, grid: dict, targets: list[str], params: dict, code: CodeVersion) -> list[JobSpec]:
     """Compile-only jobs (workers/isa.py): the kernel's Triton implementation at each shape and dtype, once per
     compile target of ``sweep.archs``.  Where they run does not change what they find, so they are planned once (for
     the sweep's first target) and carry no timing parameters."""
+    sw = cfg["sweep"]
     return [
         JobSpec(
-            kind="isa",
+            kind=ISA,
             kernel=grid["name"],
             shape=list(shape),
             dtype=dtype,
             impls=["triton"],
-            target=target,
+            target=targets[0],
             params={"arch": arch, "seed": 0, "timeout_s": sw["timeout_s"]},
             sweep=sw["name"],
         )

@@ -42,6 +42,7 @@ from workers.e2e_spec import (
     model_name,
     param_defaults,
 )
+from workers.kinds.e2e import NAME as E2E
 from workers.spec import JobSpec
 
 GRID_KEYS = ("frames", "heights", "widths", "resolutions", "steps", "dtypes", "modes")
@@ -155,6 +156,16 @@ def _check_positive_ints(e: dict, key: str, multiple_of: int = 1) -> None:
             raise _err(key, f"{v!r} is not a positive integer")
         if v % multiple_of:
             raise _err(key, f"{v}: must be a multiple of {multiple_of} ({_MULTIPLE_WHY[e['model']]})")
+
+
+def validate_kind(cfg: dict) -> None:
+    """The checks of a sweep with e2e jobs (workers/kinds/e2e.py): :func:`validate_e2e` of its ``sweep``."""
+    validate_e2e(cfg["sweep"])
+
+
+def plan_kind(cfg: dict, targets: list[str]) -> list[JobSpec]:
+    """The sweep's e2e jobs (workers/kinds/e2e.py), once per target."""
+    return [s for target in targets for s in plan_e2e(cfg["sweep"], target)]
 
 
 def validate_e2e(sweep_cfg: dict) -> None:
@@ -289,7 +300,7 @@ def plan_e2e(sweep_cfg: dict, target: str) -> list[JobSpec]:
             for dtype in e["dtypes"]:
                 specs.append(
                     JobSpec(
-                        kind="e2e",
+                        kind=E2E,
                         model=model_name(model, extra.get("config"), bool(e.get("tiny")), e.get("model_path")),
                         shape=list(shape),
                         dtype=dtype,

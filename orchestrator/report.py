@@ -22,6 +22,8 @@ from orchestrator.report_e2e import (
 )
 from orchestrator.store.query.run_queries import interpreted
 from workers.errors import UserError
+from workers.kinds.correctness import NAME as CORRECTNESS
+from workers.kinds.micro import NAME as MICRO
 
 COLUMNS = (
     "job",
@@ -132,14 +134,14 @@ def shown_rows(rows: Iterable[dict]) -> list[dict]:
     def key(r: dict) -> tuple:
         return (r["kernel"], str(r["shape"]), r["dtype"], r["impl"])
 
-    ran = [r for r in rows if r.get("kind") == "micro" and r.get("attempt") is not None]
+    ran = [r for r in rows if r.get("kind") == MICRO and r.get("attempt") is not None]
     timed = {(*key(r), r.get("hardware_key")) for r in ran}
-    checked = {key(r) for r in rows if r.get("kind") == "correctness" and r.get("attempt") is not None}
+    checked = {key(r) for r in rows if r.get("kind") == CORRECTNESS and r.get("attempt") is not None}
     return [
         r
         for r in rows
-        if (r.get("kind") == "micro" and (r.get("attempt") is not None or key(r) not in checked))
-        or (r.get("kind") != "micro" and (*key(r), r.get("hardware_key")) not in timed)
+        if (r.get("kind") == MICRO and (r.get("attempt") is not None or key(r) not in checked))
+        or (r.get("kind") != MICRO and (*key(r), r.get("hardware_key")) not in timed)
     ]
 
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
-from workers.spec import COMPILE_ONLY_KINDS, JobResult, JobSpec
+from workers import kinds
+from workers.spec import JobResult, JobSpec
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LABEL_NS = "kernelfleet.io"
@@ -27,7 +28,6 @@ LABEL_NS = "kernelfleet.io"
 # sliver, so it cannot run beside a whole-node job and a whole-node job waits until its node is idle.
 NODE_RESOURCE = "kernelfleet_node"
 NODE_SHARE = 0.001
-WHOLE_NODE_KINDS = ("e2e", "profile")
 # How long execute() lets jobs wait for a node that can run them once none is left (a node that restarts rejoins
 # within seconds); past it they end as lost.  target.wait_for_nodes=true waits without limit.
 NO_NODE_GRACE_S = 60.0
@@ -95,13 +95,15 @@ def _local_only() -> Iterator[None]:
 
 
 def takes_whole_node(spec: JobSpec) -> bool:
-    """End-to-end and profile jobs (and any job with ``params.whole_node``) run alone on their node."""
-    return spec.kind in WHOLE_NODE_KINDS or bool(spec.params.get("whole_node"))
+    """Jobs of a whole-node kind (workers/kinds/: e2e and profile), and any job with ``params.whole_node``, run alone on
+    their node."""
+    return kinds.kind_of(spec.kind).whole_node or bool(spec.params.get("whole_node"))
 
 
 def needs_gpu(spec: JobSpec) -> bool:
-    """Compile-only jobs (``isa``) take a CPU slot on any node the selector matches; every other job a GPU."""
-    return spec.kind not in COMPILE_ONLY_KINDS
+    """Jobs of a kind that needs no GPU (workers/kinds/: compile-only ``isa``) take a CPU slot on any node the
+    selector matches; every other job a GPU."""
+    return kinds.kind_of(spec.kind).needs_gpu
 
 
 def _run_batch(spec_dicts: list[dict]):

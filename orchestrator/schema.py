@@ -13,6 +13,8 @@ from typing import Any, Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from workers import kinds
+
 
 @dataclass
 class KernelCfg:
@@ -29,7 +31,7 @@ class SweepCfg:
     """The grid and how to run it.  ``shapes``/``dtypes``/``impls`` set here override every kernel's own."""
 
     name: str = MISSING
-    kinds: List[str] = field(default_factory=lambda: ["correctness", "micro"])
+    kinds: List[str] = field(default_factory=kinds.defaults)  # the kinds declared ``default`` (workers/kinds/)
     kernels: Optional[List[str]] = None  # run only these of the sweep's kernels
     shapes: Optional[List[List[int]]] = None
     dtypes: Optional[List[str]] = None

@@ -24,7 +24,7 @@ from orchestrator.store import conditions as store_conditions
 from orchestrator.store.ownership import RunHeld, RunTakenOver
 from orchestrator.store.session import display_url, public_config
 from orchestrator.store_access import open_writer
-from workers import runner
+from workers import kinds, runner
 from workers.spec import STATUS_LOST, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
@@ -256,7 +256,9 @@ def _check_cpu_price(
     Returns each job's estimated seconds by key (empty when not priced), which the progress bar's eta weighs."""
     from orchestrator import cpu_price
 
-    if not any(s.kind in ("correctness", "micro", "e2e") for s in todo):
+    # the kinds that cost interpreter (or CPU model) time: their declarations' cpu_priced (workers/kinds/)
+    priced = kinds.cpu_priced()
+    if not any(s.kind in priced for s in todo):
         _stop_calibration(calibration)
         return {}
     kept = cpu_price.kept_fit()

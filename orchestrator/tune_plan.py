@@ -26,6 +26,8 @@ from orchestrator.config import ConfigError
 from workers import isa_targets
 from workers.gpu_types import BY_SHORT
 from workers.keys import CodeVersion, code_version
+from workers.kinds.isa import NAME as ISA
+from workers.kinds.tune import NAME as TUNE
 from workers.spec import JobSpec
 
 GPU_LABEL = "kernelfleet.io/gpu"
@@ -67,6 +69,35 @@ def check_tunable(names: Iterable[str], explicit: bool) -> list[str]:
                 f"{', '.join(names_tunable())}"
             )
     return names
+
+
+def validate_kind(cfg: dict) -> None:
+    """The checks of a sweep with tune jobs (workers/kinds/tune.py): a compile target for the sweep's target, and
+    the kernels tunable."""
+    from kernels import registry
+    from orchestrator.validate import effective_grid, selected_kernels
+
+    target_arch(cfg["target"])
+    names = selected_kernels(cfg)
+    for kname in names:
+        try:
+            registry.get(effective_grid(cfg, kname)["name"])
+        except registry.UnknownKernelError as exc:
+            raise ConfigError(f"kernels.{kname}.name: {exc}") from None
+    explicit = cfg["sweep"].get("kernels") is not None
+    if not check_tunable([effective_grid(cfg, n)["name"] for n in names], explicit):
+        raise ConfigError(f"sweep.kernels: no tunable kernel; tunable: {', '.join(names_tunable())}")
+
+
+def plan_kind(cfg: dict, grid: dict, targets: list[str], params: dict, code: CodeVersion) -> list[JobSpec]:
+    """The tune jobs of one kernel (none for a kernel that is not tunable, in a sweep that did not name it), their
+    candidates filtered by the target's compile; planned once, for the sweep's first target."""
+    if not check_tunable([grid["name"]], cfg["sweep"].get("kernels") is not None):
+        return []
+    arch = target_arch(cfg["target"])
+    shapes, dtypes = [list(s) for s in grid["shapes"]], list(grid["dtypes"])
+    verdicts = compile_verdicts(grid["name"], shapes, dtypes, arch, code)
+    return plan_tune(grid["name"], shapes, dtypes, targets[0], arch, params, cfg["sweep"]["name"], verdicts)
 
 
 def names_tunable() -> list[str]:
@@ -113,7 +144,7 @@ def plan_tune(
             kept = [n for n in names if n not in dropped]
             specs.append(
                 JobSpec(
-                    kind="tune",
+                    kind=TUNE,
                     kernel=kernel,
                     shape=list(shape),
                     dtype=dtype,
@@ -149,7 +180,7 @@ def _load_cache(path: Path) -> dict[str, dict]:
 
 
 def _cache_key(task: dict, code: CodeVersion) -> str:
-    code_hash = code.job_hash(JobSpec(kind="isa", kernel=task["kernel"]))
+    code_hash = code.job_hash(JobSpec(kind=ISA, kernel=task["kernel"]))
     what = [task["kernel"], task["arch"], task["dtype"], task["bucket"], task["impl"], code_hash, code.software]
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -244,7 +275,7 @@ def summary(specs: list[JobSpec]) -> list[str]:
     lines = []
     by_kernel: dict[str, list[JobSpec]] = {}
     for s in specs:
-        if s.kind == "tune":
+        if s.kind == TUNE:
             by_kernel.setdefault(s.kernel or "", []).append(s)
     for kernel, jobs in by_kernel.items():
         timed = sum(len(s.impls) for s in jobs)

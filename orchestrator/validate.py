@@ -6,11 +6,9 @@ import math
 from typing import Any
 
 from orchestrator.config import ConfigError, conf_dir, conf_files, kernel_grids
-from orchestrator.plan_e2e import validate_e2e
-from workers import isa_targets
-from workers.spec import FLUSH_MODES, JOB_KINDS
+from workers import isa_targets, kinds
+from workers.spec import FLUSH_MODES
 
-KERNEL_KINDS = ("correctness", "micro", "profile", "isa", "tune")
 # The most memory one GPU of the fleet's kinds has (workers.gpu_types): a job whose tensors need more runs nowhere
 LARGEST_GPU, LARGEST_GPU_MEMORY_BYTES = "AMD Instinct MI355X", 288 * 10**9
 
@@ -79,16 +77,22 @@ def _check_name(name: str) -> None:
         )
 
 
+def check_isa(cfg: dict) -> None:
+    """The checks of a sweep with isa jobs (workers/kinds/isa.py): its compile targets are known."""
+    _check_members("sweep.archs", list(cfg["sweep"]["archs"]), list(isa_targets.TARGETS), "compile target {!r}")
+
+
 def validate(cfg: dict) -> None:
     from kernels import registry
 
     check_kernel_grids()
     sw = cfg["sweep"]
+    known = kinds.names()
     if not sw["kinds"]:
-        raise ConfigError(f"sweep.kinds: empty, so nothing would run; allowed: {', '.join(JOB_KINDS)}")
+        raise ConfigError(f"sweep.kinds: empty, so nothing would run; allowed: {', '.join(known)}")
     for kind in sw["kinds"]:
-        if kind not in JOB_KINDS:
-            raise ConfigError(f"sweep.kinds: unknown job kind {kind!r}; allowed: {', '.join(JOB_KINDS)}")
+        if kind not in known:
+            raise ConfigError(f"sweep.kinds: unknown job kind {kind!r}; allowed: {', '.join(known)}")
     for key in ("warmup_ms", "rep_ms", "timeout_s"):
         if not (sw[key] > 0 and math.isfinite(sw[key])):
             raise ConfigError(f"sweep.{key}: must be a finite number > 0, got {sw[key]}")
@@ -102,23 +106,13 @@ def validate(cfg: dict) -> None:
     if sw.get("seed") is not None and sw["seed"] < 0:  # the same rule `python -m workers run` applies to a plan
         raise ConfigError(f"sweep.seed: must be an integer >= 0 (or null: fresh inputs every run), got {sw['seed']}")
     _check_name(str(sw["name"]))
-    if "e2e" in sw["kinds"]:
-        validate_e2e(sw)
-    if "isa" in sw["kinds"]:
-        _check_members("sweep.archs", list(sw["archs"]), list(isa_targets.TARGETS), "compile target {!r}")
-    wants_kernels = any(k in KERNEL_KINDS for k in sw["kinds"])
+    wanted = [kinds.kind_of(k) for k in sw["kinds"]]
+    for kind in wanted:  # each kind's own checks (its declaration's validator, workers/kinds/)
+        if kind.validator:
+            kinds.resolve(kind.validator)(cfg)
+    wants_kernels = any(k.per_kernel for k in wanted)
+    compiled = [k.name for k in wanted if k.compile_only]
     names = selected_kernels(cfg)
-    if "tune" in sw["kinds"]:
-        from orchestrator import tune_plan
-
-        tune_plan.target_arch(cfg["target"])
-        for kname in names:
-            try:
-                registry.get(effective_grid(cfg, kname)["name"])
-            except registry.UnknownKernelError as exc:
-                raise ConfigError(f"kernels.{kname}.name: {exc}") from None
-        if not tune_plan.check_tunable([effective_grid(cfg, n)["name"] for n in names], sw.get("kernels") is not None):
-            raise ConfigError(f"sweep.kernels: no tunable kernel; tunable: {', '.join(tune_plan.names_tunable())}")
     if wants_kernels and not names:
         raise ConfigError(
             "kernels: this sweep names no kernel; add one with +kernel@kernels.NAME=NAME; "
@@ -133,8 +127,10 @@ def validate(cfg: dict) -> None:
             raise ConfigError(f"{where}.name: {exc}") from None
         _check_members(f"{where}.impls", grid["impls"], entry.impl_names(), f"implementation {{!r}} of {entry.name}")
         _check_members(f"{where}.dtypes", grid["dtypes"], list(entry.dtypes), f"dtype {{!r}} for {entry.name}")
-        if "isa" in sw["kinds"] and "triton" not in entry.impls:
-            raise ConfigError(f"{where}: {entry.name} has no triton implementation to compile (sweep.kinds has isa)")
+        if compiled and "triton" not in entry.impls:
+            raise ConfigError(
+                f"{where}: {entry.name} has no triton implementation to compile (sweep.kinds has {compiled[0]})"
+            )
         if not grid["shapes"]:
             raise ConfigError(f"{where}.shapes: empty")
         for i, shape in enumerate(grid["shapes"]):

@@ -4,7 +4,8 @@
 module              holds
 ==================  ===================================================================================================
 ``spec``            the plain data that crosses process and machine boundaries: JobSpec, JobResult, DeviceInfo, the
-                    job kinds and their modules (``JOB_MODULES``), statuses
+                    statuses
+``kinds``           the job kinds, one declaration module each (package: its own table)
 ``runner``          runs a list of JobSpecs through the sandbox; the plan and results files (JSON lines)
 ``file_formats``    the versions of those files and the chain that upgrades an older one as it is read
 ``__main__``        ``python -m workers run PLAN --out RESULTS`` (no Ray) and ``python -m workers upgrade PATH``
@@ -30,7 +31,7 @@ module              holds
 ``tune_filter``     the tune sweep's compile filter: candidates that cannot win are dropped before they run
 ``autotune_pick``   what torch.compile built and its autotuner picked, for one implementation
 ``timing``          timing one callable: device events on a GPU, the host clock on the CPU; the copy ceiling
-``metrics``         the catalogue of metrics: name, unit, the kinds that emit it, which way is better
+``metrics``         the catalogue of metrics: name, unit, which way is better (the kinds that emit it: theirs)
 ``keys``            a job's key: a hash of what determines its result (spec, job code, software)
 ``job_code``        the code a job can run: the modules its process imports for it, hashed into its key
 ``device``          device detection (torch, nvidia-smi, rocminfo, amd-smi) and the Ray node labels

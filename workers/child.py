@@ -24,16 +24,14 @@ def _emit(stream, obj: dict) -> None:
     stream.flush()
 
 
-# Set (to "1") by workers.runner for a sandbox that runs compile-only jobs (workers.spec.COMPILE_ONLY_KINDS)
+# Set (to "1") by workers.runner for a sandbox that runs compile-only jobs (workers.kinds: a kind's ``compile_only``)
 COMPILE_ONLY_ENV = "KERNELFLEET_COMPILE_ONLY"
 
 
 def _run_one(spec, device):
-    from workers.spec import JOB_MODULES
+    from workers import kinds
 
-    if spec.kind not in JOB_MODULES:
-        raise ValueError(f"unknown job kind {spec.kind!r}")
-    return importlib.import_module(JOB_MODULES[spec.kind]).run(spec, device)
+    return importlib.import_module(kinds.kind_of(spec.kind).module).run(spec, device)
 
 
 def main() -> int:
@@ -65,8 +63,8 @@ def main() -> int:
             setattr(torch._dynamo.config, name, 1024)
 
     from workers import device as device_detect
-    from workers import timing
-    from workers.spec import COMPILE_ONLY_KINDS, STATUS_ERROR, JobResult, JobSpec
+    from workers import kinds, timing
+    from workers.spec import STATUS_ERROR, JobResult, JobSpec
 
     info = device_detect.detect(0).to_dict()
     ceiling = None
@@ -84,7 +82,7 @@ def main() -> int:
         _emit(results, {"event": "start", "key": spec.key})
         t0 = time.time()
         try:
-            if compile_only and spec.kind not in COMPILE_ONLY_KINDS:
+            if compile_only and not kinds.kind_of(spec.kind).compile_only:
                 raise ValueError(f"a {spec.kind} job in a compile-only sandbox (kernels are not runnable here)")
             result = _run_one(spec, device)
         except Exception as exc:

@@ -34,6 +34,7 @@ import torch
 
 from workers import isa_targets, metrics
 from workers.isa_targets import CompileTarget
+from workers.kinds.isa import NAME as ISA
 from workers.parsers import amdgcn, sass
 from workers.spec import STATUS_ERROR, STATUS_OK, DeviceInfo, JobResult, JobSpec, Measurement
 
@@ -286,7 +287,7 @@ def analyse(compiled: Compiled, target: CompileTarget) -> dict[str, Any]:
 # counts and times add up, the narrowest access is the narrowest of any launch.
 _MAX = ("vgprs", "agprs", "sgprs", "registers", "lds_bytes", "scratch_bytes")
 _MIN = ("occupancy_waves", "load_min_bits", "store_min_bits")
-UNITS = {name: metrics.get(name).unit for name in metrics.of_kind("isa")}
+UNITS = {name: metrics.get(name).unit for name in metrics.of_kind(ISA)}
 
 
 def combine(per_launch: list[dict[str, Any]]) -> dict[str, float]:

@@ -1,7 +1,7 @@
 """The code a job can run: the modules of ``kernels/`` and ``workers/`` that its process imports for it.
 
-A job runs in the sandbox's child process (workers/child.py), which hands it to its kind's module
-(``workers.spec.JOB_MODULES``); a kernel job's kernel comes from its registry entry's module (kernels/entries/), which
+A job runs in the sandbox's child process (workers/child.py), which hands it to its kind's module (its declaration's
+``module``, workers/kinds/); a kernel job's kernel comes from its registry entry's module (kernels/entries/), which
 imports the kernel's own module.  Those modules, and every module of ``kernels/`` and ``workers/`` they import — at
 module level or inside a function, at any depth — are the code the job can run; a change anywhere else in those
 folders cannot change its result.  The imports are read from the sources (``ast``), so a checkout is analysed without
@@ -96,9 +96,9 @@ class SourceTree:
         """The modules a job of ``kind`` on ``kernel`` can run: the sandbox process's, the kind's module's and the
         kernel's registry entry module's, with everything they import."""
         from kernels import registry
-        from workers.spec import JOB_MODULES
+        from workers import kinds
 
-        roots = [CHILD_MODULE, JOB_MODULES[kind]]
+        roots = [CHILD_MODULE, kinds.kind_of(kind).module]
         if kernel:
             roots.append(registry.entry_module(kernel))
         return self.closure(roots)

@@ -41,6 +41,7 @@ from typing import Any, Callable
 import torch
 
 from workers.device import find_tool
+from workers.kinds.profile import NAME as PROFILE
 from workers.parsers import ncu, rocpd, rocprofv3, torch_profiler
 from workers.parsers.kernel_row import KernelRow, rows_from_durations
 from workers.profile_target import DEFAULT_ITERS, DEFAULT_WARMUP
@@ -561,7 +562,7 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
     """The profile job, as the runner calls it (it fills the device, node and timing fields)."""
     from kernels import registry
 
-    if spec.kind != "profile":
+    if spec.kind != PROFILE:
         return JobResult(key=spec.key, status=STATUS_ERROR, error=f"profile.run got a {spec.kind!r} job")
     if not spec.kernel:
         return JobResult(key=spec.key, status=STATUS_ERROR, error="a profile job needs spec.kernel")

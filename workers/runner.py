@@ -21,11 +21,11 @@ import zlib
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from workers import file_formats
+from workers import file_formats, kinds
 from workers.child import COMPILE_ONLY_ENV
 from workers.errors import UserError
 from workers.sandbox import ChildInfo, run_jobs
-from workers.spec import COMPILE_ONLY_KINDS, JobResult, JobSpec
+from workers.spec import JobResult, JobSpec
 
 # The formats this code writes (and reads, with every older one: workers/file_formats.py)
 PLAN_FORMAT = file_formats.PLAN.current
@@ -41,8 +41,8 @@ def run(
     """Results of ``specs``: the jobs that run kernels first, in one sandbox, then the compile-only jobs (``isa``)
     in a sandbox of their own, which compiles the kernels instead of interpreting them and measures nothing."""
     specs = list(specs)
-    measured = [s for s in specs if s.kind not in COMPILE_ONLY_KINDS]
-    compile_only = [s for s in specs if s.kind in COMPILE_ONLY_KINDS]
+    compile_only = [s for s in specs if kinds.kind_of(s.kind).compile_only]
+    measured = [s for s in specs if not kinds.kind_of(s.kind).compile_only]
     groups = [(measured, env, info)]
     if compile_only:
         base = dict(os.environ if env is None else env)

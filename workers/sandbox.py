@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
+from workers import kinds
 from workers.errors import UserError
 from workers.spec import STATUS_CRASHED, STATUS_TIMED_OUT, DeviceInfo, JobResult, JobSpec
 
@@ -215,13 +216,10 @@ class _Child:
             self.stderr.close()
 
 
-# Job kinds whose figures hold no host time (micro: events after the GPU was held busy, graph replays, profiler
-# kernel times; correctness: none), so they may run in a child that has run torch.profiler.
-DEVICE_ONLY_KINDS = ("correctness", "micro")
-
-
 def runs_in_profiled_child(spec: JobSpec) -> bool:
-    return spec.kind in DEVICE_ONLY_KINDS
+    """Jobs whose figures hold no host time (their kind's ``device_only``, workers/kinds/) may run in a child that
+    has run torch.profiler."""
+    return kinds.kind_of(spec.kind).device_only
 
 
 def child_env(base: dict[str, str] | None = None) -> dict[str, str]:

@@ -14,19 +14,6 @@ from typing import Any
 
 from workers import metrics
 
-# Each job kind and the module whose ``run(spec, device)`` runs it in the sandbox (workers/child.py); what that module
-# imports is the code a job of the kind can run, which its key covers (workers/job_code.py)
-JOB_MODULES = {
-    "correctness": "workers.correctness",
-    "micro": "workers.micro",
-    "e2e": "workers.e2e",
-    "profile": "workers.profile",
-    "isa": "workers.isa",
-    "tune": "workers.tune",
-}
-JOB_KINDS = tuple(JOB_MODULES)
-# Jobs that only compile (workers/isa.py): no GPU, and kernels compiled rather than run through the interpreter
-COMPILE_ONLY_KINDS = ("isa",)
 # how workers.timing flushes L2 before each timed call (the micro job's "flush" parameter)
 FLUSH_MODES = ("write", "read")
 

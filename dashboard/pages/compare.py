@@ -20,6 +20,7 @@ from dashboard.colors import impl_color, mode_color
 from dashboard.view import Figure, PageView, short
 from orchestrator.store.query import compare_queries
 from orchestrator.store.query.compare_queries import plot_groups, verdict_text
+from workers import kinds
 
 from ._common import ALL, choose, make_filter, mark_suffix, marked_note
 
@@ -244,7 +245,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
         if n >= MAX_FIGURES:
             view.notes.append(f"Plots of the first {MAX_FIGURES} kernel × GPU types; pick a kernel for the rest.")
             break
-        colour = mode_color if metrics.kind(metric) == "e2e" else impl_color  # an e2e series' impl is its mode
+        colour = mode_color if kinds.runs_model(metrics.kind(metric)) else impl_color  # an e2e series' impl is its mode
         view.figures.append(Figure(f"compare-{n}", _figure(k, g, group, report["unit"], colour)))
     return view
 

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from dashboard.colors import class_color, impl_color
 from dashboard.view import Figure, PageView
 from orchestrator.store.query import result_queries, view_queries
+from workers.kinds.e2e import NAME as E2E
 
 from ._common import (
     ALL,
@@ -124,7 +125,7 @@ def build(src, params: Mapping[str, str]) -> PageView:
 
 def bar_color(job: dict, row: dict) -> str:
     """A top kernel's bar colour: its kernel class in an end-to-end step, else its implementation's colour."""
-    return class_color(row["class"]) if job["kind"] == "e2e" else impl_color(row["part"])
+    return class_color(row["class"]) if job["kind"] == E2E else impl_color(row["part"])
 
 
 def _tick(name: str, width: int = 70) -> str:
@@ -133,12 +134,12 @@ def _tick(name: str, width: int = 70) -> str:
 
 
 def _x_title(job: dict) -> str:
-    return "ms per denoising step" if job["kind"] == "e2e" else "total ms over the captured calls"
+    return "ms per denoising step" if job["kind"] == E2E else "total ms over the captured calls"
 
 
 def _parts(src, job: dict) -> dict[str, list[dict]]:
     """implementation or mode -> rows with name, class, calls, total_ms, avg_us, pct."""
-    if job["kind"] == "e2e":
+    if job["kind"] == E2E:
         out = {}
         for mode, prof in view_queries.e2e_profile(src, job["job_id"], job["attempt"]).items():
             out[mode] = [

@@ -18,7 +18,8 @@ from typing import Any
 
 from orchestrator.store.models import Artifact, Device, Job, JobAttempt
 from orchestrator.store.models import Measurement as MeasurementRow
-from workers.spec import ALL_STATUSES, JOB_KINDS, DeviceInfo, JobResult, JobSpec
+from workers import kinds
+from workers.spec import ALL_STATUSES, DeviceInfo, JobResult, JobSpec
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
@@ -129,8 +130,8 @@ def check_spec(d: Any, strict: bool = True, where: str = "spec") -> JobSpec:
     _fields(where, d, JobSpec, strict)
     c = Job.__table__.c
     kind = _text(f"{where}.kind", d.get("kind"), c.kind)
-    if kind not in JOB_KINDS:
-        raise Invalid(f"{where}.kind: {kind!r} is not one of {', '.join(JOB_KINDS)}")
+    if kind not in kinds.names():
+        raise Invalid(f"{where}.kind: {kind!r} is not one of {', '.join(kinds.names())}")
     _text(f"{where}.kernel", d.get("kernel"), c.kernel, optional=True)
     _text(f"{where}.model", d.get("model"), c.model, optional=True)
     shape = _list(f"{where}.shape", d.get("shape", []))

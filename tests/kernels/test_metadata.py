@@ -15,11 +15,11 @@ import pytest
 
 from kernels import metadata, registry
 from tests.support.fresh_process import kernel_modules, modules_after
+from workers import kinds
 from workers.job_code import SourceTree
-from workers.spec import JOB_MODULES
 
 ROOT = Path(__file__).resolve().parents[2]
-KERNEL_KINDS = sorted(k for k in JOB_MODULES if k != "e2e")  # the kinds that run one kernel
+KERNEL_KINDS = sorted(kinds.per_kernel())  # the kinds that run one kernel
 
 
 def test_the_declarations_load_without_torch_or_a_kernel_module():

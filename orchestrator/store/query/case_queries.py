@@ -12,6 +12,7 @@ from typing import Any
 from orchestrator.store.models import Job
 from orchestrator.store.query.access import Source, read_session
 from orchestrator.store.query.picked import pick_for_run, run_jobs, run_or_raise
+from workers.kinds.correctness import NAME as CORRECTNESS
 
 
 def case_results(src: Source, run_id: int) -> list[dict[str, Any]]:
@@ -19,7 +20,7 @@ def case_results(src: Source, run_id: int) -> list[dict[str, Any]]:
     order), ``skipped`` (cases that do not apply) and ``failed`` (implementation -> [(case, note)])."""
     with read_session(src) as s:
         run_or_raise(s, run_id)
-        jobs = run_jobs(s, run_id, Job.kind == "correctness", order_by=(Job.kernel, Job.shape_key, Job.dtype, Job.id))
+        jobs = run_jobs(s, run_id, Job.kind == CORRECTNESS, order_by=(Job.kernel, Job.shape_key, Job.dtype, Job.id))
         picked = pick_for_run(s, run_id, jobs)
         rows = []
         for p in picked:

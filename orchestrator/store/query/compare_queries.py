@@ -51,7 +51,10 @@ from orchestrator.store.conditions import plain_runs
 from orchestrator.store.models import Device, Job, JobAttempt, Measurement, Run, RunJob
 from orchestrator.store.query.access import Source, chunks, read_session
 from orchestrator.store.query.series_queries import autotune_pick, repeats, repeats_text
+from workers import kinds
 from workers import metrics as catalogue
+from workers.kinds.correctness import NAME as CORRECTNESS
+from workers.kinds.micro import NAME as MICRO
 from workers.spec import GOOD_STATUSES
 
 SCHEMA_VERSION = 1
@@ -147,7 +150,7 @@ def compare_choices(src: Source, limit: int = 200) -> dict[str, list[dict[str, A
             for r, sw, c, t, cond in runs[:limit]
         ],
         "commits": list(commits.values())[:limit],
-        "micro": sorted(r for r, ks in kinds.items() if "micro" in ks),
+        MICRO: sorted(r for r, ks in kinds.items() if MICRO in ks),
         "kinds": dict(kinds),
     }
 
@@ -185,7 +188,7 @@ def previous_runs(src: Source, plain: bool = False) -> dict[int, int]:
 def _side(s: Session, run_ids: Sequence[int], metric: str, name_col) -> tuple[dict, dict]:
     """(series key -> [point dict per run, in run order], correctness key -> [verdicts]) for the runs of a side."""
     kind = catalogue.get(metric).kind
-    kinds = sorted({kind, "correctness"})
+    kinds = sorted({kind, CORRECTNESS})
     members = s.execute(
         select(RunJob.run_id, Job.id, Job.kind, name_col, Job.shape, Job.shape_key, Job.dtype)
         .join(Job, Job.id == RunJob.job_id)
@@ -374,7 +377,7 @@ def compare(
     runs_of_ids(src, base + cur)
     info = catalogue.get(metric)
     higher_is_worse = not info.higher_is_better
-    name_col = Job.model if info.kind == "e2e" else Job.kernel
+    name_col = Job.model if kinds.runs_model(info.kind) else Job.kernel
     with read_session(src) as s:
         ref_points, ref_correct = _side(s, base, metric, name_col)
         cur_points, cur_correct = _side(s, cur, metric, name_col)

@@ -15,6 +15,9 @@ from typing import Any
 from orchestrator.store.models import Job, shape_key
 from orchestrator.store.query.access import Source, read_session
 from orchestrator.store.query.picked import pick_for_run, run_jobs, run_or_raise
+from workers.kinds.isa import NAME as ISA
+from workers.kinds.micro import NAME as MICRO
+from workers.kinds.profile import NAME as PROFILE
 from workers.spec import GOOD_STATUSES
 
 LAUNCH_FIGURES = (  # what an isa job's launch says of a kernel's configuration and resources (workers/isa.py)
@@ -59,10 +62,10 @@ def side_facts(
                 if p.attempt is None or p.attempt.status not in GOOD_STATUSES:
                     continue
                 details = p.attempt.details or {}
-                if p.job.kind == "micro" and p.value(impl, "time_us") is not None:
+                if p.job.kind == MICRO and p.value(impl, "time_us") is not None:
                     times.append(p.value(impl, "time_us"))
                     facts["pick"] = ((details.get("autotune") or {}).get(impl) or {}).get("pick") or facts["pick"]
-                elif p.job.kind == "profile" and (details.get("profile_rows") or {}).get(impl):
+                elif p.job.kind == PROFILE and (details.get("profile_rows") or {}).get(impl):
                     facts["kernels_per_call"] = p.value(impl, "kernels_per_call")
                     iters = _calls_captured(details["profile_rows"][impl], facts["kernels_per_call"], p.job.spec)
                     facts["profile"] = [
@@ -74,7 +77,7 @@ def side_facts(
                         }
                         for r in details["profile_rows"][impl]
                     ]
-                elif p.job.kind == "isa" and details.get("launches"):
+                elif p.job.kind == ISA and details.get("launches"):
                     arch = str(((p.job.spec or {}).get("params") or {}).get("arch", ""))
                     facts["isa"][arch] = [
                         {"kernel": ln.get("kernel"), **{k: ln.get(k) for k in LAUNCH_FIGURES}}

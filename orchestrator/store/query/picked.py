@@ -16,12 +16,16 @@ from sqlalchemy.orm import Session
 from kernels.metadata import BASELINE_IMPL, COMPILE_IMPLS
 from orchestrator.store.models import Device, Job, JobAttempt, Measurement, Run, RunJob, shape_key
 from orchestrator.store.query.access import chunks
+from workers import kinds
 from workers import metrics as catalogue
+from workers.kinds.correctness import NAME as CORRECTNESS
+from workers.kinds.e2e import NAME as E2E
+from workers.kinds.micro import NAME as MICRO
 
-TIMED_KINDS = ("micro", "tune")  # the job kinds whose implementations are timed side by side (workers/micro.py)
-MICRO_METRICS = catalogue.of_kind("micro")
-CORRECTNESS_METRICS = catalogue.of_kind("correctness")
-E2E_METRICS = catalogue.of_kind("e2e")
+TIMED_KINDS = kinds.timed()  # the job kinds whose implementations are timed side by side (workers/kinds/)
+MICRO_METRICS = catalogue.of_kind(MICRO)
+CORRECTNESS_METRICS = catalogue.of_kind(CORRECTNESS)
+E2E_METRICS = catalogue.of_kind(E2E)
 
 
 @dataclass
@@ -176,7 +180,7 @@ def correctness_lookup(picked: Sequence[Picked]):
     by_hw: dict[tuple, dict[str, bool]] = defaultdict(dict)
     by_target: dict[tuple, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
     for p in picked:
-        if p.job.kind != "correctness":
+        if p.job.kind != CORRECTNESS:
             continue
         for impl in p.impls():
             c = p.correct(impl)
@@ -231,7 +235,7 @@ def attempt_time():
 def name_filter(kind: str | None, name: str | None):
     if name is None:
         return []
-    return [Job.model == name] if kind == "e2e" else [Job.kernel == name]
+    return [Job.model == name] if kinds.runs_model(kind) else [Job.kernel == name]
 
 
 def job_attempt(s: Session, job: int | str, attempt: int | None) -> tuple[Job, JobAttempt] | None:

@@ -26,6 +26,7 @@ from orchestrator.store.models import (
 from orchestrator.store.query.access import Source, read_session
 from orchestrator.store.query.picked import marked_run_ids, run_or_raise
 from orchestrator.store.query.series_queries import series_by_key
+from workers import kinds
 from workers import metrics as catalogue
 
 
@@ -83,7 +84,7 @@ def regression_report(
         for r in runs + baselines:
             run_or_raise(s, r)
         if runs:
-            name_col = Job.model if catalogue.get(metric).kind == "e2e" else Job.kernel
+            name_col = Job.model if kinds.runs_model(catalogue.get(metric).kind) else Job.kernel
             names = set(
                 s.scalars(
                     select(name_col).distinct().join(RunJob, RunJob.job_id == Job.id).where(RunJob.run_id.in_(runs))

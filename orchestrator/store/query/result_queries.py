@@ -47,8 +47,13 @@ from orchestrator.store.query.picked import (
     run_or_raise,
     safe_ratio,
 )
+from workers import kinds
 from workers import metrics as catalogue
 from workers.e2e_spec import MODES
+from workers.kinds.correctness import NAME as CORRECTNESS
+from workers.kinds.e2e import NAME as E2E
+from workers.kinds.isa import NAME as ISA
+from workers.kinds.micro import NAME as MICRO
 from workers.spec import GOOD_STATUSES
 
 
@@ -120,10 +125,10 @@ def latest_results(src: Source, kernel: str | None = None, hardware_key: str | N
     commit, job_id, job_key, attempt.
     """
     with read_session(src) as s:
-        latest_time = _latest_points(s, "micro", "time_us", kernel, hardware_key)
+        latest_time = _latest_points(s, MICRO, "time_us", kernel, hardware_key)
         latest_correct = {
             (r["kernel"], r["shape_key"], r["dtype"], r["hardware_key"], r["impl"]): r
-            for r in _latest_points(s, "correctness", "correct", kernel, hardware_key)
+            for r in _latest_points(s, CORRECTNESS, "correct", kernel, hardware_key)
         }
         pairs = {(r["job_id"], r["attempt"]) for r in latest_time}
         metrics: dict[tuple[int, int], dict[tuple[str, str], float | None]] = defaultdict(dict)
@@ -216,7 +221,7 @@ def _latest_points(
     )
     return [
         {
-            "kernel": job.kernel if kind != "e2e" else job.model,
+            "kernel": job.model if kinds.runs_model(kind) else job.kernel,
             "shape": list(job.shape or []),
             "shape_key": job.shape_key,
             "dtype": job.dtype,
@@ -277,7 +282,7 @@ def isa_results(src: Source, run_id: int) -> list[dict[str, Any]]:
     """
     with read_session(src) as s:
         run_or_raise(s, run_id)
-        jobs = run_jobs(s, run_id, Job.kind == "isa", order_by=(Job.kernel, Job.shape_key, Job.dtype, Job.id))
+        jobs = run_jobs(s, run_id, Job.kind == ISA, order_by=(Job.kernel, Job.shape_key, Job.dtype, Job.id))
         picked = pick_for_run(s, run_id, jobs)
         gpu_type = gpu_types_of(s, {p.hardware_key for p in picked})
     return [
@@ -325,7 +330,7 @@ def isa_history(
         )
         .join(Run, Run.id == JobAttempt.run_id)
         .where(
-            Job.kind == "isa",
+            Job.kind == ISA,
             Measurement.impl == "triton",
             Measurement.metric.in_(ISA_METRICS),
             JobAttempt.status.in_(GOOD_STATUSES),
@@ -372,12 +377,12 @@ def e2e_results(src: Source, run_id: int | None = None, limit: int = 100) -> lis
     with read_session(src) as s:
         if run_id is not None:
             run_or_raise(s, run_id)
-            jobs = run_jobs(s, run_id, Job.kind == "e2e", order_by=(Job.model, Job.shape_key, Job.dtype, Job.id))
+            jobs = run_jobs(s, run_id, Job.kind == E2E, order_by=(Job.model, Job.shape_key, Job.dtype, Job.id))
             picked = pick_for_run(s, run_id, jobs)
         else:
             jobs = s.scalars(
                 select(Job)
-                .where(Job.kind == "e2e", Job.attempts > 0)
+                .where(Job.kind == E2E, Job.attempts > 0)
                 .order_by(Job.started_at.desc().nulls_last(), Job.id.desc())
                 .limit(limit)
             ).all()

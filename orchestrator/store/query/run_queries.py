@@ -30,7 +30,9 @@ from orchestrator.store.query.picked import (
     run_jobs,
     run_or_raise,
 )
-from workers import rehearsal
+from workers import kinds, rehearsal
+from workers.kinds.correctness import NAME as CORRECTNESS
+from workers.kinds.micro import NAME as MICRO
 from workers.spec import GOOD_STATUSES, STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED
 
 TRITON_IMPLS = ("triton", "liger")  # implementations that run Triton (its interpreter on a CPU)
@@ -120,7 +122,7 @@ def run_summary(src: Source, run_id: int) -> list[dict[str, Any]]:
         jobs = run_jobs(
             s,
             run_id,
-            Job.kind.in_(("correctness", "micro")),
+            Job.kind.in_((CORRECTNESS, MICRO)),
             order_by=(Job.kernel, Job.shape_key, Job.dtype, Job.kind, Job.id),
         )
         picked = pick_for_run(s, run_id, jobs)
@@ -157,7 +159,7 @@ def run_summary(src: Source, run_id: int) -> list[dict[str, Any]]:
                 "speedup_vs_eager": None,
                 "speedup_vs_compile": None,
                 "compile_baseline": None,
-                "correct": correct_of(p, impl) if p.job.kind == "micro" else p.correct(impl),
+                "correct": correct_of(p, impl) if p.job.kind == MICRO else p.correct(impl),
                 "rel_err": p.value(impl, "rel_err"),
                 "max_abs": p.value(impl, "max_abs"),
                 "status": p.status,
@@ -165,7 +167,7 @@ def run_summary(src: Source, run_id: int) -> list[dict[str, Any]]:
                 "error": p.error,
             }
             row["status"] = impl_status(p.status, row["correct"])
-            if p.job.kind == "micro":
+            if p.job.kind == MICRO:
                 fill_micro(row, p, impl, bw, correct_of)
             rows.append(row)
     return rows
@@ -312,7 +314,7 @@ def failed_attempts(src: Source, run_id: int | None = None, limit: int = 200) ->
             "job_key": key,
             "attempt": a.attempt,
             "kind": kind,
-            "name": model if kind == "e2e" else kernel,
+            "name": model if kinds.runs_model(kind) else kernel,
             "shape_key": skey,
             "dtype": dtype,
             "status": a.status,

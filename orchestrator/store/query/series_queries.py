@@ -33,7 +33,9 @@ from orchestrator.store.query.picked import (
     narrowed,
     own_verdict,
 )
+from workers import kinds
 from workers import metrics as catalogue
+from workers.kinds.micro import NAME as MICRO
 from workers.spec import GOOD_STATUSES
 
 
@@ -63,7 +65,7 @@ def job_kinds(metric: str, with_tune: bool = True) -> tuple[str, ...]:
     and, ``with_tune``, the tune jobs' launch candidates (named apart, ``triton[num_warps=8,...]``: series of their
     own, which trends and regressions read as any other); another reading's, its own kind."""
     kind = catalogue.get(metric).kind
-    return TIMED_KINDS if kind == "micro" and with_tune else (kind,)
+    return TIMED_KINDS if kind == MICRO and with_tune else (kind,)
 
 
 def series_by_key(
@@ -89,7 +91,7 @@ def series_by_key(
     with these keys.  Runs marked by their conditions (dirty checkout, shared GPU, rehearsal:
     orchestrator/store/conditions.py) are left out unless ``include_marked`` or named in ``keep_runs``."""
     kind = catalogue.get(metric).kind
-    name_col = Job.model if kind == "e2e" else Job.kernel
+    name_col = Job.model if kinds.runs_model(kind) else Job.kernel
     query = (
         select(
             Measurement.impl,
@@ -223,7 +225,7 @@ def trend_points(
         .outerjoin(own, own_verdict(own))
         .where(
             # a named implementation may be a tune candidate; every implementation: the micro jobs' only
-            Job.kind.in_(TIMED_KINDS if impl is not None else ("micro",)),
+            Job.kind.in_(TIMED_KINDS if impl is not None else (MICRO,)),
             Job.kernel == kernel,
             Measurement.metric == metric,
             JobAttempt.status.in_(GOOD_STATUSES),

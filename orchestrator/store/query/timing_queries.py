@@ -15,6 +15,7 @@ from sqlalchemy import select
 from orchestrator.stats.series_verdicts import is_cpu_device
 from orchestrator.store.models import Device, Job, JobAttempt, Measurement, Run
 from orchestrator.store.query.access import Source, read_session
+from workers.kinds.micro import NAME as MICRO
 from workers.spec import GOOD_STATUSES
 
 
@@ -44,7 +45,7 @@ def iter_timings(
         .join(Job, Job.id == Measurement.job_id)
         .join(Run, Run.id == JobAttempt.run_id)
         .outerjoin(Device, Device.hardware_key == JobAttempt.hardware_key)
-        .where(Job.kind == "micro", Measurement.metric == metric, JobAttempt.status.in_(GOOD_STATUSES))
+        .where(Job.kind == MICRO, Measurement.metric == metric, JobAttempt.status.in_(GOOD_STATUSES))
         .order_by(Job.kernel, Job.dtype, JobAttempt.hardware_key, Job.shape_key, Measurement.impl, JobAttempt.id)
     )
     if run_id is not None:

@@ -14,9 +14,9 @@ from sqlalchemy import func, select
 from orchestrator.store.conditions import describe as describe_conditions
 from orchestrator.store.models import Device, Job, JobAttempt, Measurement, Run, RunJob
 from orchestrator.store.query.access import Source, read_session
+from workers.kinds.tune import NAME as TUNE_KIND
 from workers.spec import GOOD_STATUSES
 
-TUNE_KIND = "tune"
 TIMINGS = ("time_us", "graph_time_us", "kernel_time_us")  # the timings a tune table may judge by
 TUNE_METRICS = ("time_us", "iqr_us", "graph_time_us", "kernel_time_us", "correct", "speedup", "gbs")
 

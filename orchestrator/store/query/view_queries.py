@@ -34,6 +34,9 @@ from orchestrator.store.query.picked import (
     safe_ratio,
 )
 from workers.e2e_spec import MODES, family_of
+from workers.kinds.e2e import NAME as E2E
+from workers.kinds.micro import NAME as MICRO
+from workers.kinds.profile import NAME as PROFILE
 from workers.spec import GOOD_STATUSES
 
 TIME_READINGS = ("time_us", "kernel_time_us", "graph_time_us")  # per call / kernel time / launch-free graph
@@ -52,7 +55,7 @@ def newest_micro_runs(
         .select_from(JobAttempt)
         .join(Job, Job.id == JobAttempt.job_id)
         .join(Device, Device.hardware_key == JobAttempt.hardware_key)
-        .where(Job.kind == "micro", JobAttempt.status.in_(GOOD_STATUSES))
+        .where(Job.kind == MICRO, JobAttempt.status.in_(GOOD_STATUSES))
         .group_by(Job.kernel, Device.gpu_type, JobAttempt.run_id)
     )
     if impls is not None:
@@ -76,7 +79,7 @@ def micro_choices(src: Source, kernel: str | None = None) -> dict[str, Any]:
     (every run), or without a kernel those of the newest run of each kernel x GPU type (a bounded read)."""
     with read_session(src) as s:
         keys = s.execute(
-            select(Job.kernel, Job.shape_key, Job.dtype).distinct().where(Job.kind == "micro", Job.kernel.is_not(None))
+            select(Job.kernel, Job.shape_key, Job.dtype).distinct().where(Job.kind == MICRO, Job.kernel.is_not(None))
         ).all()
         impls_q = (
             select(Measurement.impl)
@@ -137,7 +140,7 @@ def _micro_values(src: Source, reading: str, chosen: dict[tuple[str, str], tuple
             )
             .join(Device, Device.hardware_key == JobAttempt.hardware_key)
             .where(
-                Job.kind == "micro",
+                Job.kind == MICRO,
                 Measurement.metric.in_((reading, "correct")),
                 JobAttempt.run_id.in_(runs),
                 Job.kernel.in_(sorted({k for k, _ in chosen})),
@@ -322,7 +325,7 @@ def newest_micro_results(src: Source, kernel: str, include_marked: bool = False)
         select(JobAttempt.id.label("attempt_id"), rank)
         .select_from(JobAttempt)
         .join(Job, Job.id == JobAttempt.job_id)
-        .where(Job.kind == "micro", Job.kernel == kernel, JobAttempt.status.in_(GOOD_STATUSES))
+        .where(Job.kind == MICRO, Job.kernel == kernel, JobAttempt.status.in_(GOOD_STATUSES))
     )
     if not include_marked:
         ranked = ranked.join(Run, Run.id == JobAttempt.run_id).where(plain_runs())
@@ -408,7 +411,7 @@ def e2e_view(
     newest = (
         select(JobAttempt.job_id, func.max(JobAttempt.attempt).label("attempt"))
         .join(Job, Job.id == JobAttempt.job_id)
-        .where(Job.kind == "e2e")
+        .where(Job.kind == E2E)
     )
     if not include_marked:
         newest = newest.join(Run, Run.id == JobAttempt.run_id).where(plain_runs())
@@ -516,7 +519,7 @@ def profile_jobs(src: Source, limit: int = 100, include_marked: bool = False) ->
     newest = (
         select(JobAttempt.job_id, func.max(JobAttempt.attempt).label("attempt"))
         .join(Job, Job.id == JobAttempt.job_id)
-        .where(Job.kind.in_(("profile", "e2e")))
+        .where(Job.kind.in_((PROFILE, E2E)))
         .group_by(JobAttempt.job_id)
     )
     if not include_marked:
@@ -547,7 +550,7 @@ def profile_jobs(src: Source, limit: int = 100, include_marked: bool = False) ->
     out = []
     for a, key, kind, kernel, model, skey, dtype, gpu, n, cond in rows:
         details = a.details or {}
-        if kind == "e2e" and not details.get("profile") and not n:
+        if kind == E2E and not details.get("profile") and not n:
             continue
         out.append(
             {
@@ -555,7 +558,7 @@ def profile_jobs(src: Source, limit: int = 100, include_marked: bool = False) ->
                 "job_key": key,
                 "attempt": a.attempt,
                 "kind": kind,
-                "name": kernel if kind == "profile" else model,
+                "name": kernel if kind == PROFILE else model,
                 "shape_key": skey,
                 "dtype": dtype,
                 "gpu_type": gpu,
@@ -564,7 +567,7 @@ def profile_jobs(src: Source, limit: int = 100, include_marked: bool = False) ->
                 "measured_at": a.started_at or a.recorded_at,
                 "status": a.status,
                 "n_artifacts": int(n or 0),
-                "modes": sorted(details.get("profile") or {}) if kind == "e2e" else [],
+                "modes": sorted(details.get("profile") or {}) if kind == E2E else [],
             }
         )
     return out
