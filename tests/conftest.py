@@ -32,8 +32,8 @@ def pytest_itemcollected(item):
     worker as the other tests of its module that use one, so each such fixture is built once, not once per worker.
     GPU tests share one worker: two of them never time kernels on one device at the same moment.  GPU tests that
     compile and compare but time nothing (torch.compile of whole models, CUDA-graph modes) declare the group
-    ``gpu-compile`` themselves: a second chain, so the GPU suite's longest worker is not every GPU test in a row.  (Marked as each
-    test is collected: pytest-xdist reads the groups in its own ``pytest_collection_modifyitems``.)"""
+    ``gpu-compile`` themselves: a second chain, so the GPU suite's longest worker is not every GPU test in a row.
+    (Marked as each test is collected: pytest-xdist reads the groups in its own ``pytest_collection_modifyitems``.)"""
     if item.get_closest_marker("xdist_group"):
         return
     if item.get_closest_marker("gpu"):
