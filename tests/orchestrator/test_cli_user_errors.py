@@ -18,6 +18,8 @@ import uuid
 import pytest
 from sqlalchemy import create_engine, text
 
+from tests.support.devices import CPU_ONLY_ENV
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PG_BASE_URL = os.environ.get("KERNELFLEET_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 SMALL = ["sweep.kernels=[rmsnorm]", "sweep.shapes=[[1,8,64]]", "sweep.dtypes=[fp32]", "sweep.kinds=[correctness]"]
@@ -237,7 +239,7 @@ def test_store_postgres_creates_its_database_or_prints_createdb():
 
 def test_a_gpu_sized_sweep_on_a_cpu_is_priced_and_refused_before_anything_is_scheduled(tmp_path):
     db = tmp_path / "kf.db"
-    p = run("orchestrator", "+sweep=rmsnorm", f"store.url={db}", timeout=300)
+    p = run("orchestrator", "+sweep=rmsnorm", f"store.url={db}", timeout=300, **CPU_ONLY_ENV)  # a CPU on any host
     line = one_line_error(p, "sweep rmsnorm is GPU-sized: estimated", "allow_cpu=true")
     assert line.startswith("config error:")
     assert "18 jobs to run" in p.stdout and "the largest rmsnorm 4x4096x3072 bf16" in p.stdout

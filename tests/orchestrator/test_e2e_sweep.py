@@ -15,6 +15,7 @@ from orchestrator import config, plan
 from orchestrator.config import ConfigError
 from orchestrator.plan_e2e import plan_e2e, validate_e2e
 from orchestrator.validate import validate
+from tests.support.devices import CPU_ONLY_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 CODE = plan.CodeVersion("abc123", "k0")
@@ -130,7 +131,10 @@ def test_bad_values_name_the_key_and_the_allowed_values(e2e, message):
 
 
 def _cli(args, tmp_path, timeout):
-    env = {**os.environ, "KERNELFLEET_MEASURE_CEILING": "0", "RAY_AUTH_MODE": "disabled", "COLUMNS": "400"}
+    """The CLI in a subprocess on the CPU whatever the host: the tiny variants are the CPU path CI runs (on a GPU every
+    mode runs: tests/workers/test_e2e_models.py::test_every_mode_runs_on_a_gpu, test_e2e.py's GPU tests)."""
+    env = {**os.environ, **CPU_ONLY_ENV, "KERNELFLEET_MEASURE_CEILING": "0", "RAY_AUTH_MODE": "disabled"}
+    env["COLUMNS"] = "400"
     return subprocess.run(
         [sys.executable, "-m", "orchestrator", *args, f"store.url=sqlite:///{tmp_path}/kf.db"],
         capture_output=True,

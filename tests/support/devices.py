@@ -25,3 +25,13 @@ def on_device(*tensors: torch.Tensor):
     """The tensors moved to the test device (one tensor, or a tuple of them)."""
     moved = tuple(t.to(TEST_DEVICE) for t in tensors)
     return moved[0] if len(moved) == 1 else moved
+
+
+# The environment of a subprocess that must take the CPU path whatever the host (the tiny CPU variants CI runs, the
+# CPU's pricing of a GPU-sized sweep): no GPU visible to torch or Ray, Triton through its interpreter.
+CPU_ONLY_ENV = {
+    "CUDA_VISIBLE_DEVICES": "",
+    "HIP_VISIBLE_DEVICES": "",
+    "ROCR_VISIBLE_DEVICES": "",
+    "TRITON_INTERPRET": "1",
+}
