@@ -43,3 +43,14 @@ def pytest_itemcollected(item):
     defs = info.name2fixturedefs.values() if info is not None else ()
     if any(d and d[-1].scope == "module" for d in defs):
         item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+def pytest_runtest_logreport(report):
+    """With KERNELFLEET_FAILURE_LOG set (.ci/gpu sets it), each failure's traceback is appended to that file as it
+    happens, so a run cut short (a machine's time running out) still says why its failures failed.  Written by the
+    process that prints the results (pytest-xdist's controller), once per failure."""
+    path = os.environ.get("KERNELFLEET_FAILURE_LOG")
+    if not path or not report.failed or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(f"===== {report.nodeid} ({report.when})\n{report.longreprtext[-8000:]}\n\n")

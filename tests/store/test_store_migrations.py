@@ -165,16 +165,9 @@ def test_a_foreign_database_is_refused_by_every_command_and_left_as_it_was(empty
 
 
 def _copy_installed_layout(site: Path) -> None:
-    """What an installed wheel holds for the store: the packages, without the repository around them."""
-    for package in ("orchestrator", "workers"):
-        (site / package).mkdir(parents=True)
-        (site / package / "__init__.py").write_text("")
-    shutil.copytree(
-        REPO / "orchestrator" / "store", site / "orchestrator" / "store", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    for module in ("spec.py", "metrics.py"):
-        shutil.copy(REPO / "workers" / module, site / "workers" / module)
-    shutil.copytree(REPO / "migrations", site / "migrations", ignore=shutil.ignore_patterns("__pycache__"))
+    """What an installed wheel holds for the store: the packages and migrations/, without the repository around them."""
+    for package in ("orchestrator", "workers", "migrations"):
+        shutil.copytree(REPO / package, site / package, ignore=shutil.ignore_patterns("__pycache__"))
 
 
 def test_upgrade_works_from_an_installed_copy_and_any_directory(tmp_path):
@@ -184,7 +177,10 @@ def test_upgrade_works_from_an_installed_copy_and_any_directory(tmp_path):
     db = tmp_path / "installed.db"
     code = (
         "import sys; from orchestrator.store import migrate, StoreWriter;"
-        f"assert migrate.__file__.startswith({str(site)!r}), migrate.__file__;"
+        # every module of the project from the installed copy (an editable install's finder must not lend the
+        # repository's: the copy would then not be tested)
+        "ours = [m.__file__ for n, m in list(sys.modules.items()) if n.split('.')[0] in ('orchestrator', 'workers')];"
+        f"assert all(f.startswith({str(site)!r}) for f in ours), ours;"
         f"print(migrate.upgrade({str(db)!r})); StoreWriter({str(db)!r}).close()"
     )
     env = {**os.environ, "PYTHONPATH": str(site)}
