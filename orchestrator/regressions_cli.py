@@ -16,7 +16,7 @@ from rich.table import Table
 
 from orchestrator import arg_types
 from orchestrator.report import _fmt, plain
-from orchestrator.stats.regression_rule import CONFIRMED, KERNEL_CHANGED, PICKS_UNKNOWN, UNCONFIRMED
+from orchestrator.stats.regression_rule import CONFIRMED, KERNEL_CHANGED, PICKS_UNKNOWN, UNCONFIRMED, RegressionRule
 from orchestrator.store.session import display_url
 
 EXIT_NONE, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             args.run or None,
             baseline_run_ids=args.baseline,
             metric=args.metric,
-            threshold=args.threshold,
+            rule=RegressionRule(threshold=args.threshold),
             include_improvements=args.improvements,
             include_cpu=args.include_cpu,
             include_marked=args.include_marked,
