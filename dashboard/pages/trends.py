@@ -105,9 +105,7 @@ FILTERS = (
 def build(src, params: Mapping[str, str]) -> PageView:
     choices = view_queries.micro_choices(src, params.get("kernel") or None)
     chosen, filters = read_filters(FILTERS, params, choices)
-    kernel, shape, dtype, impl, gpu = (chosen[k] for k in ("kernel", "shape", "dtype", "impl", "gpu_type"))
-    reading, y, x, last = (chosen[k] for k in ("reading", "y", "x", "last"))
-    scale, yrange, marked = (chosen[k] for k in ("scale", "yrange", "marked"))
+    kernel, shape, dtype, impl, gpu, reading, y, x, last, scale, yrange, marked = chosen.values()  # FILTERS' order
     view = PageView(page="trends", title="Trends", params=chosen)
     view.filters = filters
     points = (
