@@ -78,6 +78,7 @@ def json_document(report: dict, code: int) -> str:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    from orchestrator.stats.regression_rule import RegressionRule
     from orchestrator.store.query import regression_queries
     from orchestrator.store.session import display_url, resolve_url
     from workers.metrics import UnknownMetricError
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             args.run or None,
             baseline_run_ids=args.baseline,
             metric=args.metric,
-            threshold=args.threshold,
+            rule=RegressionRule(threshold=args.threshold),
             include_improvements=args.improvements,
             include_cpu=args.include_cpu,
             include_marked=args.include_marked,

@@ -19,8 +19,9 @@ import platform
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from workers import gpu_libs, gpu_types
 from workers.parsers import amdsmi, nvidia_smi, rocminfo
@@ -341,9 +342,129 @@ def _detect_nvidia(
     )
 
 
-def _detect_amd(
+@dataclass(frozen=True)
+class _AmdFacts:
+    """Everything known about one AMD GPU before choosing among its sources: torch's properties, the rocminfo agent
+    and the amd-smi static entry matched to it, rocminfo's whole report, ``amd-smi version`` and the ROCm version
+    file."""
+
+    props: Mapping[str, Any]
+    agent: rocminfo.RocmAgent | None
+    static: amdsmi.AmdGpuStatic | None
+    report: rocminfo.RocminfoReport | None
+    version: dict[str, str]
+    version_file: str
+
+
+@dataclass(frozen=True)
+class _Source:
+    """One place a field can come from: ``get(facts, fields)`` (``fields``: the fields resolved before this one)
+    gives a value or something false.  ``noted``: when this source gives the field, ``tool`` joins the device's
+    ``sources`` (the tools detection always reads are noted when read)."""
+
+    tool: str
+    get: Callable[[_AmdFacts, Mapping[str, Any]], Any]
+    noted: bool = False
+
+
+def _prop(key: str) -> _Source:
+    return _Source("torch", lambda f, _: f.props.get(key))
+
+
+def _agent(attr: str) -> _Source:
+    return _Source("rocminfo", lambda f, _: getattr(f.agent, attr) if f.agent else None)
+
+
+def _static(attr: str) -> _Source:
+    return _Source("amd-smi static", lambda f, _: getattr(f.static, attr) if f.static else None)
+
+
+def _rocm_from_file(f: _AmdFacts, _: Mapping[str, Any]) -> str:
+    return f.version_file.strip().split("-")[0]
+
+
+def _hip_runtime(f: _AmdFacts, _: Mapping[str, Any]) -> str:
+    hip = f.props.get("hip")
+    return f"hip {_major_minor(str(hip))}" if hip else ""
+
+
+# Each field of an AMD GPU's description and its sources in order of preference: the first source with a value (not
+# None, empty or zero) gives the field; the last column is the field when none has one.  Fields resolve in this
+# order, so a source may use the fields above it (the default wave size follows the arch).
+_AMD_FIELDS: tuple[tuple[str, tuple[_Source, ...], Any], ...] = (
+    (
+        "arch",
+        (
+            _Source("torch", lambda f, _: str(f.props.get("gcnArchName") or "").split(":")[0]),
+            _agent("gfx"),
+            _static("target_graphics_version"),
+        ),
+        "",
+    ),
+    ("chip_id", (_agent("chip_id"), _static("device_id")), None),
+    ("compute_units", (_prop("multi_processor_count"), _agent("compute_units"), _static("compute_units")), 0),
+    (
+        "warp_size",
+        (
+            _agent("wavefront_size"),
+            _prop("warp_size"),
+            _Source("arch", lambda _, fields: 64 if fields["arch"].startswith("gfx9") else 32),
+        ),
+        0,
+    ),
+    ("marketing_name", (_agent("marketing_name"),), ""),
+    ("market_name", (_static("market_name"),), ""),
+    ("torch_name", (_Source("torch", lambda f, _: str(f.props.get("name") or "")),), ""),
+    ("memory_bytes", (_prop("total_memory"), _agent("memory_bytes"), _static("vram_bytes")), 0),
+    (
+        "rocm",
+        (
+            _Source("amd-smi version", lambda f, _: amdsmi.rocm_version(f.version)),
+            _Source("rocm version file", _rocm_from_file, noted=True),
+        ),
+        "",
+    ),
+    (
+        "runtime",
+        (
+            _Source("rocm", lambda _, fields: f"rocm {fields['rocm']}" if fields["rocm"] else ""),
+            _Source("torch", _hip_runtime),
+        ),
+        "",
+    ),
+    (
+        "driver",
+        (
+            _Source("amd-smi version", lambda f, _: amdsmi.amdgpu_version(f.version)),
+            _static("driver_version"),
+            _Source("rocminfo", lambda f, _: f.report.kernel_module_version if f.report else ""),
+        ),
+        "",
+    ),
+)
+
+
+def _resolve(facts: _AmdFacts, sources: list[str]) -> dict[str, Any]:
+    """Each field of :data:`_AMD_FIELDS` from its first source with a value; a ``noted`` source that gives one joins
+    ``sources``."""
+    fields: dict[str, Any] = {}
+    for name, candidates, default in _AMD_FIELDS:
+        fields[name] = default
+        for source in candidates:
+            value = source.get(facts, fields)
+            if value:
+                fields[name] = value
+                if source.noted:
+                    sources.append(source.tool)
+                break
+    return fields
+
+
+def _amd_facts(
     props: Mapping[str, Any], tools: Mapping[str, str], env: Mapping[str, str], libs: Mapping[str, list]
-) -> DeviceInfo:
+) -> tuple[_AmdFacts, list[str]]:
+    """The tools' outputs parsed, the rocminfo agent and amd-smi entry of torch's device found, and the sources read
+    (``torch``, then each tool that answered)."""
     index = int(props.get("index") or 0)
     sources = ["torch"]
     report = _safe(rocminfo.parse, tools.get(ROCMINFO), None)
@@ -363,68 +484,36 @@ def _detect_amd(
     version = _safe(amdsmi.parse_version, tools.get(AMD_SMI_VERSION), {})
     if version:
         sources.append("amd-smi version")
+    facts = _AmdFacts(props, agent, static, report, version, tools.get(ROCM_VERSION_FILE) or "")
+    return facts, sources
 
-    gcn = str(props.get("gcnArchName") or "")
-    arch = gcn.split(":")[0] or (agent.gfx if agent else "") or (static.target_graphics_version if static else "") or ""
-    chip_id = (agent.chip_id if agent and agent.chip_id else None) or (static.device_id if static else None)
-    cus = int(
-        props.get("multi_processor_count")
-        or (agent.compute_units if agent else 0)
-        or (static.compute_units if static else 0)
-        or 0
-    )
-    warp = int(
-        (agent.wavefront_size if agent else 0) or props.get("warp_size") or (64 if arch.startswith("gfx9") else 32)
-    )
-    marketing = (agent.marketing_name if agent else "") or ""
-    market = (static.market_name if static else "") or ""
-    torch_name = str(props.get("name") or "")
-    known = gpu_types.lookup("amd", arch, " ".join((market, marketing, torch_name)), chip_id, cus or None)
+
+def _amd_name(fields: Mapping[str, Any]) -> tuple[str, str]:
+    """The GPU's full name and short type: the table's entry for its chip id, names and arch, else the first name
+    that is not generic (amd-smi's, rocminfo's, torch's)."""
+    arch, chip_id, cus = fields["arch"], fields["chip_id"], fields["compute_units"] or None
+    names = (fields["market_name"], fields["marketing_name"], fields["torch_name"])
+    known = gpu_types.lookup("amd", arch, " ".join(names), chip_id, cus)
     if known is not None:
-        name = known.full_name
-    else:
-        name = (
-            next(
-                (
-                    n
-                    for n in (market, marketing, torch_name)
-                    if n and n.strip().lower() not in gpu_types.GENERIC_AMD_NAMES
-                ),
-                "",
-            )
-            or marketing
-            or torch_name
-            or f"AMD {arch or 'GPU'}"
-        )
-    gpu_type = known.short if known else gpu_types.identify("amd", arch, name, chip_id, cus or None)
+        return known.full_name, known.short
+    specific = next((n for n in names if n and n.strip().lower() not in gpu_types.GENERIC_AMD_NAMES), "")
+    name = specific or fields["marketing_name"] or fields["torch_name"] or f"AMD {arch or 'GPU'}"
+    return name, gpu_types.identify("amd", arch, name, chip_id, cus)
 
-    memory = int(
-        props.get("total_memory")
-        or (agent.memory_bytes if agent and agent.memory_bytes else 0)
-        or (static.vram_bytes if static and static.vram_bytes else 0)
-    )
-    rocm = amdsmi.rocm_version(version) or ""
-    if not rocm and tools.get(ROCM_VERSION_FILE):
-        rocm = tools[ROCM_VERSION_FILE].strip().split("-")[0]
-        sources.append("rocm version file")
-    hip = props.get("hip")
-    runtime = f"rocm {rocm}" if rocm else (f"hip {_major_minor(str(hip))}" if hip else "")
-    driver = (
-        amdsmi.amdgpu_version(version)
-        or (static.driver_version if static else None)
-        or (report.kernel_module_version if report else "")
-        or ""
-    )
 
-    extra: dict[str, Any] = {"sources": sources}
-    if chip_id is not None:
-        extra["chip_id"] = f"0x{chip_id:04x}"
-    if marketing:
-        extra["marketing_name"] = marketing
-    if gcn:
-        extra["gcn_arch"] = gcn
-    if hip:
-        extra["hip"] = str(hip)
+def _amd_extra(facts: _AmdFacts, fields: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """What the DeviceInfo's own fields do not hold: chip id, names, the full gcn arch, HIP version, the rocminfo
+    agent's identity and L2 size, the compute partition and the visible devices."""
+    props, agent, static = facts.props, facts.agent, facts.static
+    extra: dict[str, Any] = {}
+    if fields["chip_id"] is not None:
+        extra["chip_id"] = f"0x{fields['chip_id']:04x}"
+    if fields["marketing_name"]:
+        extra["marketing_name"] = fields["marketing_name"]
+    if props.get("gcnArchName"):
+        extra["gcn_arch"] = str(props["gcnArchName"])
+    if props.get("hip"):
+        extra["hip"] = str(props["hip"])
     if agent is not None:
         extra["rocminfo_uuid"] = agent.uuid
         if agent.pci_bus is not None:
@@ -435,20 +524,29 @@ def _detect_amd(
         extra["compute_partition"] = static.compute_partition
     if env.get("HIP_VISIBLE_DEVICES"):  # the GPU(s) Ray (or the user) gave this process
         extra["visible_devices"] = env["HIP_VISIBLE_DEVICES"]
+    return extra
+
+
+def _detect_amd(
+    props: Mapping[str, Any], tools: Mapping[str, str], env: Mapping[str, str], libs: Mapping[str, list]
+) -> DeviceInfo:
+    facts, sources = _amd_facts(props, tools, env, libs)
+    fields = _resolve(facts, sources)
+    name, gpu_type = _amd_name(fields)
     return DeviceInfo(
         vendor="amd",
         name=name,
-        arch=arch,
-        warp_size=warp,
-        compute_units=cus,
-        memory_bytes=memory,
-        driver=driver,
-        runtime=runtime,
+        arch=fields["arch"],
+        warp_size=int(fields["warp_size"]),
+        compute_units=int(fields["compute_units"]),
+        memory_bytes=int(fields["memory_bytes"]),
+        driver=fields["driver"],
+        runtime=fields["runtime"],
         torch=str(props.get("torch") or ""),
         triton=str(props.get("triton") or ""),
         gpu_type=gpu_type,
-        index=index,
-        extra=extra,
+        index=int(props.get("index") or 0),
+        extra={"sources": sources, **_amd_extra(facts, fields, env)},
     )
 
 

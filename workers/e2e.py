@@ -391,6 +391,45 @@ def _family_spec(spec: JobSpec) -> JobSpec:
 
 def run(spec: JobSpec, device: torch.device) -> JobResult:
     spec = _family_spec(spec)
+    _check(spec)
+    p = _params(spec)
+    out = _Outcome(details={"skipped": {}, "errors": {}, "tolerance": {"rel_err_vs_eager": float(p["tolerance"])}})
+    runnable = _runnable(spec, device, p, out.details)
+    if not runnable:
+        return JobResult(
+            spec.key,
+            STATUS_SKIPPED,
+            details=out.details,
+            error="no mode can run here: " + "; ".join(f"{k}: {v}" for k, v in out.details["skipped"].items()),
+        )
+    s = _set_up(spec, device, p, out.details)
+    # eager first: its warm-up call is the reference for every mode
+    order = (["eager"] if "eager" in runnable else []) + [m for m in runnable if m != "eager"]
+    ref = None if "eager" in runnable else run_call(s, spec, {**p, "warmup": 0}, device).output
+    for mode in order:
+        ref = _time_mode(mode, s, spec, p, device, ref, out)
+    # The profiled calls last (see the module doc): a capture would slow every later call's launches.
+    if int(p["profile_steps"]):
+        _profile_modes([m for m in order if m in out.medians], s, spec, p, device, out)
+    out.measurements += _speedups(out.medians, out.correct)
+    status = STATUS_INCORRECT if out.failed else STATUS_OK
+    return JobResult(spec.key, status, out.measurements, error="; ".join(out.failed) or None, details=out.details)
+
+
+@dataclasses.dataclass
+class _Outcome:
+    """What a job's modes have given so far: measurements, failures (``mode: why``), the median ms per step and the
+    correctness of each mode timed, and the result's details."""
+
+    details: dict[str, Any]
+    measurements: list[Measurement] = dataclasses.field(default_factory=list)
+    failed: list[str] = dataclasses.field(default_factory=list)
+    medians: dict[str, float] = dataclasses.field(default_factory=dict)
+    correct: dict[str, bool] = dataclasses.field(default_factory=dict)
+
+
+def _check(spec: JobSpec) -> None:
+    """ValueError for a model, dtype, shape or mode this kind does not know."""
     if spec.model not in MODELS:
         raise ValueError(f"e2e: unknown model {spec.model!r}; supported: {', '.join(MODELS)}")
     if spec.dtype not in DTYPES:
@@ -400,24 +439,22 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
     bad = [m for m in modes if m not in MODES]
     if bad or not modes:
         raise ValueError(f"e2e: unknown mode(s) {bad or modes}; allowed: {', '.join(MODES)}")
-    p = _params(spec)
 
-    details: dict[str, Any] = {"skipped": {}, "errors": {}, "tolerance": {"rel_err_vs_eager": float(p["tolerance"])}}
+
+def _runnable(spec: JobSpec, device: torch.device, p: dict, details: dict[str, Any]) -> list[str]:
+    """The modes that can run here; the others go to ``details["skipped"]`` with the reason."""
     runnable = []
-    for m in modes:
+    for m in spec.impls:
         why = skip_reason(m, device, p, spec.model)
         if why:
             details["skipped"][m] = why
         else:
             runnable.append(m)
-    if not runnable:
-        return JobResult(
-            spec.key,
-            STATUS_SKIPPED,
-            details=details,
-            error="no mode can run here: " + "; ".join(f"{k}: {v}" for k, v in details["skipped"].items()),
-        )
+    return runnable
 
+
+def _set_up(spec: JobSpec, device: torch.device, p: dict, details: dict[str, Any]) -> Setup:
+    """The model and its inputs (:func:`setup`); its config, parameter count and set-up time into ``details``."""
     t_setup = time.perf_counter()
     s = setup(spec, device, p)
     details["config"] = {
@@ -425,73 +462,86 @@ def run(spec: JobSpec, device: torch.device) -> JobResult:
         "params": sum(t.numel() for t in s.model.parameters()),
         "setup_s": round(time.perf_counter() - t_setup, 3),
     }
+    return s
 
-    measurements: list[Measurement] = []
-    failed: list[str] = []
-    ref: torch.Tensor | None = None
-    # eager first: its warm-up call is the reference for every mode
-    order = (["eager"] if "eager" in runnable else []) + [m for m in runnable if m != "eager"]
-    if "eager" not in runnable:
-        p_ref = {**p, "warmup": 0}
-        ref = run_call(s, spec, p_ref, device).output
-    medians: dict[str, float] = {}
-    correct: dict[str, bool] = {}
-    for mode in order:
+
+# The facts of a mode's timing kept in the details, per mode: always (step_ms), or when the mode has them.
+_MODE_FACTS = ("injection", "step_ms", "graph", "compile_graphs", "clocks")
+
+
+def _time_mode(
+    mode: str, s: Setup, spec: JobSpec, p: dict, device: torch.device, ref: torch.Tensor | None, out: _Outcome
+) -> torch.Tensor | None:
+    """Warm up and time ``mode`` (:func:`_run_mode`), compare its output with eager's and record it all in
+    ``out``; a mode that raises is an error of the job, not of the sweep.  Returns the reference output (eager's
+    warm-up call's, taken when eager is timed)."""
+    try:
+        ms_, facts, latents = _run_mode(mode, s, spec, p, device)
+    except Exception as exc:
+        msg = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        out.details["errors"][mode] = msg
+        out.details.setdefault("tracebacks", {})[mode] = traceback.format_exc(limit=6)
+        out.failed.append(f"{mode}: {msg}")
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        return ref
+    if mode == "eager":
+        ref = facts.pop("reference", None)
+        if ref is None:  # no warm-up call: the timed call is the reference
+            ref = latents
+    ok, why = _against_eager(mode, latents, ref, s, spec, p, ms_)
+    out.correct[mode] = ok
+    if not ok:
+        out.failed.append(f"{mode}: {why}")
+    out.medians[mode] = ms_[0].value
+    out.measurements += ms_
+    for key in _MODE_FACTS:
+        if key == "step_ms" or facts.get(key):
+            out.details.setdefault(key, {})[mode] = facts[key]
+    return ref
+
+
+def _against_eager(
+    mode: str, latents: torch.Tensor, ref: torch.Tensor, s: Setup, spec: JobSpec, p: dict, ms_: list[Measurement]
+) -> tuple[bool, str]:
+    """The mode's output against eager's (:func:`compare`): its measurements appended to ``ms_``; (correct, why
+    not)."""
+    cmp = compare(latents, ref, s.start)
+    tolerance = float(p["tolerance"])
+    ok = cmp["finite"] and cmp["rel_err_vs_eager"] <= tolerance
+    for key in ("max_abs_vs_eager", "cos_sim_vs_eager", "rel_l2_vs_eager", "rel_err_vs_eager"):
+        ms_.append(Measurement(mode, key, cmp[key]))
+    ms_.append(Measurement(mode, "correct", 1.0 if ok else 0.0))
+    if ok:
+        return True, ""
+    if not cmp["finite"]:
+        return False, f"non-finite values in the {OUTPUT[spec.model]}"
+    return False, (
+        f"{OUTPUT[spec.model]} drift from eager: rel_err {cmp['rel_err_vs_eager']:.3g} > tolerance "
+        f"{tolerance:.3g} (max_abs {cmp['max_abs_vs_eager']:.3g}, cos_sim {cmp['cos_sim_vs_eager']:.6f})"
+    )
+
+
+def _profile_modes(modes: list[str], s: Setup, spec: JobSpec, p: dict, device: torch.device, out: _Outcome) -> None:
+    """Profile each mode that was timed (:func:`_profile_mode`); a failed profile is noted, never the job's
+    failure."""
+    for mode in modes:
         try:
-            ms_, facts, latents = _run_mode(mode, s, spec, p, device)
+            prof = _profile_mode(mode, s, spec, p, device)
         except Exception as exc:
             msg = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            details["errors"][mode] = msg
-            details.setdefault("tracebacks", {})[mode] = traceback.format_exc(limit=6)
-            failed.append(f"{mode}: {msg}")
-            if device.type == "cuda":
-                torch.cuda.empty_cache()
+            out.details.setdefault("profile_errors", {})[mode] = msg
             continue
-        if mode == "eager":
-            ref = facts.pop("reference", None)
-            if ref is None:  # no warm-up call: the timed call is the reference
-                ref = latents
-        cmp = compare(latents, ref, s.start)
-        ok = cmp["finite"] and cmp["rel_err_vs_eager"] <= float(p["tolerance"])
-        correct[mode] = ok
-        for key in ("max_abs_vs_eager", "cos_sim_vs_eager", "rel_l2_vs_eager", "rel_err_vs_eager"):
-            ms_.append(Measurement(mode, key, cmp[key]))
-        ms_.append(Measurement(mode, "correct", 1.0 if ok else 0.0))
-        if not ok:
-            why = (
-                f"non-finite values in the {OUTPUT[spec.model]}"
-                if not cmp["finite"]
-                else f"{OUTPUT[spec.model]} drift from eager: rel_err {cmp['rel_err_vs_eager']:.3g} > tolerance "
-                f"{float(p['tolerance']):.3g} (max_abs {cmp['max_abs_vs_eager']:.3g}, "
-                f"cos_sim {cmp['cos_sim_vs_eager']:.6f})"
-            )
-            failed.append(f"{mode}: {why}")
-        medians[mode] = ms_[0].value
-        measurements += ms_
-        if facts.get("injection"):
-            details.setdefault("injection", {})[mode] = facts["injection"]
-        details.setdefault("step_ms", {})[mode] = facts["step_ms"]
-        if facts.get("graph"):
-            details.setdefault("graph", {})[mode] = facts["graph"]
-        if facts.get("compile_graphs"):
-            details.setdefault("compile_graphs", {})[mode] = facts["compile_graphs"]
-        if facts.get("clocks"):
-            details.setdefault("clocks", {})[mode] = facts["clocks"]
-        del latents
-    # The profiled calls last (see the module doc): a capture would slow every later call's launches.
-    if int(p["profile_steps"]):
-        for mode in [m for m in order if m in medians]:
-            try:
-                prof = _profile_mode(mode, s, spec, p, device)
-            except Exception as exc:
-                msg = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-                details.setdefault("profile_errors", {})[mode] = msg
-                continue
-            details.setdefault("profile", {})[mode] = prof
-            measurements += _profile_measurements(mode, prof)
-    if "eager" in medians and correct.get("eager"):
-        for mode, med in medians.items():
-            if correct.get(mode):
-                measurements.append(Measurement(mode, "speedup_vs_eager", medians["eager"] / med, "x"))
-    status = STATUS_INCORRECT if failed else STATUS_OK
-    return JobResult(spec.key, status, measurements, error="; ".join(failed) or None, details=details)
+        out.details.setdefault("profile", {})[mode] = prof
+        out.measurements += _profile_measurements(mode, prof)
+
+
+def _speedups(medians: dict[str, float], correct: dict[str, bool]) -> list[Measurement]:
+    """Each correct mode's speed-up over eager, when eager itself is correct."""
+    if "eager" not in medians or not correct.get("eager"):
+        return []
+    return [
+        Measurement(mode, "speedup_vs_eager", medians["eager"] / med, "x")
+        for mode, med in medians.items()
+        if correct.get(mode)
+    ]

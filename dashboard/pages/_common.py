@@ -3,7 +3,9 @@ the marks of runs made under conditions their commit and device do not say."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from dashboard.view import Filter
 
@@ -35,6 +37,46 @@ def make_filter(
     options = [(ALL, "all")] if with_all else []
     options += [(v, (labels or {}).get(v, v)) for v in values]
     return Filter(name=name, label=label, options=options, value=value)
+
+
+@dataclass(frozen=True)
+class PageFilter:
+    """One filter of a page, declared once: the URL parameter it reads (its value parsed against the allowed values)
+    and the dropdown it shows (a :class:`Filter`, whose component the app's callback takes as an Input by its name).
+
+    ``values``: the allowed values: a sequence, a mapping value -> label (its keys, labelled), or a function of the
+    page's ``choices`` and the filters chosen before this one.  ``default``: the value when the parameter is missing
+    or not allowed (None: the first allowed).  ``with_all``: "all" is offered.  ``required``: "all" stands for the
+    first allowed value."""
+
+    name: str
+    label: str
+    values: Sequence[str] | Mapping[str, str] | Callable[[Mapping[str, Any], Mapping[str, str]], Sequence[str]]
+    default: str | None = None
+    with_all: bool = False
+    required: bool = False
+
+    def allowed(self, choices: Mapping[str, Any], chosen: Mapping[str, str]) -> list[str]:
+        return list(self.values(choices, chosen) if callable(self.values) else self.values)
+
+    def labels(self) -> Mapping[str, str] | None:
+        return self.values if isinstance(self.values, Mapping) else None
+
+
+def read_filters(
+    filters: Sequence[PageFilter], params: Mapping[str, str], choices: Mapping[str, Any]
+) -> tuple[dict[str, str], list[Filter]]:
+    """(filter name -> its value, in declaration order; the filters to show) for a page's URL parameters."""
+    chosen: dict[str, str] = {}
+    shown = []
+    for f in filters:
+        allowed = f.allowed(choices, chosen)
+        value = choose(params, f.name, allowed, f.default)
+        if f.required and value == ALL and allowed:
+            value = allowed[0]
+        chosen[f.name] = value
+        shown.append(make_filter(f.name, f.label, allowed, value, with_all=f.with_all, labels=f.labels()))
+    return chosen, shown
 
 
 # The column that links a row's run to the Compare page: the run against the previous run of its sweep (the page's

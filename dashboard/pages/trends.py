@@ -23,7 +23,7 @@ from orchestrator.store.query.trend_queries import (
     row_medians,
 )
 
-from ._common import ALL, COMPARE_COLUMN, SERIES_COLUMNS, add_compare_runs, choose, compare_link, make_filter
+from ._common import ALL, COMPARE_COLUMN, SERIES_COLUMNS, PageFilter, add_compare_runs, compare_link, read_filters
 
 COLUMNS = [  # the median and IQR next to the series' keys: readable without scrolling
     *SERIES_COLUMNS,
@@ -84,56 +84,30 @@ OPEN_STYLE = {
 }
 
 
+# The page's filters, each declared once (dashboard/pages/_common.py PageFilter): its URL parameter, values, default
+# and dropdown.  ``choices``: view_queries.micro_choices.
+FILTERS = (
+    PageFilter("kernel", "kernel", lambda c, _: c["kernels"], required=True),
+    PageFilter("shape", "shape", lambda c, v: c["shapes_of"].get(v["kernel"], []), with_all=True),
+    PageFilter("dtype", "dtype", lambda c, v: c["dtypes_of"].get(v["kernel"], []), ALL, with_all=True),
+    PageFilter("impl", "implementation", lambda c, _: c["impls"], ALL, with_all=True),
+    PageFilter("gpu_type", "GPU type", lambda c, _: c["gpu_types"], ALL, with_all=True),
+    PageFilter("reading", "reading", metrics.READINGS, metrics.DEFAULT_READING),
+    PageFilter("y", "y axis", Y_MODES, "time"),
+    PageFilter("x", "x axis", X_MODES, "date"),
+    PageFilter("last", "points", LAST, "100"),
+    PageFilter("scale", "y scale", SCALES, "linear"),
+    PageFilter("yrange", "y range", RANGES, "fit"),
+    PageFilter("marked", "marked runs", MARKED_RUNS, "leave"),
+)
+
+
 def build(src, params: Mapping[str, str]) -> PageView:
     choices = view_queries.micro_choices(src, params.get("kernel") or None)
-    kernel = choose(params, "kernel", choices["kernels"])
-    if kernel == ALL and choices["kernels"]:
-        kernel = choices["kernels"][0]
-    shapes = choices["shapes_of"].get(kernel, [])
-    dtypes = choices["dtypes_of"].get(kernel, [])
-    shape = choose(params, "shape", shapes)
-    dtype = choose(params, "dtype", dtypes, ALL)
-    impl = choose(params, "impl", choices["impls"], ALL)
-    gpu = choose(params, "gpu_type", choices["gpu_types"], ALL)
-    reading = choose(params, "reading", list(metrics.READINGS), metrics.DEFAULT_READING)
-    y = choose(params, "y", list(Y_MODES), "time")
-    x = choose(params, "x", list(X_MODES), "date")
-    last = choose(params, "last", list(LAST), "100")
-    scale = choose(params, "scale", list(SCALES), "linear")
-    yrange = choose(params, "yrange", list(RANGES), "fit")
-    marked = choose(params, "marked", list(MARKED_RUNS), "leave")
-    view = PageView(
-        page="trends",
-        title="Trends",
-        params={
-            "kernel": kernel,
-            "shape": shape,
-            "dtype": dtype,
-            "impl": impl,
-            "gpu_type": gpu,
-            "reading": reading,
-            "y": y,
-            "x": x,
-            "last": last,
-            "scale": scale,
-            "yrange": yrange,
-            "marked": marked,
-        },
-    )
-    view.filters = [
-        make_filter("kernel", "kernel", choices["kernels"], kernel),
-        make_filter("shape", "shape", shapes, shape, with_all=True),
-        make_filter("dtype", "dtype", dtypes, dtype, with_all=True),
-        make_filter("impl", "implementation", choices["impls"], impl, with_all=True),
-        make_filter("gpu_type", "GPU type", choices["gpu_types"], gpu, with_all=True),
-        make_filter("reading", "reading", list(metrics.READINGS), reading, labels=metrics.READINGS),
-        make_filter("y", "y axis", list(Y_MODES), y, labels=Y_MODES),
-        make_filter("x", "x axis", list(X_MODES), x, labels=X_MODES),
-        make_filter("last", "points", list(LAST), last, labels=LAST),
-        make_filter("scale", "y scale", list(SCALES), scale, labels=SCALES),
-        make_filter("yrange", "y range", list(RANGES), yrange, labels=RANGES),
-        make_filter("marked", "marked runs", list(MARKED_RUNS), marked, labels=MARKED_RUNS),
-    ]
+    chosen, filters = read_filters(FILTERS, params, choices)
+    kernel, shape, dtype, impl, gpu, reading, y, x, last, scale, yrange, marked = chosen.values()  # FILTERS' order
+    view = PageView(page="trends", title="Trends", params=chosen)
+    view.filters = filters
     points = (
         revision_cache.memo(
             src,

@@ -84,6 +84,31 @@ MIN_SAMPLES = 3  # fewer repeats than this on either side: not testable
 DISTURBED_FACTOR = 3.0  # a run's within-run scatter this many times the reference runs' marks it disturbed
 MIN_DOF = 4  # fewer degrees of freedom for the between-run spread: a candidate stays unconfirmed
 
+
+@dataclass(frozen=True)
+class RegressionRule:
+    """The rule's parameters (the module doc): ``threshold`` (one number, or kernel -> number with ``"default"`` for
+    the rest), ``alpha`` (the Mann-Whitney test's level), ``window`` (reference points against history),
+    ``consecutive`` (current points), ``noise_window`` (history points for the between-run spread) and ``z``."""
+
+    threshold: float | Mapping[str, float] = DEFAULT_THRESHOLD
+    alpha: float = DEFAULT_ALPHA
+    window: int = DEFAULT_WINDOW
+    consecutive: int = DEFAULT_CONSECUTIVE
+    noise_window: int = DEFAULT_NOISE_WINDOW
+    z: float = DEFAULT_Z
+
+    def threshold_for(self, kernel: str | None) -> float:
+        return threshold_for(kernel, self.threshold)
+
+    def points_read(self) -> int:
+        """How many points before a judged point the rule reads against history (the reference window or the
+        between-run spread's history, whichever is longer, before the consecutive current points)."""
+        return max(self.window, self.noise_window) + self.consecutive - 1
+
+
+DEFAULT_RULE = RegressionRule()
+
 CONFIRMED = "confirmed"
 UNCONFIRMED = "unconfirmed"
 KERNEL_CHANGED = "kernel_changed"
@@ -472,19 +497,17 @@ def series_scale(
 def judge_series(
     points: Sequence[Point | Sequence[float | None] | None],
     *,
-    threshold: float = DEFAULT_THRESHOLD,
-    alpha: float = DEFAULT_ALPHA,
-    window: int = DEFAULT_WINDOW,
-    consecutive: int = DEFAULT_CONSECUTIVE,
-    noise_window: int = DEFAULT_NOISE_WINDOW,
-    z: float = DEFAULT_Z,
+    rule: RegressionRule = DEFAULT_RULE,
+    kernel: str | None = None,
     spread: tuple[float | None, int] | None = None,
     higher_is_worse: bool = True,
     autotuned: bool = False,
 ) -> Verdict | None:
-    """Judge the newest ``consecutive`` points of a series (oldest point first; a point is a Point or its
-    repeats) against the ``window`` points before them, the between-run spread from the ``noise_window`` points
-    before them; None when there is nothing to report, including too short a history."""
+    """Judge the newest ``rule.consecutive`` points of a series (oldest point first; a point is a Point or its
+    repeats) against the ``rule.window`` points before them, the between-run spread from the ``rule.noise_window``
+    points before them, at ``kernel``'s threshold; None when there is nothing to report, including too short a
+    history."""
+    consecutive, window = rule.consecutive, rule.window
     if consecutive < 1 or window < 1:
         raise ValueError("window and consecutive must be >= 1")
     pts = [p if isinstance(p, Point) else Point(p or ()) for p in points]
@@ -494,11 +517,11 @@ def judge_series(
     return judge(
         before[-window:],
         pts[-consecutive:],
-        history=before[-max(noise_window, window) :],
+        history=before[-max(rule.noise_window, window) :],
         spread=spread,
-        threshold=threshold,
-        alpha=alpha,
-        z=z,
+        threshold=rule.threshold_for(kernel),
+        alpha=rule.alpha,
+        z=rule.z,
         higher_is_worse=higher_is_worse,
         autotuned=autotuned,
     )

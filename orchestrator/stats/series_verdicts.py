@@ -19,17 +19,12 @@ from typing import Any
 import numpy as np
 
 from orchestrator.stats.regression_rule import (
-    DEFAULT_ALPHA,
-    DEFAULT_CONSECUTIVE,
-    DEFAULT_NOISE_WINDOW,
-    DEFAULT_THRESHOLD,
-    DEFAULT_WINDOW,
-    DEFAULT_Z,
+    DEFAULT_RULE,
     MIN_SAMPLES,
     Point,
+    RegressionRule,
     finite,
     judge,
-    threshold_for,
     verdict_words,
 )
 from workers import metrics as catalogue
@@ -48,19 +43,15 @@ def point_verdicts(
     key: SeriesKey,
     *,
     metric: str = "time_us",
-    threshold: float | Mapping[str, float] = DEFAULT_THRESHOLD,
-    alpha: float = DEFAULT_ALPHA,
-    window: int = DEFAULT_WINDOW,
-    consecutive: int = DEFAULT_CONSECUTIVE,
-    noise_window: int = DEFAULT_NOISE_WINDOW,
-    z: float = DEFAULT_Z,
+    rule: RegressionRule = DEFAULT_RULE,
     from_index: int = 0,
 ) -> list[dict[str, Any] | None]:
     """For each point of one series (series_by_key's dicts, oldest first): the flag dict judge_plan gives
     for the series cut after that point, or None.  ``from_index``: judge only the points from that index on (the
     others are None); the rule reads no point more than :func:`points_read` before it."""
-    limit = threshold_for(key[0], threshold)
-    lo = max(0, from_index - points_read(window, consecutive, noise_window))
+    limit = rule.threshold_for(key[0])
+    window, consecutive = rule.window, rule.consecutive
+    lo = max(0, from_index - rule.points_read())
     arrays = [np.empty(0)] * lo + [finite(p["samples"]) for p in points[lo:]]
     counts = np.array([a.size for a in arrays])
     medians = row_medians([arrays], counts[:, None])
@@ -78,19 +69,15 @@ def point_verdicts(
         # not skip a point judge() would flag): a point that fails it has no verdict
         if ref == 0 or np.isnan(cur).any() or not bool(np.all(np.abs(cur / ref - 1.0) >= limit * (1 - 1e-9))):
             continue
-        reference, current, history = history_plan(
-            points, i, window=window, consecutive=consecutive, noise_window=noise_window
-        )
-        out[i] = judge_plan(key, reference, current, history, metric=metric, threshold=threshold, alpha=alpha, z=z)
+        reference, current, history = history_plan(points, i, rule)
+        out[i] = judge_plan(key, reference, current, history, metric=metric, rule=rule)
     return out
 
 
-def points_read(
-    window: int = DEFAULT_WINDOW, consecutive: int = DEFAULT_CONSECUTIVE, noise_window: int = DEFAULT_NOISE_WINDOW
-) -> int:
+def points_read(rule: RegressionRule = DEFAULT_RULE) -> int:
     """How many points before a judged point the rule reads (history_plan: the reference window or the between-run
     spread's history, whichever is longer, before the consecutive current points)."""
-    return max(window, noise_window) + consecutive - 1
+    return rule.points_read()
 
 
 def quartiles_of(samples: list, values: list) -> list[tuple[float, float]]:
@@ -199,24 +186,22 @@ def judge_plan(
     *,
     metric: str = "time_us",
     spread: tuple[float | None, int] | None = None,
-    threshold: float | Mapping[str, float] = DEFAULT_THRESHOLD,
-    alpha: float = DEFAULT_ALPHA,
-    z: float = DEFAULT_Z,
+    rule: RegressionRule = DEFAULT_RULE,
 ) -> dict[str, Any] | None:
     """The regression rule's verdict on one series' ``current`` points (dicts of series_queries.series_by_key)
     against its ``reference`` points, as the flag dict regression_queries.regression_report lists (improvements
     included); None when the rule reports nothing.  The regressions command and the dashboard's Trends page both
     judge through this."""
     name, _skey, dtype, impl, hw = key
-    limit = threshold_for(name, threshold)
+    limit = rule.threshold_for(name)
     v = judge(
         [rule_point(p) for p in reference],
         [rule_point(p) for p in current],
         history=[rule_point(p) for p in history],
         spread=spread,
         threshold=limit,
-        alpha=alpha,
-        z=z,
+        alpha=rule.alpha,
+        z=rule.z,
         higher_is_worse=not catalogue.higher_is_better(metric),
         autotuned=is_autotuned(impl),
     )
@@ -256,8 +241,8 @@ def judge_plan(
     }
 
 
-def history_plan(points: Sequence[dict[str, Any]], end: int, *, window: int, consecutive: int, noise_window: int):
+def history_plan(points: Sequence[dict[str, Any]], end: int, rule: RegressionRule = DEFAULT_RULE):
     """Against history, the series cut after point ``end``: (reference, current, history) as the rule takes them."""
     upto = points[: end + 1]
-    before = upto[:-consecutive]
-    return before[-window:], upto[-consecutive:], before[-max(noise_window, window) :]
+    before = upto[: -rule.consecutive]
+    return before[-rule.window :], upto[-rule.consecutive :], before[-max(rule.noise_window, rule.window) :]

@@ -11,6 +11,7 @@ from orchestrator.stats.regression_rule import (
     KERNEL_CHANGED,
     UNCONFIRMED,
     Point,
+    RegressionRule,
     between_run_scale,
     compare,
     judge,
@@ -89,7 +90,7 @@ def test_judge_series_needs_two_consecutive_violations_beyond_the_between_run_sp
     assert judge_series(_history(base + [110.0, 90.0])) is None, "violations in opposite directions"
     assert judge_series(_history(base[:1] + [110.0, 110.0])).status == UNCONFIRMED, "too short a history"
     assert judge_series(_history([110.0, 110.0])) is None, "nothing to compare with"
-    assert judge_series(_history(base + [110.0]), consecutive=1) is not None
+    assert judge_series(_history(base + [110.0]), rule=RegressionRule(consecutive=1)) is not None
 
 
 def test_a_step_within_the_between_run_spread_is_not_confirmed():
@@ -207,7 +208,8 @@ def test_regressions_against_history(writer, store_url, factories):
     assert f["device"] == "gpu"
     assert _confirmed(store_url, run_id=one) == {}, "as of an earlier run: one violation only"
     assert set(_confirmed(store_url, run_id=two)) == {"triton"}
-    assert _confirmed(store_url, threshold={"rmsnorm": 0.15}) == {}, "a per-kernel threshold above the change"
+    above = RegressionRule(threshold={"rmsnorm": 0.15})
+    assert _confirmed(store_url, rule=above) == {}, "a per-kernel threshold above the change"
     assert _flags(store_url, kernel="rope") == {}
 
 
@@ -328,7 +330,7 @@ def test_aa_identical_runs_and_50_point_histories_raise_no_alert(writer, store_u
         # without the between-run condition (z = 0: large and Mann-Whitney only, the rule this one replaces)
         candidates += len(
             regression_queries.regression_report(
-                store_url, runs[k + 1], baseline_run_ids=runs[k], z=0.0, include_improvements=True
+                store_url, runs[k + 1], baseline_run_ids=runs[k], rule=RegressionRule(z=0.0), include_improvements=True
             )["flags"]
         )
         two = regression_queries.regression_report(

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from orchestrator.stats import series_verdicts
+from orchestrator.stats.regression_rule import RegressionRule
 
 KEY = ("rmsnorm", "1x1024x2048", "bf16", "triton", "h200/sm_90")
 
@@ -51,4 +52,4 @@ def test_the_newest_points_get_the_verdicts_the_whole_series_gives(shown):
 def test_the_rule_reads_back_its_window_and_history():
     # the reference window (10) or the spread's history (30), whichever is longer, before 2 consecutive points
     assert series_verdicts.points_read() == 31
-    assert series_verdicts.points_read(window=40, consecutive=3, noise_window=30) == 42
+    assert series_verdicts.points_read(RegressionRule(window=40, consecutive=3, noise_window=30)) == 42

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from kernels.arch import interpreting
+from workers import correctness
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "kernel"
 FLOATS = (torch.float32, torch.bfloat16, torch.float16)
@@ -36,9 +37,10 @@ def assert_impls_match_reference(
     entry, inputs: dict, refs, dtype_name: str, device, impls=("triton", "eager"), dtype_of: str = "x"
 ) -> None:
     """Every listed implementation of a registry entry, on ``inputs``, within the entry's tolerances of ``refs``
-    (its float64 reference); outputs given for poisoning (NaN) are the ones written and returned."""
+    (its float64 reference) by the correctness job's rule (:func:`workers.correctness.compare`: shapes, NaN/inf,
+    relative L2 and max-abs); outputs given for poisoning (NaN) are the ones written and returned."""
     refs = refs if isinstance(refs, tuple) else (refs,)
-    max_rel, max_abs = entry.tolerances[dtype_name]
+    tolerance = entry.tolerances[dtype_name]
     for name in impls:
         impl = entry.impls[name]
         assert impl.unavailable(device) is None, name
@@ -54,9 +56,8 @@ def assert_impls_match_reference(
         else:
             got = fn(**inputs)
             got_t = got if isinstance(got, tuple) else (got,)
-        assert len(got_t) == len(refs), name
-        for g, r in zip(got_t, refs):
-            assert g.dtype == inputs[dtype_of].dtype and g.shape == r.shape, name
-            d = g.double() - r
-            assert (d.norm() / r.norm()).item() <= max_rel, name
-            assert d.abs().max().item() <= max_abs, name
+        assert len(got_t) == len(refs), f"{name}: {len(got_t)} outputs, the reference has {len(refs)}"
+        for i, g in enumerate(got_t):
+            assert g.dtype == inputs[dtype_of].dtype, f"{name}: output {i} is {g.dtype}, not {inputs[dtype_of].dtype}"
+        check = correctness.compare(got_t, refs, tolerance)  # the correctness job's own rule
+        assert check.ok, f"{name} ({dtype_name}): {check.note}"

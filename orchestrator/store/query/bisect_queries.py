@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from orchestrator.stats.regression_rule import between_run_scale
+from orchestrator.stats.regression_rule import RegressionRule, between_run_scale
 from orchestrator.stats.series_verdicts import judge_plan, rule_point
 from orchestrator.store.conditions import describe
 from orchestrator.store.query.access import Source, read_session
@@ -84,4 +84,5 @@ def judge_segments(
     """The rule's flag dict (orchestrator.stats.series_verdicts.judge_plan, improvements included) for the
     ``current`` segment's points against the ``reference`` segment's, the between-run spread given; None when the
     rule reports nothing."""
-    return judge_plan(series, reference, current, [], metric=metric, spread=spread, threshold=threshold)
+    rule = RegressionRule(threshold=threshold)
+    return judge_plan(series, reference, current, [], metric=metric, spread=spread, rule=rule)

@@ -30,6 +30,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,7 @@ from orchestrator.stats.regression_rule import (
     CONFIRMED,
     DEFAULT_THRESHOLD,
     Point,
+    Verdict,
     between_run_scale,
     finite,
     judge,
@@ -368,6 +370,32 @@ def compare(
     ``current`` (run rows), ``metric``, ``unit``, ``higher_is_better``, ``threshold``, ``series`` (one dict per
     series, sorted by kernel, device, implementation, dtype, shape), ``summary``, ``cpu_series`` (left out),
     ``counts``.  RefError for an unknown run or the same run on both sides."""
+    base, cur = _sides_of(src, baseline_runs, current_runs)
+    info = catalogue.get(metric)
+    name_col = Job.model if kinds.runs_model(info.kind) else Job.kernel
+    sides = _fetch(src, base, cur, metric, name_col)
+    pairs, cpu_series = _pair(sides, include_cpu)
+    rows = _judge_pairs(pairs, sides, threshold, higher_is_worse=not info.higher_is_better)
+    rows += _correctness_rows(sides, pairs, include_cpu)
+    return {
+        "schema": "kernelfleet.compare",
+        "schema_version": SCHEMA_VERSION,
+        "metric": metric,
+        "unit": info.unit,
+        "higher_is_better": info.higher_is_better,
+        "threshold": threshold if isinstance(threshold, (int, float)) else dict(threshold),
+        "baseline": sides.base_rows,
+        "current": sides.cur_rows,
+        "series": rows,
+        "summary": summarize(rows),
+        "cpu_series": 0 if include_cpu else cpu_series,
+        "counts": counts(rows),
+    }
+
+
+def _sides_of(src: Source, baseline_runs: Sequence[int], current_runs: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Each side's runs, once each, in the order given; RefError for an empty side, a run on both sides or an
+    unknown run."""
     base, cur = list(dict.fromkeys(baseline_runs)), list(dict.fromkeys(current_runs))
     if not base or not cur:
         raise RefError("both sides need at least one run")
@@ -375,9 +403,25 @@ def compare(
     if both:
         raise RefError(f"run(s) {both} on both sides of the comparison")
     runs_of_ids(src, base + cur)
-    info = catalogue.get(metric)
-    higher_is_worse = not info.higher_is_better
-    name_col = Job.model if kinds.runs_model(info.kind) else Job.kernel
+    return base, cur
+
+
+@dataclass(frozen=True)
+class _Sides:
+    """What the store holds for a comparison: each side's points and correctness verdicts per series (``_side``),
+    the GPU type of each hardware key, and each side's run rows."""
+
+    ref_points: dict[tuple, list[dict[str, Any]]]
+    ref_correct: dict[tuple, list[bool]]
+    cur_points: dict[tuple, list[dict[str, Any]]]
+    cur_correct: dict[tuple, list[bool]]
+    gpu_types: dict[str, str]
+    base_rows: list[dict[str, Any]]
+    cur_rows: list[dict[str, Any]]
+
+
+def _fetch(src: Source, base: Sequence[int], cur: Sequence[int], metric: str, name_col) -> _Sides:
+    """Both sides read in one session."""
     with read_session(src) as s:
         ref_points, ref_correct = _side(s, base, metric, name_col)
         cur_points, cur_correct = _side(s, cur, metric, name_col)
@@ -391,21 +435,34 @@ def compare(
             if hws
             else {}
         )
-        base_rows, cur_rows = run_rows(s, base), run_rows(s, cur)
-    keys = set(ref_points) | set(cur_points)
+        return _Sides(ref_points, ref_correct, cur_points, cur_correct, gpu_types, run_rows(s, base), run_rows(s, cur))
+
+
+def _pair(sides: _Sides, include_cpu: bool) -> tuple[dict[tuple, tuple[list, list]], int]:
+    """(series key -> (baseline points, current points) for every series timed on either side, CPU series left out
+    unless ``include_cpu``; the number of CPU series)."""
+    keys = set(sides.ref_points) | set(sides.cur_points)
     cpu_series = sum(1 for k in keys if is_cpu_device(k[4]))
     if not include_cpu:
         keys = {k for k in keys if not is_cpu_device(k[4])}
-    pairs = {k: (ref_points.get(k, []), cur_points.get(k, [])) for k in keys}
+    return {k: (sides.ref_points.get(k, []), sides.cur_points.get(k, [])) for k in keys}, cpu_series
+
+
+def _judge_pairs(
+    pairs: Mapping[tuple, tuple[list, list]],
+    sides: _Sides,
+    threshold: float | Mapping[str, float],
+    *,
+    higher_is_worse: bool,
+) -> list[dict[str, Any]]:
+    """One row per paired series, sorted by kernel, device, implementation, dtype and shape: the ratio, its
+    interval, the rule's verdict and the correctness on each side."""
     spreads = _spreads({k: v for k, v in pairs.items() if v[0] and v[1]})
     rows = []
-    for key in sorted(keys, key=lambda k: (k[0] or "", k[4] or "", k[3], k[2], _shape_order(k[1]))):
-        name, skey, dtype, impl, hw = key
+    for key in sorted(pairs, key=lambda k: (k[0] or "", k[4] or "", k[3], k[2], _shape_order(k[1]))):
+        name, _skey, _dtype, impl, hw = key
         ref, now = pairs[key]
-        ref_median, cur_median = _side_median(ref), _side_median(now)
-        ratio = cur_median / ref_median if ref_median and cur_median else None
         spread = spreads.get((name, impl, hw))
-        lo, hi, basis = ratio_interval(ref, now, spread) if ref and now else (None, None, None)
         verdict = None
         if ref and now:
             verdict = judge(
@@ -415,65 +472,88 @@ def compare(
                 threshold=threshold_for(name, threshold),
                 higher_is_worse=higher_is_worse,
             )
-        c_ref, c_cur = _correct(ref_correct.get(key)), _correct(cur_correct.get(key))
-        shape = (now or ref)[-1]["shape"]
-        rows.append(
-            {
-                "kernel": name,
-                "shape": shape,
-                "dtype": dtype,
-                "impl": impl,
-                "hardware_key": hw,
-                "gpu_type": gpu_types.get(hw, "cpu" if is_cpu_device(hw) else None),
-                "device": "cpu" if is_cpu_device(hw) else "gpu",
-                "state": "both" if ref and now else ("new" if now else "vanished"),
-                "baseline_median": ref_median,
-                "current_median": cur_median,
-                "baseline_points": [p["value"] for p in ref],
-                "current_points": [p["value"] for p in now],
-                "ratio": ratio,
-                "ci_low": lo,
-                "ci_high": hi,
-                "ci_basis": basis,
-                "spread": spread[0] if spread else None,
-                "spread_dof": spread[1] if spread else 0,
-                "verdict": verdict.status if verdict else None,
-                "direction": verdict.direction if verdict else None,
-                "change": verdict.change if verdict else (ratio - 1 if ratio else None),
-                "z": verdict.z if verdict else None,
-                "p_value": verdict.p_value if verdict else None,
-                "reason": verdict.reason if verdict else None,
-                "correct_baseline": c_ref,
-                "correct_current": c_cur,
-                "correctness": "lost"
-                if c_cur is False and c_ref is not False
-                else ("regained" if c_ref is False and c_cur is True else None),
-            }
-        )
-    # correctness verdicts of implementations without a timed series (a failing impl is not timed)
-    for key in sorted(set(ref_correct) | set(cur_correct), key=repr):
-        if key in keys or key in ref_points or key in cur_points:
+        c_ref, c_cur = _correct(sides.ref_correct.get(key)), _correct(sides.cur_correct.get(key))
+        gpu_type = sides.gpu_types.get(hw, "cpu" if is_cpu_device(hw) else None)
+        rows.append(_series_row(key, ref, now, spread, verdict, c_ref, c_cur, gpu_type))
+    return rows
+
+
+def _series_row(
+    key: tuple,
+    ref: Sequence[Mapping[str, Any]],
+    now: Sequence[Mapping[str, Any]],
+    spread: tuple[float | None, int] | None,
+    verdict: Verdict | None,
+    c_ref: bool | None,
+    c_cur: bool | None,
+    gpu_type: str | None,
+) -> dict[str, Any]:
+    """A timed series' row of the comparison (the module doc)."""
+    name, _skey, dtype, impl, hw = key
+    ref_median, cur_median = _side_median(ref), _side_median(now)
+    ratio = cur_median / ref_median if ref_median and cur_median else None
+    lo, hi, basis = ratio_interval(ref, now, spread) if ref and now else (None, None, None)
+    return {
+        "kernel": name,
+        "shape": (now or ref)[-1]["shape"],
+        "dtype": dtype,
+        "impl": impl,
+        "hardware_key": hw,
+        "gpu_type": gpu_type,
+        "device": "cpu" if is_cpu_device(hw) else "gpu",
+        "state": "both" if ref and now else ("new" if now else "vanished"),
+        "baseline_median": ref_median,
+        "current_median": cur_median,
+        "baseline_points": [p["value"] for p in ref],
+        "current_points": [p["value"] for p in now],
+        "ratio": ratio,
+        "ci_low": lo,
+        "ci_high": hi,
+        "ci_basis": basis,
+        "spread": spread[0] if spread else None,
+        "spread_dof": spread[1] if spread else 0,
+        **_verdict_fields(verdict, ratio),
+        "correct_baseline": c_ref,
+        "correct_current": c_cur,
+        "correctness": _correctness_change(c_ref, c_cur),
+    }
+
+
+def _verdict_fields(verdict: Verdict | None, ratio: float | None) -> dict[str, Any]:
+    """The rule's verdict as a row's fields; without one, ``change`` is the ratio's."""
+    if verdict is None:
+        fields = dict.fromkeys(("verdict", "direction", "change", "z", "p_value", "reason"))
+        return {**fields, "change": ratio - 1 if ratio else None}
+    return {
+        "verdict": verdict.status,
+        "direction": verdict.direction,
+        "change": verdict.change,
+        "z": verdict.z,
+        "p_value": verdict.p_value,
+        "reason": verdict.reason,
+    }
+
+
+def _correctness_change(c_ref: bool | None, c_cur: bool | None) -> str | None:
+    """``lost`` (False now, not False before), ``regained`` (False before, True now) or None."""
+    if c_cur is False and c_ref is not False:
+        return "lost"
+    return "regained" if c_ref is False and c_cur is True else None
+
+
+def _correctness_rows(sides: _Sides, pairs: Mapping[tuple, Any], include_cpu: bool) -> list[dict[str, Any]]:
+    """Rows for the correctness verdicts of implementations without a timed series (a failing impl is not timed)
+    whose correctness was lost or regained."""
+    rows = []
+    for key in sorted(set(sides.ref_correct) | set(sides.cur_correct), key=repr):
+        if key in pairs or key in sides.ref_points or key in sides.cur_points:
             continue
         if not include_cpu and is_cpu_device(key[4]):
             continue
-        c_ref, c_cur = _correct(ref_correct.get(key)), _correct(cur_correct.get(key))
-        if c_cur is False and c_ref is not False or (c_ref is False and c_cur is True):
-            name, skey, dtype, impl, hw = key
-            rows.append(_correctness_only_row(key, c_ref, c_cur, gpu_types.get(hw)))
-    return {
-        "schema": "kernelfleet.compare",
-        "schema_version": SCHEMA_VERSION,
-        "metric": metric,
-        "unit": info.unit,
-        "higher_is_better": info.higher_is_better,
-        "threshold": threshold if isinstance(threshold, (int, float)) else dict(threshold),
-        "baseline": base_rows,
-        "current": cur_rows,
-        "series": rows,
-        "summary": summarize(rows),
-        "cpu_series": 0 if include_cpu else cpu_series,
-        "counts": counts(rows),
-    }
+        c_ref, c_cur = _correct(sides.ref_correct.get(key)), _correct(sides.cur_correct.get(key))
+        if _correctness_change(c_ref, c_cur):
+            rows.append(_correctness_only_row(key, c_ref, c_cur, sides.gpu_types.get(key[4])))
+    return rows
 
 
 def _correctness_only_row(key: tuple, c_ref: bool | None, c_cur: bool | None, gpu_type: str | None) -> dict:
