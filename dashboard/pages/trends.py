@@ -23,7 +23,19 @@ from orchestrator.store.query.trend_queries import (
     row_medians,
 )
 
-from ._common import ALL, COMPARE_COLUMN, SERIES_COLUMNS, PageFilter, add_compare_runs, compare_link, read_filters
+from ._common import (
+    ALL,
+    COMPARE_COLUMN,
+    MARKED_COLUMN,
+    MARKED_RUNS,
+    SERIES_COLUMNS,
+    PageFilter,
+    add_compare_runs,
+    compare_link,
+    mark_hover,
+    marked_note,
+    read_filters,
+)
 
 COLUMNS = [  # the median and IQR next to the series' keys: readable without scrolling
     *SERIES_COLUMNS,
@@ -38,6 +50,7 @@ COLUMNS = [  # the median and IQR next to the series' keys: readable without scr
     COMPARE_COLUMN,
     "speedup_vs_eager",
     "correct",
+    MARKED_COLUMN,
     "reason",
     "job_key",
 ]
@@ -51,10 +64,6 @@ SCALES = {"linear": "linear", "log": "log (implementations far apart)"}
 FAR_APART = 4.0
 SHAPE_COLORS = plotly.colors.qualitative.Dark24  # the series of one implementation, one colour per shape
 RANGES = {"fit": "fit the points (old outliers on the edge)", "all": "every point"}
-MARKED_RUNS = {
-    "leave": "leave out marked runs",
-    "show": "show marked runs (shared GPU, rehearsal, uncommitted changes)",
-}
 INCORRECT = "incorrect: failed correctness, not a speed"
 INCORRECT_STYLE = ("x-thin-open", "#d62728")
 # An old outlier does not set the y range (the "fit" range): a point is one when it lies far from both the median of
@@ -185,6 +194,9 @@ def build(src, params: Mapping[str, str]) -> PageView:
         view.notes.append("No measurement matches these filters.")
         return view
     view.notes.append(f"{len(keys)} series, {len(table.rows)} points; {_verdict_counts(records)}.")
+    note = marked_note(records)  # marked runs are shown only when the filter asks; then said, and in each hover
+    if note:
+        view.notes.append(note)
     wrong = sum(r["correct"] is False for r in records)
     if wrong:
         view.notes.append(
@@ -354,6 +366,7 @@ def _figure(rows: list[dict], y: str, x: str, reading: str, scale: str = "linear
             f"device {r['hardware_key']}<br>median {r['median']} {r['unit']}"
             + (f" (IQR {r['q1']}–{r['q3']})" if y == "time" else f"<br>speed-up {r['speedup_vs_eager']}")
             + (f"<br><b>{r['verdict']}</b><br>{r['reason']}" if r["verdict"] else "")
+            + mark_hover(r.get(MARKED_COLUMN))
             for r in pts
         ]
         # one colour per implementation; the shapes differ by dash and marker (and colour, for one implementation)

@@ -89,6 +89,23 @@ def test_bandwidth_leaves_the_marked_run_out_then_shows_it_marked(store):
     assert any(f"marked: {DIRTY_WORDS}" in h for h in hover)
 
 
+def test_trends_leaves_the_marked_run_out_then_shows_it_marked(store):
+    dirty_run = store[2][("kernels", DIRTY_WORDS)]
+    view = _build(store, "/trends", {"kernel": "cross_attention"})
+    _check_filter(view, "leave")
+    rows = view.table("points").rows
+    assert rows and dirty_run not in {r["run_id"] for r in rows}
+    assert all(r["marked"] == "" for r in rows) and not any("Marked run" in n for n in view.notes)
+
+    shown = _build(store, "/trends", {"kernel": "cross_attention", "marked": "show"})
+    _check_filter(shown, "show")
+    marked = [r for r in shown.table("points").rows if r["run_id"] == dirty_run]
+    assert marked and all(r["marked"] == DIRTY_WORDS for r in marked)
+    assert any(f"run {dirty_run}: {DIRTY_WORDS}" in n for n in shown.notes)
+    hover = [h for t in shown.figures[0].figure.data if t.hovertext for h in t.hovertext]
+    assert any(f"marked: {DIRTY_WORDS}" in h for h in hover)
+
+
 def test_end_to_end_and_profiles_leave_the_marked_run_out_then_show_it_marked(store):
     shared_run = store[2][("ltx_e2e", SHARED_WORDS)]
     e2e = _build(store, "/e2e", {"job": ""})

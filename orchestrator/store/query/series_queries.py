@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from orchestrator.stats.regression_rule import (
     finite,
 )
+from orchestrator.store.conditions import describe as describe_conditions
 from orchestrator.store.conditions import plain_runs
 from orchestrator.store.models import (
     Device,
@@ -184,7 +185,8 @@ def trend_points(
     oldest first, with eager's reading of the same job beside it and the implementation's own correctness.
 
     Keys per point: kernel, shape_key, dtype, impl, hardware_key, gpu_type, value, unit, samples, eager_value,
-    correct, run_id, commit, measured_at, job_key, attempt.  One statement; ``limit`` bounds the newest points.
+    correct, run_id, commit, measured_at, job_key, attempt, marked (the run's conditions in words, "" for a plain
+    run).  One statement; ``limit`` bounds the newest points.
     ``with_samples=False``: samples None, the repeats not read (a reader that has them from elsewhere).  Runs
     marked by their conditions (orchestrator/store/conditions.py) are left out unless ``include_marked``.
     """
@@ -211,6 +213,7 @@ def trend_points(
                 Device.gpu_type,
                 Run.commit,
                 attempt_time().label("at"),
+                Run.conditions,
             )
         )
         .join(Device, Device.hardware_key == JobAttempt.hardware_key)
@@ -257,6 +260,7 @@ def trend_points(
             "measured_at": at,
             "job_key": key,
             "attempt": attempt,
+            "marked": describe_conditions(conditions, note=False),
         }
         for (
             im,
@@ -275,6 +279,7 @@ def trend_points(
             gpu,
             commit,
             at,
+            conditions,
         ) in rows
     ]
     points.reverse()
