@@ -240,37 +240,7 @@ def _latest_points(
     ]
 
 
-ISA_METRICS = (
-    "vgprs",
-    "agprs",
-    "sgprs",
-    "registers",
-    "vgpr_spills",
-    "sgpr_spills",
-    "spill_store_bytes",
-    "spill_load_bytes",
-    "scratch_bytes",
-    "lds_bytes",
-    "occupancy_waves",
-    "code_bytes",
-    "load_min_bits",
-    "store_min_bits",
-    "loads_b128",
-    "loads_b64",
-    "loads_b32",
-    "loads_b16",
-    "stores_b128",
-    "stores_b64",
-    "stores_b32",
-    "stores_b16",
-    "transcendentals",
-    "conversions",
-    "instructions",
-    "launches",
-    "isa_compile_s",
-    "est_min_time_us",
-    "est_min_time_copy_us",
-)
+ISA_METRICS = kinds.kind_of(ISA).metrics  # the isa job's own (workers/kinds/isa.py)
 
 
 def isa_results(src: Source, run_id: int) -> list[dict[str, Any]]:
