@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.devices import CPU_ONLY_ENV
+
 REPO = Path(__file__).resolve().parents[2]
 TINY = "+sweep=smoke sweep.kernels=[rmsnorm] sweep.shapes=[[1,16,256]] sweep.dtypes=[fp32]"
 
@@ -27,6 +29,7 @@ def test_the_shell_steps_sweep_twice_per_side_and_compare(tmp_path):
     out = tmp_path / "out"
     env = {
         **os.environ,
+        **CPU_ONLY_ENV,  # the CPU's steps on any host (on a GPU the smoke sweep times more implementations)
         "BASE_DIR": str(REPO),
         "HEAD_DIR": str(REPO),
         "SWEEP": TINY,
