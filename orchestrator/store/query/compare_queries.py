@@ -188,15 +188,24 @@ def previous_runs(src: Source, plain: bool = False) -> dict[int, int]:
 
 # -- loading the points of a side -----------------------------------------------------------------------------
 def _side(s: Session, run_ids: Sequence[int], metric: str, name_col) -> tuple[dict, dict]:
-    """(series key -> [point dict per run, in run order], correctness key -> [verdicts]) for the runs of a side."""
+    """(series key -> [point dict per run, in run order], correctness key -> [verdicts]) for the runs of a side: the
+    side's jobs of the metric's kind and of correctness, the attempt each run shows, that attempt's readings."""
     kind = catalogue.get(metric).kind
-    kinds = sorted({kind, CORRECTNESS})
     members = s.execute(
         select(RunJob.run_id, Job.id, Job.kind, name_col, Job.shape, Job.shape_key, Job.dtype)
         .join(Job, Job.id == RunJob.job_id)
-        .where(RunJob.run_id.in_(list(run_ids)), Job.kind.in_(kinds))
+        .where(RunJob.run_id.in_(list(run_ids)), Job.kind.in_(sorted({kind, CORRECTNESS})))
     ).all()
     job_ids = sorted({m[1] for m in members})
+    shown = _shown_attempts(s, members, job_ids)
+    values = _attempt_values(s, job_ids, {(job_id, a[0]) for (_, job_id), a in shown.items()}, metric)
+    order = {r: i for i, r in enumerate(run_ids)}
+    return _side_series(sorted(members, key=lambda m: order[m[0]]), shown, values, kind)
+
+
+def _shown_attempts(s: Session, members: Sequence, job_ids: list[int]) -> dict[tuple[int, int], tuple]:
+    """(run, job) -> (attempt, status, hardware key, details) of the attempt the run shows: the run's own newest,
+    else the job's newest."""
     attempts: dict[int, list[tuple[int, int, str, str | None, Any]]] = defaultdict(list)
     for chunk in chunks(job_ids):
         for row in s.execute(
@@ -210,7 +219,6 @@ def _side(s: Session, run_ids: Sequence[int], metric: str, name_col) -> tuple[di
             ).where(JobAttempt.job_id.in_(chunk))
         ):
             attempts[row[0]].append(tuple(row[1:]))
-    # the attempt each (run, job) shows: the run's own newest, else the job's newest
     shown: dict[tuple[int, int], tuple[int, str, str | None, Any]] = {}
     for run_id, job_id, *_ in members:
         tries = attempts.get(job_id) or []
@@ -218,8 +226,13 @@ def _side(s: Session, run_ids: Sequence[int], metric: str, name_col) -> tuple[di
         pick = max(own or tries, default=None, key=lambda a: a[0])
         if pick is not None:
             shown[(run_id, job_id)] = (pick[0], pick[2], pick[3], pick[4])
-    wanted = {(job_id, a[0]) for (_, job_id), a in shown.items()}
-    values: dict[tuple[int, int], dict[tuple[str, str], tuple[float | None, list | None]]] = defaultdict(dict)
+    return shown
+
+
+def _attempt_values(s: Session, job_ids: list[int], wanted: set[tuple[int, int]], metric: str) -> dict:
+    """(job, attempt) -> {(impl, metric or "correct"): (value, repeats as a float array)} for the wanted attempts
+    (the repeats decoded once: every step after reads them)."""
+    values: dict[tuple[int, int], dict[tuple[str, str], tuple[float | None, Any]]] = defaultdict(dict)
     for chunk in chunks(job_ids):
         for job_id, attempt, impl, mname, value, samples in s.execute(
             select(
@@ -231,12 +244,17 @@ def _side(s: Session, run_ids: Sequence[int], metric: str, name_col) -> tuple[di
                 repeats_text(),
             ).where(Measurement.job_id.in_(chunk), Measurement.metric.in_([metric, "correct"]))
         ):
-            if (job_id, attempt) in wanted:  # the repeats as a float array once: every step below reads them
+            if (job_id, attempt) in wanted:
                 values[(job_id, attempt)][(impl, mname)] = (value, finite(repeats(samples)))
+    return values
+
+
+def _side_series(members: Sequence, shown: Mapping, values: Mapping, kind: str) -> tuple[dict, dict]:
+    """The points of the metric's kind and the correctness verdicts by series, from each run's shown attempt (a
+    good one) in the members' order."""
     points: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     correct: dict[tuple, list[bool]] = defaultdict(list)
-    order = {r: i for i, r in enumerate(run_ids)}
-    for run_id, job_id, jkind, name, shape, skey, dtype in sorted(members, key=lambda m: order[m[0]]):
+    for run_id, job_id, jkind, name, shape, skey, dtype in members:
         a = shown.get((run_id, job_id))
         if a is None or a[1] not in GOOD_STATUSES:
             continue
@@ -245,18 +263,16 @@ def _side(s: Session, run_ids: Sequence[int], metric: str, name_col) -> tuple[di
             if mname == "correct":
                 if value is not None:
                     correct[(name, skey, dtype, impl, hw)].append(value >= 0.5)
-                continue
-            if jkind != kind or value is None:
-                continue
-            points[(name, skey, dtype, impl, hw)].append(
-                {
-                    "run_id": run_id,
-                    "value": value,
-                    "samples": samples if samples.size else np.array([value], dtype=float),
-                    "shape": list(shape or []),
-                    "pick": autotune_pick(details, impl),
-                }
-            )
+            elif jkind == kind and value is not None:
+                points[(name, skey, dtype, impl, hw)].append(
+                    {
+                        "run_id": run_id,
+                        "value": value,
+                        "samples": samples if samples.size else np.array([value], dtype=float),
+                        "shape": list(shape or []),
+                        "pick": autotune_pick(details, impl),
+                    }
+                )
     return points, correct
 
 
