@@ -30,6 +30,7 @@ import datetime as dt
 import hashlib
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -196,31 +197,20 @@ def _import(paths: list[str], url: str | None, console: Console) -> int:
         return _import_directory(paths[0], url, console)
     if len(set(paths)) != len(paths):
         raise BadResults("the same results file is named twice")
-    plan, rows = read_shards(paths)
-    digest = _digest(paths)
-    path = ", ".join(paths)
-    writer, url = open_writer(url, console)
-    shown = display_url(url)
-    try:
-        specs = list({s.key: s for s, _ in rows}.values())
-        try:
-            run_id, added = _write(writer, plan, specs, rows, digest, file_conditions(plan, paths))
-        except _ImportedBefore as earlier:
-            console.print(
-                f"{path} was imported before as run {earlier.args[0]}; nothing added (store {shown})", markup=False
-            )
-            return 0
-        except _NothingNew:
-            held = writer.runs_holding([s.key for s in specs])
-            where = f"already in run {', '.join(map(str, held))}" if held else "already in the store"
-            console.print(f"{path}: nothing new; {where} (store {shown})", markup=False)
-            return 0
-    finally:
-        writer.close()
-    report.print_run_summary(console, url, run_id, f"run {run_id} · imported from {path}")
-    console.print(
-        f"imported {added} results of {len(rows)} jobs from {path} as run {run_id} (store {shown})", markup=False
-    )
+    stored = _store_files(paths, url, console)
+    path, shown = ", ".join(paths), display_url(stored.url)
+    if stored.earlier is not None:
+        said = f"{path} was imported before as run {stored.earlier}; nothing added (store {shown})"
+        console.print(said, markup=False)
+    elif stored.run_id is None:
+        where = f"already in run {', '.join(map(str, stored.held))}" if stored.held else "already in the store"
+        console.print(f"{path}: nothing new; {where} (store {shown})", markup=False)
+    else:
+        report.print_run_summary(console, stored.url, stored.run_id, f"run {stored.run_id} · imported from {path}")
+        console.print(
+            f"imported {stored.added} results of {stored.jobs} jobs from {path} as run {stored.run_id} (store {shown})",
+            markup=False,
+        )
     return 0
 
 
@@ -228,21 +218,44 @@ def import_as_run(paths: list[str], url: str, console: Console) -> int:
     """Import results files (the shards of one plan) and return the id of the run that holds them: the new run, or
     the run of an earlier import of the same files, or the run already holding every result.  Errors are raised
     (BadResults, ShardMismatch, StoreError), not printed: for callers that go on with the run (bisect)."""
+    stored = _store_files(paths, url, console)
+    if stored.run_id is not None:
+        return stored.run_id
+    if stored.earlier is not None:
+        return stored.earlier
+    if not stored.held:
+        raise BadResults(f"{', '.join(paths)}: no result to import")
+    return max(stored.held)
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """What importing one plan's results files did: the new run (``run_id``, ``added`` results of ``jobs`` rows), or
+    the run of an earlier import of the same files (``earlier``), or nothing new (``held``: the runs holding them)."""
+
+    url: str
+    jobs: int
+    run_id: int | None = None
+    added: int = 0
+    earlier: int | None = None
+    held: tuple[int, ...] = ()
+
+
+def _store_files(paths: list[str], url: str | None, console: Console) -> _Stored:
     plan, rows = read_shards(paths)
+    digest = _digest(paths)
     writer, url = open_writer(url, console)
     try:
         specs = list({s.key: s for s, _ in rows}.values())
         try:
-            return _write(writer, plan, specs, rows, _digest(paths), file_conditions(plan, paths))[0]
+            run_id, added = _write(writer, plan, specs, rows, digest, file_conditions(plan, paths))
         except _ImportedBefore as earlier:
-            return int(earlier.args[0])
+            return _Stored(url, len(rows), earlier=int(earlier.args[0]))
         except _NothingNew:
-            held = writer.runs_holding([s.key for s in specs])
-            if not held:
-                raise BadResults(f"{', '.join(paths)}: no result to import") from None
-            return max(held)
+            return _Stored(url, len(rows), held=tuple(writer.runs_holding([s.key for s in specs])))
     finally:
         writer.close()
+    return _Stored(url, len(rows), run_id=run_id, added=added)
 
 
 def _digest(paths: list[str]) -> str:
