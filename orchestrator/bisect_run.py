@@ -80,11 +80,15 @@ class CommitRunner:
         from rich.console import Console
 
         from orchestrator import importer
+        from orchestrator.errors import describe
 
         try:
             return importer.import_as_run([str(results)], self.store_url, Console(quiet=True)), None
-        except Exception as exc:  # noqa: BLE001 - any failure to import skips the commit with the reason
-            return None, f"its results could not be imported into the store: {' '.join(str(exc).split())[:300]}"
+        except Exception as exc:
+            line = describe(exc)  # a user error (a results file the store refuses) skips the commit; a bug raises
+            if line is None:
+                raise
+            return None, f"its results could not be imported into the store: {' '.join(line.split())[:300]}"
 
     def _orchestrator(self, tree: Path, args: list[str], log: str) -> tuple[int, str]:
         """Run ``python -m orchestrator ARGS`` in ``tree`` (its code first on the path); (exit code, output)."""
