@@ -98,9 +98,10 @@ class _Gunzip:
                         continue
                 self._d = zlib.decompressobj(16 + zlib.MAX_WBITS)
                 self._pending = rest
-            data = self._d.unconsumed_tail or self._pending
-            if data is self._pending:
-                self._pending = b""
+            if self._d.unconsumed_tail:  # input the last call left for want of room in its output
+                data = self._d.unconsumed_tail
+            else:
+                data, self._pending = self._pending, b""
             if not data:
                 data = self._raw.read(self.CHUNK)
                 self._read += len(data)
