@@ -1,15 +1,16 @@
 """Where a per-call reading's time goes: the micro job's event timing against the kernel's own device time.
 
-The micro job times each call between two events with the L2 flushed by a read just before (workers.timing.bench).
-This probe splits a per-call reading into its parts, per kernel x shape x implementation (the registry's inputs):
+The micro job times each call between two events with the L2 flushed by a read just before
+(workers.runtime.timing.bench). This probe splits a per-call reading into its parts, per kernel x shape x implementation
+(the registry's inputs):
 
-- ``event``: workers.timing.bench as the micro job calls it (median µs);
+- ``event``: workers.runtime.timing.bench as the micro job calls it (median µs);
 - ``event+spin``: the same, with the GPU held busy (torch.cuda._sleep) after the flush for longer than the host
   takes to enqueue the call, so the start event is followed at once by the call's kernels: host enqueue time that
   outlasts the flush no longer shows up inside the events;
 - ``host``: host µs to enqueue one call (no sync; the GPU kept busy so the queue never blocks);
 - ``kernel``: the sum of the call's kernel durations from torch.profiler (CUPTI), L2 flushed before each call;
-- ``graph``: workers.timing.graph_time (warm L2, launch-free);
+- ``graph``: workers.runtime.timing.graph_time (warm L2, launch-free);
 - ``cold graph`` (``--cold``): ``cold_graph_time`` below (flushed L2, launch-free): a graph of (flush, call) pairs
   less a graph of the flushes alone, so the call is also charged for writing back the dirty lines it leaves in L2.
 
@@ -30,7 +31,7 @@ import triton
 
 from benchmarks.cli_args import case
 from kernels import registry
-from workers.timing import bench, flush_l2, graph_time
+from workers.runtime.timing import bench, flush_l2, graph_time
 
 dev = torch.device("cuda")
 SPIN_CYCLES = 400_000  # ~200 µs at 1.98 GHz: longer than any enqueue below
@@ -59,7 +60,7 @@ def cold_graph_time(
 ) -> list[float]:
     """Per-call microseconds of ``fn`` launch-free with the L2 flushed before every call.
 
-    Two graphs are timed with workers.timing.graph_time: ``calls`` times (flush, ``fn``), and ``calls`` flushes
+    Two graphs are timed with workers.runtime.timing.graph_time: ``calls`` times (flush, ``fn``), and ``calls`` flushes
     alone, ``replays`` replays each; each sample is the pair's per-call time less the flush's.
     """
 

@@ -1,9 +1,9 @@
 """The copy ceiling's own operation read the way the micro job reads a kernel, at a kernel grid's sizes.
 
-The ceiling (workers.timing.copy_bandwidth_gbs) is a 1 GB copy timed between events without a flush.  Here a bf16
-copy moving the bytes of each size, L2 flushed before each call: per-call event time (workers.timing.bench) and
-kernel time (workers.timing.kernel_time), each as % of the ceiling measured in this process.  Where a copy itself
-reads over 100 % by kernel time, a kernel reading over 100 % is being credited for writes still in L2.  It backs
+The ceiling (workers.runtime.timing.copy_bandwidth_gbs) is a 1 GB copy timed between events without a flush.  Here a
+bf16 copy moving the bytes of each size, L2 flushed before each call: per-call event time (workers.runtime.timing.bench)
+and kernel time (workers.runtime.timing.kernel_time), each as % of the ceiling measured in this process.  Where a copy
+itself reads over 100 % by kernel time, a kernel reading over 100 % is being credited for writes still in L2.  It backs
 the "% of copy bandwidth" columns of docs/perf/kernels-h200.md.
 
     python -m benchmarks.copy_calibration [--mb 8.4 21.6 ...]
@@ -17,7 +17,7 @@ import sys
 
 import torch
 
-from workers.timing import bench, copy_bandwidth_gbs, kernel_time
+from workers.runtime.timing import bench, copy_bandwidth_gbs, kernel_time
 
 SIZES_MB = (8.4, 21.6, 33.6, 43.3, 67.1, 103.8, 201.3, 415.2, 1000.0)  # the kernel grid's bytes moved
 

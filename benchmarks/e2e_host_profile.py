@@ -18,8 +18,8 @@ import time
 
 import torch
 
-from workers import e2e
-from workers.e2e_spec import MODES, PARAM_DEFAULTS
+from workers.jobs.e2e import job as e2e
+from workers.jobs.e2e.spec import MODES, PARAM_DEFAULTS
 from workers.spec import JobSpec
 
 

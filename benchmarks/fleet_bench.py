@@ -2,7 +2,7 @@
 It backs docs/perf/fleet.md.
 
 The cluster is ray.cluster_utils.Cluster on this machine: a head without CPUs and worker nodes with one logical GPU
-each, labelled like fleet nodes.  Jobs run the real path (orchestrator.schedule.execute -> Ray task -> sandbox child
+each, labelled like fleet nodes.  Jobs run the real path (orchestrator.run.schedule.execute -> Ray task -> sandbox child
 -> job) with the plugin kernel `noop` (benchmarks/fault_kernels.py), so what is measured is the fleet's
 overhead, not a kernel.  Three figures:
 
@@ -62,7 +62,7 @@ def _job(i: int, kind: str = "correctness", rep_ms: float = 0.0, tag: str = "j")
 
 
 def _add(cluster):
-    from orchestrator.schedule import NODE_RESOURCE
+    from orchestrator.fleet.labels import NODE_RESOURCE
 
     return cluster.add_node(
         num_cpus=1, num_gpus=1, labels={GPU: TYPE, "kernelfleet.io/vendor": "amd"}, resources={NODE_RESOURCE: 1}
@@ -86,7 +86,7 @@ class _Fleet:
 
 
 def _execute(specs, on_result=None, on_tick=None, batch_size: int = 32):
-    from orchestrator import schedule
+    from orchestrator.run import schedule
 
     results, lost = [], []
 

@@ -7,7 +7,7 @@ off (kernels/fast_launch.py: ``FAST_LAUNCH``, the switch ``KERNELFLEET_FAST_LAUN
 - ``event``: device events around one call, the GPU idle before each (a sync), so the reading holds the host's time
   to issue the call (where the two paths differ) and the kernel; median of ``--repeats``;
 - ``host``: host µs per call over back-to-back calls (no sync inside);
-- ``graph``: the call replayed from a CUDA graph (workers.timing.graph_time): the kernel alone, which both paths
+- ``graph``: the call replayed from a CUDA graph (workers.runtime.timing.graph_time): the kernel alone, which both paths
   must give alike.
 
 Each row records the path the call took and why (kernels.fast_launch.launch_path: an unchecked Triton build takes
@@ -39,7 +39,7 @@ LTX_TOKENS = (6336, 1320)  # LTX-Video's sequence lengths in the grids, preferre
 
 
 def grid_shapes(name: str) -> list[list[int]]:
-    from orchestrator.config import kernel_grid
+    from orchestrator.config.compose import kernel_grid
 
     grid = kernel_grid(name)
     return [list(s) for s in grid["shapes"]] if grid else []
@@ -106,7 +106,7 @@ def host_times(fn, device: torch.device, repeats: int, calls: int = 20) -> list[
 
 def measure(name: str, shape: list[int], device: torch.device, fast: bool, repeats: int) -> dict:
     from kernels import fast_launch, launch_plans, registry
-    from workers.timing import graph_time
+    from workers.runtime.timing import graph_time
 
     entry = registry.get(name)
     inputs = entry.make_inputs(tuple(shape), torch.bfloat16, device, torch.Generator().manual_seed(0))
@@ -147,7 +147,7 @@ def measure(name: str, shape: list[int], device: torch.device, fast: bool, repea
 
 def stack_facts(device: torch.device) -> dict:
     from kernels.triton_dist import triton_distribution
-    from workers.keys import git_commit
+    from workers.runtime.keys import git_commit
 
     dist = triton_distribution()
     return {

@@ -1,9 +1,9 @@
 """rms_norm and adaln_rms launch knobs (rows per program x warps) read with the L2 flushed.
 
-Per shape and (rows per program, warps): kernel time (median of 20 calls, workers.timing.kernel_time) and per-call
-event time (workers.timing.bench), with torch.compile of the registry's eager chain (default mode) beside them.  The
-row kernels' launch table (kernels/launch.py) is chosen from these readings; they back the launch-knob section of
-docs/perf/kernels-h200.md.
+Per shape and (rows per program, warps): kernel time (median of 20 calls, workers.runtime.timing.kernel_time) and
+per-call event time (workers.runtime.timing.bench), with torch.compile of the registry's eager chain (default mode)
+beside them.  The row kernels' launch table (kernels/launch.py) is chosen from these readings; they back the launch-knob
+section of docs/perf/kernels-h200.md.
 
     python -m benchmarks.norm_launch_knobs [--kernels rmsnorm adaln] [--shapes 2x1320x2048 ...] [--configs 1x4 ...]
 """
@@ -20,7 +20,7 @@ from benchmarks.cli_args import launch, shape
 from kernels import registry
 from kernels.adaln import adaln_rms_into
 from kernels.rmsnorm import rms_norm_into
-from workers.timing import bench, kernel_time
+from workers.runtime.timing import bench, kernel_time
 
 SHAPES = ([1, 1024, 2048], [2, 1320, 2048], [1, 4096, 2048], [4, 1024, 2048], [1, 8192, 2048], [2, 6336, 2048])
 CONFIGS = [(1, 2), (1, 4), (1, 8), (1, 16), (2, 4), (2, 8), (4, 8), (4, 16)]

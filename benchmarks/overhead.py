@@ -22,7 +22,7 @@ def measure(n_jobs: int, batch_size: int) -> dict:
     from benchmarks import fault_kernels
 
     fault_kernels.enable()  # the `noop` kernel
-    from orchestrator import schedule
+    from orchestrator.run import schedule
     from orchestrator.store import migrate
     from orchestrator.store.writer import StoreWriter
     from workers.spec import JobSpec

@@ -48,7 +48,7 @@ E2E_SHOWN = {
     "sm_clock_mhz": "SM clock (MHz)",
     "power_w": "power (W)",
 }
-# the kernel classes of an e2e profile (workers.e2e_profile.kernel_class), in stacking order, and their labels
+# the kernel classes of an e2e profile (workers.jobs.e2e.profile.kernel_class), in stacking order, and their labels
 KERNEL_CLASSES = {
     "kernelfleet": "ours",
     "gemm": "GEMM",

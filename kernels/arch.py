@@ -4,7 +4,7 @@ One table, keyed by the architecture the device reports (``sm_90``, ``gfx950``, 
 (wavefront) size, the warps per program for a row of a given width and the elements per program of a purely
 elementwise kernel.  The sm_90 row table and the AMD entries are rules, not measurements: the AMD entries follow the
 ROCm guidance for row kernels (wave64 on CDNA with 2/4/8 warps, wave32 on RDNA with 4/8/16, by row width), have NOT
-run on AMD hardware, and their machine code is checked without it (:func:`compile_target`, workers/isa.py,
+run on AMD hardware, and their machine code is checked without it (:func:`compile_target`, workers/jobs/isa.py,
 docs/perf/amd-isa.md).  What one kernel tunes for itself (measured warps at some widths, attention tiles, native
 half-precision math) is in that kernel's own launch table (:mod:`kernels.launch_table`), keyed by the same names.
 
@@ -34,7 +34,7 @@ class ArchLaunch:
     measured: bool  # whether these numbers come from a measurement on this architecture
     # the most shared memory (LDS on AMD) one program may allocate, bytes: Hopper 227 KiB of opt-in shared memory a
     # block, CDNA4 160 KiB and CDNA3/RDNA 64 KiB of LDS a workgroup (vendors' ISA and tuning guides).  0: unknown
-    # here; :func:`shared_memory_limit` asks the device.  A launch over it does not run (workers/isa.py marks it).
+    # here; :func:`shared_memory_limit` asks the device.  A launch over it does not run (workers/jobs/isa.py marks it).
     shared_memory: int = 0
 
     @property
@@ -154,7 +154,7 @@ def compiling_for() -> str | None:
 
 @contextlib.contextmanager
 def compile_target(arch: str):
-    """Launch as on a GPU of ``arch`` without one (workers/isa.py compiles what the wrappers launch): inside, every
+    """Launch as on a GPU of ``arch`` without one (workers/jobs/isa.py compiles what the wrappers launch): inside, every
     wrapper picks that architecture's launch tables whatever its tensors' device, CPU tensors are accepted and the
     fast launch path is off, so each launch reaches Triton's ``JITFunction.run`` (which the caller intercepts; no
     kernel runs).  The kernels' cached launch configurations are keyed by architecture, so nothing cached for the

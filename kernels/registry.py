@@ -7,12 +7,12 @@ can be known of a kernel without its code (its names, implementations, baseline,
 takes from its declaration in ``kernels/metadata/`` (:mod:`kernels.metadata`: read without torch); an entry that
 disagrees with its declaration is refused when the registry loads. Derived from the declarations: ``kernels.__all__``
 (each kernel's public name) and the orchestrator's ``--help``. Derived from the entries: ``kernels``' public functions,
-the orchestrator's check that ``conf/kernel/`` names no unknown kernel (``orchestrator.validate.check_kernel_grids``),
-the ``kernels`` sweep's list of kernels (every registered kernel with a grid, ``orchestrator.config``), the names the
-injection's rules may select by (``kernels.inject.rules``) and the per-kernel contract tests
-(tests/kernels/test_contract.py, from each entry's :class:`Contract`). A kernel's default grid is its entry's ``grid``
-(:class:`Grid`); a ``conf/kernel/<name>.yaml``, when present, overrides it. Adding a kernel = one kernel module + one
-declaration + one entry module (README, "Add a kernel").
+the orchestrator's check that ``conf/kernel/`` names no unknown kernel
+(``orchestrator.config.validate.check_kernel_grids``), the ``kernels`` sweep's list of kernels (every registered kernel
+with a grid, ``orchestrator.config.compose``), the names the injection's rules may select by (``kernels.inject.rules``)
+and the per-kernel contract tests (tests/kernels/test_contract.py, from each entry's :class:`Contract`). A kernel's
+default grid is its entry's ``grid`` (:class:`Grid`); a ``conf/kernel/<name>.yaml``, when present, overrides it. Adding
+a kernel = one kernel module + one declaration + one entry module (README, "Add a kernel").
 
 Extra entries can be loaded from modules named in the environment variable ``KERNELFLEET_PLUGINS``
 (comma-separated module paths, each with an ``ENTRIES`` list); the test-suite uses this for kernels that crash
@@ -115,7 +115,7 @@ class KernelEntry:
     # Its launch knobs and their legal values (kernels/tune.py): what a ``tune`` job measures; None: not tunable.
     tune: Tune | None = None
     # The inputs that carry the model's activations (not weights, tables or masks): what the correctness job's input
-    # cases scale, zero and poison (workers/input_cases.py); empty: the first tensor input.
+    # cases scale, zero and poison (workers/jobs/input_cases.py); empty: the first tensor input.
     activations: tuple[str, ...] = ()
 
     def impl_names(self) -> list[str]:

@@ -7,7 +7,7 @@ bucket the shape falls in (what a launch-table row is keyed by: shapes of one bu
 must cover a whole row (a row kernel's width, the next power of two of the row) is never a knob.
 
 A candidate is timed as an implementation of its own, named :func:`impl_name` (``triton[num_warps=8,
-rows_per_program=1]``), so the store keeps each as a series of its own.  workers/tune.py runs the candidates.
+rows_per_program=1]``), so the store keeps each as a series of its own.  workers/jobs/tune.py runs the candidates.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class Tune:
     # what the knobs are, for people (the help and the docs)
     description: str = ""
     # the launch table whose rows record the choices (the entry's ``launch_table``), and how: (row, {bucket:
-    # candidate}) -> the row with those choices (``tune table`` writes them, orchestrator/tune_table.py)
+    # candidate}) -> the row with those choices (``tune table`` writes them, orchestrator/reports/tune_table.py)
     table: Any = None
     with_choices: Callable[[Any, dict[str, Candidate]], Any] | None = None
 

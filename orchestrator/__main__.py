@@ -14,14 +14,14 @@ from pathlib import Path
 from workers.errors import EXIT_USER_ERROR
 
 REPO = Path(__file__).resolve().parents[1]
-EXIT_CONFIG = EXIT_USER_ERROR  # a configuration that cannot run (orchestrator.sweep.EXIT_CONFIG)
+EXIT_CONFIG = EXIT_USER_ERROR  # a configuration that cannot run (orchestrator.run.sweep.EXIT_CONFIG)
 
 
 def _sweep_main(argv: list[str], console) -> int:
     from omegaconf import OmegaConf
 
-    from orchestrator import config
-    from orchestrator.errors import exit_on_user_error
+    from orchestrator.cli.errors import exit_on_user_error
+    from orchestrator.config import compose as config
 
     print_cfg = False
     if "--cfg" in argv:
@@ -43,7 +43,7 @@ def _sweep_main(argv: list[str], console) -> int:
 
             print(OmegaConf.to_yaml(public_config(config.to_plain(cfg))), end="")
             return 0
-        from orchestrator.sweep import run_sweep  # torch, Ray and the store: past the configuration's checks
+        from orchestrator.run.sweep import run_sweep  # torch, Ray and the store: past the configuration's checks
 
         return exit_on_user_error(lambda: run_sweep(config.to_plain(cfg), console, argv))
     except config.ConfigError as exc:
@@ -67,13 +67,15 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
-        from orchestrator import cli  # the subcommands' declarations: neither rich, the store nor Ray is imported
+        from orchestrator.cli import (
+            commands as cli,  # the subcommands' declarations: neither rich, the store nor Ray is imported
+        )
 
         print(__doc__)
         print("commands:")
         print("\n".join(cli.help_lines()))
         print()
-        # listed without importing Hydra (orchestrator.config.conf_dir: the same folder)
+        # listed without importing Hydra (orchestrator.config.compose.conf_dir: the same folder)
         conf = Path(os.environ.get("KERNELFLEET_CONF") or REPO / "conf").resolve()
         print("sweeps:", ", ".join(sorted(p.stem for p in (conf / "sweep").glob("*.yaml"))))
         print("targets:", ", ".join(sorted(p.stem for p in (conf / "target").glob("*.yaml"))))
@@ -82,7 +84,7 @@ def _main(argv: list[str] | None = None) -> int:
         print("kernels:", ", ".join(metadata.kernel_names()))
         return 0
     if argv[0] == "--version":
-        from workers.stack import format_stack, stack
+        from workers.device.stack import format_stack, stack
 
         print(format_stack(stack()))
         return 0
@@ -91,7 +93,7 @@ def _main(argv: list[str] | None = None) -> int:
     console = Console(soft_wrap=True)
     if not console.is_terminal:
         console.width = 200  # logs and CI: don't squeeze the summary table into 80 columns
-    from orchestrator import cli
+    from orchestrator.cli import commands as cli
 
     if cli.is_command_word(argv[0]):
         return cli.main(argv, console)

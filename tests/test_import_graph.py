@@ -100,7 +100,7 @@ def _layer(module: str) -> int | None:
 
 def test_the_graph_sees_the_project():
     assert len(MODULES) > 100 and all(pkg in MODULES for pkg in PACKAGES)
-    assert "orchestrator.store.query.run_queries" in EVERY["orchestrator.cli"] | EVERY["orchestrator.runs_cli"]
+    assert "orchestrator.store.query.run_queries" in EVERY["orchestrator.cli.commands"] | EVERY["orchestrator.cli.runs"]
 
 
 def test_no_layer_imports_one_above_it():
@@ -134,6 +134,89 @@ def test_the_dashboard_sees_only_the_store_query_api_of_the_orchestrator():
         if dst.split(".")[0] == "orchestrator" and not dst.startswith(DASHBOARD_MAY_IMPORT + ".")
     ]
     assert not wrong, f"the dashboard imports the orchestrator outside {DASHBOARD_MAY_IMPORT}:\n" + "\n".join(wrong)
+
+
+# The stages inside a package, bottom first: a stage imports only its own or lower ranks (every import counts, as for
+# the layers).  orchestrator: the statistics (plain numbers) under the store; the configuration; planning, the
+# fleet's nodes and the reports; running a sweep; files in and out; bisect over commits; the command line on top.
+# workers: the device layer under the runtime (sandbox, runner, timing, keys) under the job kinds' code.
+STAGES = {
+    "orchestrator": {
+        "stats": 0,
+        "store": 1,
+        "config": 2,
+        "plan": 3,
+        "fleet": 3,
+        "reports": 3,
+        "run": 4,
+        "interchange": 5,
+        "bisect": 6,
+        "cli": 7,
+        "__main__": 8,
+    },
+    "workers": {"errors": 0, "spec": 0, "metrics": 0, "kinds": 0, "device": 1, "runtime": 2, "jobs": 3, "__main__": 4},
+}
+
+
+def _stage(module: str) -> tuple[str, str] | None:
+    parts = module.split(".")
+    return (parts[0], parts[1]) if parts[0] in STAGES and len(parts) > 1 else None
+
+
+def test_every_module_sits_in_a_stage():
+    loose = [m for m in MODULES if _stage(m) and _stage(m)[1] not in STAGES[_stage(m)[0]]]
+    assert not loose, "modules outside the stage packages (add the package to STAGES with its rank):\n" + "\n".join(
+        sorted(loose)
+    )
+
+
+def _stage_violations(edges: dict[str, set[str]]) -> list[str]:
+    wrong = []
+    for src, dsts in sorted(edges.items()):
+        a = _stage(src)
+        for dst in sorted(dsts):
+            b = _stage(dst)
+            if a and b and a[0] == b[0] and a[1] != b[1] and STAGES[a[0]][b[1]] > STAGES[a[0]][a[1]]:
+                wrong.append(f"{src} -> {dst}")
+    return wrong
+
+
+def test_no_stage_imports_a_later_one():
+    wrong = _stage_violations(EVERY)
+    assert not wrong, "imports from a later stage (see STAGES):\n" + "\n".join(wrong)
+
+
+def test_the_stage_rule_sees_an_upward_import():
+    assert _stage_violations({"orchestrator.store.writer": {"orchestrator.run.sweep"}}) == [
+        "orchestrator.store.writer -> orchestrator.run.sweep"
+    ]
+    assert _stage_violations({"workers.runtime.runner": {"workers.jobs.micro", "workers.device.detect"}}) == [
+        "workers.runtime.runner -> workers.jobs.micro"
+    ]
+    assert _stage_violations({"orchestrator.run.sweep": {"orchestrator.store.writer"}}) == []
+
+
+def _calls(name: str) -> list[str]:
+    """The project modules that call ``name`` (a function or class, as a bare name or an attribute)."""
+    found = []
+    for module, path in sorted(MODULES.items()):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call):
+                f = node.func
+                called = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+                if called == name:
+                    found.append(module)
+                    break
+    return found
+
+
+def test_one_module_makes_the_store_engines_and_one_opens_the_writer():
+    # engines (read-write, read-only, a server's maintenance database) are made in the store's session module only;
+    # a writer is opened by store/open.py (created or schema-checked) — benchmarks may build their own fixtures
+    product = [m for m in _calls("create_engine") if not m.startswith("benchmarks.")]
+    assert product == ["orchestrator.store.session"]
+    writers = [m for m in _calls("StoreWriter") if not m.startswith("benchmarks.")]
+    assert writers == ["orchestrator.store.open"]
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

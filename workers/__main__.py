@@ -1,8 +1,8 @@
 """python -m workers run PLAN.jsonl --out RESULTS.jsonl: run planned jobs on this machine, without Ray.
 
 python -m workers upgrade PATH [PATH ...]: rewrite plan and results files (every ``.jsonl`` and ``.jsonl.gz`` under a
-folder) in the current format of their kind (workers/file_formats.py; docs/json.md); files in it already are left
-as they are."""
+folder) in the current format of their kind (workers/runtime/file_formats.py; docs/json.md); files in it already are
+left as they are."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from workers import file_formats, keys, runner
 from workers.errors import UserError, exit_on_user_error
+from workers.runtime import file_formats, keys, runner
 from workers.spec import GOOD_STATUSES, STATUS_OK
 
 

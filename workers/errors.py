@@ -4,7 +4,7 @@ Code that finds a mistake of the user's raises :class:`UserError` (or a subclass
 ConfigError) with the line to show; the orchestrator imports it from here, the one module both sides share.
 ``python -m workers run`` wraps its work in :func:`exit_on_user_error`, which also turns the few library exceptions
 that are always the user's to fix (a file that is missing, unreadable or a directory, a truncated ``.gz``) into
-such a line.  The orchestrator's CLI passes its own ``describe`` (orchestrator/errors.py: these, and a store that is
+such a line.  The orchestrator's CLI passes its own ``describe`` (orchestrator/cli/errors.py: these, and a store that is
 not a database or is read-only).  Anything else is a bug and keeps its traceback.
 """
 

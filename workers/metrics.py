@@ -80,7 +80,7 @@ _METRICS = (
     Metric("rel_err", "", False, "||out - ref|| / ||ref|| against the float64 reference"),
     Metric("max_abs", "", False, "max |out - ref| against the float64 reference"),
     Metric("correct", "", True, "1.0 passed its tolerance, 0.0 failed"),
-    # e2e, per mode (workers.e2e_spec.MODES)
+    # e2e, per mode (workers.jobs.e2e.spec.MODES)
     Metric("ms_per_step", "ms", False, "median time of one denoising step (a decoder: one decode step)"),
     Metric("prefill_ms", "ms", False, "a decoder's prefill: the prompt's forward and its first token"),
     Metric("prefill_tokens_per_s", "tokens/s", True, "a decoder's prompt tokens (x batch) per prefill s"),
@@ -105,7 +105,7 @@ _METRICS = (
     Metric("speedup_vs_eager", "x", True, "eager's ms_per_step over this mode's, for correct modes"),
     # profile
     Metric("kernels_per_call", "kernels", False, "kernel launches per call of the implementation"),
-    # isa: one kernel call compiled for a target architecture (workers/isa.py); per call: registers and LDS of the
+    # isa: one kernel call compiled for a target architecture (workers/jobs/isa.py); per call: registers and LDS of the
     # largest launch, occupancy and access widths of the narrowest, counts summed over the launches
     Metric("vgprs", "count", False, "vector registers per lane (AMD)"),
     Metric("agprs", "count", False, "accumulation registers per lane (AMD CDNA)"),

@@ -14,7 +14,7 @@ from typing import Any
 
 from workers import metrics
 
-# how workers.timing flushes L2 before each timed call (the micro job's "flush" parameter)
+# how workers.runtime.timing flushes L2 before each timed call (the micro job's "flush" parameter)
 FLUSH_MODES = ("write", "read")
 
 # Job outcomes.  "ok" and "incorrect" are results (the job ran to the end and measured something); the rest are
@@ -51,7 +51,7 @@ def _jsonable(value: Any) -> Any:
 class JobSpec:
     """One unit of GPU work, small enough to retry.
 
-    ``key`` is a content hash of every other field plus the code version (see orchestrator.plan); two specs
+    ``key`` is a content hash of every other field plus the code version (see orchestrator.plan.jobs); two specs
     with equal keys do the same work on the same code.
     """
 

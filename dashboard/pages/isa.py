@@ -1,6 +1,6 @@
 """ISA: what each kernel compiled to per target architecture (AMD gfx*, NVIDIA sm_*) over commits — registers
 (VGPRs on AMD, registers per thread on NVIDIA), spills, occupancy (AMD waves per SIMD) and the narrowest global
-load — from the ``isa`` jobs (`python -m orchestrator +sweep=isa`, workers/isa.py)."""
+load — from the ``isa`` jobs (`python -m orchestrator +sweep=isa`, workers/jobs/isa.py)."""
 
 from __future__ import annotations
 

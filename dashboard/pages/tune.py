@@ -1,8 +1,9 @@
-"""Tune: one tune run (``+sweep=tune``, workers/tune.py) per kernel and shape — each candidate launch configuration's
-time with its interquartile range, the launch table's current choice and the fastest correct candidate marked, the
-candidates the target's compile dropped and why, and every job of the run with its winner and margin.  Whether a
-margin is beyond noise, and the launch-table change, come from ``python -m orchestrator tune table``.  Runs marked by
-their conditions are offered only when the "marked runs" filter shows them (or the URL names one); one says so."""
+"""Tune: one tune run (``+sweep=tune``, workers/jobs/tune.py) per kernel and shape — each candidate launch
+configuration's time with its interquartile range, the launch table's current choice and the fastest correct candidate
+marked, the candidates the target's compile dropped and why, and every job of the run with its winner and margin.
+Whether a margin is beyond noise, and the launch-table change, come from ``python -m orchestrator tune table``.  Runs
+marked by their conditions are offered only when the "marked runs" filter shows them (or the URL names one); one says
+so."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ share one memory pool.  What it needs and costs:
   under ``torch.no_grad()``/``inference_mode()`` (diffusers' pipelines) or with nothing requiring grad are captured
   and replayed.
 
-The e2e job's ``+graph`` modes (``workers.e2e``) use it; ``docs/perf/ltx-e2e-h200.md`` has what it is worth on
+The e2e job's ``+graph`` modes (``workers.jobs.e2e.job``) use it; ``docs/perf/ltx-e2e-h200.md`` has what it is worth on
 LTX-Video.
 """
 

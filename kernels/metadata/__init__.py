@@ -18,7 +18,7 @@ module                holds
 ====================  =============================================================================================
 
 Each family has a module of its own, so that a kernel's declaration is part of that kernel's job code only
-(workers/job_code.py): changing one kernel's tolerance re-keys that kernel's jobs, not its neighbours'.
+(workers/runtime/job_code.py): changing one kernel's tolerance re-keys that kernel's jobs, not its neighbours'.
 """
 
 from __future__ import annotations

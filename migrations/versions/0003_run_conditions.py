@@ -5,7 +5,7 @@ Revision ID: 0003
 Revises: 0002
 Create Date: 2026-12-03
 
-A run whose results are not what its commit and device say (orchestrator/run_conditions.py) is left out of
+A run whose results are not what its commit and device say (orchestrator/run/conditions.py) is left out of
 trends, regressions and compare unless asked.  Existing runs get NULL: nothing is known against them (an import
 of the shipped results marks the fleet rehearsal's runs from results/h200/conditions.json).
 """

@@ -3,7 +3,7 @@ micro results of the same kernels with the end-to-end job's profile.
 
 For an injected mode (``triton``, ``triton+compile``, ``triton+graph``, ``triton+compile-ro``, ...) its **base**
 is the same mode without the kernels (``eager``, ``compile``, ``eager+graph``, ``compile-ro``, ...).  The injected
-mode's profile says how long our kernels ran per step, by module (workers.e2e_profile: ``ours``); the micro results
+mode's profile says how long our kernels ran per step, by module (workers.jobs.e2e.profile: ``ours``); the micro results
 say how much faster each kernel is than what it replaces -- against ``eager`` for a base without torch.compile,
 against ``compile`` (``compile_max``) for a base compiled in that mode -- on the same device and dtype (the geometric
 mean of its newest results over the shapes measured).  The work the kernels stand in for then took
@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from statistics import geometric_mean
 from typing import Any
 
-from workers.e2e_spec import MODES, mode_parts
+from workers.jobs.e2e.spec import MODES, mode_parts
 
-# the micro implementation a base mode's compile setting stands for (workers.e2e_spec.COMPILE_MODES' values)
+# the micro implementation a base mode's compile setting stands for (workers.jobs.e2e.spec.COMPILE_MODES' values)
 MICRO_BASELINE = {
     None: "eager",
     "default": "compile",

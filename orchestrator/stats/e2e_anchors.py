@@ -1,7 +1,7 @@
 """What an end-to-end job's injected modes are measured against, and how far each mode is from its device floor.
 
-Pure functions over one e2e job's per-mode figures; the report (orchestrator.report) and the dashboard's end-to-end
-page both read them through orchestrator.store.query (result_queries, view_queries).
+Pure functions over one e2e job's per-mode figures; the report (orchestrator.reports.summary) and the dashboard's
+end-to-end page both read them through orchestrator.store.query (result_queries, view_queries).
 
 **Anchors.**  A mode's kind is ``graphs`` when its step replays CUDA graphs (``+graph``: kernels.inject.cuda_graphs;
 ``compile-ro`` / ``compile-max-cg``: torch.compile's own) and ``plain`` otherwise (every kernel launched by the
@@ -9,11 +9,11 @@ host).  A kind's anchor is its fastest torch.compile mode without the injected k
 ``compile-max``; ``compile+graph``, ``compile-max+graph``, ``compile-ro``, ``compile-max-cg``) that ran and did not
 fail correctness: what a user who wants speed would pick in that kind.  Each injected mode (``triton...``) is set
 against the anchor of its own kind -- graphs against graphs, plain calls against plain calls -- never across kinds.
-Equal times: the mode listed first in ``workers.e2e_spec.MODES`` is the anchor.
+Equal times: the mode listed first in ``workers.jobs.e2e.spec.MODES`` is the anchor.
 
 **Device floor.**  The device time per step of the GEMMs and the attention (the profile's ``gemm`` and
-``attention`` classes, workers.e2e_profile): work the injected norm / modulation / RoPE / elementwise kernels do not
-replace.  ``rest_ms`` is the device time of every other class; ``over_floor_ms`` = ms per step - floor: what a mode
+``attention`` classes, workers.jobs.e2e.profile): work the injected norm / modulation / RoPE / elementwise kernels do
+not replace.  ``rest_ms`` is the device time of every other class; ``over_floor_ms`` = ms per step - floor: what a mode
 spends beyond its own GEMMs and attention (other kernels, and the device idle waiting for the host).
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 
-from workers.e2e_spec import MODES, graph_enabled, mode_parts
+from workers.jobs.e2e.spec import MODES, graph_enabled, mode_parts
 
 GRAPHS, PLAIN = "graphs", "plain"
 KINDS = (GRAPHS, PLAIN)
@@ -31,7 +31,7 @@ FLOOR_CLASSES = ("gemm", "attention")
 
 
 def mode_kind(mode: str) -> str | None:
-    """``graphs`` or ``plain`` for a known mode, None for a name ``workers.e2e_spec.MODES`` does not hold."""
+    """``graphs`` or ``plain`` for a known mode, None for a name ``workers.jobs.e2e.spec.MODES`` does not hold."""
     if mode not in MODES:
         return None
     return GRAPHS if graph_enabled(mode) else PLAIN

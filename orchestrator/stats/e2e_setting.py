@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workers.e2e_spec import LLAMA, family_of
+from workers.jobs.e2e.spec import LLAMA, family_of
 
 
 def setting_label(model: str | None, shape: Sequence[int] | str, dtype: str | None, params: Mapping[str, Any]) -> str:

@@ -20,7 +20,7 @@ baseline runs).  The series is flagged only when all of these hold:
      ``|d| >= z' * sigma_b * sqrt(1/a + 1/b)`` (``a``, ``b`` points on each side), where ``z'`` is ``z`` = 3.5 taken
      as a normal tail (2.3e-4) and read off Student's t with the spread's degrees of freedom (``critical_z``: 3.96
      at 28 dof, 5.35 at 9, 10.5 at 4), so a spread measured on few runs needs a larger step.
-When the current points' autotuned kernel (the ``pick`` the micro job records: workers/autotune_pick.py) differs
+When the current points' autotuned kernel (the ``pick`` the micro job records: workers/jobs/autotune_pick.py) differs
 from the reference points', the verdict is ``kernel_changed`` (the baseline changed its kernel), never a
 regression.  When the implementation is autotuned (``judge(autotuned=True)``: torch.compile's max-autotune) and a
 point on either side has no recorded pick (runs made before the picks were recorded), a change that would be

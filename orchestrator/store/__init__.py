@@ -1,7 +1,10 @@
 """The results store: SQLAlchemy models, URL/engine handling, Alembic migrations, the driver's writer and the
 read API.
 
-  session.py         which database (resolve_url) and how to connect (WAL + foreign keys on SQLite, timeouts)
+  session.py         which database (resolve_url) and how to connect (WAL + foreign keys on SQLite, timeouts): the one
+                     module that makes engines (read-write, read-only, a server's maintenance database)
+  open.py            a store opened for writing by a sweep, an import or bisect: created, or its schema checked
+  pg_database.py     a PostgreSQL store whose database does not exist yet: created where the server lets this user
   errors.py          StoreError: a store that cannot be used as asked, in one line (directory, read-only, ...)
   locks.py           the schema/claim locks that serialise writers (BEGIN IMMEDIATE, advisory locks)
   models.py          the tables

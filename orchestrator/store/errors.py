@@ -18,6 +18,7 @@ from pathlib import Path
 
 from sqlalchemy import exc as sa_exc
 
+from workers import errors as worker_errors
 from workers.errors import UserError
 
 
@@ -107,3 +108,44 @@ def translated(url: str) -> Iterator[None]:
         raise
     except IsADirectoryError as error:
         raise describe(url, error) from None
+
+
+# sqlite3 / psycopg messages that mean the store itself is unusable as given, and what to do about it
+_STORE_HINTS = (
+    (
+        "readonly database",
+        "the store is read-only: make the file and its folder writable, or use another store (store.url=... / --url)",
+    ),
+    (
+        "unable to open database file",
+        "cannot open the store file: is the path a directory, or is its folder missing or not writable?",
+    ),
+    (
+        "file is not a database",
+        "the file is not a SQLite database: point store.url (or --url) at a kernelfleet store or a new file",
+    ),
+    ("database disk image is malformed", "the SQLite file is damaged: restore it from a copy or use a new file"),
+    ("disk i/o error", "the store's disk failed to read or write"),
+    ("database or disk is full", "the store's disk is full"),
+)
+
+
+def store_message(exc: BaseException) -> str | None:
+    """One line for a SQLAlchemy database error that the user's store setup caused; None for anything else."""
+    if not type(exc).__module__.startswith("sqlalchemy"):
+        return None
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip().splitlines()
+    first = text[0] if text else type(exc).__name__
+    low = first.lower()
+    for needle, hint in _STORE_HINTS:
+        if needle in low:
+            return f"store: {first}: {hint}"
+    if type(exc).__name__ == "OperationalError":  # connection refused, unknown host, authentication, timeout
+        return f"store: cannot use the database: {first}"
+    return None
+
+
+def user_error_line(exc: BaseException) -> str | None:
+    """The one line for a user-caused failure, or None when ``exc`` is not one (a bug: let it trace back)."""
+    return worker_errors.describe(exc) or store_message(exc)

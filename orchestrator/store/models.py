@@ -133,7 +133,7 @@ class Run(Base):
     owner_since: Mapped[dt.datetime | None]
     heartbeat_at: Mapped[dt.datetime | None]
     # what the run was made under, when its results are not what its commit and device say (dirty checkout, GPUs
-    # shared with other nodes, rehearsal: orchestrator/run_conditions.py); NULL for a plain run
+    # shared with other nodes, rehearsal: orchestrator/run/conditions.py); NULL for a plain run
     conditions: Mapped[dict[str, Any] | None]
 
 

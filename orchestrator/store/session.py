@@ -203,6 +203,51 @@ def pg_connect_args(url: str | URL) -> dict:
     return {}
 
 
+def read_only_engine(url: str) -> Engine:
+    """A new engine that can only read the store at ``url``: SQLite opened with ``mode=ro`` and ``query_only``
+    (the file must exist), PostgreSQL sessions with ``default_transaction_read_only``.  Its schema is not checked
+    here (orchestrator/store/query/access.py does)."""
+    import sqlite3
+
+    from sqlalchemy import pool
+
+    url = normalize_url(url)
+    if is_sqlite(url):
+        path = sqlite_path(url)
+        if path is None:
+            raise ValueError(f"{url}: an in-memory SQLite database holds no results to read")
+        uri = path.resolve().as_uri() + "?mode=ro"
+        engine = create_engine(
+            "sqlite://",
+            poolclass=pool.QueuePool,
+            creator=lambda: sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT_S, check_same_thread=False),
+        )
+
+        @event.listens_for(engine, "connect")
+        def _read_only(dbapi_connection, _record) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA query_only=ON")
+            cursor.close()
+
+        return engine
+    parsed = make_url(url)
+    options = (str(parsed.query.get("options", "")) + " -c default_transaction_read_only=on").strip()
+    return create_engine(
+        parsed.update_query_dict({"options": options}), pool_pre_ping=True, connect_args=pg_connect_args(url)
+    )
+
+
+def maintenance_engine(url: str, database: str) -> Engine:
+    """An autocommit engine on another database of ``url``'s PostgreSQL server (its maintenance database, where
+    ``CREATE DATABASE`` runs), with the store's connect timeout unless the URL sets its own."""
+    parsed = make_url(url)
+    return create_engine(
+        parsed.set(database=database, query={}),
+        isolation_level="AUTOCOMMIT",
+        connect_args={"connect_timeout": int(parsed.query.get("connect_timeout", PG_CONNECT_TIMEOUT_S))},
+    )
+
+
 def get_engine(url: str) -> Engine:
     """A shared engine per URL, for readers that are called often (the dashboard, the CLI summary)."""
     url = normalize_url(url)

@@ -47,7 +47,7 @@ def h200_files() -> list[Path]:
 
 
 def import_files(url: str, files: list[Path]) -> None:
-    from orchestrator.importer import import_results
+    from orchestrator.interchange.importer import import_results
 
     for f in files:
         assert import_results([str(f)], url, Console(file=io.StringIO())) == 0, f

@@ -8,7 +8,7 @@ import io
 from rich.console import Console
 
 from dashboard import pages
-from orchestrator.importer import import_results
+from orchestrator.interchange.importer import import_results
 from orchestrator.store import session
 from orchestrator.store.query import access
 from tests.orchestrator.test_compare_cli import _copy

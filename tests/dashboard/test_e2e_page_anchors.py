@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from dashboard import pages
-from orchestrator.importer import import_results
+from orchestrator.interchange.importer import import_results
 from orchestrator.store import session
 from orchestrator.store.query import access
 

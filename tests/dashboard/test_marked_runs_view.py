@@ -16,7 +16,7 @@ from rich.console import Console
 
 from dashboard import pages
 from dashboard.pages import _common, trends
-from orchestrator.importer import import_results
+from orchestrator.interchange.importer import import_results
 from orchestrator.store import session
 from orchestrator.store.query import access, run_queries
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from dashboard import pages
-from orchestrator.importer import import_results
+from orchestrator.interchange.importer import import_results
 from orchestrator.store import session
 from orchestrator.store.query import access, run_queries
 from orchestrator.store.writer import StoreWriter

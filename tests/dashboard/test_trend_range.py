@@ -15,8 +15,8 @@ from rich.console import Console
 
 from dashboard import pages
 from dashboard.pages import trends
-from orchestrator.importer import import_results
-from orchestrator.plan import CodeVersion, job_key
+from orchestrator.interchange.importer import import_results
+from orchestrator.plan.jobs import CodeVersion, job_key
 from orchestrator.stats.series_verdicts import quartiles, quartiles_of
 from orchestrator.store import session
 from orchestrator.store.query import access

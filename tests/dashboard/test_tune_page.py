@@ -12,11 +12,11 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from orchestrator.plan import code_version, job_key, plan_key
+from orchestrator.plan.jobs import code_version, job_key, plan_key
+from orchestrator.plan.tune import plan_tune
 from orchestrator.store import session
 from orchestrator.store.query import tune_queries
-from orchestrator.tune_plan import plan_tune
-from workers import runner
+from workers.runtime import runner
 
 from .conftest import REPO, child_env, import_files, start_server, stop_server
 from .pagetools import TIMEOUT_S, choose, console_errors, load, wait_figure

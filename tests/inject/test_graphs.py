@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from kernels.inject import cuda_graphs, remove_cuda_graphs
-from workers import e2e
+from workers.jobs.e2e import job as e2e
 from workers.spec import STATUS_OK, JobSpec
 
 

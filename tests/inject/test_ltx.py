@@ -13,7 +13,7 @@ from kernels.inject import inject, is_injected, resolve_kernels, restore
 from kernels.inject.ltx import LTXKernelAttnProcessor
 from tests.inject.conftest import BF16, KernelCalls, assert_close_bf16, assert_equal
 from tests.support.devices import TEST_DEVICE
-from workers.e2e_ltx import TINY_TRANSFORMER, TINY_VAE
+from workers.jobs.e2e.ltx import TINY_TRANSFORMER, TINY_VAE
 
 # the e2e job's tiny configurations (2 blocks, width 32; a VAE of the real compression)
 TRANSFORMER, VAE = TINY_TRANSFORMER, TINY_VAE

@@ -22,8 +22,8 @@ import kernels
 import kernels.entries
 from kernels import metadata, registry
 from kernels.inject import rules
-from orchestrator import config
 from orchestrator.__main__ import main
+from orchestrator.config import compose as config
 from tests.support import contract
 from tests.support.kernel_tests import CONF_DIR
 

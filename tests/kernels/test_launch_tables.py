@@ -9,7 +9,7 @@ from pathlib import Path
 from kernels import registry
 
 REPO = Path(__file__).resolve().parents[2]
-# what `python -m orchestrator tune table --write` writes (orchestrator/tune_table.py)
+# what `python -m orchestrator tune table --write` writes (orchestrator/reports/tune_table.py)
 TUNED = re.compile(r"^(docs/perf/tune-[a-z0-9_-]+\.md), runs? \d+(, \d+)* \(\d{4}-\d{2}-\d{2}, [^,]+, [0-9a-f]{7,}\)$")
 
 

@@ -1,8 +1,8 @@
 """The kernels' declarations (kernels/metadata/): read without torch, the same as the registry's entries, and each
 kernel's job code its own.
 
-A kernel's jobs are keyed by the code they can run (workers/job_code.py): an entry that imported another kernel's
-entry or module would re-key, and re-run on the fleet, that other kernel's jobs whenever this one changed.
+A kernel's jobs are keyed by the code they can run (workers/runtime/job_code.py): an entry that imported another
+kernel's entry or module would re-key, and re-run on the fleet, that other kernel's jobs whenever this one changed.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from kernels import metadata, registry
 from tests.support.fresh_process import kernel_modules, modules_after
 from workers import kinds
-from workers.job_code import SourceTree
+from workers.runtime.job_code import SourceTree
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNEL_KINDS = sorted(kinds.per_kernel())  # the kinds that run one kernel

@@ -21,7 +21,7 @@ import kernels.entries
 from kernels import metadata, registry
 from tests.support import contract
 from tests.support.devices import interpreter_only
-from workers import correctness
+from workers.jobs import correctness
 from workers.spec import STATUS_OK, JobSpec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,8 +81,8 @@ kernels.__path__.append(sys.argv[1] + "/kernels")
 kernels.metadata.__path__.append(sys.argv[1] + "/metadata")
 kernels.entries.__path__.append(sys.argv[1] + "/entries")
 from kernels import registry
-from workers import isa
-from workers.parsers import amdgcn
+from workers.jobs import isa
+from workers.device.parsers import amdgcn
 from workers.spec import JobSpec
 
 registry._BUILTIN = registry._REGISTRY = None  # found again, with the new entry

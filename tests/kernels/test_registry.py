@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from kernels import registry
-from orchestrator.config import kernel_grid
+from orchestrator.config.compose import kernel_grid
 from tests.support.kernel_tests import CONF_DIR
 
 ROOT = CONF_DIR.parents[1]
@@ -93,8 +93,8 @@ def test_a_public_function_named_otherwise_is_refused(monkeypatch):
 def test_conf_grids_and_registered_kernels_must_match(tmp_path, monkeypatch):
     import dataclasses
 
-    from orchestrator.config import ConfigError
-    from orchestrator.validate import check_kernel_grids
+    from orchestrator.config.compose import ConfigError
+    from orchestrator.config.validate import check_kernel_grids
 
     conf = tmp_path / "conf"
     shutil.copytree(CONF_DIR.parent, conf)

@@ -22,8 +22,8 @@ pkg = types.ModuleType("kernels"); pkg.__path__ = []; sys.modules["kernels"] = p
 spec = importlib.util.spec_from_file_location("kernels.triton_dist", "kernels/triton_dist.py")
 mod = sys.modules["kernels.triton_dist"] = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
 from kernels.triton_dist import triton_distribution
-from workers.device import triton_version
-from workers.keys import software_versions
+from workers.device.detect import triton_version
+from workers.runtime.keys import software_versions
 d = triton_distribution()
 print(json.dumps({"name": d.name, "version": d.version, "device": triton_version(),
                   "key": software_versions()["triton"]}))

@@ -9,8 +9,8 @@ import math
 
 import pytest
 
-from orchestrator import bisect_search
 from orchestrator.__main__ import main
+from orchestrator.bisect import search as bisect_search
 from tests.support import bisect_history as hist
 
 
@@ -163,8 +163,8 @@ def _runs(url: str) -> list[dict]:
 def test_a_commit_knows_the_store_when_its_migrations_hold_the_stores_revision(tmp_path):
     """A commit whose migrations/versions lacks the store's revision cannot open the store (its code refuses a
     store "written by a newer kernelfleet"); bisect then runs it into a store of its own (next test)."""
-    from orchestrator.bisect_git import Commit
-    from orchestrator.bisect_run import CommitRunner
+    from orchestrator.bisect.git import Commit
+    from orchestrator.bisect.run import CommitRunner
     from orchestrator.store import migrate
 
     repo = tmp_path / "repo"
@@ -189,8 +189,8 @@ def test_a_commit_that_cannot_open_the_store_is_run_into_its_own_and_imported(tm
     """The commit's sweep writes to a fresh store of its own schema and a results file; the file is imported into
     the bisect's store, where its run holds the commit and the series' points (one run: bisect asks for the runs a
     segment needs one at a time through the same path)."""
-    from orchestrator.bisect_git import Commit
-    from orchestrator.bisect_run import CommitRunner
+    from orchestrator.bisect.git import Commit
+    from orchestrator.bisect.run import CommitRunner
     from orchestrator.store import migrate
     from orchestrator.store.query import bisect_queries
 

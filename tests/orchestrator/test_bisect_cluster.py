@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.__main__ import main
-from orchestrator.schedule import NODE_RESOURCE
+from orchestrator.fleet.labels import NODE_RESOURCE
 from tests.support import bisect_history as hist
 
 REPO = Path(__file__).resolve().parents[2]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator import config
-from orchestrator.sweep import _kept_overrides
+from orchestrator.config import compose as config
+from orchestrator.run.sweep import _kept_overrides
 
 
 def test_suggested_commands_keep_the_users_grid_overrides_quoted_for_the_shell():

@@ -13,7 +13,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from orchestrator.plan import CodeVersion, job_key
+from orchestrator.plan.jobs import CodeVersion, job_key
 from tests.orchestrator.test_regressions_cli import RECORDED, cli
 from workers.spec import JobSpec
 

@@ -13,10 +13,10 @@ import sys
 import pytest
 
 from kernels import registry
-from orchestrator import config
+from orchestrator.config import compose as config
 from tests.support.fresh_process import ROOT, kernel_modules
 
-HEAVY = {"ray", "sqlalchemy", "orchestrator.sweep", "orchestrator.store.session"}
+HEAVY = {"ray", "sqlalchemy", "orchestrator.run.sweep", "orchestrator.store.session"}
 
 
 @pytest.mark.parametrize(

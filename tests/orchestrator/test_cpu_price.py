@@ -8,8 +8,9 @@ import json
 import pytest
 from rich.console import Console
 
-from orchestrator import cpu_price, sweep
-from orchestrator.config import ConfigError
+from orchestrator.config.compose import ConfigError
+from orchestrator.plan import cpu_price
+from orchestrator.run import sweep
 from workers.spec import JobSpec
 
 FIT = {"per_call_s": 0.001, "per_element_s": 2e-6, "eager_per_element_s": 3e-8, "matmul_flops_per_s": 1e11}
@@ -86,8 +87,9 @@ def test_an_allowed_cpu_sweeps_eta_weighs_each_job_by_its_price(cache):
 def test_an_e2e_sweep_is_priced_by_its_models_work(cache, monkeypatch):
     """A full-size FLUX.1-dev job is refused on a CPU (2 x 11.9 B parameters x 4608 tokens per step, for every step
     of every call of eager and triton); its tiny variant is small."""
-    from orchestrator import config, plan
-    from orchestrator.validate import validate
+    from orchestrator.config import compose as config
+    from orchestrator.config.validate import validate
+    from orchestrator.plan import jobs as plan
 
     cpu_price.keep_fit(FIT)
     monkeypatch.setattr(cpu_price, "calibrate", lambda *a, **k: pytest.fail("calibrated although one is kept"))

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator import config, plan
-from orchestrator.config import ConfigError
-from orchestrator.plan_e2e import LLM_DEFAULT_MODES, validate_e2e
-from orchestrator.validate import validate
+from orchestrator.config import compose as config
+from orchestrator.config.compose import ConfigError
+from orchestrator.config.validate import validate
+from orchestrator.plan import jobs as plan
+from orchestrator.plan.e2e import LLM_DEFAULT_MODES, validate_e2e
 from tests.orchestrator.test_e2e_sweep import _cli
 
 CODE = plan.CodeVersion("abc123", "k0")
@@ -59,7 +60,7 @@ def test_defaults_are_the_issue_settings():
 
 def test_a_jobs_model_names_its_configuration():
     """The store keys series by model, shape, dtype and mode: two configurations at one shape stay two series."""
-    from workers.e2e_spec import family_of, model_name
+    from workers.jobs.e2e.spec import family_of, model_name
 
     assert model_name("sd3", "sd3.5-large") == "sd3/sd3.5-large" and family_of("sd3/sd3.5-large") == "sd3"
     assert model_name("llama", "/models/my-llama/config.json") == "llama/config"

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import config, plan
-from orchestrator.config import ConfigError
-from orchestrator.plan_e2e import plan_e2e, validate_e2e
-from orchestrator.validate import validate
+from orchestrator.config import compose as config
+from orchestrator.config.compose import ConfigError
+from orchestrator.config.validate import validate
+from orchestrator.plan import jobs as plan
+from orchestrator.plan.e2e import plan_e2e, validate_e2e
 from tests.support.devices import CPU_ONLY_ENV
 
 REPO = Path(__file__).resolve().parents[2]

@@ -24,8 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import fleet, schedule
-from orchestrator.schedule import NODE_RESOURCE
+from orchestrator.fleet import nodes as fleet
+from orchestrator.fleet.labels import NODE_RESOURCE
+from orchestrator.run import schedule
 from tests.orchestrator.test_sweep_signals import _ok_jobs
 from workers.spec import JobSpec
 
@@ -191,8 +192,8 @@ def test_a_driver_killed_mid_sweep_is_resumed_by_the_same_command(tmp_path):
 
 
 def test_results_out_refuses_another_plans_file(tmp_path):
-    from orchestrator.config import ConfigError
-    from orchestrator.sweep import open_results_out
+    from orchestrator.config.compose import ConfigError
+    from orchestrator.run.sweep import open_results_out
 
     path = tmp_path / "r.jsonl"
     f = open_results_out(str(path), {"plan_key": "a", "sweep": "s"})

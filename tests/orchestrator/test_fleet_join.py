@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import fleet
-from orchestrator.schedule import NODE_RESOURCE
+from orchestrator.fleet import nodes as fleet
+from orchestrator.fleet.labels import NODE_RESOURCE
 from tests.support.devices import ON_GPU
 
 REPO = Path(__file__).resolve().parents[2]
@@ -281,7 +281,8 @@ def test_the_closing_hints_name_the_token_file_and_never_a_plain_ray_stop(tmp_pa
     import ray
     from rich.console import Console
 
-    from orchestrator import cli, fleet_cli
+    from orchestrator.cli import commands as cli
+    from orchestrator.cli import fleet as fleet_cli
 
     token = tmp_path / "ray_token"
     token.write_text("0123abcd" * 4)

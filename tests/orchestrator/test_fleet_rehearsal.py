@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import fleet
-from workers import rehearsal
+from orchestrator.fleet import nodes as fleet
+from workers.device import rehearsal
 from workers.spec import DeviceInfo
 
 REPO = Path(__file__).resolve().parents[2]

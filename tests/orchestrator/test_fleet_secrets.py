@@ -30,7 +30,7 @@ TINY = [*TINY_SWEEP, "target=r9700"]  # one rmsnorm correctness job on a tiny sh
 CLUSTER = """
 import sys
 from ray.cluster_utils import Cluster
-from orchestrator.schedule import NODE_RESOURCE
+from orchestrator.fleet.labels import NODE_RESOURCE
 cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False,
                                                         "temp_dir": sys.argv[1]})
 cluster.add_node(num_cpus=1, num_gpus=1, labels={"kernelfleet.io/gpu": "r9700", "kernelfleet.io/vendor": "amd"},

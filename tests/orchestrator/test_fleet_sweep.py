@@ -1,6 +1,6 @@
 """Sweeps over a simulated fleet (ray.cluster_utils.Cluster: labelled nodes with logical GPUs on this machine).
 
-One sweep runs through orchestrator.schedule.execute while the fleet changes under it: one of three mi355x nodes is
+One sweep runs through orchestrator.run.schedule.execute while the fleet changes under it: one of three mi355x nodes is
 killed mid-batch, a fourth mi355x node joins, and the only r9700 node is killed.  The tests below each check one
 consequence of that sweep.  Jobs are `noop` micro-benchmarks (test plugin kernel) long enough to overlap the changes.
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import schedule
-from orchestrator.schedule import NODE_RESOURCE
+from orchestrator.fleet.labels import NODE_RESOURCE
+from orchestrator.run import schedule
 from workers.spec import JobSpec
 
 # one sweep over a changing fleet, checked by every test below

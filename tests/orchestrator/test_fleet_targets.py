@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.schedule import NODE_RESOURCE
+from orchestrator.fleet.labels import NODE_RESOURCE
 
 REPO = Path(__file__).resolve().parents[2]
 GPU = "kernelfleet.io/gpu"

@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from orchestrator import fleet, schedule
-from orchestrator.schedule import NODE_RESOURCE
+from orchestrator.fleet import nodes as fleet
+from orchestrator.fleet.labels import NODE_RESOURCE
+from orchestrator.run import schedule
 from workers.spec import JobSpec
 
 GPU = "kernelfleet.io/gpu"

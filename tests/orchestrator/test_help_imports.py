@@ -5,7 +5,7 @@ kernel's module (the imports took most of its 8-22 s): the kernels' names come f
 from __future__ import annotations
 
 from kernels import metadata, registry
-from orchestrator.config import conf_files
+from orchestrator.config.compose import conf_files
 from tests.support.fresh_process import kernel_modules, modules_after
 
 

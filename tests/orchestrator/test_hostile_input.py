@@ -13,9 +13,11 @@ import pytest
 from rich.console import Console
 
 from orchestrator import __main__ as orchestrator_main
-from orchestrator import cli, config, schedule
-from orchestrator.config import ConfigError
-from orchestrator.validate import validate
+from orchestrator.cli import commands as cli
+from orchestrator.config import compose as config
+from orchestrator.config.compose import ConfigError
+from orchestrator.config.validate import validate
+from orchestrator.run import schedule
 from tests.store import results_files as rf
 
 SMALL = ["sweep.kernels=[rmsnorm]", "sweep.shapes=[[1,8,64]]", "sweep.dtypes=[fp32]", "sweep.kinds=[correctness]"]
@@ -57,7 +59,7 @@ def test_a_bad_store_url_is_one_line_on_every_store_command(url, command, capsys
 
 @pytest.mark.parametrize("url", sorted(BAD_URLS))
 def test_a_bad_store_url_is_one_line_for_a_sweep_and_the_dashboard(url, capsys, monkeypatch):
-    from orchestrator import sweep as sweep_mod
+    from orchestrator.run import sweep as sweep_mod
 
     monkeypatch.setattr(sweep_mod, "_local_gpu", lambda: True)  # no CPU price calibration: straight to the store
     rc = orchestrator_main.main(["+sweep=smoke", f"store.url={url}", *SMALL])
@@ -115,8 +117,8 @@ def test_sweep_values_the_store_or_workers_run_would_refuse_are_refused_first(ov
 
 
 def test_a_zero_seed_stays_valid_for_the_sweep_and_the_plan():
-    from orchestrator.plan import plan
-    from workers import runner
+    from orchestrator.plan.jobs import plan
+    from workers.runtime import runner
 
     cfg = config.to_plain(config.compose(["+sweep=smoke", "sweep.seed=0", *SMALL]))
     validate(cfg)
@@ -125,7 +127,7 @@ def test_a_zero_seed_stays_valid_for_the_sweep_and_the_plan():
 
 
 def test_ctrl_c_outside_a_sweep_is_one_line(monkeypatch, capsys, tmp_path):
-    from orchestrator import importer
+    from orchestrator.interchange import importer
 
     def interrupted(*_a, **_k):
         raise KeyboardInterrupt
@@ -140,7 +142,7 @@ def test_ctrl_c_outside_a_sweep_is_one_line(monkeypatch, capsys, tmp_path):
 
 def test_ctrl_c_during_workers_run_is_one_line_naming_resume(monkeypatch, capsys, tmp_path):
     from workers import __main__ as workers_main
-    from workers import runner
+    from workers.runtime import runner
 
     plan = tmp_path / "plan.jsonl"
     runner.write_plan(plan, {"sweep": "s", "plan_key": "p", "commit": "c"}, [])

@@ -18,7 +18,7 @@ import pytest
 from rich.console import Console
 
 from dashboard import pages
-from orchestrator import cli
+from orchestrator.cli import commands as cli
 from orchestrator.store import session
 from orchestrator.store.query import access
 from tests.store import results_files as rf

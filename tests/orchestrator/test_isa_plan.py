@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator import config, plan, schedule
-from orchestrator.config import ConfigError
-from orchestrator.validate import validate
+from orchestrator.config import compose as config
+from orchestrator.config.compose import ConfigError
+from orchestrator.config.validate import validate
+from orchestrator.plan import jobs as plan
+from orchestrator.run import schedule
 from workers.spec import JobSpec
 
 CODE = plan.CodeVersion("abc123", "k0")

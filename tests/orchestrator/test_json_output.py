@@ -8,8 +8,9 @@ import json
 import pytest
 from rich.console import Console
 
-from orchestrator import cli, run_json
-from orchestrator.importer import import_results
+from orchestrator.cli import commands as cli
+from orchestrator.interchange.importer import import_results
+from orchestrator.reports import run_json
 from orchestrator.store import session
 from tests.orchestrator.test_regressions_cli import RECORDED
 

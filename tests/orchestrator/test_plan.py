@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import config, plan
-from orchestrator.validate import validate
-from workers import keys
+from orchestrator.config import compose as config
+from orchestrator.config.validate import validate
+from orchestrator.plan import jobs as plan
+from workers.runtime import keys
 from workers.spec import JobSpec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,19 +99,23 @@ def test_a_key_follows_the_code_its_job_can_run(checkout):
     before, before_rope = keys_of(checkout), keys_of(checkout, *rope)
     (checkout / "README.md").write_text("# another README\n")
     (checkout / "docs" / "new-page.md").write_text("a new page\n")
-    append("orchestrator/report.py", "the orchestrator does not run jobs")
+    append("orchestrator/reports/summary.py", "the orchestrator does not run jobs")
     append("kernels/rope.py", "another kernel's module")
-    append("workers/profile.py", "another job kind's module")
+    append("workers/jobs/profile.py", "another job kind's module")
     assert keys_of(checkout) == before
     assert keys_of(checkout, *rope) != before_rope  # ... which re-keys that kernel's jobs
     append("kernels/rmsnorm.py", "a kernel source changed")
     after_kernel = keys_of(checkout)
     assert not set(after_kernel.values()) & set(before.values())
-    append("workers/micro.py", "the micro job changed")
+    append("workers/jobs/micro.py", "the micro job changed")
     after_micro = keys_of(checkout)
     changed = {k for k in after_micro if after_micro[k] != after_kernel[k]}
-    assert changed == {k for k in after_micro if k[0] == "micro"}  # the correctness jobs do not run workers/micro.py
-    append("workers/timing.py", "the timing changed")  # the sandbox measures the copy ceiling with it for every job
+    assert changed == {
+        k for k in after_micro if k[0] == "micro"
+    }  # the correctness jobs do not run workers/jobs/micro.py
+    append(
+        "workers/runtime/timing.py", "the timing changed"
+    )  # the sandbox measures the copy ceiling with it for every job
     assert not set(keys_of(checkout).values()) & set(after_micro.values())
 
 

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from orchestrator.plan import CodeVersion, job_key
+from orchestrator.plan.jobs import CodeVersion, job_key
 from workers.spec import DeviceInfo, JobSpec
 
 REPO = Path(__file__).resolve().parents[2]

@@ -121,7 +121,7 @@ def test_markdown_dates_the_measurement_and_counts_in_words(store, tmp_path):
 def test_a_sweep_prints_the_compact_table_and_every_column_with_wide(store):
     from rich.console import Console
 
-    from orchestrator import report
+    from orchestrator.reports import summary as report
 
     def printed(wide: bool) -> str:
         console = Console(width=200, record=True)

@@ -38,7 +38,7 @@ def test_e2e_page_shows_each_mode_with_device_busy_time(tmp_path):
     rows = {line.split(" | ")[3]: line.split(" | ") for line in text.splitlines() if line.startswith("| ltx-video")}
     assert set(rows) == {"eager", "triton", "compile", "triton+compile"}
     # step time, speed-up against eager and the profiled device time, as the results file holds them; that job
-    # predates the host-time probe and the clock log (workers.gpu_clocks): host ms and SM clock say "not recorded"
+    # predates the host-time probe and the clock log (workers.device.clocks): host ms and SM clock say "not recorded"
     assert rows["eager"][4:8] == ["37.2", "1.00x", "–", "30.9"]
     assert rows["triton"][4:8] == ["41.1", "0.91x", "–", "19.6"]
     assert rows["compile"][4:8] == ["21.7", "1.72x", "–", "19.8"]
@@ -88,8 +88,8 @@ def test_e2e_page_sets_each_injected_mode_against_its_own_kinds_anchor_and_shows
 
 
 def test_e2e_status_and_notes_say_which_modes_did_not_run_and_why():
-    from orchestrator.report import e2e_status
-    from orchestrator.report_e2e import e2e_notes
+    from orchestrator.reports.e2e import e2e_notes
+    from orchestrator.reports.summary import e2e_status
 
     why = "torch.compile's reduce-overhead mode replays CUDA graphs; runs on a CUDA GPU"
     rows = [

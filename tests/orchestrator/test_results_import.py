@@ -12,9 +12,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from orchestrator import run_conditions
-from orchestrator.importer import group_runs, import_results, read_file, results_files
-from workers import runner
+from orchestrator.interchange.importer import group_runs, import_results, read_file, results_files
+from orchestrator.run import conditions as run_conditions
+from workers.runtime import runner
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "results"
@@ -23,7 +23,7 @@ RESULTS = REPO / "results"
 def test_every_results_file_is_gzipped_format_1_of_its_folders_device_or_compile_targets():
     files = results_files(RESULTS)
     assert files and all(p.name.endswith(".jsonl.gz") for p in files)
-    # nothing else lives there but the manifests of what runs were made under (orchestrator/run_conditions.py)
+    # nothing else lives there but the manifests of what runs were made under (orchestrator/run/conditions.py)
     assert sorted(p for p in RESULTS.rglob("*.*") if p.name != run_conditions.MANIFEST) == files
     for manifest in RESULTS.rglob(run_conditions.MANIFEST):
         assert any(run_conditions.manifest_conditions(p) for p in results_files(manifest.parent)), manifest

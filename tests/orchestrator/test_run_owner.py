@@ -11,8 +11,8 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from orchestrator import config
-from orchestrator import plan as planner
+from orchestrator.config import compose as config
+from orchestrator.plan import jobs as planner
 from orchestrator.store import session
 from orchestrator.store.writer import StoreWriter
 from tests.store.conftest import _isolated_env, empty_url, pg_unreachable, pg_url, sqlite_url, store_url  # noqa: F401

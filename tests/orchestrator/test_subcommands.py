@@ -1,5 +1,5 @@
-"""The subcommands of `python -m orchestrator` are the declarations of the modules orchestrator/cli.py lists
-(orchestrator/subcommand.py): the parser and `--help` are built from them, each answers its own `--help`, and a
+"""The subcommands of `python -m orchestrator` are the declarations of the modules orchestrator/cli/commands.py lists
+(orchestrator/cli/subcommand.py): the parser and `--help` are built from them, each answers its own `--help`, and a
 module that cannot be imported fails the command loudly, naming it."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from orchestrator import __main__ as entry
-from orchestrator import cli
+from orchestrator.cli import commands as cli
 
 
 def _parser_commands() -> list[str]:
@@ -59,8 +59,8 @@ def extra_command(tmp_path, monkeypatch):
 
 
 FAILING = """
-from orchestrator.errors import UsageError
-from orchestrator.subcommand import Subcommand
+from orchestrator.cli.errors import UsageError
+from orchestrator.cli.subcommand import Subcommand
 
 
 def run(args, console):
@@ -96,7 +96,7 @@ def test_through_the_entry_point_a_bug_prints_its_traceback(tmp_path):
 
     (tmp_path / "kf_test_failing_cmd.py").write_text(FAILING)
     code = (
-        "from orchestrator import cli, __main__ as entry\n"
+        "from orchestrator import __main__ as entry\nfrom orchestrator.cli import commands as cli\n"
         "cli.MODULES += ('kf_test_failing_cmd',)\n"
         "import sys; sys.exit(entry.main(sys.argv[1:]))\n"
     )

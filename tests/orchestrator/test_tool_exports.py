@@ -19,8 +19,8 @@ import statistics
 import pytest
 from rich.console import Console
 
-from orchestrator import cli
-from orchestrator.importer import import_results
+from orchestrator.cli import commands as cli
+from orchestrator.interchange.importer import import_results
 from orchestrator.store import session
 from tests.orchestrator.test_regressions_cli import RECORDED
 
@@ -137,7 +137,7 @@ def test_tritonbench_speedups_are_against_each_kernels_declared_baseline(monkeyp
     import dataclasses
 
     from kernels import metadata
-    from orchestrator.tool_formats import tritonbench_tables
+    from orchestrator.interchange.tool_formats import tritonbench_tables
 
     declared = metadata.declared()
     other = {**declared, "rmsnorm": dataclasses.replace(declared["rmsnorm"], baseline="F.rms_norm")}

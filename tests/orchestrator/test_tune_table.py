@@ -16,10 +16,11 @@ from rich.console import Console
 
 from kernels import registry
 from kernels.rows import RowLaunch
-from orchestrator import cli, tune_table
-from orchestrator.importer import import_results
-from orchestrator.plan import code_version, job_key, plan_key
-from workers import runner
+from orchestrator.cli import commands as cli
+from orchestrator.interchange.importer import import_results
+from orchestrator.plan.jobs import code_version, job_key, plan_key
+from orchestrator.reports import tune_table
+from workers.runtime import runner
 from workers.spec import STATUS_OK, DeviceInfo, JobResult, JobSpec, Measurement
 
 REPO = Path(__file__).resolve().parents[2]
@@ -275,7 +276,7 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path, capsys, argv, message):
 
 
 def test_a_tune_runs_summary_lists_its_jobs_and_points_to_tune_table(tmp_path):
-    from orchestrator import report
+    from orchestrator.reports import summary as report
 
     url = _store_with_tune_runs(tmp_path)
     out = tmp_path / "summary.txt"

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 import triton
 
-from workers.stack import format_stack
+from workers.device.stack import format_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 

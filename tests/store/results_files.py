@@ -13,8 +13,8 @@ from typing import Any
 from rich.console import Console
 from sqlalchemy import text
 
-from orchestrator import cli
-from orchestrator.plan import CodeVersion, job_key, plan_key
+from orchestrator.cli import commands as cli
+from orchestrator.plan.jobs import CodeVersion, job_key, plan_key
 from orchestrator.store import session
 from workers.spec import DeviceInfo, JobResult, JobSpec, Measurement
 

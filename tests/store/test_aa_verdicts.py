@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from orchestrator.importer import import_results
+from orchestrator.interchange.importer import import_results
 from orchestrator.stats.regression_rule import CONFIRMED
 from orchestrator.store import migrate, session
 from orchestrator.store.query import regression_queries, trend_queries

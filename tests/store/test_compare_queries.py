@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from orchestrator.compare_refs import resolve
+from orchestrator.cli.compare_refs import resolve
 from orchestrator.store.query import compare_queries
 from orchestrator.store.query.compare_queries import RefError, compare
 from workers.spec import DeviceInfo, Measurement

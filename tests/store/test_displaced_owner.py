@@ -12,9 +12,9 @@ import pytest
 from rich.console import Console
 from sqlalchemy import text
 
-from orchestrator import config
-from orchestrator import sweep as sweep_mod
-from orchestrator.plan import plan as expand
+from orchestrator.config import compose as config
+from orchestrator.plan.jobs import plan as expand
+from orchestrator.run import sweep as sweep_mod
 from orchestrator.store import session
 from orchestrator.store.models import utcnow
 from orchestrator.store.ownership import RunTakenOver
@@ -79,7 +79,7 @@ def test_a_displaced_sweep_stops_scheduling_and_leaves_the_run(store_url):
     out = io.StringIO()
     console = Console(file=out, width=300)
     sw = sweep_mod._Sweep(cfg, console)
-    from orchestrator.store_access import open_writer
+    from orchestrator.store.open import open_writer
 
     sw.writer, sw.url = open_writer(store_url, console)
     seen: list[str] = []

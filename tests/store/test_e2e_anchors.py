@@ -12,7 +12,7 @@ import pytest
 
 from orchestrator.stats import e2e_anchors as A
 from orchestrator.store.query import result_queries
-from workers.e2e_spec import DEFAULT_MODES, MODES
+from workers.jobs.e2e.spec import DEFAULT_MODES, MODES
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "results" / "h200" / "2026-12-01-1647-ltx-e2e.jsonl.gz"

@@ -1,10 +1,10 @@
-"""The explanation of a change (orchestrator/explain.py over explain_queries.side_facts): the two sides' micro,
+"""The explanation of a change (orchestrator/stats/explain.py over explain_queries.side_facts): the two sides' micro,
 profile and isa jobs read through the real writer on SQLite and PostgreSQL, and what changed named in words."""
 
 from __future__ import annotations
 
 from orchestrator.__main__ import main
-from orchestrator.explain import markdown
+from orchestrator.stats.explain import markdown
 from orchestrator.store.query.explain_queries import explanation
 from tests.support.regression_sides import SHAPE
 from tests.support.regression_sides import side as _side

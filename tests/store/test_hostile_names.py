@@ -11,9 +11,9 @@ import json
 
 from rich.console import Console
 
-from orchestrator import cli
-from orchestrator.plan import job_key, plan_key
-from orchestrator.report import md
+from orchestrator.cli import commands as cli
+from orchestrator.plan.jobs import job_key, plan_key
+from orchestrator.reports.summary import md
 from orchestrator.store.query.csv_cells import csv_cell
 from tests.store import results_files as rf
 from workers.spec import JobSpec

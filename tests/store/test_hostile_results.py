@@ -13,9 +13,10 @@ from rich.console import Console
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from orchestrator import config, schedule
-from orchestrator import sweep as sweep_mod
-from orchestrator.plan import plan as expand
+from orchestrator.config import compose as config
+from orchestrator.plan.jobs import plan as expand
+from orchestrator.run import schedule
+from orchestrator.run import sweep as sweep_mod
 from orchestrator.store import session
 from orchestrator.store.query import access, run_queries
 from tests.store import results_files as rf
@@ -129,7 +130,7 @@ def test_an_interrupted_sweep_counts_the_results_it_recorded(store_url, monkeypa
 
     monkeypatch.setattr(schedule, "execute", execute)
     sw = sweep_mod._Sweep(cfg, console)
-    from orchestrator.store_access import open_writer
+    from orchestrator.store.open import open_writer
 
     sw.writer, sw.url = open_writer(store_url, console)
     try:
@@ -175,7 +176,7 @@ def test_a_sweep_named_with_markup_runs_and_says_its_name(store_url, monkeypatch
 
     monkeypatch.setattr(schedule, "execute", execute)
     sw = sweep_mod._Sweep(cfg, console)
-    from orchestrator.store_access import open_writer
+    from orchestrator.store.open import open_writer
 
     sw.writer, sw.url = open_writer(store_url, console)
     try:

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from orchestrator import cli, run_conditions
-from orchestrator.importer import results_files
-from orchestrator.schedule import NodeView
+from orchestrator.cli import commands as cli
+from orchestrator.interchange.importer import results_files
+from orchestrator.run import conditions as run_conditions
+from orchestrator.run.schedule import NodeView
 from orchestrator.store import conditions
 from orchestrator.store.query import run_queries
 from tests.store import results_files as rf

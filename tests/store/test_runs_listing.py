@@ -10,7 +10,7 @@ import json
 from rich.console import Console
 from sqlalchemy import Engine, event
 
-from orchestrator import cli
+from orchestrator.cli import commands as cli
 from orchestrator.store.query import run_queries
 
 

@@ -17,9 +17,10 @@ from rich.console import Console
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from orchestrator import cli, config
-from orchestrator import sweep as sweep_mod
-from orchestrator.plan import plan as expand
+from orchestrator.cli import commands as cli
+from orchestrator.config import compose as config
+from orchestrator.plan.jobs import plan as expand
+from orchestrator.run import sweep as sweep_mod
 from orchestrator.store import session
 from orchestrator.store.writer import StoreWriter
 from tests.store import results_files as rf
@@ -86,7 +87,7 @@ def test_a_dry_run_plan_and_its_results_header_hold_no_password(tmp_path, monkey
     assert sweep_mod.write_dry_run(cfg, expand(cfg), console) == 0
     written = out.read_text()
     assert SECRET not in written and "kf:***@127.0.0.1" in written
-    from workers import runner
+    from workers.runtime import runner
 
     header, _ = runner.read_plan(out)
     assert SECRET not in runner.results_header(header)
@@ -98,7 +99,7 @@ def test_a_sweep_stores_its_config_without_the_password(secret_url):
     session_out = io.StringIO()
     console = Console(file=session_out, width=200)
     sw = sweep_mod._Sweep(cfg, console)
-    from orchestrator.store_access import open_writer
+    from orchestrator.store.open import open_writer
 
     sw.writer, sw.url = open_writer(secret_url, console)
     try:

@@ -9,7 +9,7 @@ from rich.console import Console
 from sqlalchemy import text
 
 from dashboard import pages
-from orchestrator.importer import import_results
+from orchestrator.interchange.importer import import_results
 from orchestrator.store import migrate, session
 from orchestrator.store.query import access
 from tests.dashboard.conftest import h200_files

@@ -13,7 +13,7 @@ from rich.console import Console
 from sqlalchemy import create_engine, text
 
 from orchestrator.__main__ import main as orchestrator_main
-from orchestrator.importer import import_results
+from orchestrator.interchange.importer import import_results
 from orchestrator.store import session
 
 REPO = Path(__file__).resolve().parents[2]

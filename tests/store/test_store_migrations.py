@@ -143,8 +143,9 @@ def test_a_foreign_database_is_refused_by_every_command_and_left_as_it_was(empty
 
     from rich.console import Console
 
-    from orchestrator import config
-    from orchestrator import sweep as sweep_mod
+    from orchestrator.config import compose as config
+    from orchestrator.run import sweep as sweep_mod
+    from orchestrator.store.errors import StoreError
     from tests.store import results_files as rf
     from tests.store.test_secrets import SMALL, run_cli
 
@@ -158,7 +159,7 @@ def test_a_foreign_database_is_refused_by_every_command_and_left_as_it_was(empty
     assert rc == 2 and "another application's tables (customers)" in err, out + err
     cfg = config.to_plain(config.compose(["+sweep=smoke", f"store.url={empty_url}", *SMALL]))
     console = Console(file=io.StringIO(), width=200)
-    with pytest.raises(config.ConfigError, match=r"another application's tables \(customers\)"):
+    with pytest.raises(StoreError, match=r"another application's tables \(customers\)"):
         sweep_mod.run_sweep(cfg, console, [])
     assert _tables(empty_url) == {"customers"}
     assert migrate.current(empty_url) is None

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 OPEN_FRESH = """
 import sys, time
 from rich.console import Console
-from orchestrator.store_access import open_writer
+from orchestrator.store.open import open_writer
 url, start = sys.argv[1], float(sys.argv[2])
 time.sleep(max(0.0, start - time.time()))
 writer, _ = open_writer(url, Console(quiet=True))

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from kernels.arch import interpreting
-from workers import correctness
+from workers.jobs import correctness
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "kernel"
 FLOATS = (torch.float32, torch.bfloat16, torch.float16)
@@ -37,7 +37,7 @@ def assert_impls_match_reference(
     entry, inputs: dict, refs, dtype_name: str, device, impls=("triton", "eager"), dtype_of: str = "x"
 ) -> None:
     """Every listed implementation of a registry entry, on ``inputs``, within the entry's tolerances of ``refs``
-    (its float64 reference) by the correctness job's rule (:func:`workers.correctness.compare`: shapes, NaN/inf,
+    (its float64 reference) by the correctness job's rule (:func:`workers.jobs.correctness.compare`: shapes, NaN/inf,
     relative L2 and max-abs); outputs given for poisoning (NaN) are the ones written and returned."""
     refs = refs if isinstance(refs, tuple) else (refs,)
     tolerance = entry.tolerances[dtype_name]

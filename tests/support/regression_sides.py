@@ -1,7 +1,7 @@
 """Test-only: the two sides of a regression as the store holds them, through the real writer: a run of one commit with
 the series' micro job, its profile job (per-kernel rows) and its isa job (compiled launches), in the shapes
-workers/micro.py, workers/profile.py and workers/isa.py record (tests/store/test_explain.py, the Regression page's
-test)."""
+workers/jobs/micro.py, workers/jobs/profile.py and workers/jobs/isa.py record (tests/store/test_explain.py, the
+Regression page's test)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ SHAPE = [2, 1320, 2048]
 
 
 def _launch(num_warps: int, occupancy: int, registers: int) -> dict:
-    """One compiled launch as workers/isa.py records it in details["launches"] (NVIDIA target)."""
+    """One compiled launch as workers/jobs/isa.py records it in details["launches"] (NVIDIA target)."""
     return {
         "kernel": "_rms_norm_kernel",
         "grid": [2640, 1, 1],

@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import config, schedule, validate
-from orchestrator import plan as planner
+from orchestrator.config import compose as config
+from orchestrator.config import validate
+from orchestrator.plan import jobs as planner
+from orchestrator.run import schedule
 from orchestrator.store.query import result_queries, run_queries
 from workers import kinds, metrics
 

@@ -1,4 +1,4 @@
-"""workers.autotune_pick through the micro job: what torch.compile built, what its autotuner picked, and
+"""workers.jobs.autotune_pick through the micro job: what torch.compile built, what its autotuner picked, and
 ``fresh_autotune``.  On a CPU Inductor generates C++ and tunes nothing, so the pick is the generated code's hash; the
 GPU test checks max-autotune's chosen Triton configs, that a rerun in a new sandbox process picks the same, and that
 ``fresh_autotune`` compiles without the node's cache."""
@@ -10,8 +10,8 @@ import os
 import torch
 
 from tests.support.kernel_tests import gpu_test
-from workers import micro
-from workers.sandbox import run_jobs
+from workers.jobs import micro
+from workers.runtime.sandbox import run_jobs
 from workers.spec import JobSpec
 
 PARAMS = {"warmup_ms": 1, "rep_ms": 5, "rounds": 1, "graph": False, "kernel_time": False}
@@ -43,7 +43,7 @@ def test_a_compiled_implementation_records_its_kernels_on_the_cpu():
 def test_a_micro_job_after_the_correctness_job_records_what_that_job_compiled():
     """In a sandbox child the correctness job of a kernel and shape runs first and compiles; the micro job then
     reuses that code (nothing new is loaded) and must still say what was picked."""
-    from workers import correctness
+    from workers.jobs import correctness
 
     shape = [7, 56]
     check = correctness.run(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from workers import device
+from workers.device import detect as device
 from workers.spec import DeviceInfo
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tool-output"

@@ -1,12 +1,13 @@
-"""The e2e job (workers.e2e): LTX-Video's denoising loop in every mode, on a tiny model on the test device (a GPU
-with compiled Triton, or the CPU with Triton's interpreter; tests/support/devices.py), the modes a CPU cannot run
+"""The e2e job (workers.jobs.e2e.job): LTX-Video's denoising loop in every mode, on a tiny model on the test device (a
+GPU with compiled Triton, or the CPU with Triton's interpreter; tests/support/devices.py), the modes a CPU cannot run
 skipped there with the reason, and at the seed setting on a GPU."""
 
 import pytest
 import torch
 
-from workers import e2e, e2e_ltx
-from workers.e2e_spec import MODES
+from workers.jobs.e2e import job as e2e
+from workers.jobs.e2e import ltx as e2e_ltx
+from workers.jobs.e2e.spec import MODES
 from workers.spec import STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec
 
 CPU = torch.device("cpu")

@@ -1,14 +1,18 @@
-"""The e2e job beyond LTX-Video (workers.e2e with workers.e2e_image and workers.e2e_llm): FLUX.1 and SD3.5's
-denoising loops and a Llama-family decoder's generate, on tiny models on the test device (tests/support/devices.py):
-on the CPU eager and the kernels injected, the compile and graph modes skipped with the reason; on a GPU every mode
-runs (test_every_mode_runs_on_a_gpu).  Each mode against eager, each mode leaving the model as it found it."""
+"""The e2e job beyond LTX-Video (workers.jobs.e2e.job with workers.jobs.e2e.image and workers.jobs.e2e.llm): FLUX.1 and
+SD3.5's denoising loops and a Llama-family decoder's generate, on tiny models on the test device
+(tests/support/devices.py): on the CPU eager and the kernels injected, the compile and graph modes skipped with the
+reason; on a GPU every mode runs (test_every_mode_runs_on_a_gpu).  Each mode against eager, each mode leaving the model
+as it found it."""
 
 import pytest
 import torch
 
 from tests.support.devices import ON_GPU, TEST_DEVICE
-from workers import e2e, e2e_image, e2e_llm, model_configs
-from workers.e2e_spec import MODES, param_defaults
+from workers.jobs.e2e import image as e2e_image
+from workers.jobs.e2e import job as e2e
+from workers.jobs.e2e import llm as e2e_llm
+from workers.jobs.e2e import model_configs
+from workers.jobs.e2e.spec import MODES, param_defaults
 from workers.spec import STATUS_INCORRECT, STATUS_OK, JobResult, JobSpec
 
 CPU = torch.device("cpu")

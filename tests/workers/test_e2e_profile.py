@@ -1,4 +1,4 @@
-"""workers.e2e_profile: the per-step breakdown of a profiled pipeline call, on a recorded H200 trace and on a real
+"""workers.jobs.e2e.profile: the per-step breakdown of a profiled pipeline call, on a recorded H200 trace and on a real
 tiny e2e job on the test device (tests/support/devices.py)."""
 
 from pathlib import Path
@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from workers import e2e, e2e_profile
-from workers.parsers import torch_profiler
+from workers.device.parsers import torch_profiler
+from workers.jobs.e2e import job as e2e
+from workers.jobs.e2e import profile as e2e_profile
 from workers.spec import STATUS_OK, JobSpec
 
 TOOL_OUTPUT = Path(__file__).resolve().parents[1] / "fixtures" / "tool-output"

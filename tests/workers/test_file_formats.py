@@ -1,4 +1,4 @@
-"""The versions of the plan and results files (workers/file_formats.py): a newer format is refused in one line
+"""The versions of the plan and results files (workers/runtime/file_formats.py): a newer format is refused in one line
 (exit 2, nothing run, written or stored), an older one is upgraded through the chain as it is read, and
 `python -m workers upgrade` rewrites files in the current format.
 
@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from orchestrator.importer import import_results, read_file, results_files
-from workers import file_formats, runner
+from orchestrator.interchange.importer import import_results, read_file, results_files
 from workers.__main__ import main as workers_main
 from workers.errors import UserError
-from workers.file_formats import FileFormat, Upgrade
+from workers.runtime import file_formats, runner
+from workers.runtime.file_formats import FileFormat, Upgrade
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = results_files(REPO / "results")[:3]  # a few of the 93 files behind docs/perf/

@@ -1,4 +1,4 @@
-"""workers.gpu_clocks: the SM clock and power log beside the e2e job's timed calls (nvidia-smi -lms)."""
+"""workers.device.clocks: the SM clock and power log beside the e2e job's timed calls (nvidia-smi -lms)."""
 
 import stat
 import time
@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from workers import gpu_clocks
-from workers.gpu_clocks import ClockLog, Sample, parse_samples, summarize
+from workers.device import clocks as gpu_clocks
+from workers.device.clocks import ClockLog, Sample, parse_samples, summarize
 
 RECORDED = (
     Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""The vendor libraries in-process (workers.gpu_libs): device facts, the driver version and the clock log's readings
+"""The vendor libraries in-process (workers.device.libs): device facts, the driver version and the clock log's readings
 from NVML and amdsmi, with module fakes shaped like the real APIs, and the text tools as the fallback.
 
 The fakes follow the libraries' own signatures and units: nvidia-ml-py's ``pynvml`` (power in mW, the enforced power
@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from workers import device, gpu_clocks, gpu_libs
-from workers.gpu_clocks import ClockLog
+from workers.device import clocks as gpu_clocks
+from workers.device import detect as device
+from workers.device import libs as gpu_libs
+from workers.device.clocks import ClockLog
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tool-output"
 

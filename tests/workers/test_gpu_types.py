@@ -2,7 +2,7 @@
 
 import pytest
 
-from workers import gpu_types
+from workers.device import gpu_types
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ import pytest
 from rich.console import Console
 
 from workers import __main__ as workers_main
-from workers import runner
 from workers.errors import UserError
+from workers.runtime import runner
 
 
 def naive_lines(data: bytes) -> list[tuple[int, bytes]]:

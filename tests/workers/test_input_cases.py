@@ -1,4 +1,4 @@
-"""The correctness job's input cases (workers/input_cases.py): every kernel of the registry passes each one on the
+"""The correctness job's input cases (workers/jobs/input_cases.py): every kernel of the registry passes each one on the
 test device (compiled on a GPU, interpreted on the CPU), and each case catches the defect it exists for — an
 implementation planted with that defect fails that case, named in the job's error, and only that case."""
 
@@ -13,7 +13,7 @@ from kernels import registry
 from kernels.entries import rmsnorm as rmsnorm_entry
 from kernels.launch import next_pow2
 from kernels.registry import Impl
-from workers import correctness, input_cases
+from workers.jobs import correctness, input_cases
 from workers.spec import STATUS_INCORRECT, STATUS_OK, JobSpec
 
 CASE_NAMES = [c.name for c in input_cases.CASES]

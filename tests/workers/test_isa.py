@@ -1,10 +1,10 @@
-"""The isa job (workers/isa.py) on every registered Triton kernel, compiled for gfx950 (MI355X) and gfx1201 (R9700).
-
+"""The isa job (workers/jobs/isa.py) on every registered Triton kernel, compiled for gfx950 (MI355X) and gfx1201
+(R9700).
 Every kernel is compiled at every launch configuration its launch tables pick: its default grid with the sequence shrunk
 to 48 positions (the launch tables key on row widths, heads and batch, never on the sequence length), plus the shapes
 its registry entry's contract names to reach the tables' other rows (rows packed per program below 2048, one row up to
-4096, wider: ``Contract.launch_shapes``).  The jobs run as a sweep runs them: through workers.runner, in a compile-only
-sandbox, once per test session.
+4096, wider: ``Contract.launch_shapes``).  The jobs run as a sweep runs them: through workers.runtime.runner, in a
+compile-only sandbox, once per test session.
 
 Checks: every launch compiles; none spills or uses scratch (cross_attention's larger tiles included, which AMD's launch
 table takes in steps of key blocks); the compiled wave size is the launch table's (wave64 on CDNA, wave32 on RDNA); on
@@ -27,10 +27,11 @@ import pytest
 
 from kernels import registry
 from kernels.arch import _TABLE
-from orchestrator.config import kernel_grid
-from orchestrator.plan import code_version, job_key
-from workers import isa, runner
-from workers.parsers import amdgcn, sass
+from orchestrator.config.compose import kernel_grid
+from orchestrator.plan.jobs import code_version, job_key
+from workers.device.parsers import amdgcn, sass
+from workers.jobs import isa
+from workers.runtime import runner
 from workers.spec import STATUS_OK, JobSpec
 
 ARCHS = ("gfx950", "gfx1201")

@@ -28,7 +28,8 @@ CASES = [
 _CHILD = r"""
 import json, sys, torch
 from kernels.cross_attention import AttnConfig, cross_attention_into
-from workers import isa, isa_targets
+from workers.jobs import isa
+from workers.jobs import isa_targets
 from workers.spec import JobSpec
 
 out = {"jobs": [], "forced": None}

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import config, validate
+from orchestrator.config import compose as config
+from orchestrator.config import validate
 from workers import kinds, metrics
-from workers.job_code import SourceTree
+from workers.runtime.job_code import SourceTree
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,7 +34,7 @@ def test_every_job_kind_follows_the_recipe(name):
         assert ref is None or callable(kinds.resolve(ref)), ref
     assert set(kind.params) <= set(config.compose(["+sweep=smoke"])["sweep"]), kind.params
     assert f"`{name}`" in (ROOT / "docs" / "json.md").read_text()
-    assert f"`workers/{name}.py`" in (ROOT / "docs" / "developer-guide.md").read_text()
+    assert f"`{kind.module.replace('.', '/')}.py`" in (ROOT / "docs" / "developer-guide.md").read_text()
 
 
 def test_the_validator_takes_every_kind_and_refuses_others():

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from workers import kinds, metrics
-from workers.e2e import compare
+from workers.jobs.e2e.job import compare
 from workers.spec import JobResult, Measurement
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from workers.parsers import amdsmi
+from workers.device.parsers import amdsmi
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tool-output"
 

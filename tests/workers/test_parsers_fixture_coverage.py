@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from workers import gpu_clocks
-from workers.parsers import amdsmi, ncu, nvidia_smi, rocminfo, rocprofv3, torch_profiler
+from workers.device import clocks as gpu_clocks
+from workers.device.parsers import amdsmi, ncu, nvidia_smi, rocminfo, rocprofv3, torch_profiler
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tool-output"
 

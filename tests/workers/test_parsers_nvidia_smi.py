@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.parsers import nvidia_smi
+from workers.device.parsers import nvidia_smi
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tool-output"
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.parsers import rocminfo
+from workers.device.parsers import rocminfo
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tool-output"
 

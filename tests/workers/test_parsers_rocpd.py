@@ -1,4 +1,4 @@
-"""rocprofv3's rocpd SQLite output (workers.parsers.rocpd) and the profile job's use of it.
+"""rocprofv3's rocpd SQLite output (workers.device.parsers.rocpd) and the profile job's use of it.
 
 No rocpd database written on AMD hardware was found in a public repository (rocprofiler-sdk's repository holds the
 schema, not a sample database), so the databases here are built from the documented schema: rocprofiler-sdk's
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from workers import profile, profile_target
-from workers.parsers import rocpd, rocprofv3
+from workers.device.parsers import rocpd, rocprofv3
+from workers.jobs import profile, profile_target
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tool-output"
 TRACE_CSV = (FIXTURES / "rocprofv3_sdk1.0.0_docs_kernel_trace.csv").read_text()

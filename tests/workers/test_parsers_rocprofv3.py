@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from workers.parsers import rocprofv3
-from workers.parsers.text_values import csv_rows
+from workers.device.parsers import rocprofv3
+from workers.device.parsers.text_values import csv_rows
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tool-output"
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from workers.parsers import KernelRow, rows_from_durations
-from workers.parsers.text_values import csv_rows, int_triple, integer, leading_int, number, strip_ansi
+from workers.device.parsers import KernelRow, rows_from_durations
+from workers.device.parsers.text_values import csv_rows, int_triple, integer, leading_int, number, strip_ansi
 
 
 def test_value_readers():

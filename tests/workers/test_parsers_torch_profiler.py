@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.parsers import torch_profiler as tp
+from workers.device.parsers import torch_profiler as tp
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tool-output"
 

@@ -12,8 +12,8 @@ import torch
 
 from kernels import registry
 from tests.workers.profile_plugin_entries import ENTRIES
-from workers import profile, profile_target
-from workers.parsers import torch_profiler
+from workers.device.parsers import torch_profiler
+from workers.jobs import profile, profile_target
 from workers.spec import STATUS_ERROR, STATUS_OK, STATUS_SKIPPED, JobResult, JobSpec
 
 HERE = Path(__file__).resolve().parent
@@ -237,7 +237,7 @@ def run_target(spec_obj: JobSpec, impl: str, tmp_path: Path, device: str) -> tup
         [
             sys.executable,
             "-m",
-            "workers.profile_target",
+            "workers.jobs.profile_target",
             spec_obj.to_json(),
             "--impl",
             impl,

@@ -1,4 +1,4 @@
-"""The profile job under Nsight Compute (``profiler=ncu``, workers.profile): choosing it, reducing its raw page to
+"""The profile job under Nsight Compute (``profiler=ncu``, workers.jobs.profile): choosing it, reducing its raw page to
 the timed calls between the fence kernels (on the H200's recorded ``ncu --csv --page raw`` output), and the job's
 run of the profile target under an ``ncu`` stand-in on the CPU (the real tool has not run this job on a GPU)."""
 
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from tests.workers.test_profile import PLUGIN, spec
-from workers import profile, profile_target
+from workers.jobs import profile, profile_target
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tool-output"
 RAW = (FIXTURES / "ncu_csv_raw_h200_ncu2025.3.1_3kernels.csv").read_text()
@@ -87,5 +87,5 @@ def test_the_job_runs_the_target_under_ncu(tmp_path, monkeypatch):
     prof = profile.profile_with_ncu(spec(), "fused", torch.device("cpu"), str(exe), 300)
     args = (tmp_path / "args").read_text().split()
     assert args[:7] == ["--csv", "--page", "raw", "--metrics", "gpu__time_duration.sum", "--target-processes", "all"]
-    assert args[8:10] == ["-m", "workers.profile_target"] and args[args.index("--impl") + 1] == "fused"
+    assert args[8:10] == ["-m", "workers.jobs.profile_target"] and args[args.index("--impl") + 1] == "fused"
     assert prof.source == "ncu raw page: whole run" and prof.iters == 4 + 2 and prof.kernels_total == 3

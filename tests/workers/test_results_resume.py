@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from workers import runner
+from workers.runtime import runner
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from tests.support.devices import ON_GPU
-from workers import runner
+from workers.runtime import runner
 from workers.spec import JobSpec
 
 
@@ -70,7 +70,7 @@ def test_the_sandbox_dies_with_the_process_that_started_it(tmp_path):
     script = tmp_path / "parent.py"
     script.write_text(
         "import sys\n"
-        "from workers import runner\n"
+        "from workers.runtime import runner\n"
         "from workers.spec import JobSpec\n"
         "spec = JobSpec(kind='correctness', kernel='fault_hang', shape=[16], dtype='fp32', impls=['boom'], key='h',"
         " params={'timeout_s': 600})\n"
@@ -87,7 +87,9 @@ def test_the_sandbox_dies_with_the_process_that_started_it(tmp_path):
     deadline = time.monotonic() + 120
     while child_pid is None and time.monotonic() < deadline:
         time.sleep(0.5)
-        out = subprocess.run(["pgrep", "-P", str(parent.pid), "-f", "workers.child"], capture_output=True, text=True)
+        out = subprocess.run(
+            ["pgrep", "-P", str(parent.pid), "-f", "workers.runtime.child"], capture_output=True, text=True
+        )
         child_pid = int(out.stdout.split()[0]) if out.stdout.split() else None
     assert child_pid, "the sandbox never started"
     time.sleep(3)  # let it get into the hanging job
@@ -107,7 +109,7 @@ def test_the_sandbox_dies_with_the_process_that_started_it(tmp_path):
 def test_a_child_that_profiled_runs_device_timed_jobs_and_is_retired_before_a_host_timed_one():
     """torch.profiler leaves later launches in its process slower: jobs whose figures hold no host time (correctness,
     micro) go on in that child; a job that times host work (e2e, profile) gets a fresh one."""
-    from workers import sandbox
+    from workers.runtime import sandbox
 
     prof = JobSpec(
         kind="profile",
@@ -151,7 +153,7 @@ def test_a_child_that_profiled_runs_device_timed_jobs_and_is_retired_before_a_ho
 
 def test_a_job_over_the_memory_limit_is_recorded_as_crashed_and_the_rest_completes(monkeypatch):
     from benchmarks.fault_kernels import HOG_BYTES
-    from workers import sandbox
+    from workers.runtime import sandbox
 
     monkeypatch.setenv(sandbox.MEM_BYTES_ENV, str(HOG_BYTES // 2))
     results = {r.key: r for r in runner.run([_spec("fault_hog", "h"), _spec("noop", "n")], node_id="test")}
@@ -161,7 +163,7 @@ def test_a_job_over_the_memory_limit_is_recorded_as_crashed_and_the_rest_complet
 
 
 def test_the_memory_limit_is_a_share_of_the_node_ram_by_default():
-    from workers import sandbox
+    from workers.runtime import sandbox
 
     total = sandbox._meminfo_total_bytes()
     assert sandbox.memory_limit_bytes({}) == int(total * sandbox.DEFAULT_MEM_FRACTION)

@@ -64,7 +64,7 @@ def test_a_plugin_run_slows_the_named_implementation_only():
 @gpu_test
 def test_the_slowed_triton_rmsnorm_is_about_ten_percent_slower_on_the_gpu():
     from kernels import registry
-    from workers import timing
+    from workers.runtime import timing
 
     impl = registry.get("rmsnorm").impls["triton"]
     entry = registry.get("rmsnorm")

@@ -1,10 +1,10 @@
-"""workers.timing: samples per repeat, the flush modes, graph replay on a GPU."""
+"""workers.runtime.timing: samples per repeat, the flush modes, graph replay on a GPU."""
 
 import pytest
 import torch
 
 from tests.support.kernel_tests import gpu_test
-from workers import timing
+from workers.runtime import timing
 
 
 def test_bench_returns_one_positive_sample_per_repeat_on_the_cpu():

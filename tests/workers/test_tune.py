@@ -17,13 +17,15 @@ from kernels import tune as kernel_tune
 from kernels.arch import for_arch
 from kernels.launch import next_pow2
 from kernels.rows import TUNE_MAX_ELEMENTS, NormLaunch
-from orchestrator import config, tune_plan
-from orchestrator.config import ConfigError
-from orchestrator.importer import import_results
-from orchestrator.plan import code_version, job_key, plan_key
+from orchestrator.config import compose as config
+from orchestrator.config.compose import ConfigError
+from orchestrator.config.validate import validate
+from orchestrator.interchange.importer import import_results
+from orchestrator.plan import tune as tune_plan
+from orchestrator.plan.jobs import code_version, job_key, plan_key
 from orchestrator.store.query import tune_queries
-from orchestrator.validate import validate
-from workers import isa_targets, runner, tune_filter
+from workers.jobs import isa_targets, tune_filter
+from workers.runtime import runner
 from workers.spec import STATUS_OK
 
 REPO = Path(__file__).resolve().parents[2]
@@ -221,7 +223,7 @@ def test_a_tune_job_runs_through_the_interpreter_and_is_stored_and_read_back(tmp
 
 
 def test_a_tune_sweep_on_a_cpu_is_priced_like_the_interpreted_triton_it_runs():
-    from orchestrator import cpu_price
+    from orchestrator.plan import cpu_price
 
     fit = {"per_call_s": 0.01, "per_element_s": 1e-6, "eager_per_element_s": 1e-8}
     small = tune_plan.plan_tune("rmsnorm", [[2, 8, 64]], ["fp32"], "any", None, {"rep_ms": 5.0, "rounds": 2})
@@ -231,7 +233,7 @@ def test_a_tune_sweep_on_a_cpu_is_priced_like_the_interpreted_triton_it_runs():
 
 
 def test_other_sweeps_may_name_kernels_without_tune_knobs():
-    from orchestrator import plan
+    from orchestrator.plan import jobs as plan
 
     cfg = _cfg("+sweep=kernels", "sweep.kernels=[cross_attention]", "sweep.kinds=[correctness]")
     specs = plan.plan(cfg)

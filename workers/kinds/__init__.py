@@ -18,14 +18,13 @@ module (``from workers.kinds.micro import NAME as MICRO``); a kind's name is wri
 module           holds
 ===============  ====================================================================================================
 ``__init__``     :class:`JobKind` and the registry: :func:`declared`, :func:`kind_of`, :func:`names` and the kinds
-                 that have a property (:func:`timed`, :func:`compile_only`, ...)
-``correctness``  ``correctness``: every implementation against a float64 reference (workers/correctness.py)
-``micro``        ``micro``: the implementations of one kernel, shape and dtype timed side by side (workers/micro.py)
-``e2e``          ``e2e``: a model's denoising loop (or a decoder's generate) in several modes (workers/e2e.py)
-``profile``      ``profile``: where each implementation's time goes, kernel by kernel (workers/profile.py)
-``isa``          ``isa``: a kernel compiled for a target architecture, its machine code read (workers/isa.py)
-``tune``         ``tune``: every candidate launch of one kernel, shape and dtype, checked, then timed
-                 (workers/tune.py)
+                 that have a property (:func:`timed`, :func:`compile_only`, ...); the paths below are under workers/
+``correctness``  ``correctness``: every implementation against a float64 reference (jobs/correctness.py)
+``micro``        ``micro``: the implementations of one kernel, shape and dtype timed side by side (jobs/micro.py)
+``e2e``          ``e2e``: a model's denoising loop (or a decoder's generate) in several modes (jobs/e2e/job.py)
+``profile``      ``profile``: where each implementation's time goes, kernel by kernel (jobs/profile.py)
+``isa``          ``isa``: a kernel compiled for a target architecture, its machine code read (jobs/isa.py)
+``tune``         ``tune``: every candidate launch of one kernel, shape and dtype, checked, then timed (jobs/tune.py)
 ===============  ====================================================================================================
 
 Adding a kind = one module here and the module that runs it (docs/developer-guide.md, "A job kind";
@@ -42,7 +41,7 @@ from typing import Any, Callable
 
 PATH_ENV = "KERNELFLEET_KINDS"  # more folders of kind modules, separated by os.pathsep
 
-# The sweep keys a timed or checked kernel job carries in its params (orchestrator.plan.kind_params)
+# The sweep keys a timed or checked kernel job carries in its params (orchestrator.plan.jobs.kind_params)
 TIMING_PARAMS = ("warmup_ms", "rep_ms", "rounds", "graph", "kernel_time", "flush", "seed", "timeout_s")
 
 
@@ -51,36 +50,36 @@ class JobKind:
     """One job kind as the project declares it."""
 
     name: str
-    # The module whose ``run(spec, device) -> JobResult`` runs a job of the kind in the sandbox (workers/child.py);
-    # what it imports is the code the job's key covers (workers/job_code.py)
+    # The module whose ``run(spec, device) -> JobResult`` runs a job of the kind in the sandbox
+    # (workers/runtime/child.py); what it imports is the code the job's key covers (workers/runtime/job_code.py)
     module: str
     description: str
     # One job per kernel x shape x dtype of the sweep's grid; else the kind runs models and plans its own jobs
     per_kernel: bool = True
-    # Takes a GPU slot (orchestrator/schedule.py); a kind that does not takes a CPU slot on any matching node
+    # Takes a GPU slot (orchestrator/run/schedule.py); a kind that does not takes a CPU slot on any matching node
     needs_gpu: bool = True
     # Only compiles (no GPU, kernels compiled rather than interpreted): its jobs run in a sandbox of their own
-    # (workers/runner.py)
+    # (workers/runtime/runner.py)
     compile_only: bool = False
-    # Runs alone on its node (orchestrator/schedule.py)
+    # Runs alone on its node (orchestrator/run/schedule.py)
     whole_node: bool = False
     # Its implementations are timed side by side: the store reads its times as the kernel's (the queries of
     # orchestrator/store/query/picked.py, the timing trends and the dashboard)
     timed: bool = False
-    # Costs interpreter time on a CPU, so a sweep of it is priced before it starts (orchestrator/cpu_price.py)
+    # Costs interpreter time on a CPU, so a sweep of it is priced before it starts (orchestrator/plan/cpu_price.py)
     cpu_priced: bool = False
     # Its figures hold no host time, so it may run in a sandbox child that has run torch.profiler
-    # (workers/sandbox.py)
+    # (workers/runtime/sandbox.py)
     device_only: bool = False
-    # In the sweep's kinds unless the sweep says otherwise (orchestrator/schema.py)
+    # In the sweep's kinds unless the sweep says otherwise (orchestrator/config/schema.py)
     default: bool = False
     # The metrics the store reads from this kind's jobs (each metric of workers/metrics.py has one such kind) ...
     metrics: tuple[str, ...] = ()
     # ... and those its jobs emit too that the store reads from another kind (``correct``: a kernel's verdict is its
     # correctness job's)
     shared_metrics: tuple[str, ...] = ()
-    # The sweep keys (orchestrator/schema.py SweepCfg) its jobs read; a per-kernel kind without a planner of its own
-    # copies them into each job's params
+    # The sweep keys (orchestrator/config/schema.py SweepCfg) its jobs read; a per-kernel kind without a planner of its
+    # own copies them into each job's params
     params: tuple[str, ...] = ()
     # "module:function" of its own planner (orchestrator side): for a per-kernel kind ``f(cfg, grid, targets,
     # params, code) -> list[JobSpec]`` once per kernel, else ``f(cfg, targets) -> list[JobSpec]`` once per sweep;

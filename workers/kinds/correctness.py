@@ -1,4 +1,4 @@
-"""The ``correctness`` job kind (workers/correctness.py)."""
+"""The ``correctness`` job kind (workers/jobs/correctness.py)."""
 
 from workers.kinds import TIMING_PARAMS, JobKind
 
@@ -6,7 +6,7 @@ NAME = "correctness"
 
 KIND = JobKind(
     name=NAME,
-    module="workers.correctness",
+    module="workers.jobs.correctness",
     description="every implementation against a float64 reference, on every input case",
     cpu_priced=True,
     device_only=True,  # no figure of its holds time

@@ -1,5 +1,5 @@
-"""The ``e2e`` job kind (workers/e2e.py): models, not kernels; its parameters are ``sweep.e2e``
-(orchestrator/plan_e2e.py)."""
+"""The ``e2e`` job kind (workers/jobs/e2e/job.py): models, not kernels; its parameters are ``sweep.e2e``
+(orchestrator/plan/e2e.py)."""
 
 from workers.kinds import JobKind
 
@@ -7,7 +7,7 @@ NAME = "e2e"
 
 KIND = JobKind(
     name=NAME,
-    module="workers.e2e",
+    module="workers.jobs.e2e.job",
     description="a model's denoising loop (a decoder's generate) in several modes, against eager",
     per_kernel=False,
     whole_node=True,
@@ -33,6 +33,6 @@ KIND = JobKind(
     ),
     shared_metrics=("correct",),
     params=("e2e", "seed", "timeout_s"),
-    planner="orchestrator.plan_e2e:plan_kind",
-    validator="orchestrator.plan_e2e:validate_kind",
+    planner="orchestrator.plan.e2e:plan_kind",
+    validator="orchestrator.plan.e2e:validate_kind",
 )

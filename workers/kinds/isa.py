@@ -1,4 +1,4 @@
-"""The ``isa`` job kind (workers/isa.py): compile only; its parameter is ``sweep.archs``."""
+"""The ``isa`` job kind (workers/jobs/isa.py): compile only; its parameter is ``sweep.archs``."""
 
 from workers.kinds import JobKind
 
@@ -6,7 +6,7 @@ NAME = "isa"
 
 KIND = JobKind(
     name=NAME,
-    module="workers.isa",
+    module="workers.jobs.isa",
     description="a kernel's Triton implementation compiled for a target architecture, its machine code read",
     needs_gpu=False,
     compile_only=True,
@@ -35,6 +35,6 @@ KIND = JobKind(
         "est_min_time_copy_us",
     ),
     params=("archs", "timeout_s"),
-    planner="orchestrator.plan:plan_isa",
-    validator="orchestrator.validate:check_isa",
+    planner="orchestrator.plan.jobs:plan_isa",
+    validator="orchestrator.config.validate:check_isa",
 )

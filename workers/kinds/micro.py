@@ -1,4 +1,4 @@
-"""The ``micro`` job kind (workers/micro.py)."""
+"""The ``micro`` job kind (workers/jobs/micro.py)."""
 
 from workers.kinds import TIMING_PARAMS, JobKind
 
@@ -6,7 +6,7 @@ NAME = "micro"
 
 KIND = JobKind(
     name=NAME,
-    module="workers.micro",
+    module="workers.jobs.micro",
     description="every implementation of one kernel, shape and dtype timed side by side, interleaved",
     timed=True,
     cpu_priced=True,

@@ -1,4 +1,4 @@
-"""The ``profile`` job kind (workers/profile.py)."""
+"""The ``profile`` job kind (workers/jobs/profile.py)."""
 
 from workers.kinds import TIMING_PARAMS, JobKind
 
@@ -6,7 +6,7 @@ NAME = "profile"
 
 KIND = JobKind(
     name=NAME,
-    module="workers.profile",
+    module="workers.jobs.profile",
     description="where each implementation's time goes, kernel by kernel, from the profiler",
     whole_node=True,
     metrics=("kernels_per_call",),

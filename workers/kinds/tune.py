@@ -1,4 +1,4 @@
-"""The ``tune`` job kind (workers/tune.py): planned by orchestrator/tune_plan.py."""
+"""The ``tune`` job kind (workers/jobs/tune.py): planned by orchestrator/plan/tune.py."""
 
 from workers.kinds import TIMING_PARAMS, JobKind
 
@@ -6,14 +6,14 @@ NAME = "tune"
 
 KIND = JobKind(
     name=NAME,
-    module="workers.tune",
+    module="workers.jobs.tune",
     description="every candidate launch of one kernel, shape and dtype, checked, then timed side by side",
     timed=True,
-    # its candidates are Triton launches, interpreted on a CPU like a micro job's (orchestrator/cpu_price.py)
+    # its candidates are Triton launches, interpreted on a CPU like a micro job's (orchestrator/plan/cpu_price.py)
     cpu_priced=True,
     shared_metrics=("time_us", "iqr_us", "gbs", "graph_time_us", "kernel_time_us", "kernel_gbs", "speedup")
     + ("compile_s", "correct"),
     params=TIMING_PARAMS,
-    planner="orchestrator.tune_plan:plan_kind",
-    validator="orchestrator.tune_plan:validate_kind",
+    planner="orchestrator.plan.tune:plan_kind",
+    validator="orchestrator.plan.tune:validate_kind",
 )

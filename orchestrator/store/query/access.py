@@ -60,38 +60,14 @@ def open_read_only(url: str) -> Engine:
     with ``default_transaction_read_only``), its schema checked: SchemaOutOfDate (naming ``python -m orchestrator
     db upgrade``) when it is not at this code's revision or does not exist.  Pass it as ``src`` to the queries
     of this package; nothing is created or migrated."""
-    import sqlite3
-
-    from sqlalchemy import create_engine, event, pool
-    from sqlalchemy.engine import make_url
-
-    from orchestrator.store.session import SQLITE_BUSY_TIMEOUT_S, is_sqlite, pg_connect_args, sqlite_path
+    from orchestrator.store.session import is_sqlite, read_only_engine, sqlite_path
 
     url = normalize_url(url)
     if is_sqlite(url):
         path = sqlite_path(url)
-        if path is None:
-            raise ValueError(f"{url}: an in-memory SQLite database holds no results to read")
-        if not path.exists():
+        if path is not None and not path.exists():
             check_schema(get_engine(url), url)  # raises "does not exist yet", creating nothing
-        uri = path.resolve().as_uri() + "?mode=ro"
-        engine = create_engine(
-            "sqlite://",
-            poolclass=pool.QueuePool,
-            creator=lambda: sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT_S, check_same_thread=False),
-        )
-
-        @event.listens_for(engine, "connect")
-        def _read_only(dbapi_connection, _record) -> None:
-            cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA query_only=ON")
-            cursor.close()
-    else:
-        parsed = make_url(url)
-        options = (str(parsed.query.get("options", "")) + " -c default_transaction_read_only=on").strip()
-        engine = create_engine(
-            parsed.update_query_dict({"options": options}), pool_pre_ping=True, connect_args=pg_connect_args(url)
-        )
+    engine = read_only_engine(url)
     check_schema(engine, url)
     _schema_checked[engine] = True
     return engine

@@ -1,7 +1,7 @@
 """What ``python -m orchestrator bisect`` reads from the store: the measurements of a set of job keys (one segment
 of commits that run the same code), and the regression rule's verdict between two such sets.
 
-A job's key names its code (workers/keys.py), so every good result stored under a segment's keys, whichever run
+A job's key names its code (workers/runtime/keys.py), so every good result stored under a segment's keys, whichever run
 and commit measured it, is a measurement of that segment: results of earlier sweeps are reused, and a segment
 needs a run only when the store holds fewer than the rule needs.
 """

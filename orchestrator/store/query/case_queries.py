@@ -1,4 +1,4 @@
-"""The input cases a run's correctness jobs checked (workers/input_cases.py), per job and implementation.
+"""The input cases a run's correctness jobs checked (workers/jobs/input_cases.py), per job and implementation.
 
 The correctness job keeps each case's figures in its attempt's details (``details.cases``: case -> implementation ->
 rel_err, max_abs, ok, note; ``{"applies": false}`` where a case does not apply to the kernel); results from before the

@@ -1,4 +1,4 @@
-"""What one side of a regression stored about a series, for its explanation (orchestrator/explain.py): the micro
+"""What one side of a regression stored about a series, for its explanation (orchestrator/stats/explain.py): the micro
 timing with its autotune pick, the profile job's per-kernel rows, and the isa jobs' compiled launches.
 
 A side is a set of runs (the runs of a commit, or a bisect segment's).  A run comprises every job of its plan, also
@@ -20,7 +20,7 @@ from workers.kinds.micro import NAME as MICRO
 from workers.kinds.profile import NAME as PROFILE
 from workers.spec import GOOD_STATUSES
 
-LAUNCH_FIGURES = (  # what an isa job's launch says of a kernel's configuration and resources (workers/isa.py)
+LAUNCH_FIGURES = (  # what an isa job's launch says of a kernel's configuration and resources (workers/jobs/isa.py)
     "num_warps",
     "grid",
     "registers",
@@ -37,7 +37,7 @@ LAUNCH_FIGURES = (  # what an isa job's launch says of a kernel's configuration 
 
 def _calls_captured(rows: Sequence[dict], kernels_per_call: float | None, spec: dict | None) -> float:
     """How many calls a profile's rows cover: the launches over the launches per call the job measured (a capture
-    without fences covers the warm-up calls too, workers/profile.py), else the job's ``iters``."""
+    without fences covers the warm-up calls too, workers/jobs/profile.py), else the job's ``iters``."""
     launches = sum(r.get("calls") or 0 for r in rows)
     if kernels_per_call and launches:
         return launches / kernels_per_call
@@ -97,10 +97,11 @@ def explanation(
     dtype: str,
     impl: str,
 ) -> dict[str, Any]:
-    """What changed in the series between the ``baseline`` and the ``current`` runs (orchestrator.explain.explain
-    of both sides' :func:`side_facts`): ``changes``, ``missing``, ``time_us``, ``change``, ``baseline``,
+    """What changed in the series between the ``baseline`` and the ``current`` runs
+    (orchestrator.stats.explain.explain of both sides' :func:`side_facts`): ``changes``, ``missing``, ``time_us``,
+    ``change``, ``baseline``,
     ``current``.  KeyError for an unknown run."""
-    from orchestrator.explain import explain
+    from orchestrator.stats.explain import explain
 
     return explain(
         side_facts(src, baseline, kernel, shape, dtype, impl), side_facts(src, current, kernel, shape, dtype, impl)

@@ -49,7 +49,7 @@ from orchestrator.store.query.picked import (
 )
 from workers import kinds
 from workers import metrics as catalogue
-from workers.e2e_spec import MODES
+from workers.jobs.e2e.spec import MODES
 from workers.kinds.correctness import NAME as CORRECTNESS
 from workers.kinds.e2e import NAME as E2E
 from workers.kinds.isa import NAME as ISA
@@ -244,7 +244,7 @@ ISA_METRICS = kinds.kind_of(ISA).metrics  # the isa job's own (workers/kinds/isa
 
 
 def isa_results(src: Source, run_id: int) -> list[dict[str, Any]]:
-    """One row per isa job of a run: what the kernel compiled to for a target architecture (workers/isa.py).
+    """One row per isa job of a run: what the kernel compiled to for a target architecture (workers/jobs/isa.py).
 
     Keys: run_id, job_id, job_key, kernel, shape, dtype, arch, hardware_key, gpu_type, the ISA_METRICS (None where
     the target does not report one: VGPRs and occupancy on AMD, registers and spill bytes on NVIDIA), status, error.
@@ -603,7 +603,7 @@ def iter_measurements(
 
 def profile_kernel_rows(src: Source, job_id: int | str, attempt: int | None = None) -> dict[str, list[dict]]:
     """implementation -> the per-kernel rows ({name, calls, total_ns, avg_ns, pct}) of a profile job's attempt
-    (newest by default), as ``workers.profile`` records them in ``details["profile_rows"]``."""
+    (newest by default), as ``workers.jobs.profile`` records them in ``details["profile_rows"]``."""
     with read_session(src) as s:
         found = job_attempt(s, job_id, attempt)
     rows = ((found[1].details or {}).get("profile_rows") if found else None) or {}

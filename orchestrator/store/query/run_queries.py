@@ -30,7 +30,8 @@ from orchestrator.store.query.picked import (
     run_jobs,
     run_or_raise,
 )
-from workers import kinds, rehearsal
+from workers import kinds
+from workers.device import rehearsal
 from workers.kinds.correctness import NAME as CORRECTNESS
 from workers.kinds.micro import NAME as MICRO
 from workers.spec import GOOD_STATUSES, STATUS_INCORRECT, STATUS_OK, STATUS_SKIPPED
@@ -212,8 +213,8 @@ def devices(src: Source) -> list[dict[str, Any]]:
 
 def nodes(src: Source) -> list[dict[str, Any]]:
     """The last fleet snapshot of every node ever seen (alive first).  ``gpu_type`` is the node's GPU-type label, a
-    rehearsal node's marked as such ("rehearsal (rehearsal; really h200)": workers/rehearsal.py); ``rehearsal_of``
-    its real type (None for a real node)."""
+    rehearsal node's marked as such ("rehearsal (rehearsal; really h200)": workers/device/rehearsal.py);
+    ``rehearsal_of`` its real type (None for a real node)."""
     with read_session(src) as s:
         rows = s.scalars(select(Node).order_by(Node.alive.desc(), Node.node_id)).all()
         return [

@@ -162,7 +162,7 @@ def series_by_key(
 
 
 def autotune_pick(details: Mapping[str, Any] | None, impl: str) -> str | None:
-    """The signature of the kernel(s) an implementation's autotuner picked in one job (workers/micro.py stores
+    """The signature of the kernel(s) an implementation's autotuner picked in one job (workers/jobs/micro.py stores
     ``details["autotune"][impl]["pick"]``); None when it was not autotuned or not recorded."""
     entry = ((details or {}).get("autotune") or {}).get(impl) or {}
     return entry.get("pick") or None

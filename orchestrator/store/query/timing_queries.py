@@ -1,5 +1,5 @@
-"""Micro-benchmark timings with their repeats, for the exports other tools read (orchestrator/tool_formats.py:
-Liger-Kernel's benchmark CSV, TritonBench's CSV and JSON).
+"""Micro-benchmark timings with their repeats, for the exports other tools read
+(orchestrator/interchange/tool_formats.py: Liger-Kernel's benchmark CSV, TritonBench's CSV and JSON).
 
 One row per (micro job attempt, implementation): the attempt each job's newest good result, optionally only the
 attempts a run recorded or measured since a time; its ``time_us`` median, repeats and the device's name."""

@@ -1,8 +1,9 @@
-"""Reads of tune runs (workers/tune.py): which runs tuned what, and each job's candidates with their timings.
+"""Reads of tune runs (workers/jobs/tune.py): which runs tuned what, and each job's candidates with their timings.
 
 A tune job stores each candidate launch configuration as an implementation ``triton[knob=value,...]`` with the micro
 harness's metrics, and ``details["tune"]`` (the current table's choice, the candidates' knobs, those dropped and
-why, the width bucket).  ``tune table`` (orchestrator/tune_table.py) and the dashboard's Tune page read them here.
+why, the width bucket).  ``tune table`` (orchestrator/reports/tune_table.py) and the dashboard's Tune page read them
+here.
 """
 
 from __future__ import annotations

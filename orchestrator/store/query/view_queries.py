@@ -33,7 +33,7 @@ from orchestrator.store.query.picked import (
     job_attempt,
     safe_ratio,
 )
-from workers.e2e_spec import MODES, family_of
+from workers.jobs.e2e.spec import MODES, family_of
 from workers.kinds.e2e import NAME as E2E
 from workers.kinds.micro import NAME as MICRO
 from workers.kinds.profile import NAME as PROFILE
@@ -402,7 +402,7 @@ def e2e_view(
     (shared GPU, rehearsal, uncommitted changes) are passed over unless ``include_marked``.
 
     Keys: job_id, job_key, attempt, run_id, commit, marked (the run's conditions in words, "" for a plain run),
-    model, family (workers.e2e_spec.family_of), shape_key, dtype, setting (e2e_setting.setting_label: one series),
+    model, family (workers.jobs.e2e.spec.family_of), shape_key, dtype, setting (e2e_setting.setting_label: one series),
     hardware_key, gpu_type, status, error, measured_at, mode, metrics (name -> value), units (name ->
     unit), tolerance, profile_classes (class -> ms per step), gpu_busy_ms, floor_ms, rest_ms, over_floor_ms
     (e2e_anchors.floor_figures), profile_top (rows), ours (our kernels by module, from the profile),
