@@ -199,7 +199,7 @@ def _unknown_key(node: Any, cls: Any, path: str) -> ConfigError | None:
 def _type_error(msg: str) -> ConfigError | None:
     """The line for a value OmegaConf refuses for its field's type: a name outside an enumeration (the schema's
     ``Enum`` class is named for what a value is: "unknown mode 'turbo'; allowed: eager, ..."), a word that is no
-    boolean, a list where one string goes; None for any other message."""
+    boolean, a list where one string goes, one value where a list goes; None for any other message."""
     full = re.search(r"full_key: ([\w\.\-\[\]]+)", msg)
     key = re.sub(r"\[\d+\]$", "", full.group(1)) if full else "?"  # a list's item: the list's key
     m = re.search(r"Invalid value '([^'$]*)', expected one of \[([^\]]*)\]", msg)
@@ -213,6 +213,10 @@ def _type_error(msg: str) -> ConfigError | None:
     m = re.search(r"Cannot convert '(\w+)' to string: '([^$]*)'\n", msg)
     if m:
         return ConfigError(f"{key}: {m.group(2)} (a {m.group(1)}) is not a valid String")
+    listed = _list_depth(key) if full else 0
+    if "is not a ListConfig, list or tuple" in msg and listed and "Error merging override" not in msg:
+        # one value where a list goes, in a config file (an override's own hint says how to write it: compose)
+        return ConfigError(f"{key}: must be {_expected(_field_type(key))}; one value is written [value]")
     return None
 
 
@@ -305,6 +309,8 @@ def _translate(exc: Exception) -> ConfigError:
         return ConfigError(f"{key}: missing value")
     if "override" in msg.lower() or "mismatched input" in msg or "parse" in msg.lower():
         return ConfigError(f"bad override: {first}")
+    if first.endswith(":"):  # "In 'sweep/x': ValidationError raised while composing config:": and what it was
+        return ConfigError(f"{first} {chain[-1].splitlines()[0]}")
     return ConfigError(first)
 
 

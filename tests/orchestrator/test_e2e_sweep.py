@@ -164,7 +164,7 @@ def test_a_composed_e2e_config_is_plain_strings_and_nulls():
         # plain data is planned as given: a value OmegaConf would convert is refused, with what the key takes
         ({"repeats": "3"}, "sweep.e2e.repeats: must be an integer, got '3'"),
         ({"tiny": 1}, "sweep.e2e.tiny: must be true or false, got 1"),
-        ({"frames": 25}, "sweep.e2e.frames: must be a list of integers, got 25"),
+        ({"frames": 25}, "sweep.e2e.frames: must be a list of integers; one value is written [value]"),
         ({"resolutions": [480, 704]}, "sweep.e2e.resolutions: must be a list of lists of integers, got [480, 704]"),
         ({"guidance_scale": "4"}, "sweep.e2e.guidance_scale: must be a number, got '4'"),
         # what OmegaConf itself refuses: the line composition gives
@@ -187,6 +187,20 @@ def test_plain_values_are_checked_against_the_schema(e2e, message):
         validate_e2e({"name": "x", "kinds": ["e2e"], "e2e": e2e})
     assert message in str(exc.value)
     assert "\n" not in str(exc.value)
+
+
+def test_a_sweep_file_with_one_value_where_a_list_goes(tmp_path, monkeypatch):
+    """A sweep file of the user's own is composed against the same schema: its mistake is one line with the key."""
+    import shutil
+
+    conf = tmp_path / "conf"
+    shutil.copytree(REPO / "conf", conf)
+    mine = (conf / "sweep" / "ltx_e2e.yaml").read_text().replace("steps: [30]", "steps: 30")
+    (conf / "sweep" / "mine.yaml").write_text(mine.replace("name: ltx_e2e", "name: mine"))
+    monkeypatch.setenv("KERNELFLEET_CONF", str(conf))
+    with pytest.raises(ConfigError) as exc:
+        config.compose(["+sweep=mine"])
+    assert str(exc.value) == "sweep.e2e.steps: must be a list of integers; one value is written [value]"
 
 
 def test_plain_values_the_schema_keeps_as_they_are():
