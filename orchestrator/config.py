@@ -197,10 +197,15 @@ def _unknown_key(node: Any, cls: Any, path: str) -> ConfigError | None:
 
 
 def _type_error(msg: str) -> ConfigError | None:
-    """The line for a value OmegaConf refuses for its field's type: a name outside an enumeration (the schema's
-    ``Enum`` class is named for what a value is: "unknown mode 'turbo'; allowed: eager, ..."), a word that is no
-    boolean, a list where one string goes, one value where a list goes; None for any other message."""
+    """The line for a value OmegaConf refuses for its field's type: one it cannot convert, a name outside an
+    enumeration (the schema's ``Enum`` class is named for what a value is: "unknown mode 'turbo'; allowed: eager,
+    ..."), a word that is no boolean, a list where one string goes, one value where a list goes; None for any
+    other message."""
     full = re.search(r"full_key: ([\w\.\-\[\]]+)", msg)
+    # "Value 'abc' of type 'str' could not be converted to Integer": the item's own key ("sweep.shapes[0][1]")
+    m = re.search(r"Value '([^'$]*)'.*could not be converted to (\w+)", msg)
+    if m:
+        return ConfigError(f"{full.group(1) if full else '?'}: {m.group(1)!r} is not a valid {m.group(2)}")
     key = re.sub(r"\[\d+\]$", "", full.group(1)) if full else "?"  # a list's item: the list's key
     m = re.search(r"Invalid value '([^'$]*)', expected one of \[([^\]]*)\]", msg)
     if m:
@@ -292,12 +297,6 @@ def _translate(exc: Exception) -> ConfigError:
         return ConfigError(
             f"{where}; allowed keys{' in ' + parent if parent else ''}: {', '.join(allowed)}" if allowed else f"{where}"
         )
-    # Type errors: "Value 'abc' of type 'str' could not be converted to Integer"
-    m = next((x for x in re.finditer(r"Value '([^'$]*)'.*could not be converted to (\w+)", msg)), None)
-    if m:
-        full = re.search(r"full_key: ([\w\.\-\[\]]+)", msg)
-        key = full.group(1) if full else "?"
-        return ConfigError(f"{key}: {m.group(1)!r} is not a valid {m.group(2)}")
     typed = _type_error(msg)
     if typed is not None:
         return typed
