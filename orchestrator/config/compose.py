@@ -11,6 +11,7 @@ import dataclasses
 import os
 import re
 import typing
+from enum import Enum
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -113,38 +114,61 @@ def register_kernel_grids() -> None:
     cs.store(group=KERNEL_SET, name="registry", node={"defaults": [{f"/kernel@kernels.{n}": n} for n in grids]})
 
 
-def _takes_a_list(key: str) -> bool:
-    """Whether the schema's field at the dotted ``key`` (``sweep.dtypes``, ``kernels.rmsnorm.shapes``) is a list."""
-    parent, _, name = key.lstrip("+~").rpartition(".")
-    node: Any = schema.KernelCfg if parent.startswith("kernels.") else {"sweep": schema.SweepCfg}.get(parent)
-    if node is None:
-        return False
-    field = next((f for f in dataclasses.fields(node) if f.name == name), None)
-    return field is not None and "List" in str(field.type)
+def _bare(t: Any) -> Any:
+    """A schema annotation without the ``Optional[...]`` and ``List[...]`` around it: the type of one value
+    (``Optional[List[E2EMode]]`` -> ``E2EMode``)."""
+    while typing.get_origin(t) in (typing.Union, list):
+        t = next(a for a in typing.get_args(t) if a is not type(None))
+    return t
 
 
-def _bracketed(override: str) -> bool:
-    value = override.partition("=")[2].strip().strip("'\"")
-    return value.startswith("[") or value in ("null", "")
+def _field_type(path: str) -> Any:
+    """The schema's annotation of the key at a dotted config path (``sweep.dtypes``: ``Optional[List[str]]``;
+    ``kernels.rmsnorm``: ``KernelCfg``; ``sweep.e2e.modes[1]``: ``Optional[List[E2EMode]]``, the list's); the
+    root's class for ""; None for a key the schema lacks."""
+    t: Any = schema.Config
+    for part in [p for p in re.sub(r"\[\d+\]", "", path.lstrip("+~")).split(".") if p]:
+        owner = _bare(t)
+        if typing.get_origin(owner) in (dict, typing.Dict):  # kernels: a kernel's name -> KernelCfg
+            t = typing.get_args(owner)[1]
+        elif dataclasses.is_dataclass(owner):
+            t = typing.get_type_hints(owner).get(part)
+        else:
+            return None
+        if t is None:
+            return None
+    return t
+
+
+def _list_depth(key: str) -> int:
+    """How deep the schema's field at the dotted ``key`` nests lists: ``sweep.dtypes`` 1, ``sweep.shapes`` and
+    ``sweep.e2e.resolutions`` 2, ``sweep.name`` 0."""
+    t, depth = _field_type(key), 0
+    while True:
+        if typing.get_origin(t) is typing.Union:
+            t = next(a for a in typing.get_args(t) if a is not type(None))
+        if typing.get_origin(t) is not list:
+            return depth
+        t, depth = typing.get_args(t)[0], depth + 1
+
+
+def _list_hint(override: str) -> str | None:
+    """How to write an override whose value has fewer brackets than its field nests lists (``sweep.dtypes=bf16``:
+    "sweep.dtypes takes a list: write sweep.dtypes=[bf16]"; ``sweep.e2e.resolutions=[480,704]``); None for any
+    other."""
+    key, _, value = override.partition("=")
+    bare = value.strip().strip("'\"").replace(" ", "")
+    depth = _list_depth(key)
+    missing = depth - (len(bare) - len(bare.lstrip("[")))
+    if bare in ("null", "") or missing <= 0:
+        return None
+    what = "a list of lists" if depth > 1 else "a list"
+    return f"{key.lstrip('+~')} takes {what}: write {key}={'[' * missing}{value}{']' * missing}"
 
 
 def _schema_fields(path: str) -> list[str] | None:
     """The allowed keys at a dotted config path, from the schema dataclasses."""
-    node: Any = schema.Config
-    for part in [p for p in path.split(".") if p]:
-        if node is schema.Config and part == "kernels":
-            node = "kernels"
-            continue
-        if node == "kernels":
-            node = schema.KernelCfg
-            continue
-        if not dataclasses.is_dataclass(node):
-            return None
-        types = {f.name: f.type for f in dataclasses.fields(node)}
-        t = types.get(part)
-        if t is None:
-            return None
-        node = getattr(schema, str(t).split("[")[0].split(".")[-1], None) if isinstance(t, str) else t
+    node = _bare(_field_type(path))
     if dataclasses.is_dataclass(node):
         return [f.name for f in dataclasses.fields(node)]
     return None
@@ -161,7 +185,7 @@ def _unknown_key(node: Any, cls: Any, path: str) -> ConfigError | None:
         if key not in types:
             where = f" in {path}" if path else ""
             return ConfigError(f"{full}: no such key; allowed keys{where}: {', '.join(types)}")
-        t = types[key]
+        t = _bare(types[key])
         if typing.get_origin(t) in (dict, typing.Dict) and isinstance(value, dict):  # kernels: name -> KernelCfg
             item = typing.get_args(t)[1]
             found = next((e for k, v in value.items() if (e := _unknown_key(v, item, f"{full}.{k}"))), None)
@@ -170,6 +194,84 @@ def _unknown_key(node: Any, cls: Any, path: str) -> ConfigError | None:
         if found is not None:
             return found
     return None
+
+
+def _type_error(msg: str) -> ConfigError | None:
+    """The line for a value OmegaConf refuses for its field's type: one it cannot convert, a name outside an
+    enumeration (the schema's ``Enum`` class is named for what a value is: "unknown mode 'turbo'; allowed: eager,
+    ..."), a word that is no boolean, a list where one string goes, one value where a list goes; None for any
+    other message."""
+    full = re.search(r"full_key: ([\w\.\-\[\]]+)", msg)
+    # "Value 'abc' of type 'str' could not be converted to Integer": the item's own key ("sweep.shapes[0][1]")
+    m = re.search(r"Value '([^'$]*)'.*could not be converted to (\w+)", msg)
+    if m:
+        return ConfigError(f"{full.group(1) if full else '?'}: {m.group(1)!r} is not a valid {m.group(2)}")
+    key = re.sub(r"\[\d+\]$", "", full.group(1)) if full else "?"  # a list's item: the list's key
+    m = re.search(r"Invalid value '([^'$]*)', expected one of \[([^\]]*)\]", msg)
+    if m:
+        enum = _bare(_field_type(key))
+        noun = enum.__name__ if isinstance(enum, type) and issubclass(enum, Enum) else "value"
+        return ConfigError(f"{key}: unknown {noun} {m.group(1)!r}; allowed: {m.group(2)}")
+    m = re.search(r"Value '([^'$]*)' is not a valid bool", msg)
+    if m:
+        return ConfigError(f"{key}: {m.group(1)!r} is not a valid Boolean; allowed: true, false")
+    m = re.search(r"Cannot convert '(\w+)' to string: '([^$]*)'\n", msg)
+    if m:
+        return ConfigError(f"{key}: {m.group(2)} (a {m.group(1)}) is not a valid String")
+    listed = _list_depth(key) if full else 0
+    if "is not a ListConfig, list or tuple" in msg and listed and "Error merging override" not in msg:
+        # one value where a list goes, in a config file (an override's own hint says how to write it: compose)
+        return ConfigError(f"{key}: must be {_expected(_field_type(key))}; one value is written [value]")
+    return None
+
+
+# What a value of a schema type must be, in words (one value, several)
+_WORDS = {bool: ("true or false", "booleans"), int: ("an integer", "integers"), float: ("a number", "numbers")}
+
+
+def _expected(t: Any, several: bool = False) -> str:
+    """What a value of the schema annotation ``t`` must be: "true or false", "a list of lists of integers"."""
+    if typing.get_origin(t) is typing.Union:  # Optional[X]: null is the default, X is what a value must be
+        t = next(a for a in typing.get_args(t) if a is not type(None))
+    if typing.get_origin(t) is list:
+        return ("lists of " if several else "a list of ") + _expected(typing.get_args(t)[0], several=True)
+    if isinstance(t, type) and issubclass(t, Enum):
+        return f"{t.__name__}s" if several else f"a {t.__name__}"
+    return _WORDS.get(t, ("a string", "strings"))[several]
+
+
+def _as_given(given: Any, typed: Any) -> bool:
+    """Whether OmegaConf kept the plain value ``given`` as it is (a tuple may stand for a list, an integer for a
+    number) rather than converting it ("3" to 3, "yes" or 1 to true)."""
+    if isinstance(given, (list, tuple)):
+        return isinstance(typed, list) and len(given) == len(typed) and all(map(_as_given, given, typed))
+    if type(given) is int and type(typed) is float:
+        return given == typed
+    return type(given) is type(typed) and given == typed
+
+
+def check_plain(path: str, values: dict[str, Any]) -> None:
+    """Raise ConfigError (the same one line composition gives) unless each of the plain ``values``, the keys of
+    the schema's dataclass at the dotted ``path`` (``sweep.e2e``), is what the schema declares for its key: OmegaConf
+    checks each as composition does.  A value OmegaConf would have to convert ("3" for an integer, "yes" or 1 for a
+    boolean) is refused as well, since the caller plans with the values as given; a composed configuration's
+    values are already converted."""
+    node: Any = OmegaConf.structured(_bare(_field_type(path)))
+    for part in reversed(path.split(".")):  # placed at its path, so that OmegaConf's errors name the full key
+        node = OmegaConf.create({part: node})
+    node = OmegaConf.select(node, path)
+    for key, value in values.items():
+        where = f"{path}.{key}"
+        try:
+            node[key] = value
+            kept = _as_given(value, OmegaConf.to_container(node, enum_to_str=True)[key])
+        except Exception as exc:  # OmegaConf's ValidationError, ConfigKeyError, ...
+            err = _translate(exc)
+            if str(err).startswith(where):
+                raise err from None
+            kept = False  # its message lost the key ("full_key: 0" inside a list of lists): said below instead
+        if not kept:
+            raise ConfigError(f"{where}: must be {_expected(_field_type(where))}, got {value!r}")
 
 
 def _translate(exc: Exception) -> ConfigError:
@@ -195,12 +297,9 @@ def _translate(exc: Exception) -> ConfigError:
         return ConfigError(
             f"{where}; allowed keys{' in ' + parent if parent else ''}: {', '.join(allowed)}" if allowed else f"{where}"
         )
-    # Type errors: "Value 'abc' of type 'str' could not be converted to Integer"
-    m = next((x for x in re.finditer(r"Value '([^'$]*)'.*could not be converted to (\w+)", msg)), None)
-    if m:
-        full = re.search(r"full_key: ([\w\.\-\[\]]+)", msg)
-        key = full.group(1) if full else "?"
-        return ConfigError(f"{key}: {m.group(1)!r} is not a valid {m.group(2)}")
+    typed = _type_error(msg)
+    if typed is not None:
+        return typed
     if "Missing mandatory value" in msg:
         full = re.search(r"full_key: ([\w\.\-\[\]]+)", msg)
         key = full.group(1) if full else "?"
@@ -209,6 +308,8 @@ def _translate(exc: Exception) -> ConfigError:
         return ConfigError(f"{key}: missing value")
     if "override" in msg.lower() or "mismatched input" in msg or "parse" in msg.lower():
         return ConfigError(f"bad override: {first}")
+    if first.endswith(":"):  # "In 'sweep/x': ValidationError raised while composing config:": and what it was
+        return ConfigError(f"{first} {chain[-1].splitlines()[0]}")
     return ConfigError(first)
 
 
@@ -301,10 +402,9 @@ def compose(overrides: Sequence[str]) -> DictConfig:
         err = _translate(exc)
         if str(err).startswith("bad override"):
             named = _bad_override(err, overrides)
-            unlisted = [o for o in overrides if _takes_a_list(o.partition("=")[0]) and not _bracketed(o)]
-            if named is err and unlisted:  # every override parses alone: a bare value where a list goes
-                key, _, value = unlisted[0].partition("=")
-                named = ConfigError(f"{err}: {key.lstrip('+~')} takes a list: write {key}=[{value}]")
+            hints = [h for h in map(_list_hint, overrides) if h]
+            if named is err and hints:  # every override parses alone: a bare value where a list goes
+                named = ConfigError(f"{err}: {hints[0]}")
             err = named
         raise ConfigError(_masked(str(err), overrides)) from exc
     finally:
@@ -313,4 +413,6 @@ def compose(overrides: Sequence[str]) -> DictConfig:
 
 
 def to_plain(cfg: DictConfig) -> dict:
-    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+    """The composed configuration as plain data: an enumeration's value (schema.E2ECfg's model, modes, dtypes)
+    as its string."""
+    return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)  # type: ignore[return-value]

@@ -17,14 +17,21 @@ FLUX and SD3 (conf/sweep/flux_e2e.yaml, sd3_e2e.yaml): ``configs`` (names in con
 (conf/sweep/llm_e2e.yaml): ``configs``, ``batches``, ``prompt_lens``, ``dtypes``, ``modes``, and ``new_tokens``
 among the parameters.
 
-One job per point of the grid (a setting); every mode runs inside that job.  Grid values may be given as one
-value or a list.  Keys are left empty here: orchestrator.plan.jobs sets them (content hash + code version).
+One job per point of the grid (a setting); every mode runs inside that job.  Keys are left empty here:
+orchestrator.plan.jobs sets them (content hash + code version).
+
+The keys, their types and the enumerations (model, modes, dtypes) are orchestrator.config.schema.E2ECfg's, which Hydra
+checks while composing (and config.check_plain checks for plain data given here): every key any model takes,
+null for the model's default.  :func:`validate_e2e` adds the rest: which keys the chosen model takes, and what a
+type cannot say (ranges, 8k+1 frames, multiples of 16 or 32, a configuration's family, a mode the model cannot
+run), one small check each.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from orchestrator.config import compose as config
 from orchestrator.config.compose import ConfigError
 from workers.jobs.e2e import model_configs
 from workers.jobs.e2e.spec import (
@@ -45,6 +52,7 @@ from workers.jobs.e2e.spec import (
 from workers.kinds.e2e import NAME as E2E
 from workers.spec import JobSpec
 
+PATH = "sweep.e2e"  # where these keys live in the configuration (schema.SweepCfg.e2e)
 GRID_KEYS = ("frames", "heights", "widths", "resolutions", "steps", "dtypes", "modes")
 GRID_DEFAULTS: dict[str, Any] = {
     "frames": [25],
@@ -60,10 +68,10 @@ GRID_DEFAULTS: dict[str, Any] = {
 LLM_DEFAULT_MODES = [m for m in DEFAULT_MODES if "graph" not in m.split("+")] + ["triton+compile-ro"]
 
 
-def _image_grid(config: str) -> dict[str, Any]:
+def _image_grid(config_name: str) -> dict[str, Any]:
     """FLUX's and SD3's grid defaults: 1024x1024, 28 steps (both pipelines' defaults), bf16, LTX-Video's modes."""
     grid = {"heights": [1024], "widths": [1024], "resolutions": None, "steps": [28], "dtypes": ["bf16"]}
-    return {"configs": [config], **grid, "modes": list(DEFAULT_MODES)}
+    return {"configs": [config_name], **grid, "modes": list(DEFAULT_MODES)}
 
 
 # Each model's grid (a job per point) and its defaults; "configs" names conf/models/<name>.json per job
@@ -94,44 +102,91 @@ def allowed_keys(model: str) -> tuple[str, ...]:
     return ("model", *MODEL_GRIDS[model], *job_param_keys(model))
 
 
-def _as_list(v: Any) -> list:
-    if v is None:
-        return []
-    return list(v) if isinstance(v, (list, tuple)) else [v]
+def _plain(v: Any) -> Any:
+    """A list for a list or a tuple (each pair of ``resolutions`` too), else ``v``: the JobSpec holds lists."""
+    return [_plain(x) for x in v] if isinstance(v, (list, tuple)) else v
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+def _given(sweep_cfg: dict) -> dict[str, Any]:
+    """The keys ``sweep.e2e`` sets: a key left out or null takes the model's default (a composed configuration has
+    every key of schema.E2ECfg, null where its sweep file and the overrides set none)."""
+    return {k: v for k, v in (sweep_cfg.get("e2e") or {}).items() if v is not None}
 
 
 def e2e_model(sweep_cfg: dict) -> str:
-    """The model of ``sweep.e2e`` (``ltx-video`` when absent); ConfigError for an unknown one."""
-    model = (sweep_cfg.get("e2e") or {}).get("model", MODEL)
-    if model not in MODELS:
-        raise _err("model", f"unknown model {model!r}; allowed: {', '.join(MODELS)}")
+    """The model of ``sweep.e2e`` (``ltx-video`` when absent); ConfigError for an unknown one (schema.E2EModel)."""
+    model = _given(sweep_cfg).get("model", MODEL)
+    config.check_plain(PATH, {"model": model})
     return model
 
 
 def e2e_settings(sweep_cfg: dict) -> dict[str, Any]:
-    """``sweep.e2e`` with defaults filled in (grid values as lists)."""
+    """``sweep.e2e`` with the model's defaults filled in."""
     model = e2e_model(sweep_cfg)
-    raw = dict(sweep_cfg.get("e2e") or {})
     defaults = {k: v for k, v in param_defaults(model).items() if k not in _FROM_GRID}
-    out: dict[str, Any] = {**MODEL_GRIDS[model], **defaults, **raw, "model": model}
-    for k in ("frames", "heights", "widths", "steps", "dtypes", "modes", "configs", "batches", "prompt_lens"):
-        if k in out:
-            out[k] = _as_list(out[k])
-    if out.get("resolutions") is not None:
-        out["resolutions"] = [list(r) if isinstance(r, (list, tuple)) else r for r in _as_list(out["resolutions"])]
-    return out
+    out = {**MODEL_GRIDS[model], **defaults, **_given(sweep_cfg), "model": model}
+    return {k: _plain(v) for k, v in out.items()}
 
 
 def _err(key: str, msg: str) -> ConfigError:
-    return ConfigError(f"sweep.e2e.{key}: {msg}")
+    return ConfigError(f"{PATH}.{key}: {msg}")
+
+
+def validate_kind(cfg: dict) -> None:
+    """The checks of a sweep with e2e jobs (workers/kinds/e2e.py): :func:`validate_e2e` of its ``sweep``."""
+    validate_e2e(cfg["sweep"])
+
+
+def plan_kind(cfg: dict, targets: list[str]) -> list[JobSpec]:
+    """The sweep's e2e jobs (workers/kinds/e2e.py), once per target."""
+    return [s for target in targets for s in plan_e2e(cfg["sweep"], target)]
+
+
+def validate_e2e(sweep_cfg: dict) -> None:
+    """Raise ConfigError (offending key + allowed values) for an e2e grid that cannot run: a key the model does not
+    take, a value of the wrong type or outside an enumeration (schema.E2ECfg, checked by OmegaConf), then each of
+    :data:`VALUE_CHECKS`, what a type cannot say."""
+    model = e2e_model(sweep_cfg)
+    given = _given(sweep_cfg)
+    _check_keys_apply(given, model)
+    config.check_plain(PATH, given)
+    e = e2e_settings(sweep_cfg)
+    for check in VALUE_CHECKS:
+        check(e)
+
+
+def _model_keys(model: str) -> tuple[str, ...]:
+    """The keys of ``sweep.e2e`` that ``model`` takes, as its errors list them (LTX-Video's without ``model``)."""
+    return ALLOWED_KEYS if model == MODEL else allowed_keys(model)
+
+
+def _check_keys_apply(given: dict[str, Any], model: str) -> None:
+    """Every key set is one ``model`` takes; a key of another model says whose it is."""
+    allowed = _model_keys(model)
+    for key in sorted(set(given) - set(allowed) - {"model"}):
+        owners = [m for m in MODELS if key in _model_keys(m)]
+        whose = f" (for model {model}; {key} is for {', '.join(owners)})" if owners else ""
+        raise _err(key, f"no such key; allowed keys in {PATH}: {', '.join(allowed)}{whose}")
+
+
+def _check_modes(e: dict) -> None:
+    """At least one mode, none twice, and no ``+graph`` mode for the decoder (graph_modes_apply)."""
+    if not e["modes"]:
+        raise _err("modes", f"empty; allowed: {', '.join(MODES)}")
+    graph = [m for m in e["modes"] if "graph" in m.split("+")]
+    if graph and not graph_modes_apply(e["model"]):
+        raise _err(
+            "modes",
+            f"{graph[0]}: the decoder takes no +graph mode (its forward updates the KV cache); its CUDA-graph modes "
+            f"are compile-ro and compile-max-cg, each also triton+",
+        )
+    if len(set(e["modes"])) != len(e["modes"]):
+        raise _err("modes", f"a mode is listed twice: {e['modes']}")
+
+
+def _check_dtypes(e: dict) -> None:
+    if not e["dtypes"]:
+        raise _err("dtypes", f"empty; allowed: {', '.join(DTYPE_NAMES)}")
 
 
 # why heights and widths are multiples of what they are, per model
@@ -147,114 +202,125 @@ def _multiple(model: str) -> int:
 
 
 def _check_positive_ints(e: dict, key: str, multiple_of: int = 1) -> None:
-    """Raise ConfigError unless ``e[key]`` is a non-empty list of positive integers (each a multiple of
+    """Raise ConfigError unless ``e[key]`` is a non-empty list of integers >= 1 (each a multiple of
     ``multiple_of``: heights and widths, which the model's VAE compresses)."""
     if not e[key]:
         raise _err(key, "empty")
     for v in e[key]:
-        if not _is_int(v) or v < 1:
+        if v < 1:
             raise _err(key, f"{v!r} is not a positive integer")
         if v % multiple_of:
             raise _err(key, f"{v}: must be a multiple of {multiple_of} ({_MULTIPLE_WHY[e['model']]})")
 
 
-def validate_kind(cfg: dict) -> None:
-    """The checks of a sweep with e2e jobs (workers/kinds/e2e.py): :func:`validate_e2e` of its ``sweep``."""
-    validate_e2e(cfg["sweep"])
-
-
-def plan_kind(cfg: dict, targets: list[str]) -> list[JobSpec]:
-    """The sweep's e2e jobs (workers/kinds/e2e.py), once per target."""
-    return [s for target in targets for s in plan_e2e(cfg["sweep"], target)]
-
-
-def validate_e2e(sweep_cfg: dict) -> None:
-    """Raise ConfigError (offending key + allowed values) for an e2e grid that cannot run."""
-    raw = sweep_cfg.get("e2e") or {}
-    model = e2e_model(sweep_cfg)
-    allowed = ALLOWED_KEYS if model == MODEL else allowed_keys(model)
-    unknown = sorted(set(raw) - set(allowed) - {"model"})
-    if unknown:
-        raise ConfigError(f"sweep.e2e.{unknown[0]}: no such key; allowed keys in sweep.e2e: {', '.join(allowed)}")
-    e = e2e_settings(sweep_cfg)
-    if not e["modes"]:
-        raise _err("modes", f"empty; allowed: {', '.join(MODES)}")
-    for m in e["modes"]:
-        if m not in MODES:
-            raise _err("modes", f"unknown mode {m!r}; allowed: {', '.join(MODES)}")
-        if "graph" in m.split("+") and not graph_modes_apply(model):
-            raise _err(
-                "modes",
-                f"{m}: the decoder takes no +graph mode (its forward updates the KV cache); its CUDA-graph modes "
-                f"are compile-ro and compile-max-cg, each also triton+",
-            )
-    if len(set(e["modes"])) != len(e["modes"]):
-        raise _err("modes", f"a mode is listed twice: {e['modes']}")
-    if not e["dtypes"]:
-        raise _err("dtypes", f"empty; allowed: {', '.join(DTYPE_NAMES)}")
-    for d in e["dtypes"]:
-        if d not in DTYPE_NAMES:
-            raise _err("dtypes", f"unknown dtype {d!r}; allowed: {', '.join(DTYPE_NAMES)}")
-    for key in ("frames", "steps", "batches", "prompt_lens", "new_tokens"):
-        if key == "new_tokens" and key in e:
-            if not _is_int(e[key]) or e[key] < 2:
-                raise _err(key, f"must be an integer >= 2 (a prefill and a decode step), got {e[key]!r}")
-        elif key in e:
+def _check_grid_sizes(e: dict) -> None:
+    """The grid's counts the model takes (frames, steps, batches, prompt_lens): non-empty, each >= 1."""
+    for key in ("frames", "steps", "batches", "prompt_lens"):
+        if key in e:
             _check_positive_ints(e, key)
+
+
+def _check_frames(e: dict) -> None:
     for f in e.get("frames", []):
         if (f - 1) % 8:
             raise _err("frames", f"{f}: LTX-Video takes 8k+1 frames (9, 17, 25, ..., 121, ...)")
-    if "configs" in e:
-        _check_configs(e)
-    if model == LLAMA:
-        pass  # a decoder's shapes are batches x prompt_lens, checked above
-    elif e["resolutions"] is not None:
-        mult = _multiple(model)
-        if not e["resolutions"]:
-            raise _err("resolutions", "empty (set null to use heights x widths)")
-        for r in e["resolutions"]:
-            if not (isinstance(r, list) and len(r) == 2 and all(_is_int(v) and v > 0 for v in r)):
-                raise _err("resolutions", f"{r!r} is not a [height, width] pair of positive integers")
-            if r[0] % mult or r[1] % mult:
-                raise _err("resolutions", f"{r}: height and width must be multiples of {mult}")
-    else:
-        for key in ("heights", "widths"):
-            _check_positive_ints(e, key, multiple_of=_multiple(model))
-    for key in ("repeats",):
-        if not _is_int(e[key]) or e[key] < 1:
-            raise _err(key, f"must be an integer >= 1, got {e[key]!r}")
-    for key in ("warmup", "seed", "frame_rate", "profile_steps"):
-        if key not in e:
-            continue
-        if not _is_int(e[key]) or e[key] < 0:
-            raise _err(key, f"must be an integer >= 0, got {e[key]!r}")
-    if not _is_num(e["timeout_s"]) or not e["timeout_s"] > 0:
+
+
+def _check_image_grid(e: dict) -> None:
+    """The diffusion models' resolutions: ``resolutions`` when given, else ``heights`` x ``widths``, in multiples of
+    what the model's VAE compresses (the decoder has none)."""
+    if e["model"] == LLAMA:
+        return
+    if e["resolutions"] is not None:
+        _check_resolutions(e["resolutions"], _multiple(e["model"]))
+        return
+    for key in ("heights", "widths"):
+        _check_positive_ints(e, key, multiple_of=_multiple(e["model"]))
+
+
+def _check_resolutions(resolutions: list[list[int]], multiple: int) -> None:
+    if not resolutions:
+        raise _err("resolutions", "empty (set null to use heights x widths)")
+    for r in resolutions:
+        if len(r) != 2 or min(r) < 1:
+            raise _err("resolutions", f"{r!r} is not a [height, width] pair of positive integers")
+        if r[0] % multiple or r[1] % multiple:
+            raise _err("resolutions", f"{r}: height and width must be multiples of {multiple}")
+
+
+# The least value of each integer parameter a model may take, and why where it is not plain
+_LEAST = {
+    "repeats": (1, ""),
+    "warmup": (0, ""),
+    "seed": (0, ""),
+    "frame_rate": (0, ""),
+    "profile_steps": (0, ""),
+    "new_tokens": (2, " (a prefill and a decode step)"),
+}
+
+
+def _check_counts(e: dict) -> None:
+    for key, (least, why) in _LEAST.items():
+        if key in e and e[key] < least:
+            raise _err(key, f"must be an integer >= {least}{why}, got {e[key]!r}")
+
+
+def _check_timeout(e: dict) -> None:
+    if not e["timeout_s"] > 0:
         raise _err("timeout_s", f"must be > 0, got {e['timeout_s']!r}")
-    if model in (MODEL, SD3) and (not _is_num(e["guidance_scale"]) or not e["guidance_scale"] > 1):
-        raise _err("guidance_scale", f"must be > 1 (guidance on: transformer batch 2), got {e['guidance_scale']!r}")
-    if model == FLUX and (not _is_num(e["guidance_scale"]) or not e["guidance_scale"] > 0):
-        raise _err("guidance_scale", f"must be > 0 (FLUX's guidance embedding), got {e['guidance_scale']!r}")
-    if e["tolerance"] is not None and (not _is_num(e["tolerance"]) or not e["tolerance"] > 0):
+
+
+# guidance_scale must exceed this, per model, and why (the decoder takes none)
+_GUIDANCE_ABOVE = {
+    MODEL: (1, "guidance on: transformer batch 2"),
+    SD3: (1, "guidance on: transformer batch 2"),
+    FLUX: (0, "FLUX's guidance embedding"),
+}
+
+
+def _check_guidance(e: dict) -> None:
+    if e["model"] not in _GUIDANCE_ABOVE:
+        return
+    above, why = _GUIDANCE_ABOVE[e["model"]]
+    if not e["guidance_scale"] > above:
+        raise _err("guidance_scale", f"must be > {above} ({why}), got {e['guidance_scale']!r}")
+
+
+def _check_tolerance(e: dict) -> None:
+    if e["tolerance"] is not None and not e["tolerance"] > 0:
         raise _err("tolerance", f"must be null (per-dtype default) or a number > 0, got {e['tolerance']!r}")
-    if e.get("text_len") is not None and (not _is_int(e["text_len"]) or e["text_len"] < 1):
+
+
+def _check_text_len(e: dict) -> None:
+    if e.get("text_len") is not None and e["text_len"] < 1:
         raise _err("text_len", f"must be null or an integer >= 1, got {e['text_len']!r}")
-    for key in ("pipeline", "tiny", "cpu_compile"):
-        if key in e and not isinstance(e[key], bool):
-            raise _err(key, f"must be true or false, got {e[key]!r}")
-    if e["model_path"] is not None and (not isinstance(e["model_path"], str) or not e["model_path"].strip()):
-        what = "transformers" if model == LLAMA else "diffusers"
+
+
+def _check_model_path(e: dict) -> None:
+    """A model folder is a path (not blank), and not combined with the tiny random model."""
+    if e["model_path"] is None:
+        return
+    if not e["model_path"].strip():
+        what = "transformers" if e["model"] == LLAMA else "diffusers"
         raise _err("model_path", f"must be null or a path to a local {what} folder, got {e['model_path']!r}")
-    if e["model_path"] is not None and e["tiny"]:
+    if e["tiny"]:
         raise _err("tiny", "tiny=true builds a tiny random model; it cannot be combined with model_path")
+
+
+def _check_shapes(e: dict) -> None:
+    """Each shape of the grid is one the model takes (workers.jobs.e2e.spec.check_model_shape)."""
     for shape in _shapes(e):
         try:
-            check_model_shape(model, shape)
+            check_model_shape(e["model"], shape)
         except ValueError as exc:
-            raise _err("frames" if model == MODEL else "resolutions", str(exc)) from None
+            raise _err("frames" if e["model"] == MODEL else "resolutions", str(exc)) from None
 
 
 def _check_configs(e: dict) -> None:
-    """Every name of ``configs`` is a configuration of the model's family (conf/models, or a JSON file's path)."""
+    """Every name of ``configs`` is a configuration of the model's family (conf/models, or a JSON file's path);
+    LTX-Video takes none."""
+    if "configs" not in e:
+        return
     if not e["configs"]:
         raise _err("configs", f"empty; known: {', '.join(model_configs.names())}")
     for name in e["configs"]:
@@ -264,6 +330,24 @@ def _check_configs(e: dict) -> None:
             raise _err("configs", str(exc)) from None
     if len(set(e["configs"])) != len(e["configs"]):
         raise _err("configs", f"a configuration is listed twice: {e['configs']}")
+
+
+# What a type cannot say about ``sweep.e2e`` with its defaults filled in, in the order they are checked
+VALUE_CHECKS = (
+    _check_modes,
+    _check_dtypes,
+    _check_grid_sizes,
+    _check_counts,
+    _check_frames,
+    _check_configs,
+    _check_image_grid,
+    _check_timeout,
+    _check_guidance,
+    _check_tolerance,
+    _check_text_len,
+    _check_model_path,
+    _check_shapes,
+)
 
 
 def _resolutions(e: dict) -> list[list[int]]:

@@ -33,6 +33,40 @@ CASES = [
     (["+sweep=smoke", "sweep.flush=cold"], "sweep.flush: unknown 'cold'; allowed: write, read"),
     (["+sweep=smoke", "sweep.dtypes=bf16"], "sweep.dtypes takes a list: write sweep.dtypes=[bf16]"),
     (["+sweep=smoke", "sweep.impls=triton"], "sweep.impls takes a list: write sweep.impls=[triton]"),
+    # sweep.e2e is typed too (schema.E2ECfg): its types, keys and enumerations are checked while composing
+    (["+sweep=ltx_e2e", "sweep.e2e.repeats=abc"], "sweep.e2e.repeats: 'abc' is not a valid Integer"),
+    (
+        ["+sweep=ltx_e2e", "sweep.e2e.tiny=maybe"],
+        "sweep.e2e.tiny: 'maybe' is not a valid Boolean; allowed: true, false",
+    ),
+    (
+        ["+sweep=ltx_e2e", "sweep.e2e.colour=1"],
+        "sweep.e2e.colour: no such key; allowed keys in sweep.e2e: model, configs",
+    ),
+    (["+sweep=ltx_e2e", "+sweep.e2e.colour=1"], "sweep.e2e.colour: no such key; allowed keys in sweep.e2e: model,"),
+    (
+        ["+sweep=ltx_e2e", "sweep.e2e.model=mochi"],
+        "sweep.e2e.model: unknown model 'mochi'; allowed: ltx-video, flux, sd3",
+    ),
+    (
+        ["+sweep=flux_e2e", "sweep.e2e.dtypes=[bf16,fp8]"],
+        "sweep.e2e.dtypes: unknown dtype 'fp8'; allowed: fp32, bf16, fp16",
+    ),
+    (["+sweep=ltx_e2e", "sweep.e2e.frames=25"], "sweep.e2e.frames takes a list: write sweep.e2e.frames=[25]"),
+    (
+        ["+sweep=flux_e2e", "sweep.e2e.resolutions=[1024,768]"],
+        "sweep.e2e.resolutions takes a list of lists: write sweep.e2e.resolutions=[[1024,768]]",
+    ),
+    (
+        ["+sweep=ltx_e2e", "sweep.e2e.model_path=[a,b]"],
+        "sweep.e2e.model_path: ['a', 'b'] (a list) is not a valid String",
+    ),
+    # a key of the schema that the sweep's model does not take: the model's keys, and whose key it is
+    (
+        ["+sweep=llm_e2e", "sweep.e2e.steps=[2]"],
+        "sweep.e2e.steps: no such key; allowed keys in sweep.e2e: model, configs, batches, prompt_lens, dtypes",
+    ),
+    (["+sweep=llm_e2e", "sweep.e2e.pipeline=true"], "(for model llama; pipeline is for ltx-video)"),
 ]
 
 

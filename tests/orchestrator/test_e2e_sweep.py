@@ -131,6 +131,98 @@ def test_bad_values_name_the_key_and_the_allowed_values(e2e, message):
     assert message in str(exc.value)
 
 
+def test_the_schema_declares_the_keys_of_every_model():
+    """schema.E2ECfg holds every key some model takes and no other; its enumerations are workers.jobs.e2e.spec's."""
+    import dataclasses
+
+    from orchestrator.config import schema
+    from orchestrator.plan.e2e import allowed_keys
+    from workers.jobs.e2e import spec as e2e_spec
+
+    fields = {f.name for f in dataclasses.fields(schema.E2ECfg)}
+    assert fields == {k for m in e2e_spec.MODELS for k in allowed_keys(m)}
+    assert list(schema.E2EModel.__members__) == list(e2e_spec.MODELS)
+    assert list(schema.E2EMode.__members__) == list(e2e_spec.MODES)
+    assert list(schema.E2EDtype.__members__) == list(e2e_spec.DTYPE_NAMES)
+
+
+def test_a_composed_e2e_config_is_plain_strings_and_nulls():
+    """The enumerations come back as their strings (the run's stored config is JSON); the keys the sweep file and
+    the overrides leave unset are null, and plan as the model's defaults."""
+    c = _cfg("sweep.e2e.modes=[eager,triton+compile]")
+    e2e = c["sweep"]["e2e"]
+    assert type(e2e["model"]) is str and e2e["model"] == "ltx-video"
+    assert [type(m) for m in e2e["modes"]] == [str, str] and [type(d) for d in e2e["dtypes"]] == [str]
+    assert e2e["batches"] is None and e2e["configs"] is None and e2e["new_tokens"] is None
+    json.dumps(c)
+    (s,) = plan.plan(c, CODE)
+    assert s.impls == ["eager", "triton+compile"] and s.params["steps"] == 30
+
+
+@pytest.mark.parametrize(
+    "e2e,message",
+    [
+        # plain data is planned as given: a value OmegaConf would convert is refused, with what the key takes
+        ({"repeats": "3"}, "sweep.e2e.repeats: must be an integer, got '3'"),
+        ({"tiny": 1}, "sweep.e2e.tiny: must be true or false, got 1"),
+        ({"frames": 25}, "sweep.e2e.frames: must be a list of integers; one value is written [value]"),
+        ({"resolutions": [480, 704]}, "sweep.e2e.resolutions: must be a list of lists of integers, got [480, 704]"),
+        ({"guidance_scale": "4"}, "sweep.e2e.guidance_scale: must be a number, got '4'"),
+        # what OmegaConf itself refuses: the line composition gives
+        ({"repeats": 1.5}, "sweep.e2e.repeats: '1.5' is not a valid Integer"),
+        ({"frames": [True]}, "sweep.e2e.frames[0]: 'True' is not a valid Integer"),
+        ({"modes": ["eager", 3]}, "sweep.e2e.modes: unknown mode '3'; allowed: eager, triton"),
+        ({"model_path": ["a"]}, "sweep.e2e.model_path: ['a'] (a list) is not a valid String"),
+        # a key of another model
+        (
+            {"model": "flux", "frames": [9]},
+            "sweep.e2e.frames: no such key; allowed keys in sweep.e2e: model, configs, heights, widths, resolutions, "
+            "steps, dtypes, modes, repeats",
+        ),
+        ({"model": "flux", "frames": [9]}, "(for model flux; frames is for ltx-video)"),
+        ({"model": "llama", "guidance_scale": 3.0}, "(for model llama; guidance_scale is for ltx-video, flux, sd3)"),
+    ],
+)
+def test_plain_values_are_checked_against_the_schema(e2e, message):
+    with pytest.raises(ConfigError) as exc:
+        validate_e2e({"name": "x", "kinds": ["e2e"], "e2e": e2e})
+    assert message in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_a_sweep_file_with_one_value_where_a_list_goes(tmp_path, monkeypatch):
+    """A sweep file of the user's own is composed against the same schema: its mistake is one line with the key."""
+    import shutil
+
+    conf = tmp_path / "conf"
+    shutil.copytree(REPO / "conf", conf)
+    mine = (conf / "sweep" / "ltx_e2e.yaml").read_text().replace("steps: [30]", "steps: 30")
+    (conf / "sweep" / "mine.yaml").write_text(mine.replace("name: ltx_e2e", "name: mine"))
+    monkeypatch.setenv("KERNELFLEET_CONF", str(conf))
+    with pytest.raises(ConfigError) as exc:
+        config.compose(["+sweep=mine"])
+    assert str(exc.value) == "sweep.e2e.steps: must be a list of integers; one value is written [value]"
+
+
+def test_plain_values_the_schema_keeps_as_they_are():
+    """An integer where a number goes, tuples where lists go, null for the model's default: planned as given."""
+    e2e = {"guidance_scale": 4, "resolutions": ((480, 704),), "modes": ("eager",), "steps": None, "tolerance": None}
+    (s,) = plan_e2e({"name": "x", "e2e": e2e}, "any")
+    assert (s.shape, s.impls, s.params["guidance_scale"], s.params["steps"]) == ([25, 480, 704], ["eager"], 4, 30)
+
+
+def test_an_e2e_key_is_set_without_a_plus_on_any_sweep():
+    """Every key of sweep.e2e is in the schema, so an override sets it as it is written on any sweep (a key the
+    sweep file leaves out included)."""
+    c = _cfg("sweep.e2e.pipeline=true", "sweep.e2e.text_len=64")
+    (s,) = plan.plan(c, CODE)
+    assert s.params["pipeline"] is True and s.params["text_len"] == 64
+    c = config.to_plain(config.compose(["+sweep=rmsnorm", "sweep.kinds=[e2e]", *TINY]))
+    validate(c)
+    (s,) = plan.plan(c, CODE)
+    assert (s.model, s.shape, s.params["tiny"]) == ("ltx-video", [9, 64, 96], True)
+
+
 def _cli(args, tmp_path, timeout):
     """The CLI in a subprocess on the CPU whatever the host: the tiny variants are the CPU path CI runs (on a GPU every
     mode runs: tests/workers/test_e2e_models.py::test_every_mode_runs_on_a_gpu, test_e2e.py's GPU tests)."""
