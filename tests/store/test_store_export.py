@@ -165,11 +165,14 @@ def test_an_interrupted_export_leaves_the_path_as_it_was(store_url, tmp_path, si
     if before is not None:
         target.write_text(before)
     args = ["export", "--format", "jsonl", "--url", store_url, "--out", str(target)]
+    # SIGINT as a terminal's Ctrl-C delivers it: a test run started as a background job of a script inherits SIGINT
+    # ignored (and a Python started so never raises KeyboardInterrupt), so the export starts with the default
     proc = subprocess.Popen(
         [sys.executable, "-c", STALLED_EXPORT, *args, *(["--force"] if before else [])],
         cwd=REPO,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stderr.readline().strip() == "READY"
