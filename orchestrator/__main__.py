@@ -56,20 +56,23 @@ EXIT_INTERRUPTED = 130
 
 def main(argv: list[str] | None = None) -> int:
     """The command's exit code; Ctrl-C outside a running sweep (which marks its run itself) is one line, exit 130:
-    an import or a store change in flight is rolled back, nothing half-written is kept."""
+    an import or a store change in flight is rolled back, nothing half-written is kept.  A reader that stops
+    reading (``--help | head``) ends the output quietly, as it ends ``export``'s."""
     try:
         return _main(argv)
     except KeyboardInterrupt:
         print("interrupted (Ctrl-C): stopped; nothing half-written was kept", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        return 0
 
 
 def _main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
-        from orchestrator.cli import (
-            commands as cli,  # the subcommands' declarations: neither rich, the store nor Ray is imported
-        )
+        # the subcommands' declarations: neither rich, the store nor Ray is imported
+        from orchestrator.cli import commands as cli
 
         print(__doc__)
         print("commands:")
