@@ -76,7 +76,8 @@ class Bisect:
         self.runs_made = 0
         self.ran: set[str] = set()  # commits whose sweep ran
         self.flags: dict[tuple[int, int], dict | None] = {}
-        self.pending_plans: list[tuple[Path, Commit, int]] = []  # --dry-run: (plan, its commit, runs it needs)
+        # --dry-run: (plan, its commit, runs the store holds, runs it needs)
+        self.pending_plans: list[tuple[Path, Commit, int, int]] = []
 
     def plan_all(self) -> list[Segment]:
         """Plan one commit per distinct tree of the planning folders; the others share its plan."""
@@ -126,7 +127,7 @@ class Bisect:
             if have >= need:
                 continue
             if self.args.dry_run:
-                self.pending_plans.append((self._export_plan(seg), seg.commits[0], need - have))
+                self.pending_plans.append((self._export_plan(seg), seg.commits[0], have, need))
                 continue
             c = seg.commits[0]
             self.console.print(f"running {c.short} x{need - have} ({len(seg.commits)} commit(s) share its keys)")

@@ -3,11 +3,14 @@ kernelfleet.bisect in docs/json.md) and as lines, and with ``--dry-run`` the com
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from orchestrator.bisect import search as bisect_search
+
+ROOT = Path(__file__).resolve().parents[2]  # this kernelfleet's checkout: it imports the results
 
 if TYPE_CHECKING:
     from orchestrator.bisect.bisector import Bisect
@@ -103,9 +106,12 @@ def print_pending(b: Bisect, console: Console) -> None:
 
     store = display_url(b.url)
     p(f"{len(b.pending_plans)} plan(s) need runs; on a GPU machine, in a clone of {b.repo}:")
-    for path, commit, runs in b.pending_plans:
+    for path, commit, have, need in b.pending_plans:
+        # the commit's own workers run its plan; this checkout's orchestrator imports (an older commit's may not
+        # know the store's schema); the files are numbered on from the runs the store already holds
         p(f"  git worktree add --detach /tmp/kf-{commit.short} {commit.sha} && cd /tmp/kf-{commit.short}")
-        for i in range(1, runs + 1):
+        for i in range(have + 1, need + 1):
             out = path.with_name(f"{path.stem}-{i}.jsonl")
-            p(f"  python -m workers run {path} --out {out} && python -m orchestrator import {out} --url {store}")
+            imp = f"(cd {ROOT} && python -m orchestrator import {out} --url {store})"
+            p(f"  python -m workers run {path} --out {out} && {imp}")
     p("then run this bisect again: it continues from the stored results")

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
 from orchestrator.__main__ import main
 from orchestrator.bisect import search as bisect_search
 from tests.support import bisect_history as hist
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _search_on_levels(levels: list[float], failing: set[int] = frozenset()):
@@ -88,6 +91,7 @@ def test_bisect_finds_both_steps_and_explains_them_through_the_embedded_ray(tmp_
             ("probe sleeps 9 ms", {"kernels/bisect_probe.py": hist.probe(0.009, clones=3)}),
         ],
     )
+    hist.host_only(monkeypatch)
     monkeypatch.setenv("KERNELFLEET_PLUGINS", hist.PLUGIN)
     monkeypatch.setenv("KERNELFLEET_MEASURE_CEILING", "0")
     url = f"sqlite:///{tmp_path}/store.db"
@@ -136,6 +140,7 @@ def test_a_32_commit_history_is_five_segments_and_dry_run_writes_their_end_plans
     commits[2] = ("a comment in rmsnorm", {"kernels/rmsnorm.py": "+# a comment\n"})
     repo = tmp_path / "repo"
     shas = hist.make_repo(repo, commits)
+    hist.host_only(monkeypatch)
     monkeypatch.setenv("KERNELFLEET_PLUGINS", hist.PLUGIN)
     plans = tmp_path / "plans"
     plans.mkdir()
@@ -151,7 +156,9 @@ def test_a_32_commit_history_is_five_segments_and_dry_run_writes_their_end_plans
     for path in written:
         header = json.loads(path.read_text().splitlines()[0])
         assert header["commit"].startswith(path.stem.split("-")[1])  # planned by that commit's own code
-        assert f"python -m workers run {path} --out {plans}/{path.stem}-2.jsonl" in out
+        run2 = f"python -m workers run {path} --out {plans}/{path.stem}-2.jsonl"
+        # this checkout's orchestrator imports: an older commit's, in its worktree, may refuse the store's schema
+        assert f"{run2} && (cd {REPO} && python -m orchestrator import {plans}/{path.stem}-2.jsonl --url" in out
 
 
 def _runs(url: str) -> list[dict]:
@@ -196,6 +203,7 @@ def test_a_commit_that_cannot_open_the_store_is_run_into_its_own_and_imported(tm
 
     repo = tmp_path / "repo"
     shas = hist.make_repo(repo, [])
+    hist.host_only(monkeypatch)
     monkeypatch.setenv("KERNELFLEET_PLUGINS", hist.PLUGIN)
     monkeypatch.setenv("KERNELFLEET_MEASURE_CEILING", "0")
     url = f"sqlite:///{tmp_path}/store.db"

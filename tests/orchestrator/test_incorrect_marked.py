@@ -93,6 +93,12 @@ def test_the_sweep_summary_and_report_mark_it_and_say_why(planted):
     assert f"incorrect: triton in correctness rmsnorm 1x16x256 fp32: {CHECK}" in text
 
 
+def _runs(url: str) -> str:
+    """Each run (id, status, device, conditions) and run 1's jobs: what an assertion on the pages prints when a run
+    is missing from one."""
+    return _cli("runs", "--json", "--url", url)[1] + _cli("report", "1", "--wide", "--url", url)[1]
+
+
 def test_every_page_marks_it(planted):
     url = planted["url"]
     src = access.open_read_only(url)
@@ -106,7 +112,8 @@ def test_every_page_marks_it(planted):
 
     trends = pages.build(src, "/trends", {"kernel": "rmsnorm", "impl": "triton", "shape": ""}, url)
     points = trends.table("points").rows
-    assert {p["correct"] for p in points if p["run_id"] == 1} == {False}
+    seen = [(p["run_id"], p["impl"], p["hardware_key"], p["correct"]) for p in points]
+    assert {p["correct"] for p in points if p["run_id"] == 1} == {False}, (seen, trends.notes, _runs(url))
     assert all(p["speedup_vs_eager"] is None for p in points if p["run_id"] == 1)
     assert any(t.name and t.name.startswith("incorrect:") for t in trends.figures[0].figure.data)
     assert any("failed correctness" in n for n in trends.notes)

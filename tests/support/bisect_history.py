@@ -6,6 +6,12 @@ The kernel ``probe`` lives in ``kernels/bisect_probe.py`` of that repository (lo
 ``DELAY_S`` per call and clones its input ``CLONES`` times.  Being a module of ``kernels/`` that the kernel's entry
 is declared in, it is part of the probe jobs' code, so a commit that changes it re-keys them and any other commit
 plans the same keys.
+
+The probe's steps are host sleeps; its sweeps run on the CPU on any host (``host_only``). On a GPU the micro job
+reads device events around the call, and the GPU suite runs other tests' kernels on the same GPU side by side (a
+simulated cluster's two nodes share it too): the idle gap a sleep leaves between the events then scatters by the
+others' work (on an H200 the cluster test's 1 -> 3 ms step went unconfirmed). These tests check the search, the keys
+and the cluster path; a bisect of real history on a GPU is docs/perf/regressions-h200.md's.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+
+from tests.support.devices import CPU_ONLY_ENV
 
 SOURCE = Path(__file__).resolve().parents[2]
 COPIED = ("conf", "orchestrator", "kernels", "workers", "migrations", "pyproject.toml")
@@ -57,6 +65,14 @@ ENTRIES = [
     )
 ]
 '''
+
+
+def host_only(monkeypatch) -> None:
+    """Every process the test starts (each commit's orchestrator, its embedded Ray or a simulated cluster's nodes,
+    their sandboxes) takes the CPU path whatever the host; Ray, which sets CUDA_VISIBLE_DEVICES for a task that asks
+    for a GPU, leaves the inherited empty one alone."""
+    for k, v in {**CPU_ONLY_ENV, "RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"}.items():
+        monkeypatch.setenv(k, v)
 
 
 def probe(delay: float, clones: int = 1) -> str:
