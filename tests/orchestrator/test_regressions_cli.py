@@ -95,9 +95,11 @@ def test_one_run_against_one_is_unconfirmed_and_two_per_side_gate(tmp_path):
     assert "two runs per side" in one.stdout and "0 confirmed" in one.stdout
 
     two = cli("regressions", "3", "4", "--baseline", "1", "2", "--url", url)
-    assert two.returncode == 1, two.stdout + two.stderr
+    assert two.returncode == 1 and "Traceback" not in two.stderr, two.stdout + two.stderr
     rows = [ln for ln in two.stdout.splitlines() if "rmsnorm" in ln]
-    assert len(rows) == 9 and all("triton" in ln and "regression (" in ln and "x spread" in ln for ln in rows)
+    assert len(rows) == 9 and all("triton" in ln and "regression (" in ln and "x spread" in ln for ln in rows), (
+        two.stdout + two.stderr
+    )
 
     js = cli("regressions", "3", "4", "--baseline", "1", "2", "--json", "--url", url)
     assert js.returncode == 1
