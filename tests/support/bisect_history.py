@@ -11,7 +11,7 @@ The probe's steps are host sleeps; its sweeps run on the CPU on any host (``host
 reads device events around the call, and the GPU suite runs other tests' kernels on the same GPU side by side (a
 simulated cluster's two nodes share it too): the idle gap a sleep leaves between the events then scatters by the
 others' work (on an H200 the cluster test's 1 -> 3 ms step went unconfirmed). These tests check the search, the keys
-and the cluster path; a bisect of real history on a GPU is docs/perf/regressions-h200.md's.
+and the cluster path; a bisect of real history on a GPU is docs/perf/bisect-h200.md.
 """
 
 from __future__ import annotations
