@@ -3,14 +3,12 @@ kernelfleet.bisect in docs/json.md) and as lines, and with ``--dry-run`` the com
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from orchestrator.bisect import search as bisect_search
-
-ROOT = Path(__file__).resolve().parents[2]  # this kernelfleet's checkout: it imports the results
+from workers.runtime.keys import REPO_ROOT  # this kernelfleet's checkout: it imports the results
 
 if TYPE_CHECKING:
     from orchestrator.bisect.bisector import Bisect
@@ -112,6 +110,6 @@ def print_pending(b: Bisect, console: Console) -> None:
         p(f"  git worktree add --detach /tmp/kf-{commit.short} {commit.sha} && cd /tmp/kf-{commit.short}")
         for i in range(have + 1, need + 1):
             out = path.with_name(f"{path.stem}-{i}.jsonl")
-            imp = f"(cd {ROOT} && python -m orchestrator import {out} --url {store})"
+            imp = f"(cd {REPO_ROOT} && python -m orchestrator import {out} --url {store})"
             p(f"  python -m workers run {path} --out {out} && {imp}")
     p("then run this bisect again: it continues from the stored results")

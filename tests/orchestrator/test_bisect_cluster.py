@@ -53,12 +53,7 @@ def h200_fleet(monkeypatch):
     as each commit's orchestrator also forwards it to them (runtime_env env_vars)."""
     from ray.cluster_utils import Cluster
 
-    # the nodes share one host (and on a GPU host its GPU): they time on the CPU.  A raylet refuses a logical GPU
-    # that an empty CUDA_VISIBLE_DEVICES hides, so the mask names an index no device has: torch sees no GPU there
-    hist.host_only(monkeypatch)
-    for name in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"):
-        monkeypatch.setenv(name, "-1")
-    monkeypatch.delenv("ROCR_VISIBLE_DEVICES")  # Ray refuses it beside HIP_VISIBLE_DEVICES
+    hist.host_only(monkeypatch)  # the nodes share one host (and on a GPU host its GPU): they time on the CPU
     monkeypatch.setenv("KERNELFLEET_PLUGINS", hist.PLUGIN)
     monkeypatch.setenv("KERNELFLEET_MEASURE_CEILING", "0")
     monkeypatch.delenv("RAY_ADDRESS", raising=False)

@@ -69,10 +69,14 @@ ENTRIES = [
 
 def host_only(monkeypatch) -> None:
     """Every process the test starts (each commit's orchestrator, its embedded Ray or a simulated cluster's nodes,
-    their sandboxes) takes the CPU path whatever the host; Ray, which sets CUDA_VISIBLE_DEVICES for a task that asks
-    for a GPU, leaves the inherited empty one alone."""
+    their sandboxes) takes the CPU path whatever the host.  The device masks name an index no device has (``-1``)
+    rather than none: torch then sees no GPU, while a raylet still accepts the logical GPU a simulated node is given
+    (it refuses one that an empty mask hides) and, told not to set CUDA_VISIBLE_DEVICES per task, keeps the mask."""
     for k, v in {**CPU_ONLY_ENV, "RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"}.items():
         monkeypatch.setenv(k, v)
+    for name in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"):
+        monkeypatch.setenv(name, "-1")
+    monkeypatch.delenv("ROCR_VISIBLE_DEVICES")  # Ray refuses it beside HIP_VISIBLE_DEVICES
 
 
 def probe(delay: float, clones: int = 1) -> str:
